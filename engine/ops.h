@@ -1,0 +1,123 @@
+/* ops.h — CPU operators over plain float buffers (llm.c style).
+ *
+ * Layout conventions: row-major, PyTorch order. Every pointer argument has its
+ * shape in a comment. Outputs may alias inputs only where a comment says so.
+ * All GEMM work goes through rp_gemm so precision and reduction-order knobs
+ * (ctx->precision, ctx->reduce_split) act in one place. */
+#ifndef REPRO_OPS_H
+#define REPRO_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctx.h"
+
+/* ---- GEMM ------------------------------------------------------------- */
+
+/* C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major.
+ * op(A) is (M, K): A is (M, K) with lda >= K, or (K, M) with lda >= M when transA.
+ * op(B) is (K, N): B is (K, N) with ldb >= N, or (N, K) with ldb >= K when transB.
+ * bf16 precision rounds A and B to bf16 (round-to-nearest-even) and accumulates
+ * in fp32. reduce_split computes the K sum as [0, K/2) and [K/2, K) separately
+ * and adds the halves (needs scratch; allocated internally). */
+void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
+             float alpha, const float *A, int lda, const float *B, int ldb,
+             float beta, float *C, int ldc);
+
+/* A PyTorch nn.Linear: weight (out, in), bias (out) or NULL. */
+typedef struct rp_linear_w {
+    const float *weight; /* (out, in) */
+    const float *bias;   /* (out) or NULL */
+    int in, out;
+} rp_linear_w;
+
+/* out (M, w->out) = in (M, w->in) @ weight^T + bias */
+void rp_linear(const rp_ctx *ctx, float *out, const float *in, const rp_linear_w *w, int M);
+
+/* ---- bf16 helpers ------------------------------------------------------ */
+uint16_t rp_f32_to_bf16(float x);   /* round to nearest even; NaN stays NaN */
+float rp_bf16_to_f32(uint16_t x);
+float rp_f16_to_f32(uint16_t x);    /* IEEE half -> float (for fp16 checkpoints) */
+uint16_t rp_f32_to_f16(float x);    /* round to nearest even */
+
+/* ---- normalisation ----------------------------------------------------- */
+
+/* out (N, C) = (x - mean) / sqrt(var + eps) [* w + b]; w, b (C) or NULL (no affine).
+ * Biased variance, as torch.nn.LayerNorm. out may alias x. */
+void rp_layernorm(float *out, const float *x, const float *w, const float *b,
+                  int N, int C, float eps);
+
+/* out (N, C, HW) group-normalised over (C/G, HW) per group; w, b (C) or NULL.
+ * out may alias x. */
+void rp_groupnorm(float *out, const float *x, const float *w, const float *b,
+                  int N, int C, int HW, int G, float eps);
+
+/* out (N, C) = x / sqrt(mean(x^2) + eps) [* w]; w (C) or NULL. out may alias x. */
+void rp_rmsnorm(float *out, const float *x, const float *w, int N, int C, float eps);
+
+/* ---- activations (out may alias x) -------------------------------------- */
+void rp_gelu_tanh(float *out, const float *x, size_t n); /* GELU(approximate="tanh") */
+void rp_gelu_erf(float *out, const float *x, size_t n);  /* exact GELU */
+void rp_silu(float *out, const float *x, size_t n);
+
+/* x (rows, cols): numerically stable softmax of each row, in place. */
+void rp_softmax_rows(float *x, int rows, int cols);
+
+/* ---- DiT-style elementwise --------------------------------------------- */
+
+/* x (B, T, C) in place: x = x * (1 + scale[b]) + shift[b]; shift, scale (B, C) with
+ * row stride `mod_stride` floats (so chunks of an adaLN output can be used in place). */
+void rp_modulate(float *x, const float *shift, const float *scale, int mod_stride,
+                 int B, int T, int C);
+
+/* x (B, T, C) += gate[b] * y (B, T, C); gate (B, C) with row stride mod_stride. */
+void rp_gated_add(float *x, const float *gate, int mod_stride, const float *y,
+                  int B, int T, int C);
+
+/* y (n) += x (n) */
+void rp_add(float *y, const float *x, size_t n);
+
+/* ---- patches and embeddings --------------------------------------------- */
+
+/* img (B, C, H, W) -> tokens (B, (H/p)*(W/p), C*p*p); tokens row-major over the
+ * patch grid, each vector ordered (c, py, px) — the flatten order of a Conv2d
+ * weight (hidden, C, p, p), so patch embed = patchify + linear. */
+void rp_patchify(float *tokens, const float *img, int B, int C, int H, int W, int p);
+
+/* tokens (B, (H/p)*(W/p), p*p*C) ordered (py, px, c) -> img (B, C, H, W); the
+ * inverse layout DiT's final layer produces (einsum nhwpqc->nchpwq). */
+void rp_unpatchify(float *img, const float *tokens, int B, int C, int H, int W, int p);
+
+/* out (gh*gw, D): DiT's get_2d_sincos_pos_embed (MAE): first D/2 from the w
+ * coordinate grid, last D/2 from h; each half [sin(pos*omega), cos(pos*omega)],
+ * omega_i = 1 / 10000^(i/(D/4)). D must be divisible by 4. */
+void rp_pos_embed_2d_sincos(float *out, int D, int gh, int gw);
+
+/* out (B, dim): sinusoidal timestep embedding, [cos(t*f), sin(t*f)] with
+ * f_i = exp(-ln(max_period) * i / (dim/2 - freq_shift)); odd dim padded with a 0.
+ * DiT: freq_shift 0, max_period 10000. */
+void rp_timestep_embedding(float *out, const float *t, int B, int dim,
+                           float max_period, float freq_shift);
+
+/* ---- convolution and resampling (NCHW) ------------------------------------ */
+
+/* out (N, OC, Ho, Wo) = conv2d(in (N, IC, H, W), w (OC, IC, k, k), b (OC) or NULL),
+ * square kernel k, stride s, zero padding pad; im2col + rp_gemm. */
+void rp_conv2d(const rp_ctx *ctx, float *out, const float *in, const float *w, const float *b,
+               int N, int IC, int H, int W, int OC, int k, int s, int pad);
+
+/* out (N, C, 2H, 2W) = nearest-neighbour 2x upsampling of in (N, C, H, W). */
+void rp_upsample_nearest2x(float *out, const float *in, int N, int C, int H, int W);
+
+/* ---- head layout ------------------------------------------------------------ */
+
+/* qkv (B, T, 3, H, D) -> q, k, v each (B, H, T, D) */
+void rp_split_qkv_heads(float *q, float *k, float *v, const float *qkv, int B, int T, int H, int D);
+
+/* x (B, T, H, D) -> out (B, H, T, D) */
+void rp_to_heads(float *out, const float *x, int B, int T, int H, int D);
+
+/* x (B, H, T, D) -> out (B, T, H, D) */
+void rp_from_heads(float *out, const float *x, int B, int T, int H, int D);
+
+#endif

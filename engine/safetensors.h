@@ -1,0 +1,75 @@
+/* safetensors.h — reader and writer for the safetensors format.
+ *
+ * File: u64 little-endian header length N, N bytes of JSON
+ * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
+ *  "__metadata__": {"k": "v"}}, then the data region. The reader checks every
+ * offset and shape against the file size and the dtype size, and refuses
+ * overlapping or out-of-range tensors, with a message naming the tensor. */
+#ifndef REPRO_SAFETENSORS_H
+#define REPRO_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define RP_ST_MAX_DIMS 8
+
+typedef enum rp_dtype { RP_DT_F32 = 0, RP_DT_F16, RP_DT_BF16, RP_DT_F64, RP_DT_I64, RP_DT_I32, RP_DT_U8 } rp_dtype;
+
+typedef struct rp_st_tensor {
+    char *name;
+    rp_dtype dtype;
+    int ndim;
+    int64_t shape[RP_ST_MAX_DIMS];
+    size_t numel;
+    const void *data;     /* points into the file's data region (little-endian) */
+    size_t nbytes;
+} rp_st_tensor;
+
+typedef struct rp_st_file {
+    char *path;
+    void *map;            /* whole file, read into memory */
+    size_t size;
+    int n;
+    rp_st_tensor *tensors; /* sorted by name */
+    int n_meta;
+    char **meta_keys, **meta_values;
+} rp_st_file;
+
+/* Opens and validates path. On failure *out is untouched and err names the
+ * file and the broken rule ("...: tensor 'blocks.0.attn.qkv.weight': data_offsets
+ * [0, 400] exceed the data region (200 bytes)"). */
+rp_status rp_st_open(const char *path, rp_st_file **out, rp_error *err);
+void rp_st_close(rp_st_file *f);
+
+/* Looks up a tensor by exact name; NULL if absent. */
+const rp_st_tensor *rp_st_find(const rp_st_file *f, const char *name);
+
+/* Metadata value or NULL. */
+const char *rp_st_meta(const rp_st_file *f, const char *key);
+
+/* Copies tensor `name` into dst (numel floats) converting F32/F16/BF16/F64 to
+ * float, after checking its shape equals shape[0..ndim). Errors name the file,
+ * the tensor and both shapes. */
+rp_status rp_st_read_f32(const rp_st_file *f, const char *name, int ndim, const int64_t *shape,
+                         float *dst, rp_error *err);
+
+size_t rp_dtype_size(rp_dtype dt);
+const char *rp_dtype_name(rp_dtype dt);
+
+/* ---- writer --------------------------------------------------------------- */
+
+typedef struct rp_st_writer rp_st_writer;
+
+rp_st_writer *rp_st_writer_new(void);
+/* Adds a tensor (data copied at write time, so it must stay valid until
+ * rp_st_writer_write). Names must be unique. */
+rp_status rp_st_writer_add(rp_st_writer *w, const char *name, rp_dtype dtype, int ndim,
+                           const int64_t *shape, const void *data, rp_error *err);
+rp_status rp_st_writer_meta(rp_st_writer *w, const char *key, const char *value, rp_error *err);
+/* Writes to path atomically: path.tmp.<pid> then rename(2). */
+rp_status rp_st_writer_write(rp_st_writer *w, const char *path, rp_error *err);
+void rp_st_writer_free(rp_st_writer *w);
+
+#endif

@@ -1,0 +1,51 @@
+/* trace.h — per-layer activation statistics of model evaluations.
+ *
+ * The classifier compares a candidate's trace with a reference's layer by
+ * layer, so each record holds numbers that survive any parallel layout: the
+ * L2 norm, the max-abs and a fixed strided sample of up to max_samples values
+ * (element indices 0, s, 2s, ... with s = ceil(numel / max_samples)). */
+#ifndef REPRO_TRACE_H
+#define REPRO_TRACE_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+typedef struct rp_trace_rec {
+    char name[96];   /* layer name as in the state_dict prefix, e.g. "blocks.3.attn" */
+    int eval;        /* model evaluation index (0 = first) */
+    size_t numel;
+    double l2;
+    double maxabs;
+    size_t stride;   /* sample stride */
+    int nsample;
+    float *sample;   /* (nsample) */
+} rp_trace_rec;
+
+typedef struct rp_trace {
+    int record_evals;  /* record evaluations 0 .. record_evals-1 (default 1: the first only) */
+    int max_samples;   /* default 4096 */
+    int eval;          /* current evaluation index; the caller advances it */
+    int n, cap;
+    rp_trace_rec *recs;
+    int n_notes;       /* free-form key=value notes (e.g. "attention=math") */
+    char **notes;
+} rp_trace;
+
+void rp_trace_init(rp_trace *t);
+void rp_trace_free(rp_trace *t);
+
+/* Records x (n floats) under name for the current eval, if it is recorded. */
+void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n);
+
+/* Appends a note "key=value". */
+void rp_trace_note(rp_trace *t, const char *key, const char *value);
+
+/* Marks the end of one model evaluation. */
+static inline void rp_trace_next_eval(rp_trace *t) { if (t) t->eval++; }
+
+/* Saves as safetensors: one F32 tensor "e<eval>/<name>" of samples per record,
+ * with metadata "e<eval>/<name>" = "numel=..,l2=..,maxabs=..,stride=.." and the notes. */
+rp_status rp_trace_save(const rp_trace *t, const char *path, rp_error *err);
+
+#endif

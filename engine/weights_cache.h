@@ -1,0 +1,19 @@
+/* weights_cache.h — where synthetic weights live when --weights is not given.
+ *
+ * Cache directory: $REPRO_CACHE, else $XDG_CACHE_HOME/repro, else $HOME/.cache/repro.
+ * File: <dir>/weights/<model>[-depthD]-seed<S>-<RP_SYNTHETIC_INIT_VERSION>.safetensors,
+ * generated on first use (atomically, so concurrent ranks never read half a file). */
+#ifndef REPRO_WEIGHTS_CACHE_H
+#define REPRO_WEIGHTS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* If explicit_path is non-NULL it is copied to out unchanged (the caller opens it).
+ * Otherwise out receives the cache path, and the file is generated if absent. */
+rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
+                             const char *explicit_path, char *out, size_t cap, rp_error *err);
+
+#endif

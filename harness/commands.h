@@ -1,0 +1,17 @@
+/* commands.h — the repro subcommands. Each takes (argc, argv) with argv[0] the
+ * subcommand name, prints errors to stderr itself, and returns a process exit
+ * code (0 ok, 1 failure, 2 usage error). */
+#ifndef REPRO_COMMANDS_H
+#define REPRO_COMMANDS_H
+
+int rp_cmd_generate(int argc, char **argv); /* harness/cmd_generate.c */
+int rp_cmd_weights(int argc, char **argv);  /* harness/cmd_weights.c */
+int rp_cmd_forward(int argc, char **argv);  /* harness/cmd_forward.c: one model forward, for parity tests */
+int rp_cmd_decode(int argc, char **argv);   /* harness/cmd_decode.c: VAE decode of a latents file */
+int rp_cmd_env(int argc, char **argv);      /* harness/cmd_env.c: print the environment record */
+
+/* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
+struct rp_error;
+int rp_report_error(const struct rp_error *err);
+
+#endif

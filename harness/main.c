@@ -1,0 +1,50 @@
+/* main.c — `repro` entry point: dispatches to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/error.h"
+#include "harness/commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} command;
+
+static const command COMMANDS[] = {
+    {"generate", rp_cmd_generate, "sample latents with a model and decode them to a PNG"},
+    {"weights", rp_cmd_weights, "write deterministic synthetic weights for a preset"},
+    {"forward", rp_cmd_forward, "one model forward on seeded inputs, dumped for parity checks"},
+    {"decode", rp_cmd_decode, "decode a latents file with the VAE to PNG"},
+    {"env", rp_cmd_env, "print this machine's environment record (JSON)"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: repro <command> [options]   (repro <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+}
+
+int rp_report_error(const struct rp_error *err) {
+    fprintf(stderr, "repro: error: %s", err->msg);
+    if (err->where[0]) fprintf(stderr, "  [%s]", err->where);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) { usage(stderr); return 2; }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("repro %s (%s)\n", REPRO_VERSION, REPRO_GIT_REV);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "repro: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
