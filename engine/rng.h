@@ -26,6 +26,11 @@ enum {
  * z1 = r sin(2 pi u2), r = sqrt(-2 ln u1). */
 void rp_randn(float *out, size_t n, uint64_t seed, uint64_t index, uint32_t stream);
 
+/* Elements [first, first + n) of the same sequence rp_randn draws: out[k] equals
+ * element first + k of rp_randn(.., first + n, ..). Lets a rank or device fill
+ * only its own slice of a tensor's noise. */
+void rp_randn_at(float *out, size_t first, size_t n, uint64_t seed, uint64_t index, uint32_t stream);
+
 /* 64-bit FNV-1a of a string (used to give each weight tensor its own stream). */
 uint64_t rp_fnv1a64(const char *s);
 

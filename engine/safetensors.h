@@ -23,7 +23,8 @@ typedef struct rp_st_tensor {
     int ndim;
     int64_t shape[RP_ST_MAX_DIMS];
     size_t numel;
-    const void *data;     /* points into the file's data region (little-endian) */
+    const void *data;     /* points into the file's data region (little-endian; may be
+                           * unaligned if a foreign writer did not pad the header) */
     size_t nbytes;
 } rp_st_tensor;
 
@@ -67,8 +68,18 @@ rp_st_writer *rp_st_writer_new(void);
  * rp_st_writer_write). Names must be unique. */
 rp_status rp_st_writer_add(rp_st_writer *w, const char *name, rp_dtype dtype, int ndim,
                            const int64_t *shape, const void *data, rp_error *err);
+/* Like rp_st_writer_add, but the bytes are produced at write time: fill(user,
+ * dst, nbytes) must fill dst completely (nbytes = numel * dtype size). Lets a
+ * large file be written holding only one tensor in memory at a time; user must
+ * stay valid until rp_st_writer_write. */
+typedef void (*rp_st_fill_fn)(void *user, void *dst, size_t nbytes);
+rp_status rp_st_writer_add_fill(rp_st_writer *w, const char *name, rp_dtype dtype, int ndim,
+                                const int64_t *shape, rp_st_fill_fn fill, void *user, rp_error *err);
+/* Sets metadata key = value (a repeated key replaces the value). */
 rp_status rp_st_writer_meta(rp_st_writer *w, const char *key, const char *value, rp_error *err);
-/* Writes to path atomically: path.tmp.<pid> then rename(2). */
+/* Writes to path atomically: path.tmp.<pid>, fsync, then rename(2). Tensors are
+ * laid out in name order whatever the order of adds, so equal contents give
+ * equal bytes. The writer may be freed (not reused) afterwards. */
 rp_status rp_st_writer_write(rp_st_writer *w, const char *path, rp_error *err);
 void rp_st_writer_free(rp_st_writer *w);
 

@@ -44,8 +44,11 @@ void rp_trace_note(rp_trace *t, const char *key, const char *value);
 /* Marks the end of one model evaluation. */
 static inline void rp_trace_next_eval(rp_trace *t) { if (t) t->eval++; }
 
-/* Saves as safetensors: one F32 tensor "e<eval>/<name>" of samples per record,
- * with metadata "e<eval>/<name>" = "numel=..,l2=..,maxabs=..,stride=.." and the notes. */
+/* Saves as safetensors: one F32 tensor "e<eval>/<name>" (nsample) of samples per
+ * record, with metadata "e<eval>/<name>" = "numel=N,l2=X,maxabs=Y,stride=S" (X, Y
+ * printed %.17g, so they read back exactly), one "note/<key>" = value per note
+ * (a repeated key keeps its last value) and "trace.max_samples". Recording the
+ * same name twice in one eval makes the save fail naming the duplicate. */
 rp_status rp_trace_save(const rp_trace *t, const char *path, rp_error *err);
 
 #endif

@@ -1,0 +1,178 @@
+/* params.c — parameter specs, loading by name, and synthetic weights.
+ *
+ * Synthetic init rules (RP_SYNTHETIC_INIT_VERSION "init-v1"; bump it when any
+ * of this changes, because weight caches are keyed on it):
+ *   z = rp_randn(numel, seed = weight_seed, index = rp_fnv1a64(name), stream 0),
+ *   computed per element in double and rounded to float once:
+ *   FANIN       z * scale / sqrt(fan_in), fan_in = prod(shape[1:]) (1 for 0-D/1-D)
+ *               — matches the variance of a trained layer's inputs-to-outputs
+ *               map so activations stay O(1) through depth;
+ *   NORMAL      z * scale;
+ *   ONE_NORMAL  1 + z * scale (norm weights near identity);
+ *   ZERO        0 (no random draw);
+ *   SINCOS_2D   DiT's fixed sin-cos table from rp_pos_embed_2d_sincos, shape
+ *               (1, T, D), gh = gw = sqrt(T) (no random draw).
+ * Keying on the name (not the list position) means adding, removing or
+ * reordering parameters never changes any other parameter's values, and a
+ * reduced-depth preset shares its blocks' weights with the full one. */
+#include "params.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "rng.h"
+
+void rp_params_add(rp_param_list *l, rp_init init, float scale, int ndim, const int64_t *shape,
+                   const char *name_fmt, ...) {
+    assert(l && ndim >= 0 && ndim <= 4 && (shape || ndim == 0));
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 64;
+        rp_param_spec *ns = realloc(l->specs, (size_t)nc * sizeof *ns);
+        /* No status to return here: a spec list is a few hundred entries, so
+         * failing to grow it means the process is already lost. */
+        if (!ns) { fprintf(stderr, "repro: out of memory growing a parameter list\n"); abort(); }
+        l->specs = ns;
+        l->cap = nc;
+    }
+    rp_param_spec *s = &l->specs[l->n];
+    memset(s, 0, sizeof *s);
+    va_list ap;
+    va_start(ap, name_fmt);
+    int len = vsnprintf(s->name, sizeof s->name, name_fmt, ap);
+    va_end(ap);
+    assert(len > 0 && (size_t)len < sizeof s->name); /* names are compile-time shaped */
+    (void)len;
+    s->ndim = ndim;
+    for (int i = 0; i < ndim; i++) { assert(shape[i] >= 0); s->shape[i] = shape[i]; }
+    s->init = init;
+    s->scale = scale;
+    l->n++;
+}
+
+void rp_params_free(rp_param_list *l) {
+    if (!l) return;
+    free(l->specs);
+    l->specs = NULL;
+    l->n = l->cap = 0;
+}
+
+size_t rp_param_numel(const rp_param_spec *s) {
+    size_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= (size_t)s->shape[i];
+    return n;
+}
+
+size_t rp_params_total(const rp_param_list *l) {
+    size_t t = 0;
+    for (int i = 0; i < l->n; i++) t += rp_param_numel(&l->specs[i]);
+    return t;
+}
+
+rp_status rp_params_load(const rp_param_list *l, const rp_st_file *f, float **block, float **ptrs,
+                         rp_error *err) {
+    assert(l && f && block && (ptrs || l->n == 0));
+    size_t total = rp_params_total(l);
+    float *b = malloc((total ? total : 1) * sizeof *b);
+    if (!b)
+        return RP_FAIL(err, RP_ERR_NOMEM, "%s: cannot allocate %zu parameters (%.1f GB)", f->path, total,
+                       (double)total * 4 / 1e9);
+    size_t off = 0;
+    for (int i = 0; i < l->n; i++) {
+        const rp_param_spec *s = &l->specs[i];
+        ptrs[i] = b + off;
+        rp_error e;
+        rp_error_clear(&e);
+        rp_status st = rp_st_read_f32(f, s->name, s->ndim, s->shape, ptrs[i], &e);
+        if (st != RP_OK) {
+            free(b);
+            for (int k = 0; k <= i; k++) ptrs[k] = NULL;
+            if (st == RP_ERR_NOT_FOUND) {
+                /* say how far off the file is: a wrong preset or depth shows as many missing */
+                size_t k = strlen(e.msg);
+                snprintf(e.msg + k, sizeof e.msg - k, " (the model needs %d tensors, the file has %d)",
+                         l->n, f->n);
+            }
+            if (err) *err = e;
+            return st;
+        }
+        off += rp_param_numel(s);
+    }
+    assert(off == total);
+    *block = b;
+    return RP_OK;
+}
+
+void rp_param_init_values(const rp_param_spec *s, uint64_t weight_seed, float *dst) {
+    size_t n = rp_param_numel(s);
+    double scale = s->scale;
+    switch (s->init) {
+    case RP_INIT_ZERO:
+        memset(dst, 0, n * sizeof *dst);
+        return;
+    case RP_INIT_SINCOS_2D: {
+        assert(s->ndim == 3 && s->shape[0] == 1);
+        int T = (int)s->shape[1], D = (int)s->shape[2];
+        int g = (int)lround(sqrt((double)T));
+        assert(g * g == T && D % 4 == 0);
+        rp_pos_embed_2d_sincos(dst, D, g, g);
+        return;
+    }
+    case RP_INIT_FANIN: {
+        size_t fan_in = 1;
+        for (int i = 1; i < s->ndim; i++) fan_in *= (size_t)s->shape[i];
+        scale = fan_in ? scale / sqrt((double)fan_in) : 0.0;
+        break;
+    }
+    case RP_INIT_NORMAL:
+    case RP_INIT_ONE_NORMAL:
+        break;
+    }
+    rp_randn(dst, n, weight_seed, rp_fnv1a64(s->name), 0);
+    double base = s->init == RP_INIT_ONE_NORMAL ? 1.0 : 0.0;
+    for (size_t i = 0; i < n; i++) dst[i] = (float)(base + (double)dst[i] * scale);
+}
+
+typedef struct synth_fill {
+    const rp_param_spec *spec;
+    uint64_t seed;
+} synth_fill;
+
+/* rp_st_fill_fn: generates one parameter's F32 bytes at write time. */
+static void fill_param(void *user, void *dst, size_t nbytes) {
+    const synth_fill *sf = user;
+    assert(nbytes == rp_param_numel(sf->spec) * sizeof(float));
+    (void)nbytes;
+    rp_param_init_values(sf->spec, sf->seed, dst);
+}
+
+rp_status rp_params_write_synthetic(const rp_param_list *l, const char *model_name,
+                                    uint64_t weight_seed, const char *path, rp_error *err) {
+    assert(l && model_name && path);
+    rp_st_writer *w = rp_st_writer_new();
+    synth_fill *fills = calloc((size_t)l->n + 1, sizeof *fills);
+    rp_status s = RP_OK;
+    if (!w || !fills) { s = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path); goto out; }
+    char seed_s[32];
+    snprintf(seed_s, sizeof seed_s, "%" PRIu64, weight_seed);
+    if ((s = rp_st_writer_meta(w, "repro.model", model_name, err)) != RP_OK) goto out;
+    if ((s = rp_st_writer_meta(w, "repro.weight_seed", seed_s, err)) != RP_OK) goto out;
+    if ((s = rp_st_writer_meta(w, "repro.init", RP_SYNTHETIC_INIT_VERSION, err)) != RP_OK) goto out;
+    for (int i = 0; i < l->n; i++) {
+        const rp_param_spec *sp = &l->specs[i];
+        fills[i].spec = sp;
+        fills[i].seed = weight_seed;
+        s = rp_st_writer_add_fill(w, sp->name, RP_DT_F32, sp->ndim, sp->shape, fill_param, &fills[i], err);
+        if (s != RP_OK) goto out;
+    }
+    s = rp_st_writer_write(w, path, err);
+out:
+    rp_st_writer_free(w);
+    free(fills);
+    return s;
+}

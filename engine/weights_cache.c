@@ -1,0 +1,88 @@
+/* weights_cache.c — resolve the synthetic-weights cache path, generating on miss.
+ *
+ * Concurrency: several ranks may miss at once. Each generates the same bytes
+ * into its own temp file (path.tmp.<pid>) and renames it into place; rename is
+ * atomic, so a reader sees either no file or a complete one, and the last
+ * writer replaces an identical file. */
+#include "weights_cache.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "models/registry.h"
+#include "params.h"
+
+/* mkdir -p: creates dir and its missing parents (mode 0777 & umask). */
+static rp_status mkdir_p(const char *dir, rp_error *err) {
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%s", dir);
+    if (n <= 0 || (size_t)n >= sizeof buf)
+        return RP_FAIL(err, RP_ERR_INVALID, "cache directory path too long: %s", dir);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            /* EEXIST also covers a concurrent creator winning the race */
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return RP_FAIL(err, RP_ERR_IO, "cannot create directory %s: %s", buf, strerror(errno));
+            *p = c;
+            if (c == '\0') break;
+        }
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return RP_FAIL(err, RP_ERR_IO, "%s exists but is not a directory", dir);
+    return RP_OK;
+}
+
+/* The cache root, per weights_cache.h; RP_ERR_INVALID if no variable is set. */
+static rp_status cache_root(char *out, size_t cap, rp_error *err) {
+    const char *v;
+    int n;
+    if ((v = getenv("REPRO_CACHE")) && *v) n = snprintf(out, cap, "%s", v);
+    else if ((v = getenv("XDG_CACHE_HOME")) && *v) n = snprintf(out, cap, "%s/repro", v);
+    else if ((v = getenv("HOME")) && *v) n = snprintf(out, cap, "%s/.cache/repro", v);
+    else
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "no weights cache directory: set REPRO_CACHE (or HOME), or pass --weights");
+    if (n < 0 || (size_t)n >= cap) return RP_FAIL(err, RP_ERR_INVALID, "weights cache path too long");
+    return RP_OK;
+}
+
+rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
+                             const char *explicit_path, char *out, size_t cap, rp_error *err) {
+    assert(model && out && cap > 0);
+    if (explicit_path) {
+        if (strlen(explicit_path) >= cap)
+            return RP_FAIL(err, RP_ERR_INVALID, "weights path too long: %s", explicit_path);
+        memcpy(out, explicit_path, strlen(explicit_path) + 1);
+        return RP_OK;
+    }
+    /* Validate the model first: its name becomes part of a path. */
+    rp_family fam;
+    RP_TRY(rp_model_family(model, &fam, err));
+    char dir[4096];
+    RP_TRY(cache_root(dir, sizeof dir, err));
+    size_t dl = strlen(dir);
+    if (snprintf(dir + dl, sizeof dir - dl, "/weights") >= (int)(sizeof dir - dl))
+        return RP_FAIL(err, RP_ERR_INVALID, "weights cache path too long");
+    char depth[32] = "";
+    if (depth_override > 0) snprintf(depth, sizeof depth, "-depth%d", depth_override);
+    int n = snprintf(out, cap, "%s/%s%s-seed%" PRIu64 "-%s.safetensors", dir, model, depth, weight_seed,
+                     RP_SYNTHETIC_INIT_VERSION);
+    if (n < 0 || (size_t)n >= cap) return RP_FAIL(err, RP_ERR_INVALID, "weights cache path too long");
+    if (access(out, R_OK) == 0) return RP_OK; /* hit */
+
+    RP_TRY(mkdir_p(dir, err));
+    rp_param_list l = {0};
+    rp_status s = rp_model_param_specs(model, depth_override, &l, err);
+    if (s == RP_OK) s = rp_params_write_synthetic(&l, model, weight_seed, out, err);
+    rp_params_free(&l);
+    return s;
+}

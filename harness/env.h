@@ -1,0 +1,20 @@
+/* env.h — the environment record stored with every result (env.json).
+ *
+ * Everything that can change the numbers: CPU model and flags that select
+ * OpenBLAS kernels, OpenBLAS version/config/core, GPU model, driver, CUDA,
+ * cuBLAS, NCCL and Gloo versions, compiler, flags, git revision, and the
+ * environment variables that steer the libraries. */
+#ifndef REPRO_ENV_H
+#define REPRO_ENV_H
+
+#include <cjson/cJSON.h>
+
+#include "engine/error.h"
+
+/* Returns a new JSON object (caller deletes). Never fails: unknown fields are "unknown". */
+cJSON *rp_env_collect(void);
+
+/* Writes rp_env_collect() to path atomically (tmp + rename). */
+rp_status rp_env_write(const char *path, rp_error *err);
+
+#endif
