@@ -11,7 +11,10 @@
 
 typedef enum rp_precision {
     RP_PREC_FP32 = 0, /* fp32 inputs, fp32 accumulation (cblas_sgemm) */
-    RP_PREC_BF16      /* GEMM inputs rounded to bf16, fp32 accumulation (cblas_sbgemm) */
+    RP_PREC_BF16      /* GEMM inputs rounded to bf16, fp32 accumulation. Debian's OpenBLAS
+                         0.3.21 does not export cblas_sbgemm, so the rounded inputs go
+                         through cblas_sgemm: a bf16 x bf16 product is exact in fp32, so
+                         only the fp32 accumulation rounds, as in sbgemm. */
 } rp_precision;
 
 typedef enum rp_attn_kind {

@@ -106,22 +106,28 @@ void rp_rmsnorm(float *out, const float *x, const float *w, int N, int C, float 
 
 /* ---- activations --------------------------------------------------------------- */
 
-/* Evaluated in double and rounded once, so the result is the correctly rounded
- * value up to libm's double error; in double x^3 cannot overflow for finite
- * float x, and tanh saturates to +-1 so GELU(x) -> x (x >> 0) or -0 (x << 0). */
+/* GELU(tanh): 0.5 x (1 + tanh(z)), z = sqrt(2/pi) (x + 0.044715 x^3), evaluated
+ * in double through the identity 0.5 (1 + tanh(z)) = 1 / (1 + exp(-2z)): the
+ * same function, but without the cancellation of 1 + tanh(z) for z << 0, so
+ * the result is accurate to a double rounding relative everywhere, then
+ * rounded once to float. In double x^3 cannot overflow for finite float x;
+ * x >> 0 gives x, x << 0 gives x / Inf = -0, as the limits. */
 void rp_gelu_tanh(float *out, const float *x, size_t n) {
     const double k = 0.7978845608028654;   /* sqrt(2/pi) */
     for (size_t i = 0; i < n; i++) {
         double v = x[i];
-        out[i] = (float)(0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v))));
+        double z = k * (v + 0.044715 * v * v * v);
+        out[i] = (float)(v / (1.0 + exp(-2.0 * z)));
     }
 }
 
+/* exact GELU: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), in double;
+ * erfc keeps relative accuracy in the x << 0 tail where 1 + erf cancels. */
 void rp_gelu_erf(float *out, const float *x, size_t n) {
     const double r = 0.7071067811865476;   /* 1/sqrt(2) */
     for (size_t i = 0; i < n; i++) {
         double v = x[i];
-        out[i] = (float)(0.5 * v * (1.0 + erf(v * r)));
+        out[i] = (float)(0.5 * v * erfc(-v * r));
     }
 }
 

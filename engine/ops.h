@@ -60,7 +60,8 @@ void rp_gelu_tanh(float *out, const float *x, size_t n); /* GELU(approximate="ta
 void rp_gelu_erf(float *out, const float *x, size_t n);  /* exact GELU */
 void rp_silu(float *out, const float *x, size_t n);
 
-/* x (rows, cols): numerically stable softmax of each row, in place. */
+/* x (rows, cols): numerically stable softmax of each row, in place. A row that is
+ * entirely -Inf (every key masked) becomes zeros, not NaN. */
 void rp_softmax_rows(float *x, int rows, int cols);
 
 /* ---- DiT-style elementwise --------------------------------------------- */

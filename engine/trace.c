@@ -48,7 +48,7 @@ void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n) {
     snprintf(r->name, sizeof r->name, "%s", name);
     r->eval = t->eval;
     r->numel = n;
-    size_t m = (size_t)t->max_samples;
+    size_t m = t->max_samples > 0 ? (size_t)t->max_samples : 1; /* asserted above; no /0 in release */
     r->stride = n ? (n + m - 1) / m : 1;
     double ss = 0.0, mx = 0.0;
     for (size_t i = 0; i < n; i++) {

@@ -58,6 +58,7 @@ static rp_status cache_root(char *out, size_t cap, rp_error *err) {
 rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
                              const char *explicit_path, char *out, size_t cap, rp_error *err) {
     assert(model && out && cap > 0);
+    out[0] = '\0';
     if (explicit_path) {
         if (strlen(explicit_path) >= cap)
             return RP_FAIL(err, RP_ERR_INVALID, "weights path too long: %s", explicit_path);

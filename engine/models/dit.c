@@ -1,0 +1,404 @@
+/* dit.c — DiT forward (Peebles & Xie; facebookresearch/DiT models.py) over plain float buffers.
+ *
+ * Structure, as upstream:
+ *   x_embedder   patchify (c, py, px order) + linear with proj.weight viewed (C, Cin*p*p), + pos_embed
+ *   t_embedder   mlp.2(silu(mlp.0(timestep_embedding(t, 256))))   (cos first, max_period 10000)
+ *   y_embedder   embedding_table[y]; y == num_classes is the null (CFG) class
+ *   c = t_emb + y_emb
+ *   block        mod = adaLN_modulation.1(silu(c)) -> shift_msa, scale_msa, gate_msa,
+ *                                                     shift_mlp, scale_mlp, gate_mlp
+ *                x += gate_msa * attn(LN(x) * (1 + scale_msa) + shift_msa)
+ *                x += gate_mlp * mlp(LN(x) * (1 + scale_mlp) + shift_mlp)
+ *                attn = timm Attention (qkv -> (B, T, 3, H, D), scale D^-0.5, proj)
+ *                mlp  = fc2(gelu_tanh(fc1(x)))
+ *   final_layer  mod = adaLN_modulation.1(silu(c)) -> shift, scale;
+ *                linear(LN(x) * (1 + scale) + shift), then unpatchify ((py, px, c) order)
+ * LayerNorms: eps 1e-6, no affine.
+ *
+ * Synthetic init rules (rp_dit_param_specs; these drive `repro weights` and the
+ * weights cache, so a change here needs RP_SYNTHETIC_INIT_VERSION bumped):
+ *   linear and patch-embed conv weights   RP_INIT_FANIN  scale 1    (unit-variance outputs)
+ *   every bias                            RP_INIT_NORMAL 0.02
+ *   adaLN_modulation.1.weight             RP_INIT_FANIN  scale 0.2  — upstream zero-inits these,
+ *                                         which would make every block the identity and the
+ *                                         test blind; small non-zero keeps gates ~0.1
+ *   y_embedder.embedding_table.weight     RP_INIT_NORMAL 1.0
+ *   pos_embed                             RP_INIT_SINCOS_2D (the fixed table upstream uses)
+ *
+ * Memory: parameters live in one allocation (rp_params_load); each forward call
+ * makes one activation allocation sized from B and frees it before returning. */
+#include "dit.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention/attention.h"
+#include "../ops.h"
+#include "../trace.h"
+
+typedef struct dit_block {
+    rp_linear_w qkv;  /* (3C, C) */
+    rp_linear_w proj; /* (C, C) */
+    rp_linear_w fc1;  /* (M, C), M = mlp_ratio * C */
+    rp_linear_w fc2;  /* (C, M) */
+    rp_linear_w ada;  /* (6C, C) */
+} dit_block;
+
+struct rp_dit {
+    rp_dit_config cfg;
+    float *params;            /* every parameter, one allocation */
+    const float *pos_embed;   /* (1, T, C) */
+    rp_linear_w x_embed;      /* conv weight (C, Cin, p, p) viewed as (C, Cin*p*p) */
+    rp_linear_w t_mlp0;       /* (C, freq_dim) */
+    rp_linear_w t_mlp2;       /* (C, C) */
+    const float *y_table;     /* (num_classes + 1, C) */
+    dit_block *blocks;        /* (depth) */
+    rp_linear_w final_linear; /* (p*p*Cout, C) */
+    rp_linear_w final_ada;    /* (2C, C) */
+};
+
+/* ---- presets ---------------------------------------------------------------- */
+
+typedef struct dit_preset {
+    const char *name;
+    int input_size, patch, in_channels, hidden, depth, heads;
+} dit_preset;
+
+static const dit_preset PRESETS[] = {
+    {"dit-tiny", 16, 2, 4, 96, 4, 4},        /* CI-sized; same code path as XL */
+    {"dit-xl-2-256", 32, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 256x256 (latent 32) */
+    {"dit-xl-2-512", 64, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 512x512 (latent 64) */
+};
+
+rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err) {
+    for (size_t i = 0; i < sizeof PRESETS / sizeof *PRESETS; i++) {
+        const dit_preset *p = &PRESETS[i];
+        if (strcmp(name, p->name) != 0) continue;
+        memset(cfg, 0, sizeof *cfg);
+        snprintf(cfg->preset, sizeof cfg->preset, "%s", p->name);
+        cfg->input_size = p->input_size;
+        cfg->patch = p->patch;
+        cfg->in_channels = p->in_channels;
+        cfg->hidden = p->hidden;
+        cfg->depth = p->depth;
+        cfg->heads = p->heads;
+        cfg->mlp_ratio = 4;
+        cfg->num_classes = 1000;
+        cfg->learn_sigma = 1;
+        cfg->freq_dim = 256;
+        return RP_OK;
+    }
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown DiT preset '%s' (known: dit-tiny dit-xl-2-256 dit-xl-2-512)",
+                   name);
+}
+
+static int out_channels(const rp_dit_config *cfg) {
+    return cfg->learn_sigma ? 2 * cfg->in_channels : cfg->in_channels;
+}
+
+/* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
+static rp_status check_cfg(const rp_dit_config *cfg, rp_error *err) {
+    if (cfg->input_size <= 0 || cfg->patch <= 0 || cfg->input_size % cfg->patch != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "DiT '%s': input_size %d is not a positive multiple of patch %d",
+                       cfg->preset, cfg->input_size, cfg->patch);
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->hidden % cfg->heads != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "DiT '%s': hidden %d is not divisible by heads %d", cfg->preset,
+                       cfg->hidden, cfg->heads);
+    if (cfg->hidden % 4 != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "DiT '%s': hidden %d must be divisible by 4 (2-D sin-cos pos_embed)",
+                       cfg->preset, cfg->hidden);
+    if (cfg->depth <= 0 || cfg->in_channels <= 0 || cfg->mlp_ratio <= 0 || cfg->num_classes <= 0 ||
+        cfg->freq_dim <= 1)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "DiT '%s': depth %d, in_channels %d, mlp_ratio %d, num_classes %d must be > 0 and "
+                       "freq_dim %d > 1",
+                       cfg->preset, cfg->depth, cfg->in_channels, cfg->mlp_ratio, cfg->num_classes,
+                       cfg->freq_dim);
+    return RP_OK;
+}
+
+/* ---- parameter specs (upstream state_dict order) ------------------------------ */
+
+/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
+static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
+    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
+}
+
+void rp_dit_param_specs(const rp_dit_config *cfg, rp_param_list *l) {
+    const int64_t C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels;
+    const int64_t g = cfg->input_size / cfg->patch, T = g * g, M = (int64_t)cfg->mlp_ratio * C;
+    const int64_t Po = p * p * out_channels(cfg);
+    char pre[96];
+    /* Module.state_dict() lists a module's own parameters before its children's,
+     * so pos_embed (a DiT-level Parameter) comes first. */
+    rp_params_add(l, RP_INIT_SINCOS_2D, 1.0f, 3, (int64_t[]){1, T, C}, "pos_embed");
+    rp_params_add(l, RP_INIT_FANIN, 1.0f, 4, (int64_t[]){C, Cin, p, p}, "x_embedder.proj.weight");
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){C}, "x_embedder.proj.bias");
+    linear_spec(l, "t_embedder.mlp.0", C, cfg->freq_dim, 1.0f);
+    linear_spec(l, "t_embedder.mlp.2", C, C, 1.0f);
+    rp_params_add(l, RP_INIT_NORMAL, 1.0f, 2, (int64_t[]){cfg->num_classes + 1, C},
+                  "y_embedder.embedding_table.weight");
+    for (int i = 0; i < cfg->depth; i++) {
+        snprintf(pre, sizeof pre, "blocks.%d.attn.qkv", i);
+        linear_spec(l, pre, 3 * C, C, 1.0f);
+        snprintf(pre, sizeof pre, "blocks.%d.attn.proj", i);
+        linear_spec(l, pre, C, C, 1.0f);
+        snprintf(pre, sizeof pre, "blocks.%d.mlp.fc1", i);
+        linear_spec(l, pre, M, C, 1.0f);
+        snprintf(pre, sizeof pre, "blocks.%d.mlp.fc2", i);
+        linear_spec(l, pre, C, M, 1.0f);
+        snprintf(pre, sizeof pre, "blocks.%d.adaLN_modulation.1", i);
+        linear_spec(l, pre, 6 * C, C, 0.2f);
+    }
+    linear_spec(l, "final_layer.linear", Po, C, 1.0f);
+    linear_spec(l, "final_layer.adaLN_modulation.1", 2 * C, C, 0.2f);
+}
+
+/* ---- loading -------------------------------------------------------------------- */
+
+/* Walks the spec list in the order rp_dit_param_specs wrote it; the name check
+ * keeps the wiring below and the spec list from drifting apart. */
+typedef struct cursor {
+    const rp_param_list *l;
+    float **ptrs;
+    int i;
+} cursor;
+
+static const float *take(cursor *c, const char *name) {
+    assert(c->i < c->l->n);
+    assert(strcmp(c->l->specs[c->i].name, name) == 0);
+    return c->ptrs[c->i++];
+}
+
+static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
+    char name[112];
+    rp_linear_w w = {0};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    w.weight = take(c, name);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    w.bias = take(c, name);
+    w.in = in;
+    w.out = out;
+    return w;
+}
+
+rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **out, rp_error *err) {
+    RP_TRY(check_cfg(cfg, err));
+    const int C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels, M = cfg->mlp_ratio * cfg->hidden;
+    const int Po = p * p * out_channels(cfg);
+    rp_param_list l = {0};
+    rp_dit_param_specs(cfg, &l);
+    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
+    rp_dit *m = calloc(1, sizeof *m);
+    dit_block *blocks = calloc((size_t)cfg->depth, sizeof *blocks);
+    rp_status st = RP_OK;
+    if (!ptrs || !m || !blocks) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "DiT '%s': out of memory for the model description", cfg->preset);
+        goto fail;
+    }
+    st = rp_params_load(&l, f, &m->params, ptrs, err);
+    if (st != RP_OK) goto fail;
+
+    m->cfg = *cfg;
+    m->blocks = blocks;
+    cursor c = {&l, ptrs, 0};
+    char pre[96];
+    m->pos_embed = take(&c, "pos_embed");
+    m->x_embed = take_linear(&c, "x_embedder.proj", Cin * p * p, C);
+    m->t_mlp0 = take_linear(&c, "t_embedder.mlp.0", cfg->freq_dim, C);
+    m->t_mlp2 = take_linear(&c, "t_embedder.mlp.2", C, C);
+    m->y_table = take(&c, "y_embedder.embedding_table.weight");
+    for (int i = 0; i < cfg->depth; i++) {
+        dit_block *b = &blocks[i];
+        snprintf(pre, sizeof pre, "blocks.%d.attn.qkv", i);
+        b->qkv = take_linear(&c, pre, C, 3 * C);
+        snprintf(pre, sizeof pre, "blocks.%d.attn.proj", i);
+        b->proj = take_linear(&c, pre, C, C);
+        snprintf(pre, sizeof pre, "blocks.%d.mlp.fc1", i);
+        b->fc1 = take_linear(&c, pre, C, M);
+        snprintf(pre, sizeof pre, "blocks.%d.mlp.fc2", i);
+        b->fc2 = take_linear(&c, pre, M, C);
+        snprintf(pre, sizeof pre, "blocks.%d.adaLN_modulation.1", i);
+        b->ada = take_linear(&c, pre, C, 6 * C);
+    }
+    m->final_linear = take_linear(&c, "final_layer.linear", C, Po);
+    m->final_ada = take_linear(&c, "final_layer.adaLN_modulation.1", C, 2 * C);
+    assert(c.i == l.n);
+
+    free(ptrs);
+    rp_params_free(&l);
+    *out = m;
+    return RP_OK;
+
+fail:
+    if (m) free(m->params);
+    free(m);
+    free(blocks);
+    free(ptrs);
+    rp_params_free(&l);
+    return st;
+}
+
+void rp_dit_free(rp_dit *m) {
+    if (!m) return;
+    free(m->params);
+    free(m->blocks);
+    free(m);
+}
+
+const rp_dit_config *rp_dit_cfg(const rp_dit *m) { return &m->cfg; }
+
+/* ---- forward ------------------------------------------------------------------- */
+
+static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
+    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+}
+
+rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const float *x,
+                         const float *t, const int *y, int B, rp_error *err) {
+    assert(m && ctx && out && x && t && y);
+    const rp_dit_config *cfg = &m->cfg;
+    if (B <= 0) return RP_FAIL(err, RP_ERR_INVALID, "DiT forward: batch %d must be > 0", B);
+    for (int b = 0; b < B; b++)
+        if (y[b] < 0 || y[b] > cfg->num_classes)
+            return RP_FAIL(err, RP_ERR_INVALID,
+                           "DiT forward: class id y[%d] = %d outside [0, %d] (%d = null class)", b, y[b],
+                           cfg->num_classes, cfg->num_classes);
+
+    const int S = cfg->input_size, p = cfg->patch, Cin = cfg->in_channels, Cout = out_channels(cfg);
+    const int C = cfg->hidden, H = cfg->heads, D = C / H, F = cfg->freq_dim, M = cfg->mlp_ratio * C;
+    const int g = S / p, T = g * g, P = Cin * p * p, Po = p * p * Cout;
+    const size_t BT = (size_t)B * T;
+    /* The attention scratch (q, k, v, heads-out: 4 x (B, T, C)) is dead while the
+     * MLP hidden (B, T, M) is live and vice versa, so they share one region. */
+    const size_t n_shared = BT * (size_t)(M > 4 * C ? M : 4 * C);
+
+    const size_t n_total = BT * P            /* patches */
+                           + BT * C          /* xs */
+                           + BT * C          /* h */
+                           + BT * C          /* ys */
+                           + BT * 3 * C      /* qkv */
+                           + n_shared        /* q, k, v, att | mh */
+                           + BT * Po         /* fin */
+                           + (size_t)B * F   /* tfreq */
+                           + (size_t)B * C * 5 /* th, temb, yemb, cvec, sc */
+                           + (size_t)B * 6 * C; /* mod */
+    float *mem = malloc(n_total * sizeof(float));
+    if (!mem)
+        return RP_FAIL(err, RP_ERR_NOMEM, "DiT forward: cannot allocate %.1f MiB of activations for batch %d",
+                       n_total * sizeof(float) / 1048576.0, B);
+    float *cur = mem;
+    float *patches = cur; cur += BT * P;       /* (B, T, Cin*p*p) */
+    float *xs = cur;      cur += BT * C;       /* (B, T, C) residual stream */
+    float *h = cur;       cur += BT * C;       /* (B, T, C) normed + modulated input of attn / mlp */
+    float *ys = cur;      cur += BT * C;       /* (B, T, C) attn or mlp output, before the gate */
+    float *qkv = cur;     cur += BT * 3 * C;   /* (B, T, 3C) = (B, T, 3, H, D) */
+    float *shared = cur;  cur += n_shared;
+    float *q = shared;                         /* (B, H, T, D) */
+    float *k = shared + BT * C;                /* (B, H, T, D) */
+    float *v = shared + 2 * BT * C;            /* (B, H, T, D) */
+    float *att = shared + 3 * BT * C;          /* (B, H, T, D) */
+    float *mh = shared;                        /* (B, T, M) MLP hidden */
+    float *fin = cur;     cur += BT * Po;      /* (B, T, p*p*Cout) final tokens, (py, px, c) order */
+    float *tfreq = cur;   cur += (size_t)B * F; /* (B, F) */
+    float *th = cur;      cur += (size_t)B * C; /* (B, C) t_embedder hidden */
+    float *temb = cur;    cur += (size_t)B * C; /* (B, C) */
+    float *yemb = cur;    cur += (size_t)B * C; /* (B, C) */
+    float *cvec = cur;    cur += (size_t)B * C; /* (B, C) conditioning c */
+    float *sc = cur;      cur += (size_t)B * C; /* (B, C) silu(c), input of every adaLN */
+    float *mod = cur;     cur += (size_t)B * 6 * C; /* (B, 6C) or (B, 2C) in the final layer */
+    assert((size_t)(cur - mem) == n_total);
+
+    rp_status st = RP_OK;
+    char name[96];
+
+    /* x_embedder: Conv2d(k = s = p) == patchify + linear; then + pos_embed. */
+    rp_patchify(patches, x, B, Cin, S, S, p);
+    rp_linear(ctx, xs, patches, &m->x_embed, (int)BT);
+    for (int b = 0; b < B; b++) rp_add(xs + (size_t)b * T * C, m->pos_embed, (size_t)T * C);
+    trace(ctx, "x_embedder", xs, BT * C);
+
+    /* t_embedder */
+    rp_timestep_embedding(tfreq, t, B, F, 10000.0f, 0.0f);
+    rp_linear(ctx, th, tfreq, &m->t_mlp0, B);
+    rp_silu(th, th, (size_t)B * C);
+    rp_linear(ctx, temb, th, &m->t_mlp2, B);
+    trace(ctx, "t_embedder", temb, (size_t)B * C);
+
+    /* y_embedder: a table lookup (labels are given already dropped to the null class). */
+    for (int b = 0; b < B; b++)
+        memcpy(yemb + (size_t)b * C, m->y_table + (size_t)y[b] * C, (size_t)C * sizeof(float));
+    trace(ctx, "y_embedder", yemb, (size_t)B * C);
+
+    /* c = t + y; every adaLN_modulation starts with SiLU(c), computed once here. */
+    for (size_t i = 0; i < (size_t)B * C; i++) cvec[i] = temb[i] + yemb[i];
+    rp_silu(sc, cvec, (size_t)B * C);
+
+    const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
+    const int ms = 6 * C;                                /* row stride of mod */
+    for (int i = 0; i < cfg->depth; i++) {
+        const dit_block *blk = &m->blocks[i];
+        /* mod (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
+        rp_linear(ctx, mod, sc, &blk->ada, B);
+
+        /* attention branch */
+        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        rp_modulate(h, mod + 0 * C, mod + 1 * C, ms, B, T, C);
+        rp_linear(ctx, qkv, h, &blk->qkv, (int)BT);
+        rp_split_qkv_heads(q, k, v, qkv, B, T, H, D);
+        st = rp_attention(ctx, att, q, k, v, NULL, B, H, T, T, D, scale, err);
+        if (st != RP_OK) goto done;
+        rp_from_heads(h, att, B, T, H, D); /* h (B, T, C) reused: its content is consumed */
+        rp_linear(ctx, ys, h, &blk->proj, (int)BT);
+        snprintf(name, sizeof name, "blocks.%d.attn", i);
+        trace(ctx, name, ys, BT * C);
+        rp_gated_add(xs, mod + 2 * C, ms, ys, B, T, C);
+
+        /* MLP branch */
+        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        rp_modulate(h, mod + 3 * C, mod + 4 * C, ms, B, T, C);
+        rp_linear(ctx, mh, h, &blk->fc1, (int)BT);
+        rp_gelu_tanh(mh, mh, BT * M);
+        rp_linear(ctx, ys, mh, &blk->fc2, (int)BT);
+        snprintf(name, sizeof name, "blocks.%d.mlp", i);
+        trace(ctx, name, ys, BT * C);
+        rp_gated_add(xs, mod + 5 * C, ms, ys, B, T, C);
+
+        snprintf(name, sizeof name, "blocks.%d", i);
+        trace(ctx, name, xs, BT * C);
+    }
+
+    /* final_layer: mod (B, 2C) = [shift | scale] */
+    rp_linear(ctx, mod, sc, &m->final_ada, B);
+    rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+    rp_modulate(h, mod, mod + C, 2 * C, B, T, C);
+    rp_linear(ctx, fin, h, &m->final_linear, (int)BT);
+    trace(ctx, "final_layer", fin, BT * Po);
+    rp_unpatchify(out, fin, B, Cout, S, S, p);
+
+done:
+    free(mem);
+    return st;
+}
+
+/* ---- cost -------------------------------------------------------------------------- */
+
+double rp_dit_macs(const rp_dit_config *cfg) {
+    const double C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels;
+    const double g = cfg->input_size / cfg->patch, T = g * g, M = (double)cfg->mlp_ratio * C;
+    const double Po = p * p * out_channels(cfg);
+    double macs = T * (Cin * p * p) * C;               /* x_embedder */
+    macs += cfg->freq_dim * C + C * C;                 /* t_embedder */
+    double block = 6.0 * C * C                         /* adaLN_modulation */
+                   + T * C * 3.0 * C                   /* qkv */
+                   + 2.0 * T * T * C                   /* QK^T and PV over all heads */
+                   + T * C * C                         /* proj */
+                   + 2.0 * T * C * M;                  /* fc1 + fc2 */
+    macs += cfg->depth * block;
+    macs += 2.0 * C * C + T * C * Po;                  /* final adaLN + linear */
+    return macs;
+}

@@ -1,0 +1,776 @@
+/* flux.c — FLUX.1 transformer forward (diffusers FluxTransformer2DModel) over plain float buffers.
+ *
+ * Structure, as diffusers:
+ *   pack          x (B, Cin, H, W) -> (B, N, 4Cin), N = (H/2)(W/2), (c, py, px) per token
+ *   x_embedder    Linear(4Cin, C) on image tokens; context_embedder Linear(Dctx, C) on text
+ *   temb          timestep_embedder(sincos256(1000 t)) [+ guidance_embedder(sincos256(1000 g))]
+ *                 + text_embedder(pooled); sincos = [cos, sin], f_i = 10000^(-i/128) (fp32);
+ *                 TimestepEmbedding / text projection = linear_2(silu(linear_1(.)))
+ *   rope          ids: text (0, 0, 0); image (0, row, col) on the (H/2, W/2) grid. Per axis a
+ *                 of width d_a: f_j = 1 / theta^(2j / d_a), angle = pos_a * f_j in float64,
+ *                 cos/sin rounded to float and repeated per pair; for each pair (x0, x1):
+ *                 y0 = x0 cos - x1 sin, y1 = x1 cos + x0 sin (each product rounded, then summed)
+ *   double block  per stream s (text: norm1_context / add_*_proj / to_add_out / ff_context,
+ *                 image: norm1 / to_* / to_out.0 / ff):
+ *                   mod_s = linear(silu(temb)) -> shift_msa, scale_msa, gate_msa,
+ *                                                 shift_mlp, scale_mlp, gate_mlp
+ *                   h_s = LN(x_s) (1 + scale_msa) + shift_msa
+ *                   q, k = RMSNorm_per_head(proj(h_s)), v = proj(h_s)
+ *                 joint attention over [text, image] tokens (text FIRST), RoPE on q and k,
+ *                 softmax(q k^T / sqrt(D)) v; split back per stream, out projections;
+ *                   x_s += gate_msa * attn_s
+ *                   x_s += gate_mlp * ff_s(LN(x_s) (1 + scale_mlp) + shift_mlp)
+ *                   ff = net.2(gelu_tanh(net.0.proj(.)))
+ *   single block  over the joint stream [text, image]:
+ *                   mod = norm.linear(silu(temb)) -> shift, scale, gate
+ *                   h = LN(x) (1 + scale) + shift
+ *                   a = attention as above (to_q/k/v, norm_q/k, RoPE; no out projection)
+ *                   x += gate * proj_out(cat[a, gelu_tanh(proj_mlp(h))])
+ *   norm_out      (scale, shift) = linear(silu(temb)); LN(x_img) (1 + scale) + shift
+ *   proj_out      Linear(C, 4Cin), then unpack to (B, Cin, H, W)
+ * LayerNorms: eps 1e-6, no affine. RMSNorm: eps 1e-6, weight (D).
+ *
+ * Layout: the residual stream xs is (B, T, C), T = L + N, each item's L text tokens
+ * first then its N image tokens — the order diffusers concatenates them in before the
+ * single blocks — so the single blocks need no copy and the double blocks address
+ * each stream as a row range of an item.
+ *
+ * Synthetic init rules (rp_flux_param_specs; they drive `repro weights` and the
+ * weights cache, so a change here needs RP_SYNTHETIC_INIT_VERSION bumped):
+ *   linear weights                      RP_INIT_FANIN  scale 1   (unit-variance outputs)
+ *   every bias                          RP_INIT_NORMAL 0.02
+ *   norm1.linear, norm1_context.linear, RP_INIT_FANIN  scale 0.2 — upstream zero-inits the
+ *   norm.linear, norm_out.linear        adaLN modulation in training; non-zero keeps every
+ *                                       block visible to the tests, gates ~0.1
+ *   RMSNorm weights (norm_q, norm_k,    RP_INIT_ONE_NORMAL 0.1 (near identity, not exactly)
+ *   norm_added_q, norm_added_k)
+ *
+ * Memory: parameters live in one allocation (rp_params_load); each forward call makes
+ * one activation allocation holding one block's working set (reused block after block)
+ * and frees it before returning. */
+#include "flux.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention/attention.h"
+#include "../ops.h"
+#include "../trace.h"
+
+/* One stream's weights of a double block: [0] text (…_context, add_*), [1] image. */
+typedef struct flux_stream_w {
+    rp_linear_w mod;              /* norm1(_context).linear (6C, C) */
+    rp_linear_w q, k, v;          /* to_q / add_q_proj ... (C, C) */
+    const float *norm_q, *norm_k; /* (D) */
+    rp_linear_w out;              /* to_out.0 / to_add_out (C, C) */
+    rp_linear_w ff0;              /* ff(_context).net.0.proj (M, C) */
+    rp_linear_w ff2;              /* ff(_context).net.2 (C, M) */
+} flux_stream_w;
+
+typedef struct flux_double {
+    flux_stream_w s[2]; /* [0] text, [1] image */
+} flux_double;
+
+typedef struct flux_single {
+    rp_linear_w mod;              /* norm.linear (3C, C) */
+    rp_linear_w proj_mlp;         /* (M, C) */
+    rp_linear_w proj_out;         /* (C, C + M) */
+    const float *norm_q, *norm_k; /* (D) */
+    rp_linear_w q, k, v;          /* (C, C) */
+} flux_single;
+
+struct rp_flux {
+    rp_flux_config cfg;
+    float *params;         /* every parameter, one allocation */
+    rp_linear_w t_lin1;    /* time_text_embed.timestep_embedder.linear_1 (C, 256) */
+    rp_linear_w t_lin2;    /* (C, C) */
+    rp_linear_w g_lin1;    /* guidance_embedder.linear_1 (C, 256); weight NULL without guidance */
+    rp_linear_w g_lin2;    /* (C, C) */
+    rp_linear_w p_lin1;    /* text_embedder.linear_1 (C, Dpool) */
+    rp_linear_w p_lin2;    /* (C, C) */
+    rp_linear_w ctx_embed; /* context_embedder (C, Dctx) */
+    rp_linear_w x_embed;   /* x_embedder (C, 4Cin) */
+    flux_double *doubles;  /* (n_double) */
+    flux_single *singles;  /* (n_single) */
+    rp_linear_w norm_out;  /* (2C, C) */
+    rp_linear_w proj_out;  /* (4Cin, C) */
+};
+
+/* ---- presets ---------------------------------------------------------------- */
+
+typedef struct flux_preset {
+    const char *name;
+    int sample_size, text_len, heads, head_dim, n_double, n_single;
+    int axes[3];
+    int joint_attention_dim, pooled_dim, guidance_embeds;
+} flux_preset;
+
+static const flux_preset PRESETS[] = {
+    /* CI-sized; the same code path as dev */
+    {"flux-tiny", 16, 16, 2, 32, 2, 2, {8, 12, 12}, 64, 64, 1},
+    /* FLUX.1-dev (black-forest-labs/FLUX.1-dev transformer/config.json); 1024 px nominal */
+    {"flux-dev", 128, 512, 24, 128, 19, 38, {16, 56, 56}, 4096, 768, 1},
+};
+
+rp_status rp_flux_preset(const char *name, rp_flux_config *cfg, rp_error *err) {
+    for (size_t i = 0; i < sizeof PRESETS / sizeof *PRESETS; i++) {
+        const flux_preset *p = &PRESETS[i];
+        if (strcmp(name, p->name) != 0) continue;
+        memset(cfg, 0, sizeof *cfg);
+        snprintf(cfg->preset, sizeof cfg->preset, "%s", p->name);
+        cfg->in_channels = 16;
+        cfg->sample_size = p->sample_size;
+        cfg->text_len = p->text_len;
+        cfg->heads = p->heads;
+        cfg->head_dim = p->head_dim;
+        cfg->hidden = p->heads * p->head_dim;
+        cfg->n_double = p->n_double;
+        cfg->n_single = p->n_single;
+        memcpy(cfg->axes_dims, p->axes, sizeof cfg->axes_dims);
+        cfg->rope_theta = 10000;
+        cfg->joint_attention_dim = p->joint_attention_dim;
+        cfg->pooled_dim = p->pooled_dim;
+        cfg->guidance_embeds = p->guidance_embeds;
+        cfg->mlp_ratio = 4;
+        cfg->freq_dim = 256;
+        return RP_OK;
+    }
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown FLUX preset '%s' (known: flux-tiny flux-dev)", name);
+}
+
+rp_status rp_flux_set_depth(rp_flux_config *cfg, int n_double, int n_single, rp_error *err) {
+    if (n_double > cfg->n_double || n_single > cfg->n_single)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "FLUX '%s': depth %d double + %d single exceeds the model's %d + %d blocks",
+                       cfg->preset, n_double, n_single, cfg->n_double, cfg->n_single);
+    if (n_double >= 0) cfg->n_double = n_double;
+    if (n_single >= 0) cfg->n_single = n_single;
+    return RP_OK;
+}
+
+/* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
+static rp_status check_cfg(const rp_flux_config *cfg, rp_error *err) {
+    if (cfg->heads <= 0 || cfg->head_dim <= 0 || cfg->hidden != cfg->heads * cfg->head_dim)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': hidden %d must equal heads %d x head_dim %d",
+                       cfg->preset, cfg->hidden, cfg->heads, cfg->head_dim);
+    int sum = 0;
+    for (int a = 0; a < 3; a++) {
+        if (cfg->axes_dims[a] < 0 || cfg->axes_dims[a] % 2 != 0)
+            return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': RoPE axes_dims[%d] = %d must be even and >= 0",
+                           cfg->preset, a, cfg->axes_dims[a]);
+        sum += cfg->axes_dims[a];
+    }
+    if (sum != cfg->head_dim)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': RoPE axes_dims {%d, %d, %d} sum to %d, head_dim is %d",
+                       cfg->preset, cfg->axes_dims[0], cfg->axes_dims[1], cfg->axes_dims[2], sum,
+                       cfg->head_dim);
+    if (cfg->n_double < 0 || cfg->n_single < 0 || cfg->in_channels <= 0 || cfg->mlp_ratio <= 0 ||
+        cfg->joint_attention_dim <= 0 || cfg->pooled_dim <= 0 || cfg->freq_dim <= 1 || cfg->rope_theta <= 0)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "FLUX '%s': n_double %d, n_single %d must be >= 0 and in_channels %d, mlp_ratio %d, "
+                       "joint_attention_dim %d, pooled_dim %d, rope_theta %d > 0, freq_dim %d > 1",
+                       cfg->preset, cfg->n_double, cfg->n_single, cfg->in_channels, cfg->mlp_ratio,
+                       cfg->joint_attention_dim, cfg->pooled_dim, cfg->rope_theta, cfg->freq_dim);
+    return RP_OK;
+}
+
+/* ---- parameter specs (diffusers state_dict order) -------------------------------- */
+
+/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
+static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
+    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
+}
+
+static void rms_spec(rp_param_list *l, const char *prefix, int64_t D) {
+    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){D}, "%s.weight", prefix);
+}
+
+/* The sub-names of a double block's two streams, in the order the forward indexes them. */
+static const char *const MOD_NAME[2] = {"norm1_context.linear", "norm1.linear"};
+static const char *const Q_NAME[2] = {"attn.add_q_proj", "attn.to_q"};
+static const char *const K_NAME[2] = {"attn.add_k_proj", "attn.to_k"};
+static const char *const V_NAME[2] = {"attn.add_v_proj", "attn.to_v"};
+static const char *const NQ_NAME[2] = {"attn.norm_added_q", "attn.norm_q"};
+static const char *const NK_NAME[2] = {"attn.norm_added_k", "attn.norm_k"};
+static const char *const OUT_NAME[2] = {"attn.to_add_out", "attn.to_out.0"};
+static const char *const FF0_NAME[2] = {"ff_context.net.0.proj", "ff.net.0.proj"};
+static const char *const FF2_NAME[2] = {"ff_context.net.2", "ff.net.2"};
+
+void rp_flux_param_specs(const rp_flux_config *cfg, rp_param_list *l) {
+    const int64_t C = cfg->hidden, D = cfg->head_dim, M = (int64_t)cfg->mlp_ratio * C;
+    const int64_t P = 4 * (int64_t)cfg->in_channels;
+    char pre[112];
+    linear_spec(l, "time_text_embed.timestep_embedder.linear_1", C, cfg->freq_dim, 1.0f);
+    linear_spec(l, "time_text_embed.timestep_embedder.linear_2", C, C, 1.0f);
+    if (cfg->guidance_embeds) {
+        linear_spec(l, "time_text_embed.guidance_embedder.linear_1", C, cfg->freq_dim, 1.0f);
+        linear_spec(l, "time_text_embed.guidance_embedder.linear_2", C, C, 1.0f);
+    }
+    linear_spec(l, "time_text_embed.text_embedder.linear_1", C, cfg->pooled_dim, 1.0f);
+    linear_spec(l, "time_text_embed.text_embedder.linear_2", C, C, 1.0f);
+    linear_spec(l, "context_embedder", C, cfg->joint_attention_dim, 1.0f);
+    linear_spec(l, "x_embedder", C, P, 1.0f);
+    /* diffusers' Attention registers norm_q/k, to_q/k/v, add_k/v/q_proj, to_out,
+     * to_add_out, norm_added_q/k in that order; the block: norm1, norm1_context,
+     * attn, ff, ff_context. */
+    for (int i = 0; i < cfg->n_double; i++) {
+#define DB(name) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s", i, (name)), pre)
+        linear_spec(l, DB(MOD_NAME[1]), 6 * C, C, 0.2f);
+        linear_spec(l, DB(MOD_NAME[0]), 6 * C, C, 0.2f);
+        rms_spec(l, DB(NQ_NAME[1]), D);
+        rms_spec(l, DB(NK_NAME[1]), D);
+        linear_spec(l, DB(Q_NAME[1]), C, C, 1.0f);
+        linear_spec(l, DB(K_NAME[1]), C, C, 1.0f);
+        linear_spec(l, DB(V_NAME[1]), C, C, 1.0f);
+        linear_spec(l, DB(K_NAME[0]), C, C, 1.0f);
+        linear_spec(l, DB(V_NAME[0]), C, C, 1.0f);
+        linear_spec(l, DB(Q_NAME[0]), C, C, 1.0f);
+        linear_spec(l, DB(OUT_NAME[1]), C, C, 1.0f);
+        linear_spec(l, DB(OUT_NAME[0]), C, C, 1.0f);
+        rms_spec(l, DB(NQ_NAME[0]), D);
+        rms_spec(l, DB(NK_NAME[0]), D);
+        linear_spec(l, DB(FF0_NAME[1]), M, C, 1.0f);
+        linear_spec(l, DB(FF2_NAME[1]), C, M, 1.0f);
+        linear_spec(l, DB(FF0_NAME[0]), M, C, 1.0f);
+        linear_spec(l, DB(FF2_NAME[0]), C, M, 1.0f);
+#undef DB
+    }
+    for (int i = 0; i < cfg->n_single; i++) {
+#define SB(name) (snprintf(pre, sizeof pre, "single_transformer_blocks.%d.%s", i, (name)), pre)
+        linear_spec(l, SB("norm.linear"), 3 * C, C, 0.2f);
+        linear_spec(l, SB("proj_mlp"), M, C, 1.0f);
+        linear_spec(l, SB("proj_out"), C, C + M, 1.0f);
+        rms_spec(l, SB("attn.norm_q"), D);
+        rms_spec(l, SB("attn.norm_k"), D);
+        linear_spec(l, SB("attn.to_q"), C, C, 1.0f);
+        linear_spec(l, SB("attn.to_k"), C, C, 1.0f);
+        linear_spec(l, SB("attn.to_v"), C, C, 1.0f);
+#undef SB
+    }
+    linear_spec(l, "norm_out.linear", 2 * C, C, 0.2f);
+    linear_spec(l, "proj_out", P, C, 1.0f);
+}
+
+/* ---- loading -------------------------------------------------------------------- */
+
+/* Walks the spec list in the order rp_flux_param_specs wrote it; the name check
+ * keeps the wiring below and the spec list from drifting apart. */
+typedef struct cursor {
+    const rp_param_list *l;
+    float **ptrs;
+    int i;
+} cursor;
+
+static const float *take(cursor *c, const char *name) {
+    assert(c->i < c->l->n);
+    assert(strcmp(c->l->specs[c->i].name, name) == 0);
+    return c->ptrs[c->i++];
+}
+
+static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
+    char name[120];
+    rp_linear_w w = {0};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    w.weight = take(c, name);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    w.bias = take(c, name);
+    w.in = in;
+    w.out = out;
+    return w;
+}
+
+static const float *take_rms(cursor *c, const char *prefix) {
+    char name[120];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    return take(c, name);
+}
+
+rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux **out, rp_error *err) {
+    RP_TRY(check_cfg(cfg, err));
+    const int C = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden, P = 4 * cfg->in_channels;
+    rp_param_list l = {0};
+    rp_flux_param_specs(cfg, &l);
+    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
+    rp_flux *m = calloc(1, sizeof *m);
+    /* +1: calloc(0) may return NULL, which would read as a failure */
+    flux_double *doubles = calloc((size_t)cfg->n_double + 1, sizeof *doubles);
+    flux_single *singles = calloc((size_t)cfg->n_single + 1, sizeof *singles);
+    rp_status st = RP_OK;
+    if (!ptrs || !m || !doubles || !singles) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "FLUX '%s': out of memory for the model description", cfg->preset);
+        goto fail;
+    }
+    st = rp_params_load(&l, f, &m->params, ptrs, err);
+    if (st != RP_OK) goto fail;
+
+    m->cfg = *cfg;
+    m->doubles = doubles;
+    m->singles = singles;
+    cursor c = {&l, ptrs, 0};
+    char pre[112];
+    m->t_lin1 = take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, C);
+    m->t_lin2 = take_linear(&c, "time_text_embed.timestep_embedder.linear_2", C, C);
+    if (cfg->guidance_embeds) {
+        m->g_lin1 = take_linear(&c, "time_text_embed.guidance_embedder.linear_1", cfg->freq_dim, C);
+        m->g_lin2 = take_linear(&c, "time_text_embed.guidance_embedder.linear_2", C, C);
+    }
+    m->p_lin1 = take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_dim, C);
+    m->p_lin2 = take_linear(&c, "time_text_embed.text_embedder.linear_2", C, C);
+    m->ctx_embed = take_linear(&c, "context_embedder", cfg->joint_attention_dim, C);
+    m->x_embed = take_linear(&c, "x_embedder", P, C);
+    for (int i = 0; i < cfg->n_double; i++) {
+        flux_stream_w *tx = &doubles[i].s[0], *im = &doubles[i].s[1];
+#define DB(name) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s", i, (name)), pre)
+        im->mod = take_linear(&c, DB(MOD_NAME[1]), C, 6 * C);
+        tx->mod = take_linear(&c, DB(MOD_NAME[0]), C, 6 * C);
+        im->norm_q = take_rms(&c, DB(NQ_NAME[1]));
+        im->norm_k = take_rms(&c, DB(NK_NAME[1]));
+        im->q = take_linear(&c, DB(Q_NAME[1]), C, C);
+        im->k = take_linear(&c, DB(K_NAME[1]), C, C);
+        im->v = take_linear(&c, DB(V_NAME[1]), C, C);
+        tx->k = take_linear(&c, DB(K_NAME[0]), C, C);
+        tx->v = take_linear(&c, DB(V_NAME[0]), C, C);
+        tx->q = take_linear(&c, DB(Q_NAME[0]), C, C);
+        im->out = take_linear(&c, DB(OUT_NAME[1]), C, C);
+        tx->out = take_linear(&c, DB(OUT_NAME[0]), C, C);
+        tx->norm_q = take_rms(&c, DB(NQ_NAME[0]));
+        tx->norm_k = take_rms(&c, DB(NK_NAME[0]));
+        im->ff0 = take_linear(&c, DB(FF0_NAME[1]), C, M);
+        im->ff2 = take_linear(&c, DB(FF2_NAME[1]), M, C);
+        tx->ff0 = take_linear(&c, DB(FF0_NAME[0]), C, M);
+        tx->ff2 = take_linear(&c, DB(FF2_NAME[0]), M, C);
+#undef DB
+    }
+    for (int i = 0; i < cfg->n_single; i++) {
+        flux_single *b = &singles[i];
+#define SB(name) (snprintf(pre, sizeof pre, "single_transformer_blocks.%d.%s", i, (name)), pre)
+        b->mod = take_linear(&c, SB("norm.linear"), C, 3 * C);
+        b->proj_mlp = take_linear(&c, SB("proj_mlp"), C, M);
+        b->proj_out = take_linear(&c, SB("proj_out"), C + M, C);
+        b->norm_q = take_rms(&c, SB("attn.norm_q"));
+        b->norm_k = take_rms(&c, SB("attn.norm_k"));
+        b->q = take_linear(&c, SB("attn.to_q"), C, C);
+        b->k = take_linear(&c, SB("attn.to_k"), C, C);
+        b->v = take_linear(&c, SB("attn.to_v"), C, C);
+#undef SB
+    }
+    m->norm_out = take_linear(&c, "norm_out.linear", C, 2 * C);
+    m->proj_out = take_linear(&c, "proj_out", C, P);
+    assert(c.i == l.n);
+
+    free(ptrs);
+    rp_params_free(&l);
+    *out = m;
+    return RP_OK;
+
+fail:
+    if (m) free(m->params);
+    free(m);
+    free(doubles);
+    free(singles);
+    free(ptrs);
+    rp_params_free(&l);
+    return st;
+}
+
+void rp_flux_free(rp_flux *m) {
+    if (!m) return;
+    free(m->params);
+    free(m->doubles);
+    free(m->singles);
+    free(m);
+}
+
+const rp_flux_config *rp_flux_cfg(const rp_flux *m) { return &m->cfg; }
+
+/* ---- packing ----------------------------------------------------------------------- */
+
+/* _pack_latents: view (B, C, H/2, 2, W/2, 2), permute (0, 2, 4, 1, 3, 5) — the
+ * (c, py, px) patch order, which is exactly rp_patchify with p = 2. */
+void rp_flux_pack(float *tokens, const float *img, int B, int C, int H, int W) {
+    assert(H % 2 == 0 && W % 2 == 0);
+    rp_patchify(tokens, img, B, C, H, W, 2);
+}
+
+/* _unpack_latents: view (B, H/2, W/2, C, 2, 2), permute (0, 3, 1, 4, 2, 5):
+ * img[b][c][2gy + py][2gx + px] = tokens[b][gy * gw + gx][(c * 2 + py) * 2 + px].
+ * (rp_unpatchify reads (py, px, c) order — DiT's — so it does not apply here.) */
+void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W) {
+    assert(H % 2 == 0 && W % 2 == 0);
+    const int gh = H / 2, gw = W / 2, P = 4 * C;
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++)
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) {
+                    const float *tok = tokens + ((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P;
+                    img[(((size_t)b * C + c) * H + y) * W + x] = tok[(c * 2 + y % 2) * 2 + x % 2];
+                }
+}
+
+/* ---- forward helpers ------------------------------------------------------------------ */
+
+static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
+    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+}
+
+/* cos, sin (T, D): FluxPosEmbed of the ids [text (0,0,0) x L; image (0, r, c) on the
+ * gh x gw grid, row-major], as diffusers computes them on CPU: frequencies and
+ * angles in float64, cos/sin rounded once to float, each repeated for its pair. */
+static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int L, int gh, int gw) {
+    const int D = cfg->head_dim, T = L + gh * gw;
+    for (int t = 0; t < T; t++) {
+        double pos[3] = {0.0, 0.0, 0.0};
+        if (t >= L) {
+            pos[1] = (double)((t - L) / gw);
+            pos[2] = (double)((t - L) % gw);
+        }
+        float *cr = cosb + (size_t)t * D, *sr = sinb + (size_t)t * D;
+        int off = 0;
+        for (int a = 0; a < 3; a++) {
+            const int d = cfg->axes_dims[a];
+            for (int j = 0; j < d / 2; j++) {
+                double freq = 1.0 / pow((double)cfg->rope_theta, (double)(2 * j) / (double)d);
+                double ang = pos[a] * freq;
+                float c = (float)cos(ang), s = (float)sin(ang);
+                cr[off + 2 * j] = cr[off + 2 * j + 1] = c;
+                sr[off + 2 * j] = sr[off + 2 * j + 1] = s;
+            }
+            off += d;
+        }
+        assert(off == D);
+    }
+}
+
+/* x (B, NH, T, D) in place: apply_rotary_emb(use_real, unbind -1). Each product is
+ * rounded before the sum, as torch evaluates x * cos + x_rot * sin. */
+static void apply_rope(float *x, const float *cosb, const float *sinb, int B, int NH, int T, int D) {
+    for (size_t bh = 0; bh < (size_t)B * NH; bh++)
+        for (int t = 0; t < T; t++) {
+            float *r = x + (bh * T + t) * D;
+            const float *c = cosb + (size_t)t * D, *s = sinb + (size_t)t * D;
+            for (int j = 0; j < D; j += 2) {
+                float x0 = r[j], x1 = r[j + 1];
+                float a0 = x0 * c[j], b0 = -x1 * s[j];
+                float a1 = x1 * c[j + 1], b1 = x0 * s[j + 1];
+                r[j] = a0 + b0;
+                r[j + 1] = a1 + b1;
+            }
+        }
+}
+
+/* out rows of stride ldo (M, w->out) = in (M, w->in) @ weight^T + bias — rp_linear's
+ * arithmetic (bias preloaded, beta = 1) with a strided output, so proj_mlp can write
+ * straight into its half of the single block's cat buffer. */
+static void linear_ld(const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w, int M) {
+    assert(ldo >= w->out);
+    float beta = 0.0f;
+    if (w->bias) {
+        for (int i = 0; i < M; i++) memcpy(out + (size_t)i * ldo, w->bias, (size_t)w->out * sizeof(float));
+        beta = 1.0f;
+    }
+    rp_gemm(ctx, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo);
+}
+
+/* x (B, NH, T, D) -> out rows of stride ldo: out[(b*T + t) * ldo + h*D + d]. */
+static void from_heads_ld(float *out, int ldo, const float *x, int B, int T, int NH, int D) {
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++)
+                memcpy(out + ((size_t)b * T + t) * ldo + (size_t)h * D, x + (((size_t)b * NH + h) * T + t) * D,
+                       (size_t)D * sizeof(float));
+}
+
+/* Sizes of the activation allocation, shared by the forward and rp_flux_activation_bytes. */
+typedef struct flux_dims {
+    int N, T, C, M, P, F;
+    size_t n_shared; /* floats of the region shared by q, k, v and the MLP hidden / cat */
+    size_t n_mask;   /* floats reserved for the (B, T) uint8 joint key mask */
+    size_t n_total;  /* floats */
+} flux_dims;
+
+static flux_dims dims_of(const rp_flux_config *cfg, int B, int H, int W, int L, int with_mask) {
+    flux_dims d;
+    d.N = (H / 2) * (W / 2);
+    d.T = L + d.N;
+    d.C = cfg->hidden;
+    d.M = cfg->mlp_ratio * cfg->hidden;
+    d.P = 4 * cfg->in_channels;
+    d.F = cfg->freq_dim;
+    const size_t BT = (size_t)B * d.T, C = (size_t)d.C;
+    /* q, k, v (3 x (B, T, C)) are dead once attention has run, when the double
+     * block's FF hidden (B, T, M) or the single block's cat (B, T, C + M) is filled,
+     * so they share one region. */
+    const size_t w = 3 * C > C + (size_t)d.M ? 3 * C : C + (size_t)d.M;
+    d.n_shared = BT * w;
+    d.n_mask = with_mask ? (BT + sizeof(float) - 1) / sizeof(float) : 0;
+    d.n_total = (size_t)B * d.N * d.P       /* tok */
+                + 4 * BT * C                /* xs, h, ys, att */
+                + d.n_shared                /* q, k, v | mh | cat */
+                + 2 * (size_t)d.T * cfg->head_dim /* rope cos, sin */
+                + d.n_mask                  /* joint key mask */
+                + (size_t)B * d.F           /* tfreq */
+                + 2 * (size_t)B             /* tsc, gsc */
+                + 4 * (size_t)B * C         /* e1, temb, tmp, stemb */
+                + 2 * (size_t)B * 6 * C;    /* mod[0], mod[1] */
+    return d;
+}
+
+size_t rp_flux_activation_bytes(const rp_flux_config *cfg, int B, int H, int W, int L, int with_mask) {
+    return dims_of(cfg, B, H, W, L, with_mask).n_total * sizeof(float);
+}
+
+/* ---- forward ------------------------------------------------------------------------- */
+
+rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const float *x,
+                          const float *t, const float *guidance, const float *context,
+                          const uint8_t *mask, const float *pooled, int B, int H, int W, int L,
+                          rp_error *err) {
+    assert(m && ctx && out && x && t);
+    const rp_flux_config *cfg = &m->cfg;
+    if (B <= 0) return RP_FAIL(err, RP_ERR_INVALID, "FLUX forward: batch %d must be > 0", B);
+    if (H <= 0 || W <= 0 || H % 2 || W % 2)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX forward: latent %d x %d must be positive and even (2x2 packing)",
+                       H, W);
+    if (L < 0 || (L > 0 && !context))
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX forward: %d text tokens but context is %s", L,
+                       context ? "given" : "NULL");
+    if (!pooled) return RP_FAIL(err, RP_ERR_INVALID, "FLUX forward: pooled text embedding is NULL");
+    if (cfg->guidance_embeds && !guidance)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX forward: '%s' has a guidance embedder but guidance is NULL",
+                       cfg->preset);
+
+    const flux_dims dm = dims_of(cfg, B, H, W, L, mask != NULL);
+    const int N = dm.N, T = dm.T, C = dm.C, M = dm.M, P = dm.P, F = dm.F;
+    const int NH = cfg->heads, D = cfg->head_dim, Cin = cfg->in_channels, gw = W / 2;
+    const size_t BT = (size_t)B * T;
+    const int n_s[2] = {L, N};   /* tokens per item of stream s: [0] text, [1] image */
+    const int off_s[2] = {0, L}; /* first row of stream s within an item */
+
+    float *mem = malloc(dm.n_total * sizeof(float));
+    if (!mem)
+        return RP_FAIL(err, RP_ERR_NOMEM,
+                       "FLUX forward: cannot allocate %.1f MiB of activations for batch %d, %dx%d latent, %d text tokens",
+                       dm.n_total * sizeof(float) / 1048576.0, B, H, W, L);
+    float *cur = mem;
+    float *tok = cur;    cur += (size_t)B * N * P; /* (B, N, 4Cin) packed input, later packed output */
+    float *xs = cur;     cur += BT * C;            /* (B, T, C) residual stream, [text; image] per item */
+    float *h = cur;      cur += BT * C;            /* (B, T, C) normed + modulated input of a branch */
+    float *ys = cur;     cur += BT * C;            /* (B, T, C) projection scratch / branch output */
+    float *att = cur;    cur += BT * C;            /* (B, NH, T, D) attention output */
+    float *shared = cur; cur += dm.n_shared;
+    float *q = shared;                             /* (B, NH, T, D) */
+    float *k = shared + BT * C;                    /* (B, NH, T, D) */
+    float *v = shared + 2 * BT * C;                /* (B, NH, T, D) */
+    float *mh = shared;                            /* (B, T, M) double-block FF hidden */
+    float *cat = shared;                           /* (B, T, C + M) single block [attn, mlp] */
+    float *cosb = cur;   cur += (size_t)T * D;     /* (T, D) */
+    float *sinb = cur;   cur += (size_t)T * D;     /* (T, D) */
+    uint8_t *jmask = mask ? (uint8_t *)cur : NULL; cur += dm.n_mask; /* (B, T) joint key mask */
+    float *tfreq = cur;  cur += (size_t)B * F;     /* (B, F) sinusoidal embedding */
+    float *tsc = cur;    cur += B;                 /* (B) 1000 t */
+    float *gsc = cur;    cur += B;                 /* (B) 1000 guidance */
+    float *e1 = cur;     cur += (size_t)B * C;     /* (B, C) embedder hidden */
+    float *temb = cur;   cur += (size_t)B * C;     /* (B, C) conditioning */
+    float *tmp = cur;    cur += (size_t)B * C;     /* (B, C) */
+    float *stemb = cur;  cur += (size_t)B * C;     /* (B, C) silu(temb), input of every adaLN */
+    float *mod[2];
+    mod[0] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) text stream / single (B, 3C) / final (B, 2C) */
+    mod[1] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) image stream */
+    assert((size_t)(cur - mem) == dm.n_total);
+
+    rp_status st = RP_OK;
+    char name[96];
+    const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
+
+    /* x_embedder on the packed latents; context_embedder on the text. Both run into h
+     * (contiguous, for the trace) and are then placed in their rows of xs. */
+    rp_flux_pack(tok, x, B, Cin, H, W);
+    rp_linear(ctx, h, tok, &m->x_embed, B * N);
+    trace(ctx, "x_embedder", h, (size_t)B * N * C);
+    for (int b = 0; b < B; b++)
+        memcpy(xs + ((size_t)b * T + L) * C, h + (size_t)b * N * C, (size_t)N * C * sizeof(float));
+
+    /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled).
+     * The x1000 happens in float, as diffusers' `timestep.to(dtype) * 1000`. */
+    for (int b = 0; b < B; b++) tsc[b] = t[b] * 1000.0f;
+    rp_timestep_embedding(tfreq, tsc, B, F, 10000.0f, 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_linear(ctx, e1, tfreq, &m->t_lin1, B);
+    rp_silu(e1, e1, (size_t)B * C);
+    rp_linear(ctx, temb, e1, &m->t_lin2, B);
+    if (cfg->guidance_embeds) {
+        for (int b = 0; b < B; b++) gsc[b] = guidance[b] * 1000.0f;
+        rp_timestep_embedding(tfreq, gsc, B, F, 10000.0f, 0.0f);
+        rp_linear(ctx, e1, tfreq, &m->g_lin1, B);
+        rp_silu(e1, e1, (size_t)B * C);
+        rp_linear(ctx, tmp, e1, &m->g_lin2, B);
+        rp_add(temb, tmp, (size_t)B * C);
+    }
+    rp_linear(ctx, e1, pooled, &m->p_lin1, B);
+    rp_silu(e1, e1, (size_t)B * C);
+    rp_linear(ctx, tmp, e1, &m->p_lin2, B);
+    rp_add(temb, tmp, (size_t)B * C);
+    trace(ctx, "time_text_embed", temb, (size_t)B * C);
+    rp_silu(stemb, temb, (size_t)B * C);
+
+    if (L > 0) {
+        rp_linear(ctx, h, context, &m->ctx_embed, B * L);
+        trace(ctx, "context_embedder", h, (size_t)B * L * C);
+        for (int b = 0; b < B; b++)
+            memcpy(xs + (size_t)b * T * C, h + (size_t)b * L * C, (size_t)L * C * sizeof(float));
+    }
+
+    build_rope(cosb, sinb, cfg, L, H / 2, gw);
+    if (jmask)
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < T; j++) jmask[(size_t)b * T + j] = j < L ? (mask[(size_t)b * L + j] != 0) : 1;
+
+    /* ---- double-stream blocks ---- */
+    for (int i = 0; i < cfg->n_double; i++) {
+        const flux_double *blk = &m->doubles[i];
+        /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
+        for (int s = 0; s < 2; s++) rp_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
+
+        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                const float *ms = mod[s] + (size_t)b * 6 * C;
+                rp_modulate(h + ((size_t)b * T + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
+            }
+
+        /* q, k, v: each stream through its own projection (and per-head RMSNorm), into
+         * ys in token layout, then to heads over the joint sequence; RoPE on q and k. */
+        float *dst[3] = {q, k, v};
+        for (int j = 0; j < 3; j++) {
+            for (int b = 0; b < B; b++)
+                for (int s = 0; s < 2; s++) {
+                    if (n_s[s] == 0) continue;
+                    const flux_stream_w *w = &blk->s[s];
+                    const rp_linear_w *lw = j == 0 ? &w->q : j == 1 ? &w->k : &w->v;
+                    const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
+                    const size_t r0 = (size_t)b * T + off_s[s];
+                    rp_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
+                    if (nw) rp_rmsnorm(ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
+                }
+            rp_to_heads(dst[j], ys, B, T, NH, D);
+            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, T, D);
+        }
+        st = rp_attention(ctx, att, q, k, v, jmask, B, NH, T, T, D, scale, err);
+        if (st != RP_OK) goto done;
+        rp_from_heads(h, att, B, T, NH, D); /* h (B, T, C) reused: its content is consumed */
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
+                const size_t r0 = (size_t)b * T + off_s[s];
+                rp_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
+            }
+        snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
+        trace(ctx, name, ys, BT * C);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                const size_t r0 = (size_t)b * T + off_s[s];
+                rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
+            }
+
+        /* feed-forward, per stream */
+        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
+                const float *ms = mod[s] + (size_t)b * 6 * C;
+                const size_t r0 = (size_t)b * T + off_s[s];
+                rp_modulate(h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
+                rp_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
+            }
+        rp_gelu_tanh(mh, mh, BT * M);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
+                const size_t r0 = (size_t)b * T + off_s[s];
+                rp_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
+            }
+        snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
+        trace(ctx, name, ys, BT * C);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                const size_t r0 = (size_t)b * T + off_s[s];
+                rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
+            }
+
+        snprintf(name, sizeof name, "transformer_blocks.%d", i);
+        trace(ctx, name, xs, BT * C);
+    }
+
+    /* ---- single-stream blocks, over the joint [text; image] sequence ---- */
+    for (int i = 0; i < cfg->n_single; i++) {
+        const flux_single *blk = &m->singles[i];
+        float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
+        rp_linear(ctx, ms, stemb, &blk->mod, B);
+        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        rp_modulate(h, ms, ms + C, 3 * C, B, T, C);
+
+        const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
+        const float *nw[3] = {blk->norm_q, blk->norm_k, NULL};
+        float *dst[3] = {q, k, v};
+        for (int j = 0; j < 3; j++) {
+            rp_linear(ctx, ys, h, lw[j], (int)BT);
+            if (nw[j]) rp_rmsnorm(ys, ys, nw[j], (int)BT * NH, D, 1e-6f);
+            rp_to_heads(dst[j], ys, B, T, NH, D);
+            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, T, D);
+        }
+        st = rp_attention(ctx, att, q, k, v, jmask, B, NH, T, T, D, scale, err);
+        if (st != RP_OK) goto done;
+        /* cat (B, T, C + M) = [attn | gelu(proj_mlp(h))]; it overwrites q, k, v (dead now) */
+        from_heads_ld(cat, C + M, att, B, T, NH, D);
+        linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BT);
+        for (size_t r = 0; r < BT; r++) rp_gelu_tanh(cat + r * (C + M) + C, cat + r * (C + M) + C, (size_t)M);
+        rp_linear(ctx, ys, cat, &blk->proj_out, (int)BT);
+        snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
+        trace(ctx, name, ys, BT * C);
+        rp_gated_add(xs, ms + 2 * C, 3 * C, ys, B, T, C);
+        snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
+        trace(ctx, name, xs, BT * C);
+    }
+
+    /* norm_out (AdaLayerNormContinuous): mod (B, 2C) = [scale | shift], image tokens only,
+     * into h as contiguous (B, N, C); then proj_out and unpack. */
+    rp_linear(ctx, mod[0], stemb, &m->norm_out, B);
+    for (int b = 0; b < B; b++)
+        rp_layernorm(h + (size_t)b * N * C, xs + ((size_t)b * T + L) * C, NULL, NULL, N, C, 1e-6f);
+    rp_modulate(h, mod[0] + C, mod[0], 2 * C, B, N, C);
+    trace(ctx, "norm_out", h, (size_t)B * N * C);
+    rp_linear(ctx, tok, h, &m->proj_out, B * N);
+    trace(ctx, "proj_out", tok, (size_t)B * N * P);
+    rp_flux_unpack(out, tok, B, Cin, H, W);
+
+done:
+    free(mem);
+    return st;
+}
+
+/* ---- cost -------------------------------------------------------------------------- */
+
+double rp_flux_macs(const rp_flux_config *cfg, int H, int W, int L) {
+    const double C = cfg->hidden, M = (double)cfg->mlp_ratio * C, P = 4.0 * cfg->in_channels;
+    const double N = (double)(H / 2) * (W / 2), T = N + L, F = cfg->freq_dim;
+    double macs = N * P * C + (double)L * cfg->joint_attention_dim * C; /* x_ / context_embedder */
+    macs += F * C + C * C;                                              /* timestep_embedder */
+    if (cfg->guidance_embeds) macs += F * C + C * C;                    /* guidance_embedder */
+    macs += (double)cfg->pooled_dim * C + C * C;                        /* text_embedder */
+    double dbl = 2.0 * 6.0 * C * C         /* norm1, norm1_context */
+                 + 3.0 * T * C * C         /* q, k, v of both streams */
+                 + 2.0 * T * T * C         /* QK^T and PV over all heads */
+                 + T * C * C               /* to_out.0 + to_add_out */
+                 + 2.0 * T * C * M;        /* ff + ff_context */
+    double sgl = 3.0 * C * C               /* norm.linear */
+                 + 3.0 * T * C * C         /* q, k, v */
+                 + 2.0 * T * T * C         /* attention */
+                 + T * C * M               /* proj_mlp */
+                 + T * (C + M) * C;        /* proj_out */
+    macs += cfg->n_double * dbl + cfg->n_single * sgl;
+    macs += 2.0 * C * C + N * C * P;       /* norm_out + proj_out */
+    return macs;
+}

@@ -1,0 +1,595 @@
+/* sd3.c — SD3 MMDiT forward (diffusers SD3Transformer2DModel) over plain float buffers.
+ *
+ * Structure, as diffusers (D = heads * head_dim, T = (H/p)(W/p) image tokens, L text tokens):
+ *   pos_embed        patchify ((c, py, px) order) + linear with proj.weight viewed (D, Cin*p*p),
+ *                    + the (M, M) pos_embed table cropped at the centre:
+ *                    rows top = (M - H/p) / 2 .. , columns left = (M - W/p) / 2 ..
+ *   time_text_embed  temb = timestep_embedder(Timesteps(t)) + text_embedder(pooled)
+ *                    Timesteps: 256 channels, flip_sin_to_cos (cos first), shift 0
+ *                    timestep_embedder = linear_2(silu(linear_1(.))), text_embedder likewise
+ *   context_embedder c = linear(context)  (B, L, D)
+ *   block N          (x = image stream, c = text stream; every modulation reads silu(temb))
+ *     norm1          AdaLayerNormZero: linear -> shift, scale, gate (msa), shift, scale, gate (mlp)
+ *     norm1_context  the same for c, or in the last block (context_pre_only) AdaLayerNormContinuous:
+ *                    linear -> scale, shift (that order), and no gates / no FF for c
+ *     attn           q, k, v = to_q/k/v(LN(x) mod), add_q/k/v_proj(LN(c) mod), split in heads,
+ *                    optional RMSNorm per head (norm_q, norm_k, norm_added_q, norm_added_k),
+ *                    joint softmax attention over [image tokens, text tokens], scale 1/sqrt(hd),
+ *                    image rows -> to_out.0, text rows -> to_add_out (absent in the last block)
+ *     x += gate_msa * attn_x;  x += gate_mlp * ff(LN(x) * (1 + scale_mlp) + shift_mlp)
+ *     c += c_gate_msa * attn_c; c += c_gate_mlp * ff_context(LN(c) mod)   (not in the last block)
+ *     ff = net.2(gelu_tanh(net.0.proj(.)))
+ *   norm_out         AdaLayerNormContinuous (scale, shift), proj_out, unpatchify ((py, px, c) order)
+ * LayerNorms: eps 1e-6, no affine.
+ *
+ * Synthetic init rules (rp_sd3_param_specs; they drive synthetic weight files and the
+ * weights cache, so a change here needs RP_SYNTHETIC_INIT_VERSION bumped):
+ *   linear and patch-embed conv weights   RP_INIT_FANIN  scale 1    (unit-variance outputs)
+ *   every bias                            RP_INIT_NORMAL 0.02
+ *   norm1 / norm1_context / norm_out      RP_INIT_FANIN  scale 0.2  — the adaLN linears; small
+ *     .linear.weight                      so gates stay ~0.1 and 1 + scale stays near 1
+ *   RMSNorm weights (qk_norm)             RP_INIT_ONE_NORMAL 0.1   (not all ones, so a missing
+ *                                         weight multiply would show)
+ *   pos_embed.pos_embed                   RP_INIT_SINCOS_2D: the MAE table at integer grid
+ *                                         positions. diffusers builds its buffer with positions
+ *                                         scaled by base_size / M (sample_size/p / M); the buffer
+ *                                         is stored in real checkpoints, so this only changes the
+ *                                         synthetic table, never how a real one is used.
+ *
+ * Memory: parameters live in one allocation (rp_params_load); each forward call
+ * makes one activation allocation sized from B, L, H, W and frees it before returning. */
+#include "sd3.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention/attention.h"
+#include "../ops.h"
+#include "../trace.h"
+
+typedef struct sd3_block {
+    int pre_only;                             /* context_pre_only (the last block) */
+    rp_linear_w norm1;                        /* (6D, D) */
+    rp_linear_w norm1_ctx;                    /* (6D, D), or (2D, D) when pre_only */
+    const float *norm_q, *norm_k;             /* (head_dim) each, or NULL without qk_norm */
+    rp_linear_w to_q, to_k, to_v;             /* (D, D) each */
+    rp_linear_w add_k, add_v, add_q;          /* (D, D) each */
+    rp_linear_w to_out;                       /* (D, D) */
+    rp_linear_w to_add_out;                   /* (D, D); weight NULL when pre_only */
+    const float *norm_added_q, *norm_added_k; /* (head_dim) each, or NULL without qk_norm */
+    rp_linear_w ff1, ff2;                     /* (F, D), (D, F) */
+    rp_linear_w ffc1, ffc2;                   /* (F, D), (D, F); weights NULL when pre_only */
+} sd3_block;
+
+struct rp_sd3 {
+    rp_sd3_config cfg;
+    float *params;            /* every parameter, one allocation */
+    const float *pos_embed;   /* (1, M*M, D) */
+    rp_linear_w patch_proj;   /* conv weight (D, Cin, p, p) viewed as (D, Cin*p*p) */
+    rp_linear_w t_lin1;       /* (D, freq_dim) */
+    rp_linear_w t_lin2;       /* (D, D) */
+    rp_linear_w p_lin1;       /* (D, Dpool) */
+    rp_linear_w p_lin2;       /* (D, D) */
+    rp_linear_w ctx_embed;    /* (D, Djoint) */
+    sd3_block *blocks;        /* (depth) */
+    rp_linear_w norm_out;     /* (2D, D) */
+    rp_linear_w proj_out;     /* (p*p*Cout, D) */
+};
+
+/* ---- presets ---------------------------------------------------------------- */
+
+typedef struct sd3_preset {
+    const char *name;
+    int sample_size, patch, in_channels, out_channels, depth, heads, head_dim;
+    int joint_attention_dim, caption_projection_dim, pooled_projection_dim, pos_embed_max_size;
+    int qk_norm, context_len;
+} sd3_preset;
+
+static const sd3_preset PRESETS[] = {
+    /* CI-sized; qk_norm on so the SD3.5 RMSNorm path runs; pos_embed_max_size 16 > 16/2
+     * so the centre crop is exercised even at the full sample size. */
+    {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24},
+    /* stabilityai/stable-diffusion-3-medium-diffusers transformer/config.json */
+    {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333},
+};
+
+rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
+    for (size_t i = 0; i < sizeof PRESETS / sizeof *PRESETS; i++) {
+        const sd3_preset *p = &PRESETS[i];
+        if (strcmp(name, p->name) != 0) continue;
+        memset(cfg, 0, sizeof *cfg);
+        snprintf(cfg->preset, sizeof cfg->preset, "%s", p->name);
+        cfg->sample_size = p->sample_size;
+        cfg->patch = p->patch;
+        cfg->in_channels = p->in_channels;
+        cfg->out_channels = p->out_channels;
+        cfg->depth = p->depth;
+        cfg->heads = p->heads;
+        cfg->head_dim = p->head_dim;
+        cfg->joint_attention_dim = p->joint_attention_dim;
+        cfg->caption_projection_dim = p->caption_projection_dim;
+        cfg->pooled_projection_dim = p->pooled_projection_dim;
+        cfg->pos_embed_max_size = p->pos_embed_max_size;
+        cfg->qk_norm = p->qk_norm;
+        cfg->mlp_ratio = 4;
+        cfg->freq_dim = 256;
+        cfg->context_len = p->context_len;
+        return RP_OK;
+    }
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium)", name);
+}
+
+/* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
+static rp_status check_cfg(const rp_sd3_config *cfg, rp_error *err) {
+    const int D = cfg->heads * cfg->head_dim;
+    if (cfg->patch <= 0 || cfg->heads <= 0 || cfg->head_dim <= 0 || cfg->depth <= 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 '%s': patch %d, heads %d, head_dim %d, depth %d must be > 0",
+                       cfg->preset, cfg->patch, cfg->heads, cfg->head_dim, cfg->depth);
+    if (cfg->caption_projection_dim != D)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "SD3 '%s': caption_projection_dim %d must equal heads * head_dim = %d (the text "
+                       "stream shares the image stream's width in every block)",
+                       cfg->preset, cfg->caption_projection_dim, D);
+    if (D % 4 != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 '%s': hidden %d must be divisible by 4 (2-D sin-cos pos_embed)",
+                       cfg->preset, D);
+    if (cfg->in_channels <= 0 || cfg->out_channels <= 0 || cfg->joint_attention_dim <= 0 ||
+        cfg->pooled_projection_dim <= 0 || cfg->pos_embed_max_size <= 0 || cfg->mlp_ratio <= 0 ||
+        cfg->freq_dim <= 1)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "SD3 '%s': in_channels %d, out_channels %d, joint_attention_dim %d, "
+                       "pooled_projection_dim %d, pos_embed_max_size %d, mlp_ratio %d must be > 0 and "
+                       "freq_dim %d > 1",
+                       cfg->preset, cfg->in_channels, cfg->out_channels, cfg->joint_attention_dim,
+                       cfg->pooled_projection_dim, cfg->pos_embed_max_size, cfg->mlp_ratio, cfg->freq_dim);
+    return RP_OK;
+}
+
+/* ---- parameter specs (diffusers state_dict order) ------------------------------ */
+
+/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
+static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
+    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
+}
+
+static void rms_spec(rp_param_list *l, const char *prefix, int64_t hd) {
+    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){hd}, "%s.weight", prefix);
+}
+
+void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
+    const int64_t D = (int64_t)cfg->heads * cfg->head_dim, hd = cfg->head_dim, p = cfg->patch;
+    const int64_t Mx = cfg->pos_embed_max_size, F = (int64_t)cfg->mlp_ratio * D;
+    const int64_t Po = p * p * cfg->out_channels;
+    char pre[96];
+    /* A module's own parameters and buffers come before its children's in state_dict(),
+     * so PatchEmbed's pos_embed buffer precedes proj. */
+    rp_params_add(l, RP_INIT_SINCOS_2D, 1.0f, 3, (int64_t[]){1, Mx * Mx, D}, "pos_embed.pos_embed");
+    rp_params_add(l, RP_INIT_FANIN, 1.0f, 4, (int64_t[]){D, cfg->in_channels, p, p}, "pos_embed.proj.weight");
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){D}, "pos_embed.proj.bias");
+    linear_spec(l, "time_text_embed.timestep_embedder.linear_1", D, cfg->freq_dim, 1.0f);
+    linear_spec(l, "time_text_embed.timestep_embedder.linear_2", D, D, 1.0f);
+    linear_spec(l, "time_text_embed.text_embedder.linear_1", D, cfg->pooled_projection_dim, 1.0f);
+    linear_spec(l, "time_text_embed.text_embedder.linear_2", D, D, 1.0f);
+    linear_spec(l, "context_embedder", D, cfg->joint_attention_dim, 1.0f);
+    for (int i = 0; i < cfg->depth; i++) {
+        const int pre_only = i == cfg->depth - 1;
+#define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
+        linear_spec(l, BLK("norm1.linear"), 6 * D, D, 0.2f);
+        linear_spec(l, BLK("norm1_context.linear"), (pre_only ? 2 : 6) * D, D, 0.2f);
+        /* diffusers Attention.__init__ order: norm_q/k, to_q/k/v, add_k/v/q_proj, to_out,
+         * to_add_out, norm_added_q/k. */
+        if (cfg->qk_norm) {
+            rms_spec(l, BLK("attn.norm_q"), hd);
+            rms_spec(l, BLK("attn.norm_k"), hd);
+        }
+        linear_spec(l, BLK("attn.to_q"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.to_k"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.to_v"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.add_k_proj"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.add_v_proj"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.add_q_proj"), D, D, 1.0f);
+        linear_spec(l, BLK("attn.to_out.0"), D, D, 1.0f);
+        if (!pre_only) linear_spec(l, BLK("attn.to_add_out"), D, D, 1.0f);
+        if (cfg->qk_norm) {
+            rms_spec(l, BLK("attn.norm_added_q"), hd);
+            rms_spec(l, BLK("attn.norm_added_k"), hd);
+        }
+        linear_spec(l, BLK("ff.net.0.proj"), F, D, 1.0f);
+        linear_spec(l, BLK("ff.net.2"), D, F, 1.0f);
+        if (!pre_only) {
+            linear_spec(l, BLK("ff_context.net.0.proj"), F, D, 1.0f);
+            linear_spec(l, BLK("ff_context.net.2"), D, F, 1.0f);
+        }
+#undef BLK
+    }
+    linear_spec(l, "norm_out.linear", 2 * D, D, 0.2f);
+    linear_spec(l, "proj_out", Po, D, 1.0f);
+}
+
+/* ---- loading -------------------------------------------------------------------- */
+
+/* Walks the spec list in the order rp_sd3_param_specs wrote it; the name check
+ * keeps the wiring below and the spec list from drifting apart. */
+typedef struct cursor {
+    const rp_param_list *l;
+    float **ptrs;
+    int i;
+} cursor;
+
+static const float *take(cursor *c, const char *name) {
+    assert(c->i < c->l->n);
+    assert(strcmp(c->l->specs[c->i].name, name) == 0);
+    (void)name;
+    return c->ptrs[c->i++];
+}
+
+static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
+    char name[112];
+    rp_linear_w w = {0};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    w.weight = take(c, name);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    w.bias = take(c, name);
+    w.in = in;
+    w.out = out;
+    return w;
+}
+
+static const float *take_rms(cursor *c, const char *prefix) {
+    char name[112];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    return take(c, name);
+}
+
+rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
+    RP_TRY(check_cfg(cfg, err));
+    const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
+    const int Po = p * p * cfg->out_channels;
+    rp_param_list l = {0};
+    rp_sd3_param_specs(cfg, &l);
+    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
+    rp_sd3 *m = calloc(1, sizeof *m);
+    sd3_block *blocks = calloc((size_t)cfg->depth, sizeof *blocks);
+    rp_status st = RP_OK;
+    if (!ptrs || !m || !blocks) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "SD3 '%s': out of memory for the model description", cfg->preset);
+        goto fail;
+    }
+    st = rp_params_load(&l, f, &m->params, ptrs, err);
+    if (st != RP_OK) goto fail;
+
+    m->cfg = *cfg;
+    m->blocks = blocks;
+    cursor c = {&l, ptrs, 0};
+    char pre[96];
+    m->pos_embed = take(&c, "pos_embed.pos_embed");
+    m->patch_proj = take_linear(&c, "pos_embed.proj", cfg->in_channels * p * p, D);
+    m->t_lin1 = take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, D);
+    m->t_lin2 = take_linear(&c, "time_text_embed.timestep_embedder.linear_2", D, D);
+    m->p_lin1 = take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_projection_dim, D);
+    m->p_lin2 = take_linear(&c, "time_text_embed.text_embedder.linear_2", D, D);
+    m->ctx_embed = take_linear(&c, "context_embedder", cfg->joint_attention_dim, D);
+    for (int i = 0; i < cfg->depth; i++) {
+        sd3_block *b = &blocks[i];
+        b->pre_only = i == cfg->depth - 1;
+#define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
+        b->norm1 = take_linear(&c, BLK("norm1.linear"), D, 6 * D);
+        b->norm1_ctx = take_linear(&c, BLK("norm1_context.linear"), D, (b->pre_only ? 2 : 6) * D);
+        if (cfg->qk_norm) {
+            b->norm_q = take_rms(&c, BLK("attn.norm_q"));
+            b->norm_k = take_rms(&c, BLK("attn.norm_k"));
+        }
+        b->to_q = take_linear(&c, BLK("attn.to_q"), D, D);
+        b->to_k = take_linear(&c, BLK("attn.to_k"), D, D);
+        b->to_v = take_linear(&c, BLK("attn.to_v"), D, D);
+        b->add_k = take_linear(&c, BLK("attn.add_k_proj"), D, D);
+        b->add_v = take_linear(&c, BLK("attn.add_v_proj"), D, D);
+        b->add_q = take_linear(&c, BLK("attn.add_q_proj"), D, D);
+        b->to_out = take_linear(&c, BLK("attn.to_out.0"), D, D);
+        if (!b->pre_only) b->to_add_out = take_linear(&c, BLK("attn.to_add_out"), D, D);
+        if (cfg->qk_norm) {
+            b->norm_added_q = take_rms(&c, BLK("attn.norm_added_q"));
+            b->norm_added_k = take_rms(&c, BLK("attn.norm_added_k"));
+        }
+        b->ff1 = take_linear(&c, BLK("ff.net.0.proj"), D, F);
+        b->ff2 = take_linear(&c, BLK("ff.net.2"), F, D);
+        if (!b->pre_only) {
+            b->ffc1 = take_linear(&c, BLK("ff_context.net.0.proj"), D, F);
+            b->ffc2 = take_linear(&c, BLK("ff_context.net.2"), F, D);
+        }
+#undef BLK
+    }
+    m->norm_out = take_linear(&c, "norm_out.linear", D, 2 * D);
+    m->proj_out = take_linear(&c, "proj_out", D, Po);
+    assert(c.i == l.n);
+
+    free(ptrs);
+    rp_params_free(&l);
+    *out = m;
+    return RP_OK;
+
+fail:
+    if (m) free(m->params);
+    free(m);
+    free(blocks);
+    free(ptrs);
+    rp_params_free(&l);
+    return st;
+}
+
+void rp_sd3_free(rp_sd3 *m) {
+    if (!m) return;
+    free(m->params);
+    free(m->blocks);
+    free(m);
+}
+
+const rp_sd3_config *rp_sd3_cfg(const rp_sd3 *m) { return &m->cfg; }
+
+/* ---- forward ------------------------------------------------------------------- */
+
+static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
+    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+}
+
+/* img (B, T, H, hd), txt (B, L, H, hd) -> out (B, H, T + L, hd): each head's rows are the
+ * image tokens then the text tokens, the torch.cat([img, txt], dim=2) of JointAttnProcessor. */
+static void joint_to_heads(float *out, const float *img, const float *txt, int B, int T, int L, int H,
+                           int hd) {
+    const int S = T + L;
+    const size_t row = (size_t)hd * sizeof(float);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            float *o = out + ((size_t)b * H + h) * S * hd;
+            for (int t = 0; t < T; t++)
+                memcpy(o + (size_t)t * hd, img + (((size_t)b * T + t) * H + h) * hd, row);
+            for (int j = 0; j < L; j++)
+                memcpy(o + (size_t)(T + j) * hd, txt + (((size_t)b * L + j) * H + h) * hd, row);
+        }
+}
+
+/* The inverse: x (B, H, T + L, hd) -> img (B, T, H, hd), txt (B, L, H, hd). */
+static void joint_from_heads(float *img, float *txt, const float *x, int B, int T, int L, int H, int hd) {
+    const int S = T + L;
+    const size_t row = (size_t)hd * sizeof(float);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *s = x + ((size_t)b * H + h) * S * hd;
+            for (int t = 0; t < T; t++)
+                memcpy(img + (((size_t)b * T + t) * H + h) * hd, s + (size_t)t * hd, row);
+            for (int j = 0; j < L; j++)
+                memcpy(txt + (((size_t)b * L + j) * H + h) * hd, s + (size_t)(T + j) * hd, row);
+        }
+}
+
+rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const float *x,
+                         const float *t, const float *context, const uint8_t *context_mask,
+                         const float *pooled, int B, int L, int H, int W, rp_error *err) {
+    assert(m && ctx && out && x && t && context && pooled);
+    const rp_sd3_config *cfg = &m->cfg;
+    const int p = cfg->patch, Mx = cfg->pos_embed_max_size;
+    if (B <= 0 || L <= 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 forward: batch %d and text length %d must be > 0", B, L);
+    if (H <= 0 || W <= 0 || H % p != 0 || W % p != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 forward: latent %dx%d is not a positive multiple of patch %d",
+                       H, W, p);
+    if (H / p > Mx || W / p > Mx)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "SD3 forward: latent %dx%d is a %dx%d patch grid, larger than pos_embed_max_size %d",
+                       H, W, H / p, W / p, Mx);
+
+    const int Cin = cfg->in_channels, Cout = cfg->out_channels, Hh = cfg->heads, hd = cfg->head_dim;
+    const int D = Hh * hd, F = cfg->mlp_ratio * D, Fq = cfg->freq_dim;
+    const int gh = H / p, gw = W / p, T = gh * gw, S = T + L, P = Cin * p * p, Po = p * p * Cout;
+    const size_t BT = (size_t)B * T, BL = (size_t)B * L, BS = (size_t)B * S;
+    /* The attention scratch (q, k, v per stream: 3 (BT + BL) D; joint q, k, v, out: 4 BS D)
+     * is dead while an FF hidden (B, max(T, L), F) is live and vice versa: one region. */
+    const size_t n_attn = 3 * (BT + BL) * D + 4 * BS * D;
+    const size_t n_ff = (size_t)B * (T > L ? T : L) * F;
+    const size_t n_shared = n_attn > n_ff ? n_attn : n_ff;
+    const size_t n_mask = (BS + sizeof(float) - 1) / sizeof(float); /* uint8 (B, S) in float units */
+
+    const size_t n_total = BT * P                 /* patches */
+                           + 3 * BT * D           /* xs, hx, yx */
+                           + 3 * BL * D           /* cs, hc, yc */
+                           + n_shared             /* attention scratch | FF hidden */
+                           + BT * Po              /* fin */
+                           + (size_t)B * Fq       /* tfreq */
+                           + (size_t)B * D * 4    /* th, ph, temb, stemb */
+                           + (size_t)B * 6 * D * 2 /* modx, modc */
+                           + n_mask;
+    float *mem = malloc(n_total * sizeof(float));
+    if (!mem)
+        return RP_FAIL(err, RP_ERR_NOMEM,
+                       "SD3 forward: cannot allocate %.1f MiB of activations for batch %d, %d image and %d "
+                       "text tokens",
+                       n_total * sizeof(float) / 1048576.0, B, T, L);
+    float *cur = mem;
+    float *patches = cur; cur += BT * P;        /* (B, T, Cin*p*p) */
+    float *xs = cur;      cur += BT * D;        /* (B, T, D) image residual stream */
+    float *hx = cur;      cur += BT * D;        /* (B, T, D) normed + modulated image input; attn out */
+    float *yx = cur;      cur += BT * D;        /* (B, T, D) image attn / ff output, before the gate */
+    float *cs = cur;      cur += BL * D;        /* (B, L, D) text residual stream */
+    float *hc = cur;      cur += BL * D;        /* (B, L, D) normed + modulated text input; attn out */
+    float *yc = cur;      cur += BL * D;        /* (B, L, D) text attn / ff output, before the gate */
+    float *shared = cur;  cur += n_shared;
+    float *qx = shared;                         /* (B, T, H, hd) */
+    float *kx = qx + BT * D;                    /* (B, T, H, hd) */
+    float *vx = kx + BT * D;                    /* (B, T, H, hd) */
+    float *qc = vx + BT * D;                    /* (B, L, H, hd) */
+    float *kc = qc + BL * D;                    /* (B, L, H, hd) */
+    float *vc = kc + BL * D;                    /* (B, L, H, hd) */
+    float *q = vc + BL * D;                     /* (B, H, S, hd) joint queries */
+    float *k = q + BS * D;                      /* (B, H, S, hd) */
+    float *v = k + BS * D;                      /* (B, H, S, hd) */
+    float *att = v + BS * D;                    /* (B, H, S, hd) */
+    assert((size_t)(att + BS * D - shared) == n_attn);
+    float *mh = shared;                         /* (B, max(T, L), F) FF hidden */
+    float *fin = cur;     cur += BT * Po;       /* (B, T, p*p*Cout) final tokens, (py, px, c) order */
+    float *tfreq = cur;   cur += (size_t)B * Fq; /* (B, 256) */
+    float *th = cur;      cur += (size_t)B * D; /* (B, D) timestep_embedder hidden */
+    float *ph = cur;      cur += (size_t)B * D; /* (B, D) text_embedder hidden, then its output */
+    float *temb = cur;    cur += (size_t)B * D; /* (B, D) conditioning */
+    float *stemb = cur;   cur += (size_t)B * D; /* (B, D) silu(temb): input of every adaLN linear */
+    float *modx = cur;    cur += (size_t)B * 6 * D; /* (B, 6D) or (B, 2D) for norm_out */
+    float *modc = cur;    cur += (size_t)B * 6 * D; /* (B, 6D), or (B, 2D) when pre_only */
+    uint8_t *jmask = (uint8_t *)cur; cur += n_mask; /* (B, S) joint key mask; used iff context_mask */
+    assert((size_t)(cur - mem) == n_total);
+
+    rp_status st = RP_OK;
+    char name[96];
+
+    /* pos_embed: Conv2d(k = s = p) == patchify + linear; then + the centre crop of the
+     * (M, M) table (diffusers cropped_pos_embed: top = (M - gh) // 2, left = (M - gw) // 2). */
+    rp_patchify(patches, x, B, Cin, H, W, p);
+    rp_linear(ctx, xs, patches, &m->patch_proj, (int)BT);
+    {
+        const int top = (Mx - gh) / 2, left = (Mx - gw) / 2;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < gh; i++)
+                for (int j = 0; j < gw; j++)
+                    rp_add(xs + ((size_t)b * T + (size_t)i * gw + j) * D,
+                           m->pos_embed + ((size_t)(top + i) * Mx + left + j) * D, (size_t)D);
+    }
+    trace(ctx, "pos_embed", xs, BT * D);
+
+    /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
+    rp_timestep_embedding(tfreq, t, B, Fq, 10000.0f, 0.0f);
+    rp_linear(ctx, th, tfreq, &m->t_lin1, B);
+    rp_silu(th, th, (size_t)B * D);
+    rp_linear(ctx, temb, th, &m->t_lin2, B);
+    rp_linear(ctx, ph, pooled, &m->p_lin1, B);
+    rp_silu(ph, ph, (size_t)B * D);
+    rp_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
+    rp_add(temb, stemb, (size_t)B * D);       /* timesteps_emb + pooled_projections */
+    trace(ctx, "time_text_embed", temb, (size_t)B * D);
+    rp_silu(stemb, temb, (size_t)B * D);
+
+    rp_linear(ctx, cs, context, &m->ctx_embed, (int)BL);
+    trace(ctx, "context_embedder", cs, BL * D);
+
+    if (context_mask) {
+        /* Image tokens are always keys; text tokens as the caller's mask says. */
+        for (int b = 0; b < B; b++) {
+            memset(jmask + (size_t)b * S, 1, (size_t)T);
+            for (int j = 0; j < L; j++) jmask[(size_t)b * S + T + j] = context_mask[(size_t)b * L + j] != 0;
+        }
+    }
+
+    const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
+    for (int i = 0; i < cfg->depth; i++) {
+        const sd3_block *blk = &m->blocks[i];
+        const int ms = 6 * D, mcs = blk->pre_only ? 2 * D : 6 * D; /* row strides of modx, modc */
+        /* modx (B, 6D) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp];
+         * modc likewise, or (B, 2D) = [scale | shift] in the context_pre_only block. */
+        rp_linear(ctx, modx, stemb, &blk->norm1, B);
+        rp_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
+
+        rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
+        rp_modulate(hx, modx + 0 * D, modx + 1 * D, ms, B, T, D);
+        rp_layernorm(hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+        if (blk->pre_only)
+            rp_modulate(hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
+        else
+            rp_modulate(hc, modc + 0 * D, modc + 1 * D, mcs, B, L, D);
+
+        /* joint attention */
+        rp_linear(ctx, qx, hx, &blk->to_q, (int)BT);
+        rp_linear(ctx, kx, hx, &blk->to_k, (int)BT);
+        rp_linear(ctx, vx, hx, &blk->to_v, (int)BT);
+        rp_linear(ctx, qc, hc, &blk->add_q, (int)BL);
+        rp_linear(ctx, kc, hc, &blk->add_k, (int)BL);
+        rp_linear(ctx, vc, hc, &blk->add_v, (int)BL);
+        if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
+            rp_rmsnorm(qx, qx, blk->norm_q, (int)(BT * Hh), hd, 1e-6f);
+            rp_rmsnorm(kx, kx, blk->norm_k, (int)(BT * Hh), hd, 1e-6f);
+            rp_rmsnorm(qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
+            rp_rmsnorm(kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
+        }
+        joint_to_heads(q, qx, qc, B, T, L, Hh, hd);
+        joint_to_heads(k, kx, kc, B, T, L, Hh, hd);
+        joint_to_heads(v, vx, vc, B, T, L, Hh, hd);
+        st = rp_attention(ctx, att, q, k, v, context_mask ? jmask : NULL, B, Hh, S, S, hd, scale, err);
+        if (st != RP_OK) goto done;
+        joint_from_heads(hx, hc, att, B, T, L, Hh, hd); /* hx, hc reused: their content is consumed */
+        rp_linear(ctx, yx, hx, &blk->to_out, (int)BT);
+        snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
+        trace(ctx, name, yx, BT * D);
+        rp_gated_add(xs, modx + 2 * D, ms, yx, B, T, D);
+        if (!blk->pre_only) {
+            rp_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
+            snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
+            trace(ctx, name, yc, BL * D);
+            rp_gated_add(cs, modc + 2 * D, mcs, yc, B, L, D);
+        }
+
+        /* image FF */
+        rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
+        rp_modulate(hx, modx + 3 * D, modx + 4 * D, ms, B, T, D);
+        rp_linear(ctx, mh, hx, &blk->ff1, (int)BT);
+        rp_gelu_tanh(mh, mh, BT * F);
+        rp_linear(ctx, yx, mh, &blk->ff2, (int)BT);
+        snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
+        trace(ctx, name, yx, BT * D);
+        rp_gated_add(xs, modx + 5 * D, ms, yx, B, T, D);
+
+        /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
+        if (!blk->pre_only) {
+            rp_layernorm(hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+            rp_modulate(hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
+            rp_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
+            rp_gelu_tanh(mh, mh, BL * F);
+            rp_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
+            snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
+            trace(ctx, name, yc, BL * D);
+            rp_gated_add(cs, modc + 5 * D, mcs, yc, B, L, D);
+        }
+
+        snprintf(name, sizeof name, "transformer_blocks.%d", i);
+        trace(ctx, name, xs, BT * D);
+        if (!blk->pre_only) {
+            snprintf(name, sizeof name, "transformer_blocks.%d.context", i);
+            trace(ctx, name, cs, BL * D);
+        }
+    }
+
+    /* norm_out: AdaLayerNormContinuous, modx (B, 2D) = [scale | shift] */
+    rp_linear(ctx, modx, stemb, &m->norm_out, B);
+    rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
+    rp_modulate(hx, modx + D, modx, 2 * D, B, T, D);
+    rp_linear(ctx, fin, hx, &m->proj_out, (int)BT);
+    trace(ctx, "proj_out", fin, BT * Po);
+    rp_unpatchify(out, fin, B, Cout, H, W, p);
+
+done:
+    free(mem);
+    return st;
+}
+
+/* ---- cost -------------------------------------------------------------------------- */
+
+double rp_sd3_macs(const rp_sd3_config *cfg, int L, int H, int W) {
+    if (H <= 0) H = cfg->sample_size;
+    if (W <= 0) W = cfg->sample_size;
+    const double D = (double)cfg->heads * cfg->head_dim, p = cfg->patch, F = (double)cfg->mlp_ratio * D;
+    const double T = (double)(H / cfg->patch) * (W / cfg->patch), Lt = L, S = T + Lt;
+    const double Po = p * p * cfg->out_channels;
+    double macs = T * (cfg->in_channels * p * p) * D;                  /* pos_embed.proj */
+    macs += cfg->freq_dim * D + D * D;                                 /* timestep_embedder */
+    macs += cfg->pooled_projection_dim * D + D * D;                    /* text_embedder */
+    macs += Lt * cfg->joint_attention_dim * D;                         /* context_embedder */
+    for (int i = 0; i < cfg->depth; i++) {
+        const int pre_only = i == cfg->depth - 1;
+        macs += 6.0 * D * D + (pre_only ? 2.0 : 6.0) * D * D;          /* norm1, norm1_context */
+        macs += 3.0 * S * D * D;                                       /* q, k, v of both streams */
+        macs += 2.0 * S * S * D;                                       /* QK^T and PV over all heads */
+        macs += T * D * D + (pre_only ? 0.0 : Lt * D * D);             /* to_out.0, to_add_out */
+        macs += 2.0 * T * D * F + (pre_only ? 0.0 : 2.0 * Lt * D * F); /* ff, ff_context */
+    }
+    macs += 2.0 * D * D + T * D * Po;                                  /* norm_out, proj_out */
+    return macs;
+}

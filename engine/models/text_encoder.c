@@ -1,0 +1,379 @@
+/* text_encoder.c — the byte-level prompt encoder (see text_encoder.h) over plain float buffers.
+ *
+ * Synthetic init rules (rp_te_param_specs; like dit.c, they drive `repro weights`
+ * and the weights cache, so a change needs RP_SYNTHETIC_INIT_VERSION bumped):
+ *   linear weights (qkv, proj, fc1, fc2, proj_*)   RP_INIT_FANIN      scale 1 (unit-variance outputs)
+ *   every linear and LayerNorm bias                RP_INIT_NORMAL     0.02 (linear) / 0.1 (LayerNorm)
+ *   token_embedding, position_embedding            RP_INIT_NORMAL     1
+ *   LayerNorm weights                              RP_INIT_ONE_NORMAL 0.1 — not exactly 1, so a
+ *                                                  wiring error in the affine part shows in the test
+ *
+ * Memory: parameters live in one allocation (rp_params_load); each encode call
+ * makes one activation allocation sized from B and frees it before returning. */
+#include "text_encoder.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention/attention.h"
+#include "../ops.h"
+
+#define TE_LN_EPS 1e-5f
+
+typedef struct te_layer {
+    const float *ln1_w, *ln1_b; /* (D) */
+    rp_linear_w qkv;            /* (3D, D) */
+    rp_linear_w proj;           /* (D, D) */
+    const float *ln2_w, *ln2_b; /* (D) */
+    rp_linear_w fc1;            /* (M, D) */
+    rp_linear_w fc2;            /* (D, M) */
+} te_layer;
+
+struct rp_te {
+    rp_te_config cfg;
+    float *params;               /* every parameter, one allocation */
+    const float *tok_emb;        /* (vocab, D) */
+    const float *pos_emb;        /* (max_len, D) */
+    te_layer *layers;            /* (depth) */
+    const float *lnf_w, *lnf_b;  /* (D) */
+    rp_linear_w proj_context;    /* (context_dim, D) */
+    rp_linear_w proj_pooled;     /* (pooled_dim, D) */
+};
+
+/* ---- presets ---------------------------------------------------------------- */
+
+typedef struct te_preset {
+    const char *name;
+    int max_len, hidden, depth, heads, context_dim, pooled_dim;
+} te_preset;
+
+static const te_preset PRESETS[] = {
+    /* CI-sized; its widths are those of the tiny SD3/FLUX presets. */
+    {"te-tiny", 32, 64, 2, 2, 64, 64},
+    /* SD3: context width of T5-XXL (4096), pooled = CLIP-L 768 + CLIP-G 1280 = 2048;
+     * 77 tokens, CLIP's length. */
+    {"te-sd3", 77, 256, 2, 4, 4096, 2048},
+    /* FLUX.1-dev: T5 max_sequence_length 512, pooled = CLIP-L 768. One prompt costs
+     * ~1.7 GMAC (most of it proj_context over all 512 rows), ~0.1 s on 2 cores, so
+     * the real length is kept. */
+    {"te-flux", 512, 256, 2, 4, 4096, 768},
+};
+
+rp_status rp_te_preset(const char *name, rp_te_config *cfg, rp_error *err) {
+    for (size_t i = 0; i < sizeof PRESETS / sizeof *PRESETS; i++) {
+        const te_preset *p = &PRESETS[i];
+        if (strcmp(name, p->name) != 0) continue;
+        memset(cfg, 0, sizeof *cfg);
+        snprintf(cfg->preset, sizeof cfg->preset, "%s", p->name);
+        cfg->max_len = p->max_len;
+        cfg->vocab = RP_TE_VOCAB;
+        cfg->hidden = p->hidden;
+        cfg->depth = p->depth;
+        cfg->heads = p->heads;
+        cfg->mlp_ratio = 4;
+        cfg->context_dim = p->context_dim;
+        cfg->pooled_dim = p->pooled_dim;
+        return RP_OK;
+    }
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown text-encoder preset '%s' (known: te-tiny te-sd3 te-flux)",
+                   name);
+}
+
+/* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
+static rp_status check_cfg(const rp_te_config *cfg, rp_error *err) {
+    if (cfg->max_len < 2)
+        return RP_FAIL(err, RP_ERR_INVALID, "text encoder '%s': max_len %d must be >= 2 (bos and eos)",
+                       cfg->preset, cfg->max_len);
+    if (cfg->vocab != RP_TE_VOCAB)
+        return RP_FAIL(err, RP_ERR_INVALID, "text encoder '%s': vocab %d, the byte tokenizer needs %d",
+                       cfg->preset, cfg->vocab, RP_TE_VOCAB);
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->hidden % cfg->heads != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "text encoder '%s': hidden %d is not divisible by heads %d",
+                       cfg->preset, cfg->hidden, cfg->heads);
+    if (cfg->depth < 0 || cfg->mlp_ratio <= 0 || cfg->context_dim <= 0 || cfg->pooled_dim <= 0)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "text encoder '%s': depth %d must be >= 0 and mlp_ratio %d, context_dim %d, "
+                       "pooled_dim %d > 0",
+                       cfg->preset, cfg->depth, cfg->mlp_ratio, cfg->context_dim, cfg->pooled_dim);
+    return RP_OK;
+}
+
+/* ---- tokenizer ----------------------------------------------------------------- */
+
+int rp_te_tokenize(const char *prompt, int max_len, int32_t *tokens, uint8_t *mask) {
+    assert(max_len >= 2 && tokens);
+    const unsigned char *s = (const unsigned char *)(prompt ? prompt : "");
+    const size_t len = strlen((const char *)s);
+    /* Room for max_len - 2 bytes between bos and eos; the tail is dropped. */
+    const int nb = len > (size_t)(max_len - 2) ? max_len - 2 : (int)len;
+    tokens[0] = RP_TE_BOS;
+    for (int i = 0; i < nb; i++) tokens[1 + i] = RP_TE_BYTE0 + (int32_t)s[i];
+    tokens[1 + nb] = RP_TE_EOS;
+    for (int i = 2 + nb; i < max_len; i++) tokens[i] = RP_TE_PAD;
+    if (mask)
+        for (int i = 0; i < max_len; i++) mask[i] = i < 2 + nb;
+    return 2 + nb;
+}
+
+/* ---- parameter specs ------------------------------------------------------------ */
+
+/* Appends "text_encoder.<prefix>.weight" (out, in) and ".bias" (out). */
+static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in) {
+    rp_params_add(l, RP_INIT_FANIN, 1.0f, 2, (int64_t[]){out, in}, "text_encoder.%s.weight", prefix);
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "text_encoder.%s.bias", prefix);
+}
+
+static void ln_spec(rp_param_list *l, const char *prefix, int64_t D) {
+    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){D}, "text_encoder.%s.weight", prefix);
+    rp_params_add(l, RP_INIT_NORMAL, 0.1f, 1, (int64_t[]){D}, "text_encoder.%s.bias", prefix);
+}
+
+void rp_te_param_specs(const rp_te_config *cfg, rp_param_list *l) {
+    const int64_t D = cfg->hidden, M = (int64_t)cfg->mlp_ratio * D;
+    char pre[96];
+    rp_params_add(l, RP_INIT_NORMAL, 1.0f, 2, (int64_t[]){cfg->vocab, D}, "text_encoder.token_embedding.weight");
+    rp_params_add(l, RP_INIT_NORMAL, 1.0f, 2, (int64_t[]){cfg->max_len, D},
+                  "text_encoder.position_embedding.weight");
+    for (int i = 0; i < cfg->depth; i++) {
+        snprintf(pre, sizeof pre, "layers.%d.ln1", i);
+        ln_spec(l, pre, D);
+        snprintf(pre, sizeof pre, "layers.%d.attn.qkv", i);
+        linear_spec(l, pre, 3 * D, D);
+        snprintf(pre, sizeof pre, "layers.%d.attn.proj", i);
+        linear_spec(l, pre, D, D);
+        snprintf(pre, sizeof pre, "layers.%d.ln2", i);
+        ln_spec(l, pre, D);
+        snprintf(pre, sizeof pre, "layers.%d.mlp.fc1", i);
+        linear_spec(l, pre, M, D);
+        snprintf(pre, sizeof pre, "layers.%d.mlp.fc2", i);
+        linear_spec(l, pre, D, M);
+    }
+    ln_spec(l, "final_ln", D);
+    linear_spec(l, "proj_context", cfg->context_dim, D);
+    linear_spec(l, "proj_pooled", cfg->pooled_dim, D);
+}
+
+/* ---- loading -------------------------------------------------------------------- */
+
+/* Walks the spec list in the order rp_te_param_specs wrote it; the name check
+ * keeps the wiring below and the spec list from drifting apart. */
+typedef struct cursor {
+    const rp_param_list *l;
+    float **ptrs;
+    int i;
+} cursor;
+
+static const float *take(cursor *c, const char *suffix) {
+    char name[128];
+    snprintf(name, sizeof name, "text_encoder.%s", suffix);
+    assert(c->i < c->l->n);
+    assert(strcmp(c->l->specs[c->i].name, name) == 0);
+    return c->ptrs[c->i++];
+}
+
+static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
+    char name[112];
+    rp_linear_w w = {0};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    w.weight = take(c, name);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    w.bias = take(c, name);
+    w.in = in;
+    w.out = out;
+    return w;
+}
+
+static void take_ln(cursor *c, const char *prefix, const float **w, const float **b) {
+    char name[112];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    *w = take(c, name);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    *b = take(c, name);
+}
+
+rp_status rp_te_load(const rp_te_config *cfg, const rp_st_file *f, rp_te **out, rp_error *err) {
+    RP_TRY(check_cfg(cfg, err));
+    const int D = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden;
+    rp_param_list l = {0};
+    rp_te_param_specs(cfg, &l);
+    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
+    rp_te *m = calloc(1, sizeof *m);
+    te_layer *layers = calloc((size_t)(cfg->depth > 0 ? cfg->depth : 1), sizeof *layers);
+    rp_status st = RP_OK;
+    if (!ptrs || !m || !layers) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "text encoder '%s': out of memory for the model description",
+                     cfg->preset);
+        goto fail;
+    }
+    st = rp_params_load(&l, f, &m->params, ptrs, err);
+    if (st != RP_OK) goto fail;
+
+    m->cfg = *cfg;
+    m->layers = layers;
+    cursor c = {&l, ptrs, 0};
+    char pre[96];
+    m->tok_emb = take(&c, "token_embedding.weight");
+    m->pos_emb = take(&c, "position_embedding.weight");
+    for (int i = 0; i < cfg->depth; i++) {
+        te_layer *ly = &layers[i];
+        snprintf(pre, sizeof pre, "layers.%d.ln1", i);
+        take_ln(&c, pre, &ly->ln1_w, &ly->ln1_b);
+        snprintf(pre, sizeof pre, "layers.%d.attn.qkv", i);
+        ly->qkv = take_linear(&c, pre, D, 3 * D);
+        snprintf(pre, sizeof pre, "layers.%d.attn.proj", i);
+        ly->proj = take_linear(&c, pre, D, D);
+        snprintf(pre, sizeof pre, "layers.%d.ln2", i);
+        take_ln(&c, pre, &ly->ln2_w, &ly->ln2_b);
+        snprintf(pre, sizeof pre, "layers.%d.mlp.fc1", i);
+        ly->fc1 = take_linear(&c, pre, D, M);
+        snprintf(pre, sizeof pre, "layers.%d.mlp.fc2", i);
+        ly->fc2 = take_linear(&c, pre, M, D);
+    }
+    take_ln(&c, "final_ln", &m->lnf_w, &m->lnf_b);
+    m->proj_context = take_linear(&c, "proj_context", D, cfg->context_dim);
+    m->proj_pooled = take_linear(&c, "proj_pooled", D, cfg->pooled_dim);
+    assert(c.i == l.n);
+
+    free(ptrs);
+    rp_params_free(&l);
+    *out = m;
+    return RP_OK;
+
+fail:
+    if (m) free(m->params);
+    free(m);
+    free(layers);
+    free(ptrs);
+    rp_params_free(&l);
+    return st;
+}
+
+void rp_te_free(rp_te *m) {
+    if (!m) return;
+    free(m->params);
+    free(m->layers);
+    free(m);
+}
+
+const rp_te_config *rp_te_cfg(const rp_te *m) { return &m->cfg; }
+
+/* ---- forward ------------------------------------------------------------------- */
+
+rp_status rp_te_encode(const rp_te *m, const rp_ctx *ctx, const char *const *prompts, int B,
+                       float *out_context, uint8_t *out_mask, float *out_pooled, rp_error *err) {
+    assert(m && ctx && prompts && out_context);
+    const rp_te_config *cfg = &m->cfg;
+    if (B <= 0) return RP_FAIL(err, RP_ERR_INVALID, "text encoder: batch %d must be > 0", B);
+
+    const int L = cfg->max_len, D = cfg->hidden, H = cfg->heads, Dh = D / H, M = cfg->mlp_ratio * D;
+    const int Cc = cfg->context_dim;
+    const size_t BL = (size_t)B * L;
+    /* The attention scratch (q, k, v, heads-out: 4 x (B, L, D)) is dead while the
+     * MLP hidden (B, L, M) is live and vice versa, so they share one region. */
+    const size_t n_shared = BL * (size_t)(M > 4 * D ? M : 4 * D);
+    const size_t n_total = BL * D          /* xs */
+                           + BL * D        /* h */
+                           + BL * D        /* ys */
+                           + BL * 3 * D    /* qkv */
+                           + n_shared      /* q, k, v, att | mh */
+                           + (size_t)B * D; /* pooled hidden */
+    float *mem = malloc(n_total * sizeof(float));
+    int32_t *tok = malloc(BL * sizeof *tok);   /* (B, L) */
+    uint8_t *mask = malloc(BL * sizeof *mask); /* (B, L) */
+    int *eos = malloc((size_t)B * sizeof *eos); /* (B) eos position per prompt */
+    if (!mem || !tok || !mask || !eos) {
+        free(mem);
+        free(tok);
+        free(mask);
+        free(eos);
+        return RP_FAIL(err, RP_ERR_NOMEM,
+                       "text encoder: cannot allocate %.1f MiB of activations for batch %d",
+                       n_total * sizeof(float) / 1048576.0, B);
+    }
+    float *cur = mem;
+    float *xs = cur;     cur += BL * D;     /* (B, L, D) residual stream */
+    float *h = cur;      cur += BL * D;     /* (B, L, D) LayerNorm output / attention heads merged */
+    float *ys = cur;     cur += BL * D;     /* (B, L, D) branch output before the residual add */
+    float *qkv = cur;    cur += BL * 3 * D; /* (B, L, 3D) = (B, L, 3, H, Dh) */
+    float *shared = cur; cur += n_shared;
+    float *q = shared;                      /* (B, H, L, Dh) */
+    float *k = shared + BL * D;             /* (B, H, L, Dh) */
+    float *v = shared + 2 * BL * D;         /* (B, H, L, Dh) */
+    float *att = shared + 3 * BL * D;       /* (B, H, L, Dh) */
+    float *mh = shared;                     /* (B, L, M) MLP hidden */
+    float *hp = cur;     cur += (size_t)B * D; /* (B, D) final hidden at each eos */
+    assert((size_t)(cur - mem) == n_total);
+
+    rp_status st = RP_OK;
+
+    /* Tokens, then embeddings: x[b, i] = tok_emb[tok[b, i]] + pos_emb[i]. */
+    for (int b = 0; b < B; b++) {
+        const int n = rp_te_tokenize(prompts[b], L, tok + (size_t)b * L, mask + (size_t)b * L);
+        eos[b] = n - 1;
+        for (int i = 0; i < L; i++) {
+            const int32_t t = tok[(size_t)b * L + i];
+            assert(t >= 0 && t < cfg->vocab);
+            float *x = xs + ((size_t)b * L + i) * D;
+            const float *te = m->tok_emb + (size_t)t * D, *pe = m->pos_emb + (size_t)i * D;
+            for (int c = 0; c < D; c++) x[c] = te[c] + pe[c];
+        }
+    }
+
+    const float scale = (float)(1.0 / sqrt((double)Dh));
+    for (int i = 0; i < cfg->depth; i++) {
+        const te_layer *ly = &m->layers[i];
+        /* attention branch; padded keys are masked, padded queries still run
+         * (their rows are discarded at the output) */
+        rp_layernorm(h, xs, ly->ln1_w, ly->ln1_b, (int)BL, D, TE_LN_EPS);
+        rp_linear(ctx, qkv, h, &ly->qkv, (int)BL);
+        rp_split_qkv_heads(q, k, v, qkv, B, L, H, Dh);
+        st = rp_attention(ctx, att, q, k, v, mask, B, H, L, L, Dh, scale, err);
+        if (st != RP_OK) goto done;
+        rp_from_heads(h, att, B, L, H, Dh); /* h (B, L, D) reused: its content is consumed */
+        rp_linear(ctx, ys, h, &ly->proj, (int)BL);
+        rp_add(xs, ys, BL * D);
+
+        /* MLP branch */
+        rp_layernorm(h, xs, ly->ln2_w, ly->ln2_b, (int)BL, D, TE_LN_EPS);
+        rp_linear(ctx, mh, h, &ly->fc1, (int)BL);
+        rp_gelu_tanh(mh, mh, BL * M);
+        rp_linear(ctx, ys, mh, &ly->fc2, (int)BL);
+        rp_add(xs, ys, BL * D);
+    }
+    rp_layernorm(h, xs, m->lnf_w, m->lnf_b, (int)BL, D, TE_LN_EPS);
+
+    /* Per-token context over every row (one GEMM, whatever the prompt lengths),
+     * then pad rows zeroed so downstream joint attention sees exact zeros there
+     * even if it ignores the mask. */
+    rp_linear(ctx, out_context, h, &m->proj_context, (int)BL);
+    for (size_t r = 0; r < BL; r++)
+        if (!mask[r]) memset(out_context + r * Cc, 0, (size_t)Cc * sizeof(float));
+
+    if (out_pooled) {
+        for (int b = 0; b < B; b++)
+            memcpy(hp + (size_t)b * D, h + ((size_t)b * L + eos[b]) * D, (size_t)D * sizeof(float));
+        rp_linear(ctx, out_pooled, hp, &m->proj_pooled, B);
+    }
+    if (out_mask) memcpy(out_mask, mask, BL);
+
+done:
+    free(mem);
+    free(tok);
+    free(mask);
+    free(eos);
+    return st;
+}
+
+/* ---- cost -------------------------------------------------------------------------- */
+
+double rp_te_macs(const rp_te_config *cfg) {
+    const double L = cfg->max_len, D = cfg->hidden, M = (double)cfg->mlp_ratio * D;
+    double layer = L * D * 3.0 * D      /* qkv */
+                   + 2.0 * L * L * D    /* QK^T and PV over all heads */
+                   + L * D * D          /* proj */
+                   + 2.0 * L * D * M;   /* fc1 + fc2 */
+    return cfg->depth * layer + L * D * cfg->context_dim + D * cfg->pooled_dim;
+}
