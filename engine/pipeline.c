@@ -1,14 +1,19 @@
-/* pipeline.c — DiT denoiser with classifier-free guidance, and rp_generate:
- * weights -> initial noise -> sampler loop -> VAE decode -> RGB8. */
+/* pipeline.c — the DiT denoiser with classifier-free guidance, the SD3 / FLUX
+ * flow-matching denoiser, and rp_generate:
+ *   DiT:        weights -> initial noise -> sampler loop -> VAE decode -> RGB8
+ *   SD3 / FLUX: text encoder -> prompt states -> weights -> initial noise ->
+ *               flow Euler loop -> VAE decode -> RGB8 */
 #include "pipeline.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "models/registry.h"
+#include "models/text_encoder.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "trace.h"
@@ -127,7 +132,20 @@ static rp_status item_noise_fill(void *self, int k, float *out, rp_error *err) {
 /* ---- rp_generate --------------------------------------------------------------------- */
 
 const char *rp_gen_default_vae(const char *model) {
-    return model && !strcmp(model, "dit-tiny") ? "vae-tiny" : "sd-vae";
+    if (!model) return "sd-vae";
+    if (!strcmp(model, "dit-tiny")) return "vae-tiny";
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "vae-tiny-16";
+    if (!strcmp(model, "sd3-medium")) return "sd3-vae";
+    if (!strcmp(model, "flux-dev")) return "flux-vae";
+    return "sd-vae";
+}
+
+const char *rp_gen_default_text_encoder(const char *model) {
+    if (!model) return NULL;
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "te-tiny";
+    if (!strcmp(model, "sd3-medium")) return "te-sd3";
+    if (!strcmp(model, "flux-dev")) return "te-flux";
+    return NULL;
 }
 
 void rp_gen_result_free(rp_gen_result *r) {
@@ -137,6 +155,8 @@ void rp_gen_result_free(rp_gen_result *r) {
     free(r->trajectory);
     free(r->timesteps);
     free(r->alphas_cumprod);
+    free(r->sigmas);
+    free(r->model_t);
     free(r->rgb);
     memset(r, 0, sizeof *r);
 }
@@ -196,8 +216,8 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     rp_vae *vae = NULL;
     RP_TRY(load_vae(&vc, res->vae_weights_path, &vae, err));
     const int f = rp_vae_scale_factor(&vc);
-    const int H = res->S * f, W = res->S * f;
-    const size_t per_lat = (size_t)res->C * res->S * res->S, per_img = (size_t)3 * H * W;
+    const int H = res->h * f, W = res->w * f;
+    const size_t per_lat = (size_t)res->C * res->h * res->w, per_img = (size_t)3 * H * W;
     float *img = malloc(sizeof(float) * per_img);                   /* (1, 3, H, W) */
     res->rgb = malloc((size_t)res->B * H * W * 3);                   /* (B, H, W, 3) */
     rp_status st = RP_OK;
@@ -207,7 +227,7 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
         /* One item at a time: bounded memory, and each image is independent of the
          * batch it was sampled in. */
         for (int b = 0; b < res->B && st == RP_OK; b++) {
-            st = rp_vae_decode(vae, ctx, img, res->latents + b * per_lat, 1, res->S, res->S, err);
+            st = rp_vae_decode(vae, ctx, img, res->latents + b * per_lat, 1, res->h, res->w, err);
             if (st == RP_OK) rp_image_to_rgb8(res->rgb + (size_t)b * H * W * 3, img, 1, H, W);
         }
     }
@@ -217,16 +237,476 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     return st;
 }
 
+/* ---- SD3 / FLUX denoiser (flow matching) ------------------------------------------------ */
+
+static int flow_guided(const rp_flow_gen_denoiser *d) { return d->family == RP_FAMILY_SD3 && d->cfg > 1.0; }
+
+/* Row of the model batch holding item b's conditional (cond = 1) or unconditional
+ * (cond = 0, guided only) input. Joint: diffusers' [uncond x B; cond x B]. Per item:
+ * [uncond_0, cond_0, uncond_1, cond_1, ...], so item b's forward reads rows 2b, 2b+1. */
+static int flow_slot(const rp_flow_gen_denoiser *d, int b, int cond) {
+    assert(b >= 0 && b < d->B && (cond || flow_guided(d)));
+    if (!flow_guided(d)) return b;
+    return d->per_item ? 2 * b + cond : cond * d->B + b;
+}
+
+rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, const rp_flux *flux,
+                                    const rp_ctx *ctx, const rp_flow_schedule *sched, int B, int h, int w,
+                                    int L, const float *context, const float *pooled, const float *neg_context,
+                                    const float *neg_pooled, double cfg, double guidance, int per_item,
+                                    rp_error *err) {
+    memset(d, 0, sizeof *d);
+    assert((sd3 != NULL) != (flux != NULL));
+    assert(ctx && sched && B >= 1 && h >= 1 && w >= 1 && L >= 1 && context && pooled);
+    d->family = sd3 ? RP_FAMILY_SD3 : RP_FAMILY_FLUX;
+    d->sd3 = sd3;
+    d->flux = flux;
+    d->ctx = ctx;
+    d->sched = sched;
+    d->B = B; d->h = h; d->w = w; d->L = L;
+    d->cfg = cfg;
+    d->guidance = guidance;
+    d->per_item = per_item != 0;
+    if (sd3) {
+        const rp_sd3_config *c = rp_sd3_cfg(sd3);
+        assert(c->out_channels == c->in_channels); /* the velocity lives in the latent space */
+        d->C = c->in_channels;
+        d->Dctx = c->joint_attention_dim;
+        d->Dpool = c->pooled_projection_dim;
+    } else {
+        const rp_flux_config *c = rp_flux_cfg(flux);
+        d->C = c->in_channels;
+        d->Dctx = c->joint_attention_dim;
+        d->Dpool = c->pooled_dim;
+    }
+    const int guided = flow_guided(d), Bm = guided ? 2 * B : B;
+    if (guided && (!neg_context || !neg_pooled))
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 with cfg %g > 1 needs the unconditional (\"\" prompt) encoding",
+                       cfg);
+    const size_t per = (size_t)d->C * h * w, per_ctx = (size_t)L * d->Dctx;
+    d->xin = malloc(sizeof(float) * Bm * per);
+    d->out = malloc(sizeof(float) * Bm * per);
+    d->t = malloc(sizeof(float) * Bm);
+    d->g = flux ? malloc(sizeof(float) * Bm) : NULL;
+    d->context = malloc(sizeof(float) * Bm * per_ctx);
+    d->pooled = malloc(sizeof(float) * Bm * (size_t)d->Dpool);
+    if (!d->xin || !d->out || !d->t || (flux && !d->g) || !d->context || !d->pooled) {
+        rp_flow_gen_denoiser_free(d);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for a %s batch of %d at latent %dx%d",
+                       sd3 ? "SD3" : "FLUX", Bm, h, w);
+    }
+    for (int b = 0; b < B; b++) {
+        const int c = flow_slot(d, b, 1);
+        memcpy(d->context + c * per_ctx, context + b * per_ctx, sizeof(float) * per_ctx);
+        memcpy(d->pooled + (size_t)c * d->Dpool, pooled + (size_t)b * d->Dpool, sizeof(float) * d->Dpool);
+        if (!guided) continue;
+        const int u = flow_slot(d, b, 0);
+        memcpy(d->context + u * per_ctx, neg_context, sizeof(float) * per_ctx);
+        memcpy(d->pooled + (size_t)u * d->Dpool, neg_pooled, sizeof(float) * d->Dpool);
+    }
+    /* FluxPipeline: torch.full([1], guidance_scale, dtype=float32).expand(B) */
+    if (d->g)
+        for (int b = 0; b < Bm; b++) d->g[b] = (float)guidance;
+    return RP_OK;
+}
+
+void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d) {
+    if (!d) return;
+    free(d->xin);
+    free(d->out);
+    free(d->t);
+    free(d->g);
+    free(d->context);
+    free(d->pooled);
+    d->xin = d->out = d->t = d->g = d->context = d->pooled = NULL;
+}
+
+/* One transformer forward over rows [r0, r0 + nb) of the model batch (xin, t, g,
+ * context, pooled -> out), at step i. */
+static rp_status flow_forward(const rp_flow_gen_denoiser *d, const rp_ctx *ctx, int r0, int nb, rp_error *err) {
+    const size_t per = (size_t)d->C * d->h * d->w, per_ctx = (size_t)d->L * d->Dctx;
+    const float *x = d->xin + r0 * per, *c = d->context + r0 * per_ctx, *p = d->pooled + (size_t)r0 * d->Dpool;
+    float *o = d->out + r0 * per;
+    if (d->family == RP_FAMILY_SD3)
+        return rp_sd3_forward(d->sd3, ctx, o, x, d->t + r0, c, NULL, p, nb, d->L, d->h, d->w, err);
+    const float *g = rp_flux_cfg(d->flux)->guidance_embeds ? d->g + r0 : NULL;
+    return rp_flux_forward(d->flux, ctx, o, x, d->t + r0, g, c, NULL, p, nb, d->h, d->w, d->L, err);
+}
+
+/* x (B, C, h, w) at sigmas[i] -> v (B, C, h, w), the guided velocity (see pipeline.h). */
+static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, double t, float *v,
+                               rp_error *err) {
+    rp_flow_gen_denoiser *d = self;
+    const int B = d->B, guided = flow_guided(d), Bm = guided ? 2 * B : B;
+    const size_t per = (size_t)d->C * d->h * d->w;
+    assert(t == d->sched->timesteps[i] && sigma == d->sched->sigmas[i]);
+    (void)t;
+    (void)sigma;
+
+    /* both pipelines feed the same latents to both halves: torch.cat([latents] * 2) */
+    for (int b = 0; b < B; b++) {
+        memcpy(d->xin + flow_slot(d, b, 1) * per, x + b * per, sizeof(float) * per);
+        if (guided) memcpy(d->xin + flow_slot(d, b, 0) * per, x + b * per, sizeof(float) * per);
+    }
+    const float tt = d->family == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(d->sched, i) : rp_flow_flux_model_t(d->sched, i);
+    for (int r = 0; r < Bm; r++) d->t[r] = tt;
+    if (!d->per_item) {
+        RP_TRY(flow_forward(d, d->ctx, 0, Bm, err));
+    } else {
+        /* each item its own forward (2 rows under CFG): no GEMM sees another item's rows,
+         * so the BLAS's M-dependent kernel choice cannot couple items. The trace, which
+         * records one forward per evaluation, covers item 0. */
+        rp_ctx quiet = *d->ctx;
+        quiet.trace = NULL;
+        const int nb = guided ? 2 : 1;
+        for (int b = 0; b < B; b++) RP_TRY(flow_forward(d, b == 0 ? d->ctx : &quiet, b * nb, nb, err));
+    }
+    rp_trace_next_eval(d->ctx->trace);
+    d->n_evals++;
+    for (int b = 0; b < B; b++) {
+        const float *cond = d->out + flow_slot(d, b, 1) * per; /* (C, h, w) */
+        if (guided) rp_flow_cfg(v + b * per, d->out + flow_slot(d, b, 0) * per, cond, d->cfg, per);
+        else memcpy(v + b * per, cond, sizeof(float) * per);
+    }
+    return RP_OK;
+}
+
+rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d) {
+    rp_flow_denoiser r = {d, flow_gen_eval};
+    return r;
+}
+
+/* ---- the SD3 / FLUX path of rp_generate ---------------------------------------------------- */
+
+/* What generate_flow needs of the model preset, whichever family. */
+typedef struct flow_model_cfg {
+    rp_family family;
+    rp_sd3_config sd3;
+    rp_flux_config flux;
+    int C;              /* latent channels */
+    int native;         /* the preset's latent side */
+    int Dctx, Dpool;    /* text widths the model takes */
+} flow_model_cfg;
+
+static rp_status flow_model_config(const rp_gen_request *req, rp_family fam, flow_model_cfg *m, rp_error *err) {
+    memset(m, 0, sizeof *m);
+    m->family = fam;
+    if (req->depth < 0 || req->single_depth < 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "depth %d and single_depth %d must be >= 0 (0 = the preset's)",
+                       req->depth, req->single_depth);
+    if (fam == RP_FAMILY_SD3) {
+        RP_TRY(rp_sd3_preset(req->model, &m->sd3, err));
+        if (req->single_depth > 0)
+            return RP_FAIL(err, RP_ERR_INVALID, "model '%s': single_depth applies to FLUX only", req->model);
+        if (req->depth > 0) m->sd3.depth = req->depth;
+        m->C = m->sd3.in_channels;
+        m->native = m->sd3.sample_size;
+        m->Dctx = m->sd3.joint_attention_dim;
+        m->Dpool = m->sd3.pooled_projection_dim;
+    } else {
+        RP_TRY(rp_flux_preset(req->model, &m->flux, err));
+        RP_TRY(rp_model_flux_depth(&m->flux, req->depth, req->single_depth, err));
+        m->C = m->flux.in_channels;
+        m->native = m->flux.sample_size;
+        m->Dctx = m->flux.joint_attention_dim;
+        m->Dpool = m->flux.pooled_dim;
+    }
+    return RP_OK;
+}
+
+static rp_status check_flow_request(const rp_gen_request *req, const flow_model_cfg *m, rp_error *err) {
+    if (req->steps < 1 || req->steps > RP_FLOW_MAX_STEPS)
+        return RP_FAIL(err, RP_ERR_INVALID, "steps must be in 1..%d (got %d)", RP_FLOW_MAX_STEPS, req->steps);
+    if (!(req->cfg >= 0.0) || !isfinite(req->cfg))
+        return RP_FAIL(err, RP_ERR_INVALID, "cfg scale must be a number >= 0 (got %g)", req->cfg);
+    if (m->family == RP_FAMILY_FLUX && req->cfg > 1.0)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "model '%s': FLUX-dev uses embedded guidance (guidance, default %g), not classifier-free "
+                       "guidance: cfg must be <= 1 (got %g)", req->model, RP_FLOW_FLUX_GUIDANCE, req->cfg);
+    if (m->family == RP_FAMILY_FLUX && (!isfinite(req->guidance) || fabs(req->guidance) > 1e6))
+        return RP_FAIL(err, RP_ERR_INVALID, "guidance must be a finite number (got %g)", req->guidance);
+    if (m->family == RP_FAMILY_SD3 && req->guidance != 0.0)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "model '%s': SD3 uses classifier-free guidance (cfg), not embedded guidance (got guidance %g)",
+                       req->model, req->guidance);
+    if (req->n_items < 1 || !req->items) return RP_FAIL(err, RP_ERR_INVALID, "nothing to generate (no items)");
+    return RP_OK;
+}
+
+/* Latent size (h, w) from the request's pixels (0 = native), checked against the VAE
+ * factor f, the 2x2 patch both families need, and SD3's position table. */
+static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cfg *m, int f, int *h, int *w,
+                                  rp_error *err) {
+    const int unit = 2 * f; /* pixels per latent patch */
+    const int W = req->width ? req->width : m->native * f, H = req->height ? req->height : m->native * f;
+    if (W < unit || H < unit || W > 16384 || H > 16384 || W % unit || H % unit)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "image size %dx%d px: width and height must be multiples of %d in [%d, 16384] (VAE factor %d "
+                       "x the 2x2 latent patch of %s)", W, H, unit, unit, f, req->model);
+    *h = H / f;
+    *w = W / f;
+    if (m->family == RP_FAMILY_SD3) {
+        const int M = m->sd3.pos_embed_max_size, p = m->sd3.patch;
+        if (*h / p > M || *w / p > M)
+            return RP_FAIL(err, RP_ERR_INVALID,
+                           "image size %dx%d px: %s's position table covers at most %dx%d px (%d patches a side)", W,
+                           H, req->model, M * p * f, M * p * f, M);
+    }
+    return RP_OK;
+}
+
+/* Opens path, refuses a synthetic file made for another model, and loads one model. */
+static rp_status open_weights(const char *path, const char *model, rp_st_file **f, rp_error *err) {
+    RP_TRY(rp_st_open(path, f, err));
+    const char *mm = rp_st_meta(*f, "repro.model");
+    if (mm && strcmp(mm, model)) {
+        rp_st_close(*f);
+        *f = NULL;
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: weights are for model '%s', not '%s'", path, mm, model);
+    }
+    return RP_OK;
+}
+
+/* Text conditioning of a batch: each item's prompt, and the "" prompt when SD3 guides. */
+typedef struct flow_text {
+    int L;
+    float *context;      /* (B, L, Dctx) */
+    float *pooled;       /* (B, Dpool) */
+    float *neg_context;  /* (L, Dctx) or NULL */
+    float *neg_pooled;   /* (Dpool) or NULL */
+} flow_text;
+
+static void flow_text_free(flow_text *t) {
+    free(t->context);
+    free(t->pooled);
+    free(t->neg_context);
+    free(t->neg_pooled);
+    memset(t, 0, sizeof *t);
+}
+
+/* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it. */
+static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
+                                const rp_ctx *ctx, rp_gen_result *res, flow_text *out, rp_error *err) {
+    memset(out, 0, sizeof *out);
+    /* flow_validate has checked the encoder's name and widths */
+    const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
+    assert(te_name);
+    snprintf(res->te_name, sizeof res->te_name, "%s", te_name);
+    rp_te_config tc;
+    RP_TRY(rp_te_preset(te_name, &tc, err));
+    assert(tc.context_dim == m->Dctx && tc.pooled_dim == m->Dpool);
+    RP_TRY(rp_weights_resolve(te_name, 0, req->weight_seed, req->te_weights, res->te_weights_path,
+                              sizeof res->te_weights_path, err));
+    rp_st_file *f = NULL;
+    rp_te *te = NULL;
+    RP_TRY(open_weights(res->te_weights_path, te_name, &f, err));
+    rp_status st = rp_te_load(&tc, f, &te, err);
+    rp_st_close(f); /* the encoder holds its own copy */
+    if (st != RP_OK) return st;
+
+    const int B = req->n_items, L = tc.max_len;
+    out->L = L;
+    out->context = malloc(sizeof(float) * B * (size_t)L * m->Dctx);   /* (B, L, Dctx) */
+    out->pooled = malloc(sizeof(float) * B * (size_t)m->Dpool);        /* (B, Dpool) */
+    if (need_uncond) {
+        out->neg_context = malloc(sizeof(float) * (size_t)L * m->Dctx); /* (L, Dctx) */
+        out->neg_pooled = malloc(sizeof(float) * (size_t)m->Dpool);     /* (Dpool) */
+    }
+    const char **prompts = malloc(sizeof(char *) * B);                 /* (B) */
+    if (!out->context || !out->pooled || !prompts || (need_uncond && (!out->neg_context || !out->neg_pooled))) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d prompts' text states", B);
+    } else {
+        for (int b = 0; b < B; b++) prompts[b] = req->items[b].prompt ? req->items[b].prompt : "";
+        st = rp_te_encode(te, ctx, prompts, B, out->context, NULL, out->pooled, err);
+        if (st == RP_OK && need_uncond) {
+            const char *empty = ""; /* SD3's negative prompt default: "" */
+            st = rp_te_encode(te, ctx, &empty, 1, out->neg_context, NULL, out->neg_pooled, err);
+        }
+    }
+    free(prompts);
+    rp_te_free(te);
+    if (st != RP_OK) flow_text_free(out);
+    return st;
+}
+
+/* Every check of an SD3 / FLUX request that needs no weights: the model options, the
+ * request fields, the VAE's latent channels, the image size and the text encoder's
+ * widths. Fills the model config and the latent size. */
+static rp_status flow_validate(const rp_gen_request *req, rp_family fam, flow_model_cfg *m, int *h, int *w,
+                               rp_error *err) {
+    RP_TRY(flow_model_config(req, fam, m, err));
+    RP_TRY(check_flow_request(req, m, err));
+    const char *vae_name = req->vae ? req->vae : rp_gen_default_vae(req->model);
+    rp_vae_config vc;
+    RP_TRY(rp_vae_preset(vae_name, &vc, err));
+    if (vc.latent_channels != m->C) /* before any work: decode_all would find it only at the end */
+        return RP_FAIL(err, RP_ERR_SHAPE, "VAE '%s' takes %d latent channels but model '%s' makes %d", vae_name,
+                       vc.latent_channels, req->model, m->C);
+    RP_TRY(flow_latent_size(req, m, rp_vae_scale_factor(&vc), h, w, err));
+    const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
+    if (!te_name) return RP_FAIL(err, RP_ERR_INVALID, "model '%s': no text encoder given", req->model);
+    rp_te_config tc;
+    RP_TRY(rp_te_preset(te_name, &tc, err));
+    if (tc.context_dim != m->Dctx || tc.pooled_dim != m->Dpool)
+        return RP_FAIL(err, RP_ERR_SHAPE,
+                       "text encoder '%s' gives context width %d and pooled width %d; model '%s' takes %d and %d",
+                       te_name, tc.context_dim, tc.pooled_dim, req->model, m->Dctx, m->Dpool);
+    return RP_OK;
+}
+
+static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const rp_ctx *ctx, rp_gen_result *res,
+                               rp_error *err) {
+    flow_model_cfg m;
+    int h = 0, w = 0;
+    RP_TRY(flow_validate(req, fam, &m, &h, &w, err));
+
+    const int B = req->n_items, C = m.C, N = req->steps;
+    const int guided = fam == RP_FAMILY_SD3 && req->cfg > 1.0;
+    const size_t per = (size_t)C * h * w, n = (size_t)B * per;
+    res->family = fam;
+    res->B = B; res->C = C; res->h = h; res->w = w; res->S = h == w ? h : 0; res->steps = N;
+
+    flow_text text = {0};
+    rp_flow_schedule sched = {0};
+    rp_sd3 *sd3 = NULL;
+    rp_flux *flux = NULL;
+    rp_flow_gen_denoiser dd = {0};
+    rp_st_file *wf = NULL;
+    rp_status st;
+
+    /* 1. prompts -> text states (the encoder is freed before the transformer loads) */
+    double t0 = now_s();
+    if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
+    res->encode_seconds = now_s() - t0;
+
+    /* 2. schedule: SD3 static shift 3; FLUX mu from the packed image sequence length */
+    if (fam == RP_FAMILY_SD3) st = rp_flow_schedule_sd3(&sched, N, RP_FLOW_SD3_SHIFT, err);
+    else st = rp_flow_schedule_flux(&sched, N, rp_flow_flux_seq_len(h, w), err);
+    if (st != RP_OK) goto fail;
+    res->shift = sched.shift;
+    res->mu = sched.mu;
+
+    /* 3. the transformer */
+    if ((st = rp_weights_resolve_depth(req->model, req->depth, req->single_depth, req->weight_seed, req->weights,
+                                       res->weights_path, sizeof res->weights_path, err)) != RP_OK)
+        goto fail;
+    if ((st = open_weights(res->weights_path, req->model, &wf, err)) != RP_OK) goto fail;
+    st = fam == RP_FAMILY_SD3 ? rp_sd3_load(&m.sd3, wf, &sd3, err) : rp_flux_load(&m.flux, wf, &flux, err);
+    rp_st_close(wf); /* the model copies its parameters */
+    if (st != RP_OK) goto fail;
+
+    /* 4. per-item noise and result buffers */
+    res->noise = malloc(sizeof(float) * n);                          /* (B, C, h, w) */
+    res->latents = malloc(sizeof(float) * n);                        /* (B, C, h, w) */
+    res->trajectory = malloc(sizeof(float) * n * (size_t)(N + 1));  /* (N+1, B, C, h, w) */
+    res->timesteps = malloc(sizeof(double) * N);                    /* (N) */
+    res->model_t = malloc(sizeof(double) * N);                      /* (N) */
+    res->sigmas = malloc(sizeof(double) * (N + 1));                 /* (N+1) */
+    if (!res->noise || !res->latents || !res->trajectory || !res->timesteps || !res->model_t || !res->sigmas) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d items x %d steps of %dx%d latents", B, N, h, w);
+        goto fail;
+    }
+    for (int b = 0; b < B; b++)
+        rp_randn(res->noise + b * per, per, req->items[b].seed, req->items[b].global_index, RP_STREAM_INIT_NOISE);
+    memcpy(res->sigmas, sched.sigmas, sizeof(double) * (N + 1));
+    for (int i = 0; i < N; i++) {
+        res->timesteps[i] = sched.timesteps[i];
+        res->model_t[i] = fam == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(&sched, i) : rp_flow_flux_model_t(&sched, i);
+    }
+
+    if (ctx->trace) {
+        char v[64];
+        rp_trace_note(ctx->trace, "sampler", "flow-euler");
+        snprintf(v, sizeof v, "%d", N);
+        rp_trace_note(ctx->trace, "steps", v);
+        snprintf(v, sizeof v, "%.17g", guided ? req->cfg : 1.0);
+        rp_trace_note(ctx->trace, "cfg", v);
+        if (fam == RP_FAMILY_FLUX) {
+            snprintf(v, sizeof v, "%.17g", req->guidance);
+            rp_trace_note(ctx->trace, "guidance", v);
+            snprintf(v, sizeof v, "%.17g", sched.mu);
+            rp_trace_note(ctx->trace, "mu", v);
+        } else {
+            snprintf(v, sizeof v, "%.17g", sched.shift);
+            rp_trace_note(ctx->trace, "shift", v);
+        }
+        rp_trace_note(ctx->trace, "text_encoder", res->te_name);
+        rp_trace_note(ctx->trace, "batch_forward", req->per_item ? "per-item" : "joint");
+        rp_trace_note(ctx->trace, "trace_items", req->per_item ? "first" : "all");
+    }
+
+    /* 5. the Euler loop */
+    if ((st = rp_flow_gen_denoiser_init(&dd, sd3, flux, ctx, &sched, B, h, w, text.L, text.context, text.pooled,
+                                        text.neg_context, text.neg_pooled, req->cfg, req->guidance, req->per_item,
+                                        err)) != RP_OK)
+        goto fail;
+    flow_text_free(&text); /* the denoiser holds its own batch copy */
+    rp_flow_denoiser den = rp_flow_gen_denoiser_as(&dd);
+    memcpy(res->latents, res->noise, sizeof(float) * n);
+    t0 = now_s();
+    st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
+    res->sample_seconds = now_s() - t0;
+    res->n_evals = dd.n_evals;
+    rp_flow_gen_denoiser_free(&dd);
+    rp_sd3_free(sd3);
+    rp_flux_free(flux);
+    sd3 = NULL;
+    flux = NULL;
+    if (st != RP_OK) goto fail;
+
+    /* 6. decode */
+    if (req->decode) {
+        t0 = now_s();
+        if ((st = decode_all(req, ctx, res, err)) != RP_OK) goto fail;
+        res->decode_seconds = now_s() - t0;
+    }
+    rp_flow_schedule_free(&sched);
+    return RP_OK;
+
+fail:
+    rp_flow_gen_denoiser_free(&dd);
+    if (sd3) rp_sd3_free(sd3);
+    if (flux) rp_flux_free(flux);
+    flow_text_free(&text);
+    rp_flow_schedule_free(&sched);
+    rp_gen_result_free(res);
+    return st;
+}
+
+rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err) {
+    assert(req);
+    if (!req->model) return RP_FAIL(err, RP_ERR_INVALID, "no model given");
+    rp_family fam;
+    RP_TRY(rp_model_family(req->model, &fam, err));
+    if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) {
+        flow_model_cfg m;
+        int h, w;
+        return flow_validate(req, fam, &m, &h, &w, err);
+    }
+    if (fam != RP_FAMILY_DIT)
+        return RP_FAIL(err, RP_ERR_INVALID, "model '%s' is a %s, not a denoiser (known: %s %s %s)", req->model,
+                       rp_family_name(fam), rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
+                       rp_family_presets(RP_FAMILY_FLUX));
+    if (req->single_depth != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "model '%s': single_depth applies to FLUX only", req->model);
+    if (req->width || req->height)
+        return RP_FAIL(err, RP_ERR_INVALID, "model '%s': the image size is fixed by the DiT preset (no width/height)",
+                       req->model);
+    if (req->depth < 0) return RP_FAIL(err, RP_ERR_INVALID, "depth %d must be >= 0", req->depth);
+    rp_dit_config c;
+    RP_TRY(rp_dit_preset(req->model, &c, err));
+    if (req->depth > 0) c.depth = req->depth;
+    return check_request(req, &c, err);
+}
+
 rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_result *res,
                       rp_error *err) {
     memset(res, 0, sizeof *res);
     assert(req && ctx && res);
-    if (!req->model) return RP_FAIL(err, RP_ERR_INVALID, "no model given");
+    RP_TRY(rp_gen_validate(req, err));
     rp_family fam;
     RP_TRY(rp_model_family(req->model, &fam, err));
-    if (fam != RP_FAMILY_DIT)
-        return RP_FAIL(err, RP_ERR_INVALID, "model '%s' is not a diffusion transformer (known DiT presets: "
-                       "dit-tiny dit-xl-2-256 dit-xl-2-512)", req->model);
+    if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) return generate_flow(req, fam, ctx, res, err);
     rp_dit_config c;
     RP_TRY(rp_dit_preset(req->model, &c, err));
     if (req->depth > 0) c.depth = req->depth;
@@ -234,7 +714,8 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
     const int B = req->n_items, C = c.in_channels, S = c.input_size, N = req->steps;
     const size_t per = (size_t)C * S * S, n = (size_t)B * per;
-    res->B = B; res->C = C; res->S = S; res->steps = N;
+    res->family = RP_FAMILY_DIT;
+    res->B = B; res->C = C; res->S = S; res->h = S; res->w = S; res->steps = N;
 
     rp_schedule sched = {0};
     rp_dit *model = NULL;

@@ -4,9 +4,15 @@
  * the global index is the item's position in the whole run, so its noise
  * (initial: rp_randn(seed, index, RP_STREAM_INIT_NOISE); ancestral step k:
  * stream RP_STREAM_STEP_NOISE_BASE + k) does not depend on how items are
- * batched or spread over ranks. Only the DiT family exists today; the
- * family/prompt fields are where SD3 / FLUX text models and parallel layouts
- * plug in later. */
+ * batched or spread over ranks.
+ *
+ * Two paths, by the model's family:
+ *   DiT (class-conditional, VP diffusion): samplers.h over DiT's 1000-step schedule.
+ *   SD3 / FLUX (text-conditional, flow matching): prompts encoded once by the text
+ *     encoder preset matching the model (rp_gen_default_text_encoder), initial noise
+ *     (16, h, w) per item, Euler over flow.h's schedules: SD3 with the static shift
+ *     3.0 and classifier-free guidance, FLUX-dev with the resolution-dependent shift
+ *     mu and embedded guidance. Parallel layouts plug in at the denoisers. */
 #ifndef REPRO_PIPELINE_H
 #define REPRO_PIPELINE_H
 
@@ -16,6 +22,10 @@
 #include "ctx.h"
 #include "error.h"
 #include "models/dit.h"
+#include "models/flux.h"
+#include "models/registry.h"
+#include "models/sd3.h"
+#include "samplers/flow.h"
 #include "samplers/samplers.h"
 
 /* ---- the DiT denoiser ---------------------------------------------------------------
@@ -48,55 +58,144 @@ void rp_dit_denoiser_free(rp_dit_denoiser *d);
 /* The sampler's view of it (self = d). */
 rp_denoiser rp_dit_denoiser_as(rp_dit_denoiser *d);
 
+/* ---- the SD3 / FLUX denoiser (flow matching) --------------------------------------------
+ * rp_flow_sample_euler's model: x (B, C, h, w) at step i -> velocity (B, C, h, w), the
+ * loop body of diffusers' pipelines:
+ *   SD3 (StableDiffusion3Pipeline): cfg > 1 runs ONE forward of 2B items,
+ *     [uncond x B; cond] (diffusers' torch.cat([negative, positive]) order, the
+ *     negative being the "" prompt's encoding), all at t = timesteps[i] in [0, 1000],
+ *     and combines them with rp_flow_cfg (v = v_u + cfg (v_c - v_u)); cfg <= 1 runs the
+ *     B conditional items alone.
+ *   FLUX (FluxPipeline, FLUX.1-dev): one forward of the B conditional items at
+ *     t = rp_flow_flux_model_t(i) (timesteps[i] / 1000, the model multiplies by 1000)
+ *     with embedded guidance float32(guidance) per item; no CFG.
+ * Neither passes a text mask (diffusers' pipelines pass none: pad tokens are attended,
+ * their context rows being the encoder's zeros).
+ * Batching: joint (per_item 0, as diffusers) runs one forward over all Bm rows per
+ * step; per item (per_item 1) runs one forward per item (of 2 rows under CFG), so no
+ * GEMM mixes items and an item's bits cannot depend on the batch. That matters because
+ * a BLAS may pick its kernel by the GEMM's M: OpenBLAS 0.3.21 (AVX-512 build) gives
+ * rows whose bits depend on M for the small GEMMs whose rows are items (timestep and
+ * modulation linears, M = B or 2B), so a joint batch of 4 differs from 4 lone runs in
+ * the last bits (tests/cli/generate_batch.sh shows the GEMM and the latents). With
+ * per_item the trace records item 0's forward only. */
+typedef struct rp_flow_gen_denoiser {
+    rp_family family;              /* RP_FAMILY_SD3 or RP_FAMILY_FLUX */
+    const rp_sd3 *sd3;             /* the model of that family; the other is NULL */
+    const rp_flux *flux;
+    const rp_ctx *ctx;             /* ctx->trace advances one eval per denoiser call */
+    const rp_flow_schedule *sched;
+    int B, C, h, w;                /* items, latent channels (16), latent size */
+    int L, Dctx, Dpool;            /* text tokens, context and pooled widths */
+    double cfg;                    /* SD3: guidance scale (<= 1: conditional only) */
+    double guidance;               /* FLUX: embedded guidance scale */
+    int per_item;                  /* 1: one forward per item (batch-invariant bits) */
+    /* scratch, sized for the batch by rp_flow_gen_denoiser_init */
+    /* rows: joint [uncond x B;] cond x B, per item [uncond_b,] cond_b for b = 0.. (flow_slot) */
+    float *xin;                    /* (Bm, C, h, w) model input (x twice under CFG) */
+    float *out;                    /* (Bm, C, h, w) model output */
+    float *t;                      /* (Bm) model timesteps */
+    float *g;                      /* (Bm) FLUX guidance; NULL for SD3 */
+    float *context;                /* (Bm, L, Dctx) [uncond x B;] cond text states */
+    float *pooled;                 /* (Bm, Dpool) */
+    int n_evals;                   /* model evaluations so far */
+} rp_flow_gen_denoiser;
+
+/* Copies the text conditioning into the denoiser's own batch:
+ *   context (B, L, Dctx), pooled (B, Dpool)   each item's prompt encoding
+ *   neg_context (L, Dctx), neg_pooled (Dpool)  the "" prompt's; required iff SD3 with cfg > 1
+ * Exactly one of sd3 / flux is non-NULL. Bm = 2B for SD3 with cfg > 1, else B. */
+rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, const rp_flux *flux,
+                                    const rp_ctx *ctx, const rp_flow_schedule *sched, int B, int h, int w,
+                                    int L, const float *context, const float *pooled, const float *neg_context,
+                                    const float *neg_pooled, double cfg, double guidance, int per_item,
+                                    rp_error *err);
+void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d);
+/* The Euler loop's view of it (self = d). */
+rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d);
+
 /* ---- requests ---------------------------------------------------------------------- */
 
 typedef struct rp_gen_item {
     uint64_t seed;
     uint64_t global_index;  /* position in the whole run: keys the item's noise */
-    int class_id;           /* DiT: ImageNet class (0 .. num_classes-1) */
-    const char *prompt;     /* text families (not yet); NULL for DiT */
+    int class_id;           /* DiT: ImageNet class (0 .. num_classes-1); unused by SD3/FLUX */
+    const char *prompt;     /* SD3 / FLUX: the prompt; NULL or "" = unconditional. NULL for DiT */
 } rp_gen_item;
 
 typedef struct rp_gen_request {
-    const char *model;        /* preset, e.g. "dit-tiny" */
-    int depth;                /* > 0 overrides the preset depth */
+    const char *model;        /* preset, e.g. "dit-tiny", "sd3-tiny", "flux-dev" */
+    int depth;                /* > 0 overrides the preset depth (FLUX: double blocks) */
+    int single_depth;         /* FLUX: > 0 single blocks kept; 0 = the registry's rule */
     const char *weights;      /* explicit checkpoint, or NULL: synthetic, cached */
     uint64_t weight_seed;     /* synthetic weights' seed (model and VAE) */
     const char *vae;          /* VAE preset, or NULL: rp_gen_default_vae(model) */
     const char *vae_weights;  /* explicit VAE checkpoint, or NULL: synthetic, cached */
-    rp_sampler_kind sampler;
+    const char *text_encoder; /* SD3 / FLUX: encoder preset, or NULL: rp_gen_default_text_encoder */
+    const char *te_weights;   /* explicit text-encoder checkpoint, or NULL: synthetic, cached */
+    rp_sampler_kind sampler;  /* DiT only (SD3 / FLUX: flow-matching Euler) */
     double eta;               /* DDIM / Euler ancestral */
     int steps;
-    double cfg;               /* guidance scale; <= 1: conditional only */
+    double cfg;               /* DiT / SD3 guidance scale; <= 1: conditional only. FLUX: must be <= 1 */
+    double guidance;          /* FLUX embedded guidance (FluxPipeline's guidance_scale, 3.5 there) */
+    int width, height;        /* SD3 / FLUX image size in pixels; 0 = the preset's native size */
+    int per_item;             /* SD3 / FLUX: 1 = one transformer forward per item (see
+                                 rp_flow_gen_denoiser: batch-invariant bits); 0 = joint */
     int n_items;
     const rp_gen_item *items; /* (n_items) */
     int decode;               /* 0: stop at latents (no VAE, no rgb) */
 } rp_gen_request;
 
-/* "vae-tiny" for dit-tiny, "sd-vae" for the real-shape presets. */
+/* "vae-tiny" for dit-tiny, "vae-tiny-16" for sd3-tiny / flux-tiny, "sd3-vae" for
+ * sd3-medium, "flux-vae" for flux-dev, "sd-vae" for the other (DiT) presets. */
 const char *rp_gen_default_vae(const char *model);
 
+/* "te-tiny" for sd3-tiny / flux-tiny, "te-sd3" for sd3-medium, "te-flux" for flux-dev;
+ * NULL for models that take no prompt. */
+const char *rp_gen_default_text_encoder(const char *model);
+
 typedef struct rp_gen_result {
-    int B, C, S;             /* items, latent channels, latent side */
+    rp_family family;
+    int B, C;                /* items, latent channels */
+    int h, w;                /* latent height, width */
+    int S;                   /* latent side when h == w (always for DiT), else 0 */
     int steps;
-    float *noise;            /* (B, C, S, S) x_T */
-    float *latents;          /* (B, C, S, S) final */
-    float *trajectory;       /* (steps + 1, B, C, S, S) VP latents before each step, then final */
-    double *timesteps;       /* (steps) training timestep of each evaluation, sampling order */
-    double *alphas_cumprod;  /* (steps) abar of each evaluation, sampling order */
+    float *noise;            /* (B, C, h, w) x_T / x at sigma_0 */
+    float *latents;          /* (B, C, h, w) final */
+    float *trajectory;       /* (steps + 1, B, C, h, w) latents before each step, then final
+                                (DiT: VP latents; SD3 / FLUX: the flow state x_sigma) */
+    double *timesteps;       /* (steps) DiT: training timestep; SD3 / FLUX: the scheduler's
+                                timesteps (float32(sigma * 1000)); sampling order */
+    double *alphas_cumprod;  /* (steps) DiT: abar of each evaluation; NULL for SD3 / FLUX */
+    double *sigmas;          /* (steps + 1) SD3 / FLUX: flow sigmas, last 0; NULL for DiT */
+    double *model_t;         /* (steps) SD3 / FLUX: the t the transformer received (SD3
+                                timesteps[i]; FLUX timesteps[i] / 1000); NULL for DiT */
+    double shift, mu;        /* SD3: static shift; FLUX: dynamic-shift mu (0 otherwise) */
     int H, W;                /* image size (0 when not decoded) */
     uint8_t *rgb;            /* (B, H, W, 3) or NULL */
     char weights_path[4096];
     char vae_name[32];
     char vae_weights_path[4096];
+    char te_name[32];        /* SD3 / FLUX: the text encoder preset ("" for DiT) */
+    char te_weights_path[4096];
     int n_evals;             /* model evaluations (forwards of up to 2B items) */
-    double sample_seconds, decode_seconds;
+    double encode_seconds, sample_seconds, decode_seconds;
 } rp_gen_result;
 
 void rp_gen_result_free(rp_gen_result *r);
 
+/* Checks a request without loading or computing anything: the model and its depth
+ * options, steps / guidance / items, and for SD3 / FLUX the image size against the VAE
+ * factor and the model, the VAE's latent channels and the text encoder's widths. These
+ * are rp_generate's first checks; a CLI calls it to report bad options before any work. */
+rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err);
+
 /* Validates the request, resolves and loads the weights, samples and decodes.
- * On failure err names the bad field or file and *res is left empty. */
+ * On failure err names the bad field or file and *res is left empty.
+ * An item's noise and text states depend only on its own (seed, global index, prompt);
+ * its latents too, bit for bit, with per_item (SD3 / FLUX); with joint batches they
+ * can differ from a lone run in the last bits through the BLAS's M-dependent kernels
+ * (see rp_flow_gen_denoiser; tests/cli/generate_batch.sh measures both). */
 rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_result *res,
                       rp_error *err);
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "models/flux.h"
 #include "models/registry.h"
 #include "params.h"
 
@@ -57,6 +58,28 @@ static rp_status cache_root(char *out, size_t cap, rp_error *err) {
 
 rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
                              const char *explicit_path, char *out, size_t cap, rp_error *err) {
+    return rp_weights_resolve_depth(model, depth_override, 0, weight_seed, explicit_path, out, cap, err);
+}
+
+/* The cache-name suffix of a depth override: "" (preset), "-depthD", or for FLUX with
+ * any override "-depthD-singleS" of the resolved counts. */
+static rp_status depth_suffix(const char *model, rp_family fam, int depth, int single_depth, char *out,
+                              size_t cap, rp_error *err) {
+    out[0] = '\0';
+    if (fam == RP_FAMILY_FLUX && (depth > 0 || single_depth > 0)) {
+        rp_flux_config fc;
+        RP_TRY(rp_flux_preset(model, &fc, err));
+        RP_TRY(rp_model_flux_depth(&fc, depth, single_depth, err));
+        snprintf(out, cap, "-depth%d-single%d", fc.n_double, fc.n_single);
+    } else if (depth > 0) {
+        snprintf(out, cap, "-depth%d", depth);
+    }
+    return RP_OK;
+}
+
+rp_status rp_weights_resolve_depth(const char *model, int depth_override, int single_depth,
+                                   uint64_t weight_seed, const char *explicit_path, char *out, size_t cap,
+                                   rp_error *err) {
     assert(model && out && cap > 0);
     out[0] = '\0';
     if (explicit_path) {
@@ -68,13 +91,14 @@ rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t wei
     /* Validate the model first: its name becomes part of a path. */
     rp_family fam;
     RP_TRY(rp_model_family(model, &fam, err));
+    if (depth_override < 0) depth_override = 0;
+    char depth[64];
+    RP_TRY(depth_suffix(model, fam, depth_override, single_depth, depth, sizeof depth, err));
     char dir[4096];
     RP_TRY(cache_root(dir, sizeof dir, err));
     size_t dl = strlen(dir);
     if (snprintf(dir + dl, sizeof dir - dl, "/weights") >= (int)(sizeof dir - dl))
         return RP_FAIL(err, RP_ERR_INVALID, "weights cache path too long");
-    char depth[32] = "";
-    if (depth_override > 0) snprintf(depth, sizeof depth, "-depth%d", depth_override);
     int n = snprintf(out, cap, "%s/%s%s-seed%" PRIu64 "-%s.safetensors", dir, model, depth, weight_seed,
                      RP_SYNTHETIC_INIT_VERSION);
     if (n < 0 || (size_t)n >= cap) return RP_FAIL(err, RP_ERR_INVALID, "weights cache path too long");
@@ -82,7 +106,7 @@ rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t wei
 
     RP_TRY(mkdir_p(dir, err));
     rp_param_list l = {0};
-    rp_status s = rp_model_param_specs(model, depth_override, &l, err);
+    rp_status s = rp_model_param_specs_depth(model, depth_override, single_depth, &l, err);
     if (s == RP_OK) s = rp_params_write_synthetic(&l, model, weight_seed, out, err);
     rp_params_free(&l);
     return s;

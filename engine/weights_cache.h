@@ -1,8 +1,10 @@
 /* weights_cache.h — where synthetic weights live when --weights is not given.
  *
  * Cache directory: $REPRO_CACHE, else $XDG_CACHE_HOME/repro, else $HOME/.cache/repro.
- * File: <dir>/weights/<model>[-depthD]-seed<S>-<RP_SYNTHETIC_INIT_VERSION>.safetensors,
- * generated on first use (atomically, so concurrent ranks never read half a file). */
+ * File: <dir>/weights/<model>[-depthD][-singleS]-seed<S>-<RP_SYNTHETIC_INIT_VERSION>.safetensors,
+ * generated on first use (atomically, so concurrent ranks never read half a file).
+ * FLUX with any override is keyed by its resolved block counts (-depthD-singleS, see
+ * registry.h), so the file name says exactly which blocks it holds. */
 #ifndef REPRO_WEIGHTS_CACHE_H
 #define REPRO_WEIGHTS_CACHE_H
 
@@ -15,5 +17,11 @@
  * Otherwise out receives the cache path, and the file is generated if absent. */
 rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
                              const char *explicit_path, char *out, size_t cap, rp_error *err);
+
+/* The same with FLUX's single-stream block count (0: the registry's ratio rule;
+ * > 0 only for FLUX). rp_weights_resolve(m, d, ...) = rp_weights_resolve_depth(m, d, 0, ...). */
+rp_status rp_weights_resolve_depth(const char *model, int depth_override, int single_depth,
+                                   uint64_t weight_seed, const char *explicit_path, char *out, size_t cap,
+                                   rp_error *err);
 
 #endif

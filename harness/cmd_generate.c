@@ -1,10 +1,15 @@
 /* cmd_generate.c — `repro generate`: sample latents with a model, decode them to PNG.
  *
- * Items: one per --seed, in order; item i has global index i (its noise key).
- * Classes: either one --class for every seed, or exactly one --class per seed
- * (paired in order); any other count is a usage error. */
+ * Items, DiT: one per --seed, in order; classes: either one --class for every seed,
+ * or exactly one --class per seed (paired in order); any other count is a usage error.
+ * Items, SD3 / FLUX: from --prompt (one for every --seed, or one per --seed, paired)
+ * or from --prompts-file (format in USAGE; parsed by read_prompts_file).
+ * Item i has global index --first-index + i (default 0 + i): its noise key, so a lone
+ * run with --first-index i reproduces item i of a batch. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,40 +22,89 @@
 #include "engine/models/registry.h"
 #include "engine/pipeline.h"
 #include "engine/safetensors.h"
+#include "engine/samplers/flow.h"
 #include "engine/samplers/samplers.h"
 #include "engine/trace.h"
+#include "engine/vae/vae.h"
 #include "harness/args.h"
 #include "harness/commands.h"
 
-#define MAX_ITEMS 64
+#define MAX_ITEMS 256
+#define MAX_PROMPT_BYTES 65536   /* one line of a prompts file */
 
 static const char USAGE[] =
-    "usage: repro generate --model M --seed S [--seed S ...] --class K [--class K ...] --out img.png\n"
+    "usage: repro generate --model M --seed S [--seed S ...] --class K [--class K ...] --out img.png  (DiT)\n"
+    "       repro generate --model M --prompt P --seed S [--seed S ...] --out img.png             (SD3, FLUX)\n"
+    "       repro generate --model M --prompts-file F [--seed S ...] --out img.png                (SD3, FLUX)\n"
     "                      [options]\n"
     "\n"
-    "Samples latents with a class-conditional DiT and decodes them with a VAE.\n"
+    "Samples latents with a diffusion transformer and decodes them with a VAE: the\n"
+    "class-conditional DiT (VP diffusion), or the text-conditional SD3 (MMDiT, flow matching\n"
+    "with static shift 3 and classifier-free guidance) and FLUX.1-dev (flow matching with\n"
+    "the resolution-dependent shift and embedded guidance), both sampled with Euler.\n"
     "\n"
-    "  --model M          dit-tiny | dit-xl-2-256 | dit-xl-2-512\n"
-    "  --depth N          override the preset's depth (real shapes, fewer blocks)\n"
+    "Model and weights:\n"
+    "  --model M          dit-tiny | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
+    "                     flux-tiny | flux-dev\n"
+    "  --depth N          override the preset's depth (real shapes, fewer blocks). FLUX: the\n"
+    "                     double-stream blocks; the single-stream blocks follow the preset's\n"
+    "                     ratio (flux-dev 19:38 -> 2 per double block, flux-tiny 1)\n"
+    "  --single-depth N   FLUX: keep N single-stream blocks instead\n"
     "  --weights W        checkpoint (safetensors); default: synthetic weights, generated\n"
     "                     once into the cache ($REPRO_CACHE, $XDG_CACHE_HOME/repro, ~/.cache/repro)\n"
-    "  --weight-seed S    seed of the synthetic weights (model and VAE; default 0)\n"
-    "  --vae V            vae-tiny | sd-vae (default: vae-tiny for dit-tiny, sd-vae otherwise)\n"
+    "  --weight-seed S    seed of the synthetic weights (model, text encoder, VAE; default 0)\n"
+    "  --vae V            vae-tiny | sd-vae | vae-tiny-16 | sd3-vae | flux-vae (default: vae-tiny\n"
+    "                     for dit-tiny, vae-tiny-16 for sd3-tiny and flux-tiny, sd3-vae for\n"
+    "                     sd3-medium, flux-vae for flux-dev, sd-vae otherwise)\n"
     "  --vae-weights W    VAE checkpoint; default: synthetic, cached\n"
-    "  --seed S           one item per --seed (repeatable); item i's noise is keyed by (S, i)\n"
-    "  --class K          ImageNet class; give one for all seeds, or one per seed\n"
-    "  --steps N          sampling steps, 1..1000 (default 50); DiT respacing of 1000 steps\n"
-    "  --sampler X        ddim | ddpm | dpmpp-2m | euler-a (default ddim)\n"
+    "  --text-encoder T   SD3/FLUX prompt encoder: te-tiny | te-sd3 | te-flux (default: te-tiny\n"
+    "                     for the tiny presets, te-sd3 for sd3-medium, te-flux for flux-dev)\n"
+    "  --te-weights W     text-encoder checkpoint; default: synthetic, cached\n"
+    "\n"
+    "Items (one image each):\n"
+    "  --seed S           one item per --seed (repeatable), unless --prompts-file gives seeds\n"
+    "  --first-index N    global index of the first item (default 0): item i's noise is keyed\n"
+    "                     by (seed_i, N + i), so --first-index i alone reproduces item i of a batch\n"
+    "  --class K          DiT: ImageNet class; give one for all seeds, or one per seed\n"
+    "  --prompt P         SD3/FLUX: the prompt; give one for all seeds, or one per seed (paired\n"
+    "                     in order). \"\" is the unconditional (empty) prompt\n"
+    "  --prompts-file F   SD3/FLUX: one item per line, either\n"
+    "                       SEED<TAB>PROMPT   an explicit seed (a decimal integer before the\n"
+    "                                         first TAB), or\n"
+    "                       PROMPT            the seed comes from --seed: one --seed for every\n"
+    "                                         such line, or one --seed per such line, in order.\n"
+    "                     Items are numbered in file order. Empty lines are skipped; \"SEED<TAB>\"\n"
+    "                     with nothing after it is an unconditional item; a trailing CR is\n"
+    "                     dropped; the bytes are otherwise the prompt (UTF-8, not validated)\n"
+    "\n"
+    "Sampling:\n"
+    "  --steps N          sampling steps, 1..1000 (default: DiT 50, SD3/FLUX 28)\n"
+    "  --sampler X        DiT: ddim | ddpm | dpmpp-2m | euler-a (default ddim);\n"
+    "                     SD3/FLUX: euler (flow-matching Euler, the only one)\n"
     "  --eta E            ddim: 0..1 (default 0); euler-a: >= 0 (default 1); not for others\n"
-    "  --cfg G            classifier-free guidance scale >= 0 (default 4.0; <= 1: no\n"
-    "                     unconditional pass); applied to all latent channels\n"
+    "  --cfg G            classifier-free guidance scale >= 0 (<= 1: no unconditional pass).\n"
+    "                     DiT: default 4.0, applied to all latent channels. SD3: default 7.0,\n"
+    "                     the unconditional input is the encoding of \"\". FLUX: not available\n"
+    "                     (FLUX-dev uses embedded guidance, --guidance)\n"
+    "  --guidance G       FLUX: embedded guidance scale (default 3.5)\n"
+    "  --width W          SD3/FLUX image width in pixels, a multiple of 16 (default: the\n"
+    "                     preset's native size, 128 for the tiny presets, 1024 otherwise)\n"
+    "  --height H         SD3/FLUX image height in pixels, likewise\n"
+    "  --batch-forward B  SD3/FLUX: joint (default; one transformer forward per step for the\n"
+    "                     whole batch, as diffusers) | per-item (one forward per item: an\n"
+    "                     item's bits never depend on the other items, whatever the BLAS's\n"
+    "                     kernel choice for the batch's GEMM sizes; --trace then covers item 0)\n"
+    "\n"
+    "Engine:\n"
     "  --threads N        GEMM threads (default: OpenBLAS default)\n"
     "  --precision P      fp32 | bf16 GEMM inputs (default fp32)\n"
     "  --reduce-split     split every GEMM's K reduction in two halves\n"
     "  --attention A      math | split | subquad | flash (default math)\n"
     "  --trace T          write per-layer statistics of the first model evaluation\n"
-    "  --out img.png      output image; several items write <stem>-<i>.png\n"
-    "  --latents L        also write noise, final latents, trajectory and timesteps\n"
+    "\n"
+    "Output:\n"
+    "  --out img.png      output image; several items write <stem>-<i>.png (i from 0, in order)\n"
+    "  --latents L        also write noise, final latents, trajectory and schedule\n"
     "                     (safetensors, with every option as metadata); with --latents\n"
     "                     alone, nothing is decoded\n";
 
@@ -106,23 +160,119 @@ static void join_u64(char *buf, size_t cap, const uint64_t *v, int n) {
 
 typedef struct gen_opts {
     const char *model, *weights, *vae, *vae_weights, *trace, *out, *latents, *sampler_s,
-        *precision_s, *attention_s;
-    int depth, steps, threads, reduce_split, n;
-    uint64_t weight_seed;
-    double eta, cfg;
+        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file;
+    rp_family family;
+    int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
+    uint64_t weight_seed, first_index;
+    double eta, cfg, guidance;
     int eta_given;
     uint64_t seeds[MAX_ITEMS];
     int classes[MAX_ITEMS];
+    char *prompts[MAX_ITEMS];  /* SD3 / FLUX: owned copies ("" = unconditional) */
 } gen_opts;
+
+static void gen_opts_free(gen_opts *o) {
+    for (int i = 0; i < MAX_ITEMS; i++) free(o->prompts[i]);
+    memset(o->prompts, 0, sizeof o->prompts);
+}
+
+/* ---- prompts file --------------------------------------------------------------------- */
+
+/* Reads F (format in USAGE) into o->prompts / o->seeds / o->n. Seedless lines take
+ * seeds[0] when nseeds == 1, else seeds[k] for the k-th seedless line (nseeds must
+ * then equal their count). On error prints a usage message and returns 2. */
+static int read_prompts_file(gen_opts *o, const char *path, const uint64_t *seeds, int nseeds) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return usage_error("--prompts-file: cannot open '%s': %s", path, strerror(errno));
+    char *line = malloc(MAX_PROMPT_BYTES + 2);
+    if (!line) { fclose(f); return usage_error("--prompts-file: out of memory"); }
+    int n = 0, seedless = 0, lineno = 0, rc = 0;
+    while (fgets(line, MAX_PROMPT_BYTES + 2, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == MAX_PROMPT_BYTES + 1 && line[len - 1] != '\n') {
+            rc = usage_error("--prompts-file %s:%d: line longer than %d bytes", path, lineno, MAX_PROMPT_BYTES);
+            break;
+        }
+        if (len && line[len - 1] == '\n') line[--len] = '\0';
+        if (len && line[len - 1] == '\r') line[--len] = '\0';
+        if (len == 0) continue; /* empty lines are skipped */
+        if (n == MAX_ITEMS) {
+            rc = usage_error("--prompts-file %s: more than %d items", path, MAX_ITEMS);
+            break;
+        }
+        /* "SEED<TAB>PROMPT": an unsigned decimal before the first TAB */
+        const char *prompt = line;
+        char *tab = strchr(line, '\t');
+        int has_seed = 0;
+        if (tab && tab > line) {
+            *tab = '\0';
+            uint64_t s;
+            size_t k = 0;
+            while (line[k] >= '0' && line[k] <= '9') k++;
+            if (line[k] == '\0' && parse_u64(line, &s)) {
+                o->seeds[n] = s;
+                has_seed = 1;
+                prompt = tab + 1;
+            } else {
+                *tab = '\t'; /* not a seed: the TAB is part of the prompt */
+            }
+        }
+        if (!has_seed) {
+            if (nseeds == 0) {
+                rc = usage_error("--prompts-file %s:%d: no seed for this line (write \"SEED<TAB>PROMPT\" or give "
+                                 "--seed)", path, lineno);
+                break;
+            }
+            if (nseeds > 1 && seedless >= nseeds) {
+                rc = usage_error("--prompts-file %s:%d: more lines without a seed than --seed values (%d)", path,
+                                 lineno, nseeds);
+                break;
+            }
+            o->seeds[n] = seeds[nseeds == 1 ? 0 : seedless];
+            seedless++;
+        }
+        o->prompts[n] = strdup(prompt);
+        if (!o->prompts[n]) { rc = usage_error("--prompts-file: out of memory"); break; }
+        n++;
+    }
+    if (!rc && ferror(f)) rc = usage_error("--prompts-file: error reading '%s'", path);
+    fclose(f);
+    free(line);
+    if (rc) return rc;
+    if (n == 0) return usage_error("--prompts-file %s: no prompts (the file is empty or has only empty lines)", path);
+    if (nseeds > 1 && seedless != nseeds)
+        return usage_error("--prompts-file %s: %d --seed values for %d lines without a seed (give one --seed for "
+                           "all, or one per such line)", path, nseeds, seedless);
+    if (nseeds > 0 && seedless == 0)
+        return usage_error("--prompts-file %s: every line has its own seed; --seed is not used (drop it)", path);
+    o->n = n;
+    return 0;
+}
+
+/* ---- latents file ------------------------------------------------------------------------ */
+
+/* The prompts as a JSON array string (malloc'd), for the latents metadata. */
+static char *prompts_json(const rp_gen_request *req) {
+    cJSON *a = cJSON_CreateArray();
+    if (!a) return NULL;
+    for (int b = 0; b < req->n_items; b++) {
+        cJSON *s = cJSON_CreateString(req->items[b].prompt ? req->items[b].prompt : "");
+        if (!s || !cJSON_AddItemToArray(a, s)) { cJSON_Delete(s); cJSON_Delete(a); return NULL; }
+    }
+    char *out = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return out;
+}
 
 static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, const rp_ctx *ctx,
                                const rp_gen_result *r, rp_error *err) {
     rp_st_writer *w = rp_st_writer_new();
     if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
-    const int B = r->B;
-    const int64_t lat[4] = {B, r->C, r->S, r->S};
-    const int64_t traj[5] = {r->steps + 1, B, r->C, r->S, r->S};
-    const int64_t nsteps[1] = {r->steps}, nb[1] = {B};
+    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int64_t lat[4] = {B, r->C, r->h, r->w};
+    const int64_t traj[5] = {r->steps + 1, B, r->C, r->h, r->w};
+    const int64_t nsteps[1] = {r->steps}, nsig[1] = {r->steps + 1}, nb[1] = {B};
     int64_t seeds[MAX_ITEMS], classes[MAX_ITEMS], gidx[MAX_ITEMS];
     uint64_t useeds[MAX_ITEMS], uclasses[MAX_ITEMS], ugidx[MAX_ITEMS];
     for (int b = 0; b < B; b++) {
@@ -133,15 +283,21 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
         uclasses[b] = (uint64_t)req->items[b].class_id;
         ugidx[b] = req->items[b].global_index;
     }
-    rp_status st = RP_OK;
+    char *pj = flow ? prompts_json(req) : NULL;
+    rp_status st = flow && !pj ? RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the prompts metadata") : RP_OK;
 #define TRY(e) do { if (st == RP_OK) st = (e); } while (0)
     TRY(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, r->noise, err));
     TRY(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, r->latents, err));
     TRY(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, traj, r->trajectory, err));
     TRY(rp_st_writer_add(w, "timesteps", RP_DT_F64, 1, nsteps, r->timesteps, err));
-    TRY(rp_st_writer_add(w, "alphas_cumprod", RP_DT_F64, 1, nsteps, r->alphas_cumprod, err));
+    if (flow) {
+        TRY(rp_st_writer_add(w, "sigmas", RP_DT_F64, 1, nsig, r->sigmas, err));
+        TRY(rp_st_writer_add(w, "model_timesteps", RP_DT_F64, 1, nsteps, r->model_t, err));
+    } else {
+        TRY(rp_st_writer_add(w, "alphas_cumprod", RP_DT_F64, 1, nsteps, r->alphas_cumprod, err));
+        TRY(rp_st_writer_add(w, "classes", RP_DT_I64, 1, nb, classes, err));
+    }
     TRY(rp_st_writer_add(w, "seeds", RP_DT_I64, 1, nb, seeds, err));
-    TRY(rp_st_writer_add(w, "classes", RP_DT_I64, 1, nb, classes, err));
     TRY(rp_st_writer_add(w, "global_index", RP_DT_I64, 1, nb, gidx, err));
 
     char v[8192];
@@ -161,18 +317,12 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
                                                                    : (o->vae_weights ? o->vae_weights : ""), err));
     join_u64(v, sizeof v, useeds, B);
     TRY(rp_st_writer_meta(w, "seeds", v, err));
-    join_u64(v, sizeof v, uclasses, B);
-    TRY(rp_st_writer_meta(w, "classes", v, err));
     join_u64(v, sizeof v, ugidx, B);
     TRY(rp_st_writer_meta(w, "global_index", v, err));
     snprintf(v, sizeof v, "%d", o->steps);
     TRY(rp_st_writer_meta(w, "steps", v, err));
-    TRY(rp_st_writer_meta(w, "sampler", rp_sampler_name(req->sampler), err));
-    snprintf(v, sizeof v, "%.17g", req->eta);
-    TRY(rp_st_writer_meta(w, "eta", v, err));
     snprintf(v, sizeof v, "%.17g", o->cfg);
     TRY(rp_st_writer_meta(w, "cfg", v, err));
-    TRY(rp_st_writer_meta(w, "cfg_channels", "all", err));
     snprintf(v, sizeof v, "%d", o->threads);
     TRY(rp_st_writer_meta(w, "threads", v, err));
     TRY(rp_st_writer_meta(w, "precision", rp_precision_name(ctx->precision), err));
@@ -180,43 +330,98 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     TRY(rp_st_writer_meta(w, "attention", rp_attn_kind_name(ctx->attn.kind), err));
     TRY(rp_st_writer_meta(w, "trace", o->trace ? o->trace : "", err));
     TRY(rp_st_writer_meta(w, "out", o->out ? o->out : "", err));
-    TRY(rp_st_writer_meta(w, "trajectory_space", "vp", err));
-    TRY(rp_st_writer_meta(w, "schedule", "dit-linear-1000", err));
+    if (!flow) {
+        join_u64(v, sizeof v, uclasses, B);
+        TRY(rp_st_writer_meta(w, "classes", v, err));
+        TRY(rp_st_writer_meta(w, "sampler", rp_sampler_name(req->sampler), err));
+        snprintf(v, sizeof v, "%.17g", req->eta);
+        TRY(rp_st_writer_meta(w, "eta", v, err));
+        TRY(rp_st_writer_meta(w, "cfg_channels", "all", err));
+        TRY(rp_st_writer_meta(w, "trajectory_space", "vp", err));
+        TRY(rp_st_writer_meta(w, "schedule", "dit-linear-1000", err));
+    } else {
+        TRY(rp_st_writer_meta(w, "family", rp_family_name(r->family), err));
+        TRY(rp_st_writer_meta(w, "prompts", pj, err));
+        snprintf(v, sizeof v, "%d", o->single_depth);
+        TRY(rp_st_writer_meta(w, "single_depth", v, err));
+        TRY(rp_st_writer_meta(w, "text_encoder", r->te_name, err));
+        TRY(rp_st_writer_meta(w, "te_weights", r->te_weights_path, err));
+        TRY(rp_st_writer_meta(w, "te_weights_explicit", o->te_weights ? "1" : "0", err));
+        TRY(rp_st_writer_meta(w, "sampler", "flow-euler", err));
+        TRY(rp_st_writer_meta(w, "trajectory_space", "flow", err));
+        TRY(rp_st_writer_meta(w, "batch_forward", o->per_item ? "per-item" : "joint", err));
+        if (r->family == RP_FAMILY_SD3) {
+            TRY(rp_st_writer_meta(w, "schedule", "flow-sd3-static-shift", err));
+            snprintf(v, sizeof v, "%.17g", r->shift);
+            TRY(rp_st_writer_meta(w, "shift", v, err));
+            TRY(rp_st_writer_meta(w, "cfg_uncond", "\"\" prompt", err));
+        } else {
+            TRY(rp_st_writer_meta(w, "schedule", "flow-flux-dynamic-shift", err));
+            snprintf(v, sizeof v, "%.17g", r->mu);
+            TRY(rp_st_writer_meta(w, "mu", v, err));
+            snprintf(v, sizeof v, "%.17g", o->guidance);
+            TRY(rp_st_writer_meta(w, "guidance", v, err));
+        }
+        rp_vae_config vc; /* the image size in pixels, decoded or not: latent size x VAE factor */
+        const int f = rp_vae_preset(req->vae, &vc, NULL) == RP_OK ? rp_vae_scale_factor(&vc) : 0;
+        snprintf(v, sizeof v, "%d", r->w * f);
+        TRY(rp_st_writer_meta(w, "width", v, err));
+        snprintf(v, sizeof v, "%d", r->h * f);
+        TRY(rp_st_writer_meta(w, "height", v, err));
+        snprintf(v, sizeof v, "%d", r->h);
+        TRY(rp_st_writer_meta(w, "latent_height", v, err));
+        snprintf(v, sizeof v, "%d", r->w);
+        TRY(rp_st_writer_meta(w, "latent_width", v, err));
+    }
     TRY(rp_st_writer_write(w, o->latents, err));
 #undef TRY
+    free(pj);
     rp_st_writer_free(w);
     return st;
 }
 
-int rp_cmd_generate(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(USAGE, stdout); return 0; }
+/* ---- the command ------------------------------------------------------------------------- */
 
+/* Parses and validates everything; on a usage error prints it and returns 2, else 0
+ * with o, ctx and items filled. */
+static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kind *sk) {
     rp_args a;
     rp_args_init(&a, argc, argv);
-    gen_opts o;
-    memset(&o, 0, sizeof o);
-    o.model = rp_arg_str(&a, "model", NULL);
-    o.depth = (int)rp_arg_int(&a, "depth", 0);
-    o.weights = rp_arg_str(&a, "weights", NULL);
-    o.vae = rp_arg_str(&a, "vae", NULL);
-    o.vae_weights = rp_arg_str(&a, "vae-weights", NULL);
-    o.trace = rp_arg_str(&a, "trace", NULL);
-    o.out = rp_arg_str(&a, "out", NULL);
-    o.latents = rp_arg_str(&a, "latents", NULL);
-    o.sampler_s = rp_arg_str(&a, "sampler", "ddim");
-    o.precision_s = rp_arg_str(&a, "precision", "fp32");
-    o.attention_s = rp_arg_str(&a, "attention", "math");
+    o->model = rp_arg_str(&a, "model", NULL);
+    o->depth = (int)rp_arg_int(&a, "depth", 0);
+    long long single_ll = rp_arg_int(&a, "single-depth", 0);
+    o->weights = rp_arg_str(&a, "weights", NULL);
+    o->vae = rp_arg_str(&a, "vae", NULL);
+    o->vae_weights = rp_arg_str(&a, "vae-weights", NULL);
+    o->text_encoder = rp_arg_str(&a, "text-encoder", NULL);
+    o->te_weights = rp_arg_str(&a, "te-weights", NULL);
+    o->trace = rp_arg_str(&a, "trace", NULL);
+    o->out = rp_arg_str(&a, "out", NULL);
+    o->latents = rp_arg_str(&a, "latents", NULL);
+    const char *sampler_given = rp_arg_str(&a, "sampler", NULL);
+    o->precision_s = rp_arg_str(&a, "precision", "fp32");
+    o->attention_s = rp_arg_str(&a, "attention", "math");
+    o->prompts_file = rp_arg_str(&a, "prompts-file", NULL);
     const char *wseed_s = rp_arg_str(&a, "weight-seed", "0");
-    long long steps_ll = rp_arg_int(&a, "steps", 50);
+    const char *first_s = rp_arg_str(&a, "first-index", "0");
+    const char *steps_s = rp_arg_str(&a, "steps", NULL);
+    long long steps_ll = rp_arg_int(&a, "steps", 0);
     long long threads_ll = rp_arg_int(&a, "threads", 0);
-    o.eta_given = rp_arg_str(&a, "eta", NULL) != NULL;
-    o.eta = rp_arg_double(&a, "eta", 0.0);
-    o.cfg = rp_arg_double(&a, "cfg", 4.0);
-    o.reduce_split = rp_arg_flag(&a, "reduce-split");
-    const char *seed_s[MAX_ITEMS + 1], *class_s[MAX_ITEMS + 1];
+    o->eta_given = rp_arg_str(&a, "eta", NULL) != NULL;
+    o->eta = rp_arg_double(&a, "eta", 0.0);
+    const int cfg_given = rp_arg_str(&a, "cfg", NULL) != NULL;
+    o->cfg = rp_arg_double(&a, "cfg", 0.0);
+    const int guidance_given = rp_arg_str(&a, "guidance", NULL) != NULL;
+    o->guidance = rp_arg_double(&a, "guidance", RP_FLOW_FLUX_GUIDANCE);
+    const int width_given = rp_arg_str(&a, "width", NULL) != NULL;
+    const int height_given = rp_arg_str(&a, "height", NULL) != NULL;
+    long long width_ll = rp_arg_int(&a, "width", 0), height_ll = rp_arg_int(&a, "height", 0);
+    o->reduce_split = rp_arg_flag(&a, "reduce-split");
+    const char *batch_s = rp_arg_str(&a, "batch-forward", NULL);
+    const char *seed_s[MAX_ITEMS + 1], *class_s[MAX_ITEMS + 1], *prompt_s[MAX_ITEMS + 1];
     const int ns = rp_arg_strs(&a, "seed", seed_s, MAX_ITEMS + 1);
     const int nc = rp_arg_strs(&a, "class", class_s, MAX_ITEMS + 1);
+    const int np = rp_arg_strs(&a, "prompt", prompt_s, MAX_ITEMS + 1);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {
@@ -225,83 +430,204 @@ int rp_cmd_generate(int argc, char **argv) {
         return usage_error("%s", m);
     }
 
-    /* ---- validate (usage errors: exit 2, each naming its option) ---- */
-    if (!o.model) return usage_error("missing --model (e.g. --model dit-tiny)");
-    rp_dit_config dc;
-    if (rp_dit_preset(o.model, &dc, &err) != RP_OK)
-        return usage_error("--model: %s", err.msg);
-    if (o.depth < 0) return usage_error("--depth must be >= 1, or 0 for the preset depth (got %s)", rp_arg_str(&a, "depth", ""));
-    if (!parse_u64(wseed_s, &o.weight_seed))
+    /* ---- the model (usage errors: exit 2, each naming its option) ---- */
+    if (!o->model) return usage_error("missing --model (e.g. --model dit-tiny or --model flux-tiny)");
+    if (rp_model_family(o->model, &o->family, &err) != RP_OK) return usage_error("--model: %s", err.msg);
+    if (o->family != RP_FAMILY_DIT && o->family != RP_FAMILY_SD3 && o->family != RP_FAMILY_FLUX)
+        return usage_error("--model: '%s' is a %s, not a denoiser (known: %s %s %s)", o->model,
+                           rp_family_name(o->family), rp_family_presets(RP_FAMILY_DIT),
+                           rp_family_presets(RP_FAMILY_SD3), rp_family_presets(RP_FAMILY_FLUX));
+    const int flow = o->family != RP_FAMILY_DIT;
+    const char *fam_s = o->family == RP_FAMILY_SD3 ? "SD3" : o->family == RP_FAMILY_FLUX ? "FLUX" : "DiT";
+    if (o->depth < 0)
+        return usage_error("--depth must be >= 1, or 0 for the preset depth (got %s)", rp_arg_str(&a, "depth", ""));
+    if (single_ll < 0 || single_ll > 1000)
+        return usage_error("--single-depth must be in 1..1000, or 0 to follow --depth (got %lld)", single_ll);
+    o->single_depth = (int)single_ll;
+    if (o->single_depth && o->family != RP_FAMILY_FLUX)
+        return usage_error("--single-depth applies to FLUX (single-stream blocks), not %s", o->model);
+    if (!parse_u64(wseed_s, &o->weight_seed))
         return usage_error("--weight-seed: '%s' is not a non-negative integer", wseed_s);
-    if (o.vae) {
+    if (!parse_u64(first_s, &o->first_index))
+        return usage_error("--first-index: '%s' is not a non-negative integer", first_s);
+    if (o->vae) {
         rp_family fam;
-        if (rp_model_family(o.vae, &fam, &err) != RP_OK || fam != RP_FAMILY_VAE)
-            return usage_error("--vae: unknown VAE '%s' (known: vae-tiny sd-vae)", o.vae);
+        if (rp_model_family(o->vae, &fam, &err) != RP_OK || fam != RP_FAMILY_VAE)
+            return usage_error("--vae: unknown VAE '%s' (known: %s)", o->vae, rp_family_presets(RP_FAMILY_VAE));
     }
-    if (ns < 1) return usage_error("missing --seed (one per image, e.g. --seed 0)");
-    if (ns > MAX_ITEMS || nc > MAX_ITEMS)
-        return usage_error("at most %d items per run (--seed / --class given too often)", MAX_ITEMS);
-    if (nc < 1) return usage_error("missing --class (ImageNet class id, e.g. --class 207)");
-    if (nc != 1 && nc != ns)
-        return usage_error("--class/--seed count mismatch: %d --class for %d --seed (give one --class "
-                           "for all seeds, or one per seed)", nc, ns);
-    o.n = ns;
+    if (o->text_encoder) {
+        rp_family fam;
+        if (!flow) return usage_error("--text-encoder applies to SD3/FLUX; %s is class-conditional", o->model);
+        if (rp_model_family(o->text_encoder, &fam, &err) != RP_OK || fam != RP_FAMILY_TEXT_ENCODER)
+            return usage_error("--text-encoder: unknown text encoder '%s' (known: %s)", o->text_encoder,
+                               rp_family_presets(RP_FAMILY_TEXT_ENCODER));
+    }
+    if (o->te_weights && !flow) return usage_error("--te-weights applies to SD3/FLUX, not %s", o->model);
+
+    /* ---- family-specific options ---- */
+    if (!flow) {
+        if (np || o->prompts_file)
+            return usage_error("--%s: %s is class-conditional; give --class, not prompts", np ? "prompt" : "prompts-file",
+                               o->model);
+        if (guidance_given) return usage_error("--guidance applies to FLUX (embedded guidance); DiT uses --cfg");
+        if (width_given || height_given)
+            return usage_error("--%s: the DiT image size is fixed by the preset", width_given ? "width" : "height");
+        if (batch_s) return usage_error("--batch-forward applies to SD3/FLUX, not %s", o->model);
+    } else {
+        if (nc) return usage_error("--class: %s is text-conditional; give --prompt or --prompts-file", o->model);
+        if (o->eta_given) return usage_error("--eta applies to the DiT samplers, not to %s's flow-matching Euler", fam_s);
+        if (sampler_given && strcmp(sampler_given, "euler"))
+            return usage_error("--sampler: %s samples with flow-matching Euler ('euler'), not '%s'", fam_s,
+                               sampler_given);
+        if (o->family == RP_FAMILY_FLUX && cfg_given && o->cfg > 1.0)
+            return usage_error("--cfg %s: FLUX-dev uses embedded guidance (--guidance, default %g), not "
+                               "classifier-free guidance; --cfg must be <= 1 for %s",
+                               rp_arg_str(&a, "cfg", ""), RP_FLOW_FLUX_GUIDANCE, o->model);
+        if (o->family == RP_FAMILY_SD3 && guidance_given)
+            return usage_error("--guidance applies to FLUX (embedded guidance); SD3 uses classifier-free guidance, "
+                               "--cfg");
+        if (o->family == RP_FAMILY_FLUX && (!isfinite(o->guidance) || fabs(o->guidance) > 1e6))
+            return usage_error("--guidance must be a finite number (got %s)", rp_arg_str(&a, "guidance", ""));
+        if ((width_given && (width_ll < 1 || width_ll > 16384)) || (height_given && (height_ll < 1 || height_ll > 16384)))
+            return usage_error("--%s must be in 1..16384 pixels (got %lld)", width_given && (width_ll < 1 || width_ll > 16384)
+                               ? "width" : "height", width_given && (width_ll < 1 || width_ll > 16384) ? width_ll : height_ll);
+        o->width = (int)width_ll;
+        o->height = (int)height_ll;
+        if (batch_s && strcmp(batch_s, "joint") && strcmp(batch_s, "per-item"))
+            return usage_error("--batch-forward: '%s' is not joint or per-item", batch_s);
+        o->per_item = batch_s && !strcmp(batch_s, "per-item");
+    }
+    if (!cfg_given) o->cfg = o->family == RP_FAMILY_DIT ? 4.0 : o->family == RP_FAMILY_SD3 ? RP_FLOW_SD3_CFG : 1.0;
+    if (!(o->cfg >= 0.0) || !isfinite(o->cfg))
+        return usage_error("--cfg must be >= 0 (got %s)", rp_arg_str(&a, "cfg", ""));
+
+    /* ---- items ---- */
+    if (ns > MAX_ITEMS || nc > MAX_ITEMS || np > MAX_ITEMS)
+        return usage_error("at most %d items per run (--seed / --class / --prompt given too often)", MAX_ITEMS);
+    uint64_t seeds[MAX_ITEMS];
     for (int i = 0; i < ns; i++)
-        if (!parse_u64(seed_s[i], &o.seeds[i]))
+        if (!parse_u64(seed_s[i], &seeds[i]))
             return usage_error("--seed: '%s' is not a non-negative integer", seed_s[i]);
-    for (int i = 0; i < ns; i++) {
-        const char *cs = class_s[nc == 1 ? 0 : i];
-        if (!parse_int(cs, &o.classes[i]) || o.classes[i] < 0 || o.classes[i] >= dc.num_classes)
-            return usage_error("--class: '%s' is not a class id in 0..%d for %s", cs, dc.num_classes - 1,
-                               o.model);
+    if (!flow) {
+        rp_dit_config dc;
+        if (rp_dit_preset(o->model, &dc, &err) != RP_OK) return usage_error("--model: %s", err.msg);
+        if (ns < 1) return usage_error("missing --seed (one per image, e.g. --seed 0)");
+        if (nc < 1) return usage_error("missing --class (ImageNet class id, e.g. --class 207)");
+        if (nc != 1 && nc != ns)
+            return usage_error("--class/--seed count mismatch: %d --class for %d --seed (give one --class "
+                               "for all seeds, or one per seed)", nc, ns);
+        o->n = ns;
+        memcpy(o->seeds, seeds, sizeof(uint64_t) * ns);
+        for (int i = 0; i < ns; i++) {
+            const char *cs = class_s[nc == 1 ? 0 : i];
+            if (!parse_int(cs, &o->classes[i]) || o->classes[i] < 0 || o->classes[i] >= dc.num_classes)
+                return usage_error("--class: '%s' is not a class id in 0..%d for %s", cs, dc.num_classes - 1,
+                                   o->model);
+        }
+    } else if (o->prompts_file) {
+        if (np) return usage_error("--prompt and --prompts-file: give one or the other");
+        int rc = read_prompts_file(o, o->prompts_file, seeds, ns);
+        if (rc) return rc;
+    } else {
+        if (np < 1) return usage_error("missing --prompt or --prompts-file (%s is text-conditional; --prompt \"\" "
+                                       "is the unconditional prompt)", o->model);
+        if (ns < 1) return usage_error("missing --seed (one per image, e.g. --seed 0)");
+        if (np != 1 && np != ns)
+            return usage_error("--prompt/--seed count mismatch: %d --prompt for %d --seed (give one --prompt for "
+                               "all seeds, or one per seed)", np, ns);
+        o->n = ns;
+        memcpy(o->seeds, seeds, sizeof(uint64_t) * ns);
+        for (int i = 0; i < ns; i++)
+            if (!(o->prompts[i] = strdup(prompt_s[np == 1 ? 0 : i]))) return usage_error("out of memory");
     }
-    if (steps_ll < 1 || steps_ll > RP_DIT_TRAIN_STEPS)
-        return usage_error("--steps must be in 1..1000 (got %s)", rp_arg_str(&a, "steps", ""));
-    o.steps = (int)steps_ll;
-    rp_sampler_kind sk;
-    if (rp_sampler_parse(o.sampler_s, &sk, &err) != RP_OK) return usage_error("--sampler: %s", err.msg);
-    if (o.eta_given && !rp_sampler_uses_eta(sk))
-        return usage_error("--eta applies to ddim and euler-a, not %s", o.sampler_s);
-    if (!o.eta_given) o.eta = rp_sampler_default_eta(sk);
-    if (!(o.eta >= 0.0) || (sk == RP_SAMPLER_DDIM && o.eta > 1.0))
-        return usage_error("--eta must be in %s (got %s)", sk == RP_SAMPLER_DDIM ? "[0, 1] for ddim" : "[0, inf)",
-                           rp_arg_str(&a, "eta", ""));
-    if (!(o.cfg >= 0.0)) return usage_error("--cfg must be >= 0 (got %s)", rp_arg_str(&a, "cfg", ""));
+    if (o->first_index > UINT64_MAX - (uint64_t)o->n)
+        return usage_error("--first-index %" PRIu64 " + %d items overflows 64 bits", o->first_index, o->n);
+
+    /* ---- sampling and engine ---- */
+    const long long max_steps = RP_DIT_TRAIN_STEPS; /* 1000 for both families */
+    if (steps_s && (steps_ll < 1 || steps_ll > max_steps))
+        return usage_error("--steps must be in 1..%lld (got %s)", max_steps, steps_s);
+    o->steps = steps_s ? (int)steps_ll : flow ? 28 : 50;
+    if (!flow) {
+        o->sampler_s = sampler_given ? sampler_given : "ddim";
+        if (rp_sampler_parse(o->sampler_s, sk, &err) != RP_OK) return usage_error("--sampler: %s", err.msg);
+        if (o->eta_given && !rp_sampler_uses_eta(*sk))
+            return usage_error("--eta applies to ddim and euler-a, not %s", o->sampler_s);
+        if (!o->eta_given) o->eta = rp_sampler_default_eta(*sk);
+        if (!(o->eta >= 0.0) || (*sk == RP_SAMPLER_DDIM && o->eta > 1.0))
+            return usage_error("--eta must be in %s (got %s)", *sk == RP_SAMPLER_DDIM ? "[0, 1] for ddim" : "[0, inf)",
+                               rp_arg_str(&a, "eta", ""));
+    } else {
+        o->sampler_s = "euler";
+        *sk = RP_SAMPLER_DDIM; /* unused by the flow path */
+        o->eta = 0.0;
+    }
     if (threads_ll < 0 || threads_ll > 4096)
         return usage_error("--threads must be in 0..4096 (got %s)", rp_arg_str(&a, "threads", ""));
-    o.threads = (int)threads_ll;
-    rp_ctx ctx = rp_ctx_default();
-    ctx.threads = o.threads;
-    ctx.reduce_split = o.reduce_split;
-    if (!strcmp(o.precision_s, "fp32")) ctx.precision = RP_PREC_FP32;
-    else if (!strcmp(o.precision_s, "bf16")) ctx.precision = RP_PREC_BF16;
-    else return usage_error("--precision: '%s' is not fp32 or bf16", o.precision_s);
-    if (rp_attn_kind_parse(o.attention_s, &ctx.attn.kind, &err) != RP_OK)
+    o->threads = (int)threads_ll;
+    *ctx = rp_ctx_default();
+    ctx->threads = o->threads;
+    ctx->reduce_split = o->reduce_split;
+    if (!strcmp(o->precision_s, "fp32")) ctx->precision = RP_PREC_FP32;
+    else if (!strcmp(o->precision_s, "bf16")) ctx->precision = RP_PREC_BF16;
+    else return usage_error("--precision: '%s' is not fp32 or bf16", o->precision_s);
+    if (rp_attn_kind_parse(o->attention_s, &ctx->attn.kind, &err) != RP_OK)
         return usage_error("--attention: %s", err.msg);
-    if (!o.out && !o.latents) return usage_error("missing --out (PNG path) or --latents");
+    if (!o->out && !o->latents) return usage_error("missing --out (PNG path) or --latents");
+    return 0;
+}
 
-    /* ---- run ---- */
+int rp_cmd_generate(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(USAGE, stdout); return 0; }
+
+    gen_opts o;
+    memset(&o, 0, sizeof o);
+    rp_ctx ctx;
+    rp_sampler_kind sk;
+    int rc = parse(argc, argv, &o, &ctx, &sk);
+    if (rc) { gen_opts_free(&o); return rc; }
+    const int flow = o.family != RP_FAMILY_DIT;
+
     rp_gen_item items[MAX_ITEMS];
     for (int i = 0; i < o.n; i++) {
         items[i].seed = o.seeds[i];
-        items[i].global_index = (uint64_t)i;
-        items[i].class_id = o.classes[i];
-        items[i].prompt = NULL;
+        items[i].global_index = o.first_index + (uint64_t)i;
+        items[i].class_id = flow ? 0 : o.classes[i];
+        items[i].prompt = flow ? o.prompts[i] : NULL;
     }
     rp_gen_request req = {0};
     req.model = o.model;
     req.depth = o.depth;
+    req.single_depth = o.single_depth;
     req.weights = o.weights;
     req.weight_seed = o.weight_seed;
     req.vae = o.vae ? o.vae : rp_gen_default_vae(o.model);
     req.vae_weights = o.vae_weights;
+    req.text_encoder = o.text_encoder;
+    req.te_weights = o.te_weights;
     req.sampler = sk;
     req.eta = o.eta;
     req.steps = o.steps;
     req.cfg = o.cfg;
+    req.guidance = o.family == RP_FAMILY_FLUX ? o.guidance : 0.0;
+    req.width = o.width;
+    req.height = o.height;
+    req.per_item = o.per_item;
     req.n_items = o.n;
     req.items = items;
     req.decode = o.out != NULL;
+
+    /* Everything checkable without weights (image size against the VAE and the model, the
+     * VAE's channels, the text encoder's widths, --depth against FLUX's blocks) is an
+     * option error: report it before any work, as a usage error. */
+    rp_error err;
+    rp_error_clear(&err);
+    if (rp_gen_validate(&req, &err) != RP_OK) {
+        rc = usage_error("%s", err.msg);
+        gen_opts_free(&o);
+        return rc;
+    }
 
     rp_trace trace;
     if (o.trace) {
@@ -310,7 +636,6 @@ int rp_cmd_generate(int argc, char **argv) {
     }
     rp_ctx_apply(&ctx);
     rp_gen_result res;
-    int rc = 0;
     if (rp_generate(&req, &ctx, &res, &err) != RP_OK) {
         rc = rp_report_error(&err);
         goto out;
@@ -328,8 +653,13 @@ int rp_cmd_generate(int argc, char **argv) {
                 rc = rp_report_error(&err);
                 goto done;
             }
-            printf("wrote %s (%dx%d, seed %" PRIu64 ", class %d)\n", path, res.W, res.H,
-                   items[i].seed, items[i].class_id);
+            if (flow)
+                printf("wrote %s (%dx%d, seed %" PRIu64 ", index %" PRIu64 ", prompt \"%.60s%s\")\n", path, res.W,
+                       res.H, items[i].seed, items[i].global_index, items[i].prompt,
+                       strlen(items[i].prompt) > 60 ? "..." : "");
+            else
+                printf("wrote %s (%dx%d, seed %" PRIu64 ", class %d)\n", path, res.W, res.H, items[i].seed,
+                       items[i].class_id);
         }
     }
     if (o.latents) printf("wrote %s\n", o.latents);
@@ -340,12 +670,24 @@ int rp_cmd_generate(int argc, char **argv) {
         }
         printf("wrote %s\n", o.trace);
     }
-    printf("generate: %s, %s, %d steps, cfg %g, %d item(s): sampling %.3f s (%d model evals), decode %.3f s\n",
-           o.model, rp_sampler_name(sk), o.steps, o.cfg, res.B, res.sample_seconds, res.n_evals,
-           res.decode_seconds);
+    if (!flow)
+        printf("generate: %s, %s, %d steps, cfg %g, %d item(s): sampling %.3f s (%d model evals), decode %.3f s\n",
+               o.model, rp_sampler_name(sk), o.steps, o.cfg, res.B, res.sample_seconds, res.n_evals,
+               res.decode_seconds);
+    else if (o.family == RP_FAMILY_SD3)
+        printf("generate: %s, flow-euler (shift %g), %d steps, cfg %g, %dx%d latents, %d item(s): encode %.3f s "
+               "(%s), sampling %.3f s (%d model evals), decode %.3f s\n",
+               o.model, res.shift, o.steps, o.cfg, res.w, res.h, res.B, res.encode_seconds, res.te_name,
+               res.sample_seconds, res.n_evals, res.decode_seconds);
+    else
+        printf("generate: %s, flow-euler (mu %.6g), %d steps, guidance %g, %dx%d latents, %d item(s): encode %.3f s "
+               "(%s), sampling %.3f s (%d model evals), decode %.3f s\n",
+               o.model, res.mu, o.steps, o.guidance, res.w, res.h, res.B, res.encode_seconds, res.te_name,
+               res.sample_seconds, res.n_evals, res.decode_seconds);
 done:
     rp_gen_result_free(&res);
 out:
     if (o.trace) rp_trace_free(&trace);
+    gen_opts_free(&o);
     return rc;
 }

@@ -9,7 +9,8 @@
  *                                                  wiring error in the affine part shows in the test
  *
  * Memory: parameters live in one allocation (rp_params_load); each encode call
- * makes one activation allocation sized from B and frees it before returning. */
+ * makes one activation allocation sized for one prompt (prompts run one at a
+ * time, see rp_te_encode) and frees it before returning. */
 #include "text_encoder.h"
 
 #include <assert.h>
@@ -262,64 +263,33 @@ const rp_te_config *rp_te_cfg(const rp_te *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-rp_status rp_te_encode(const rp_te *m, const rp_ctx *ctx, const char *const *prompts, int B,
-                       float *out_context, uint8_t *out_mask, float *out_pooled, rp_error *err) {
-    assert(m && ctx && prompts && out_context);
-    const rp_te_config *cfg = &m->cfg;
-    if (B <= 0) return RP_FAIL(err, RP_ERR_INVALID, "text encoder: batch %d must be > 0", B);
+/* Activations of one prompt: (L, D) rows unless noted. */
+typedef struct te_scratch {
+    float *xs;     /* (L, D) residual stream */
+    float *h;      /* (L, D) LayerNorm output / attention heads merged */
+    float *ys;     /* (L, D) branch output before the residual add */
+    float *qkv;    /* (L, 3D) = (L, 3, H, Dh) */
+    float *q, *k, *v, *att; /* (H, L, Dh) each */
+    float *mh;     /* (L, M) MLP hidden; shares memory with q, k, v, att */
+    int32_t *tok;  /* (L) */
+    uint8_t *mask; /* (L) */
+} te_scratch;
 
+/* Encodes one prompt into ctx_out (L, Cc), mask_out (L) or NULL, pooled_out (Pd) or NULL. */
+static rp_status encode_one(const rp_te *m, const rp_ctx *ctx, const char *prompt, const te_scratch *w,
+                            float *ctx_out, uint8_t *mask_out, float *pooled_out, rp_error *err) {
+    const rp_te_config *cfg = &m->cfg;
     const int L = cfg->max_len, D = cfg->hidden, H = cfg->heads, Dh = D / H, M = cfg->mlp_ratio * D;
     const int Cc = cfg->context_dim;
-    const size_t BL = (size_t)B * L;
-    /* The attention scratch (q, k, v, heads-out: 4 x (B, L, D)) is dead while the
-     * MLP hidden (B, L, M) is live and vice versa, so they share one region. */
-    const size_t n_shared = BL * (size_t)(M > 4 * D ? M : 4 * D);
-    const size_t n_total = BL * D          /* xs */
-                           + BL * D        /* h */
-                           + BL * D        /* ys */
-                           + BL * 3 * D    /* qkv */
-                           + n_shared      /* q, k, v, att | mh */
-                           + (size_t)B * D; /* pooled hidden */
-    float *mem = malloc(n_total * sizeof(float));
-    int32_t *tok = malloc(BL * sizeof *tok);   /* (B, L) */
-    uint8_t *mask = malloc(BL * sizeof *mask); /* (B, L) */
-    int *eos = malloc((size_t)B * sizeof *eos); /* (B) eos position per prompt */
-    if (!mem || !tok || !mask || !eos) {
-        free(mem);
-        free(tok);
-        free(mask);
-        free(eos);
-        return RP_FAIL(err, RP_ERR_NOMEM,
-                       "text encoder: cannot allocate %.1f MiB of activations for batch %d",
-                       n_total * sizeof(float) / 1048576.0, B);
-    }
-    float *cur = mem;
-    float *xs = cur;     cur += BL * D;     /* (B, L, D) residual stream */
-    float *h = cur;      cur += BL * D;     /* (B, L, D) LayerNorm output / attention heads merged */
-    float *ys = cur;     cur += BL * D;     /* (B, L, D) branch output before the residual add */
-    float *qkv = cur;    cur += BL * 3 * D; /* (B, L, 3D) = (B, L, 3, H, Dh) */
-    float *shared = cur; cur += n_shared;
-    float *q = shared;                      /* (B, H, L, Dh) */
-    float *k = shared + BL * D;             /* (B, H, L, Dh) */
-    float *v = shared + 2 * BL * D;         /* (B, H, L, Dh) */
-    float *att = shared + 3 * BL * D;       /* (B, H, L, Dh) */
-    float *mh = shared;                     /* (B, L, M) MLP hidden */
-    float *hp = cur;     cur += (size_t)B * D; /* (B, D) final hidden at each eos */
-    assert((size_t)(cur - mem) == n_total);
 
-    rp_status st = RP_OK;
-
-    /* Tokens, then embeddings: x[b, i] = tok_emb[tok[b, i]] + pos_emb[i]. */
-    for (int b = 0; b < B; b++) {
-        const int n = rp_te_tokenize(prompts[b], L, tok + (size_t)b * L, mask + (size_t)b * L);
-        eos[b] = n - 1;
-        for (int i = 0; i < L; i++) {
-            const int32_t t = tok[(size_t)b * L + i];
-            assert(t >= 0 && t < cfg->vocab);
-            float *x = xs + ((size_t)b * L + i) * D;
-            const float *te = m->tok_emb + (size_t)t * D, *pe = m->pos_emb + (size_t)i * D;
-            for (int c = 0; c < D; c++) x[c] = te[c] + pe[c];
-        }
+    /* Tokens, then embeddings: x[i] = tok_emb[tok[i]] + pos_emb[i]. */
+    const int n = rp_te_tokenize(prompt, L, w->tok, w->mask);
+    const int eos = n - 1;
+    for (int i = 0; i < L; i++) {
+        assert(w->tok[i] >= 0 && w->tok[i] < cfg->vocab);
+        const float *te = m->tok_emb + (size_t)w->tok[i] * D, *pe = m->pos_emb + (size_t)i * D;
+        float *x = w->xs + (size_t)i * D;
+        for (int c = 0; c < D; c++) x[c] = te[c] + pe[c];
     }
 
     const float scale = (float)(1.0 / sqrt((double)Dh));
@@ -327,43 +297,83 @@ rp_status rp_te_encode(const rp_te *m, const rp_ctx *ctx, const char *const *pro
         const te_layer *ly = &m->layers[i];
         /* attention branch; padded keys are masked, padded queries still run
          * (their rows are discarded at the output) */
-        rp_layernorm(h, xs, ly->ln1_w, ly->ln1_b, (int)BL, D, TE_LN_EPS);
-        rp_linear(ctx, qkv, h, &ly->qkv, (int)BL);
-        rp_split_qkv_heads(q, k, v, qkv, B, L, H, Dh);
-        st = rp_attention(ctx, att, q, k, v, mask, B, H, L, L, Dh, scale, err);
-        if (st != RP_OK) goto done;
-        rp_from_heads(h, att, B, L, H, Dh); /* h (B, L, D) reused: its content is consumed */
-        rp_linear(ctx, ys, h, &ly->proj, (int)BL);
-        rp_add(xs, ys, BL * D);
+        rp_layernorm(w->h, w->xs, ly->ln1_w, ly->ln1_b, L, D, TE_LN_EPS);
+        rp_linear(ctx, w->qkv, w->h, &ly->qkv, L);
+        rp_split_qkv_heads(w->q, w->k, w->v, w->qkv, 1, L, H, Dh);
+        RP_TRY(rp_attention(ctx, w->att, w->q, w->k, w->v, w->mask, 1, H, L, L, Dh, scale, err));
+        rp_from_heads(w->h, w->att, 1, L, H, Dh); /* h reused: its content is consumed */
+        rp_linear(ctx, w->ys, w->h, &ly->proj, L);
+        rp_add(w->xs, w->ys, (size_t)L * D);
 
         /* MLP branch */
-        rp_layernorm(h, xs, ly->ln2_w, ly->ln2_b, (int)BL, D, TE_LN_EPS);
-        rp_linear(ctx, mh, h, &ly->fc1, (int)BL);
-        rp_gelu_tanh(mh, mh, BL * M);
-        rp_linear(ctx, ys, mh, &ly->fc2, (int)BL);
-        rp_add(xs, ys, BL * D);
+        rp_layernorm(w->h, w->xs, ly->ln2_w, ly->ln2_b, L, D, TE_LN_EPS);
+        rp_linear(ctx, w->mh, w->h, &ly->fc1, L);
+        rp_gelu_tanh(w->mh, w->mh, (size_t)L * M);
+        rp_linear(ctx, w->ys, w->mh, &ly->fc2, L);
+        rp_add(w->xs, w->ys, (size_t)L * D);
     }
-    rp_layernorm(h, xs, m->lnf_w, m->lnf_b, (int)BL, D, TE_LN_EPS);
+    rp_layernorm(w->h, w->xs, m->lnf_w, m->lnf_b, L, D, TE_LN_EPS);
 
-    /* Per-token context over every row (one GEMM, whatever the prompt lengths),
+    /* Per-token context over every row (one GEMM, whatever the prompt's length),
      * then pad rows zeroed so downstream joint attention sees exact zeros there
      * even if it ignores the mask. */
-    rp_linear(ctx, out_context, h, &m->proj_context, (int)BL);
-    for (size_t r = 0; r < BL; r++)
-        if (!mask[r]) memset(out_context + r * Cc, 0, (size_t)Cc * sizeof(float));
+    rp_linear(ctx, ctx_out, w->h, &m->proj_context, L);
+    for (int r = n; r < L; r++) memset(ctx_out + (size_t)r * Cc, 0, (size_t)Cc * sizeof(float));
+    if (pooled_out) rp_linear(ctx, pooled_out, w->h + (size_t)eos * D, &m->proj_pooled, 1);
+    if (mask_out) memcpy(mask_out, w->mask, (size_t)L);
+    return RP_OK;
+}
 
-    if (out_pooled) {
-        for (int b = 0; b < B; b++)
-            memcpy(hp + (size_t)b * D, h + ((size_t)b * L + eos[b]) * D, (size_t)D * sizeof(float));
-        rp_linear(ctx, out_pooled, hp, &m->proj_pooled, B);
+/* Prompts are encoded one at a time (GEMMs over one prompt's L rows) so that a
+ * prompt's embedding cannot depend on which prompts share its batch: a GEMM
+ * library may round a row differently when the matrix has more rows (OpenBLAS
+ * does for te-flux's 1024-row GEMMs at batch 2), and different parallel layouts
+ * batch a run's prompts differently. */
+rp_status rp_te_encode(const rp_te *m, const rp_ctx *ctx, const char *const *prompts, int B,
+                       float *out_context, uint8_t *out_mask, float *out_pooled, rp_error *err) {
+    assert(m && ctx && prompts && out_context);
+    const rp_te_config *cfg = &m->cfg;
+    if (B <= 0) return RP_FAIL(err, RP_ERR_INVALID, "text encoder: batch %d must be > 0", B);
+
+    const size_t L = (size_t)cfg->max_len, D = (size_t)cfg->hidden, M = (size_t)cfg->mlp_ratio * D;
+    /* The attention scratch (q, k, v, heads-out: 4 x (L, D)) is dead while the
+     * MLP hidden (L, M) is live and vice versa, so they share one region. */
+    const size_t n_shared = L * (M > 4 * D ? M : 4 * D);
+    const size_t n_total = 3 * L * D + 3 * L * D + n_shared; /* xs, h, ys | qkv | shared */
+    float *mem = malloc(n_total * sizeof(float));
+    int32_t *tok = malloc(L * sizeof *tok);
+    uint8_t *mask = malloc(L);
+    if (!mem || !tok || !mask) {
+        free(mem);
+        free(tok);
+        free(mask);
+        return RP_FAIL(err, RP_ERR_NOMEM, "text encoder: cannot allocate %.1f MiB of activations",
+                       n_total * sizeof(float) / 1048576.0);
     }
-    if (out_mask) memcpy(out_mask, mask, BL);
+    te_scratch w;
+    float *cur = mem;
+    w.xs = cur;  cur += L * D;
+    w.h = cur;   cur += L * D;
+    w.ys = cur;  cur += L * D;
+    w.qkv = cur; cur += 3 * L * D;
+    w.q = cur;
+    w.k = cur + L * D;
+    w.v = cur + 2 * L * D;
+    w.att = cur + 3 * L * D;
+    w.mh = cur;
+    cur += n_shared;
+    assert((size_t)(cur - mem) == n_total);
+    w.tok = tok;
+    w.mask = mask;
 
-done:
+    rp_status st = RP_OK;
+    for (int b = 0; b < B && st == RP_OK; b++)
+        st = encode_one(m, ctx, prompts[b], &w, out_context + (size_t)b * L * cfg->context_dim,
+                        out_mask ? out_mask + (size_t)b * L : NULL,
+                        out_pooled ? out_pooled + (size_t)b * cfg->pooled_dim : NULL, err);
     free(mem);
     free(tok);
     free(mask);
-    free(eos);
     return st;
 }
 

@@ -89,7 +89,9 @@ const rp_te_config *rp_te_cfg(const rp_te *m);
  *   out_mask    (B, L) uint8         1 = real token (bos..eos), 0 = pad; may be NULL
  *   out_pooled  (B, pooled_dim)      projection of the final hidden at eos; may be NULL
  * Pure fp32 arithmetic on fixed data: the same prompt under the same ctx gives
- * bitwise the same outputs on every call. ctx chooses precision, reduce_split
+ * bitwise the same outputs on every call, whatever the batch size and the other
+ * prompts in the batch (each prompt runs through its own GEMMs, so how a parallel
+ * layout batches prompts cannot change their embeddings). ctx chooses precision, reduce_split
  * and the attention variant, as for the denoiser. No trace is recorded (the
  * encoder runs once per generation, outside the per-evaluation trace). */
 rp_status rp_te_encode(const rp_te *m, const rp_ctx *ctx, const char *const *prompts, int B,

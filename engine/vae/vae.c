@@ -50,29 +50,60 @@
 
 /* ---- presets -------------------------------------------------------------- */
 
+/* The 4-level AutoencoderKL decoder shape every preset shares; the real VAEs
+ * (sd-vae, sd3-vae, flux-vae) have the same block widths, the tiny ones narrower blocks. */
+static void preset_shape(rp_vae_config *cfg, int c0, int c1, int c2, int c3, int layers, int groups) {
+    cfg->n_levels = 4;
+    cfg->block_out[0] = c0; cfg->block_out[1] = c1; cfg->block_out[2] = c2; cfg->block_out[3] = c3;
+    cfg->layers_per_block = layers;
+    cfg->groups = groups;
+}
+
 rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
     memset(cfg, 0, sizeof *cfg);
     if (!strcmp(name, "vae-tiny")) {
         /* CI size: same structure as sd-vae, 16x16 latent -> 128x128 in well under a second */
+        preset_shape(cfg, 32, 32, 64, 64, 1, 8);
         cfg->latent_channels = 4;
-        cfg->n_levels = 4;
-        cfg->block_out[0] = 32; cfg->block_out[1] = 32; cfg->block_out[2] = 64; cfg->block_out[3] = 64;
-        cfg->layers_per_block = 1;
-        cfg->groups = 8;
+        cfg->use_post_quant_conv = 1;
+        cfg->scaling_factor = 0.18215f;
+        cfg->shift_factor = 0.0f;
     } else if (!strcmp(name, "sd-vae")) {
         /* stabilityai/sd-vae-ft-ema (the DiT / SD 1.x VAE) */
+        preset_shape(cfg, 128, 256, 512, 512, 2, 32);
         cfg->latent_channels = 4;
-        cfg->n_levels = 4;
-        cfg->block_out[0] = 128; cfg->block_out[1] = 256; cfg->block_out[2] = 512; cfg->block_out[3] = 512;
-        cfg->layers_per_block = 2;
-        cfg->groups = 32;
+        cfg->use_post_quant_conv = 1;
+        cfg->scaling_factor = 0.18215f;
+        cfg->shift_factor = 0.0f;
+    } else if (!strcmp(name, "vae-tiny-16")) {
+        /* CI size for the 16-channel families (sd3-tiny, flux-tiny): vae-tiny's blocks with
+         * the SD3 VAE's latent interface (16 channels, no post_quant_conv, SD3's factors) */
+        preset_shape(cfg, 32, 32, 64, 64, 1, 8);
+        cfg->latent_channels = 16;
+        cfg->use_post_quant_conv = 0;
+        cfg->scaling_factor = 1.5305f;
+        cfg->shift_factor = 0.0609f;
+    } else if (!strcmp(name, "sd3-vae")) {
+        /* stabilityai/stable-diffusion-3-medium-diffusers vae/config.json:
+         * use_post_quant_conv false, scaling_factor 1.5305, shift_factor 0.0609 */
+        preset_shape(cfg, 128, 256, 512, 512, 2, 32);
+        cfg->latent_channels = 16;
+        cfg->use_post_quant_conv = 0;
+        cfg->scaling_factor = 1.5305f;
+        cfg->shift_factor = 0.0609f;
+    } else if (!strcmp(name, "flux-vae")) {
+        /* black-forest-labs/FLUX.1-dev vae/config.json: the SD3 shapes, scaling_factor
+         * 0.3611, shift_factor 0.1159 */
+        preset_shape(cfg, 128, 256, 512, 512, 2, 32);
+        cfg->latent_channels = 16;
+        cfg->use_post_quant_conv = 0;
+        cfg->scaling_factor = 0.3611f;
+        cfg->shift_factor = 0.1159f;
     } else {
-        return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown VAE preset '%s' (known: vae-tiny sd-vae)", name);
+        return RP_FAIL(err, RP_ERR_NOT_FOUND,
+                       "unknown VAE preset '%s' (known: vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae)", name);
     }
     snprintf(cfg->preset, sizeof cfg->preset, "%s", name);
-    cfg->use_post_quant_conv = 1;
-    cfg->scaling_factor = 0.18215f;
-    cfg->shift_factor = 0.0f;
     return RP_OK;
 }
 
@@ -413,7 +444,10 @@ rp_status rp_vae_decode(const rp_vae *m, const rp_ctx *ctx, float *img, const fl
         const float *zb = z + (size_t)b * Cl * h * w;           /* (Cl, h, w) */
         float *x = bx, *t = bt, *u = bh;
         int H = h, W = w;
-        /* the pipeline's `latents / scaling_factor` (a division, as torch does it) */
+        /* StableDiffusion3Pipeline / FluxPipeline: latents = latents / scaling_factor +
+         * shift_factor (SD and DiT: shift 0, so x + 0 leaves the quotient's bits).
+         * A true division, as torch's CPU kernel does it (not a reciprocal multiply),
+         * then the float32 add: two roundings, in that order. */
         for (size_t i = 0; i < (size_t)Cl * h * w; i++)
             x[i] = zb[i] / cfg->scaling_factor + cfg->shift_factor; /* x (Cl, h, w) */
         if (m->post_quant.w) {

@@ -195,12 +195,14 @@ def main():
                   "differs by up to %.3g" % (name, base, M, d))
     problems = []
     cases = [c for c in CASES if not args.quick or c[0] == "sd3-tiny"]
-    for case in cases:
-        problems += run_case(args.tool, args.scratch, *case)
-    # the medium weights file is ~0.8 GB: do not leave it in the build tree
-    for f in os.listdir(args.scratch):
-        if f.startswith("sd3-medium") and f.endswith(".weights.safetensors"):
-            os.remove(os.path.join(args.scratch, f))
+    try:
+        for case in cases:
+            problems += run_case(args.tool, args.scratch, *case)
+    finally:
+        # the medium weights file is ~0.8 GB: do not leave it in the build tree
+        for f in os.listdir(args.scratch):
+            if f.startswith("sd3-medium") and f.endswith(".weights.safetensors"):
+                os.remove(os.path.join(args.scratch, f))
     if problems:
         print("FAIL:\n  " + "\n  ".join(problems))
         return 1

@@ -36,11 +36,20 @@ import vae_ref  # noqa: E402
 TOL = 1e-4           # max|C - torch_f32| on the float image
 BOUNDARY_TOL = 1e-4  # a 1-level PNG difference is allowed only this close to a rounding boundary
 
+# The 16-channel VAE interface of SD3 / FLUX (no post_quant_conv; latents / scaling_factor +
+# shift_factor, as StableDiffusion3Pipeline and FluxPipeline write it). Written here from the
+# diffusers configs (stabilityai/stable-diffusion-3-medium-diffusers vae/config.json:
+# scaling_factor 1.5305, shift_factor 0.0609), not from engine/vae/vae.c.
+vae_ref.PRESETS.setdefault("vae-tiny-16", dict(latent_channels=16, block_out=(32, 32, 64, 64), layers_per_block=1,
+                                               groups=8, use_post_quant_conv=False, scaling_factor=1.5305,
+                                               shift_factor=0.0609))
+
 # (preset, batch, latent h, latent w, latent seed, weight seed, explicit weights file)
 CASES = [
-    ("vae-tiny", 2, 16, 16, 1, 0, False),   # B = 2: one PNG per item
-    ("vae-tiny", 1, 12, 20, 2, 3, True),    # non-square, weights passed with --vae-weights
-    ("sd-vae", 1, 8, 8, 3, 0, False),       # real shapes at a small latent
+    ("vae-tiny", 2, 16, 16, 1, 0, False),     # B = 2: one PNG per item
+    ("vae-tiny", 1, 12, 20, 2, 3, True),      # non-square, weights passed with --vae-weights
+    ("sd-vae", 1, 8, 8, 3, 0, False),         # real shapes at a small latent
+    ("vae-tiny-16", 2, 16, 12, 4, 0, False),  # SD3 / FLUX interface: 16 channels, shift, no post_quant_conv
 ]
 
 
@@ -101,7 +110,8 @@ def run_case(repro, scratch, preset, batch, h, w, seed, wseed, explicit):
     lat_path = os.path.join(scratch, tag + ".latents.safetensors")
     png = os.path.join(scratch, tag + ".png")
     dump = os.path.join(scratch, tag + ".image.safetensors")
-    lat = np.random.default_rng(seed).standard_normal((batch, 4, h, w)).astype(np.float32)
+    cl = vae_ref.PRESETS[preset]["latent_channels"]
+    lat = np.random.default_rng(seed).standard_normal((batch, cl, h, w)).astype(np.float32)
     st.save(lat_path, {"latents": lat})
     for p in [png, dump] + [os.path.join(scratch, "%s-%d.png" % (tag, i)) for i in range(batch)]:
         if os.path.exists(p):

@@ -10,10 +10,9 @@
  *     pooled  F32 (B, pooled_dim)
  *   metadata: preset, weights, weight_seed, repeat_bitwise ("1": a second encode of the
  *   same batch gave identical bytes), batch_invariant ("1": each prompt encoded alone gave
- *   the same bytes as in the batch; informational — a GEMM library may legitimately
- *   block rows differently by batch size), seconds (one batched encode).
- * Exit 0 on success, 1 on any failure (including repeat_bitwise 0: determinism is the
- * encoder's contract), 2 on bad usage. */
+ *   the same bytes as in the batch), seconds (one batched encode).
+ * Exit 0 on success, 1 on any failure (including repeat_bitwise or batch_invariant 0:
+ * both are the encoder's contract), 2 on bad usage. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +150,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "te_forward: %s (%s) [%s]\n", err.msg, rp_status_name(st), err.where);
         return 1;
     }
-    if (!repeat_ok) {
-        fprintf(stderr, "te_forward: two encodes of the same batch differ bitwise\n");
+    if (!repeat_ok || !batch_inv) {
+        fprintf(stderr, "te_forward: %s\n", !repeat_ok ? "two encodes of the same batch differ bitwise"
+                                                       : "a prompt encoded alone differs bitwise from the batch");
         return 1;
     }
     return 0;

@@ -7,6 +7,9 @@
  * bit for bit. */
 #include <check.h>
 #include <float.h>
+#include <stdio.h>
+
+#include "engine/fastmath.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -337,12 +340,12 @@ static size_t act_inputs(float *x) {
     return n;
 }
 
-/* The implementations evaluate in double and round once to float, so
+/* gelu_erf evaluates in double and rounds once to float, so
  * |out - ref| <= u|ref| + (double error) + TINY (fp32 subnormal rounding).
- * Double error: the argument z carries <= ~8 ud relative error; the final
+ * Double error: the argument carries <= ~8 ud relative error; the final
  * value is a smooth function of it with condition number <= 2|z| + 4, plus a
- * few ud of exp/erfc/division: E = (2|z| + 16) * 8 ud * |ref|. The long
- * double references use a form without cancellation in the x << 0 tail. */
+ * few ud of erfc/division: E = (2|z| + 16) * 8 ud * |ref|. The long double
+ * references use a form without cancellation in the x << 0 tail. */
 static long double gelu_tanh_ref(long double x, long double *zout) {
     long double z = 0.79788456080286535587989211986876L * (x + 0.044715L * x * x * x);
     *zout = z;
@@ -358,7 +361,11 @@ START_TEST(test_gelu_tanh) {
         long double z;
         long double ref = gelu_tanh_ref(x[i], &z);
         double rd = (double)ref;
-        double bound = U32 * fabs(rd) + (2 * fabs((double)z) + 16) * 8 * UD * fabs(rd) + TINY;
+        /* fp32 evaluation (see ops.c): z carries <= 4u, exp(-2z) adds 2|z| 4u + 4u
+         * (rp_expf <= 2 ulp), 1 + e and the division 1u each: (8|z| + 6) u |ref|.
+         * + |x| / FLT_MAX: when exp(-2z) overflows fp32 the quotient is -0 while the
+         * true value is below |x| / FLT_MAX (a few FLT_MIN at most). */
+        double bound = (8 * fabs((double)z) + 6) * U32 * fabs(rd) + TINY + fabs(x[i]) / FLT_MAX;
         if (isinf((double)z)) bound = U32 * fabs(rd) + TINY; /* saturated: exactly x or -0 */
         ck_assert_msg(fabs(y[i] - rd) <= bound || (y[i] == rd),
                       "gelu_tanh(%a) = %a, ref %a", (double)x[i], (double)y[i], rd);
@@ -402,8 +409,10 @@ START_TEST(test_silu) {
         long double xl = x[i];
         long double ref = xl / (1.0L + expl(-xl));
         double rd = (double)ref;
-        /* exp(-x) has condition |x|; relative error of the quotient <= (|x| + 4) ud */
-        double bound = U32 * fabs(rd) + (fabs(x[i]) + 4) * 2 * UD * fabs(rd) + TINY;
+        /* fp32: the argument -x is exact, rp_expf <= 2 ulp (4u), 1 + e and the
+         * division 1u each, the quotient's sensitivity to e < 1: 6u |ref|;
+         * + |x| / FLT_MAX: when exp(-x) overflows the result is -0, true value below that. */
+        double bound = 6 * U32 * fabs(rd) + TINY + fabs(x[i]) / FLT_MAX;
         ck_assert_msg(fabs(y[i] - rd) <= bound || y[i] == rd, "silu(%a) = %a, ref %a",
                       (double)x[i], (double)y[i], rd);
     }
@@ -438,17 +447,39 @@ static void check_softmax_row(const float *in, const float *got, int cols) {
     for (int j = 0; j < cols; j++) {
         double p = (double)(expl((long double)in[j] - mx) / sum);
         double d = isinf(in[j]) ? 0 : fabs((double)in[j] - (double)mx);
-        rbar += p * (U32 * d + 2 * U32);
+        rbar += p * (U32 * d + 4 * U32); /* x - max rounding (u d), rp_expf <= 2 ulp = 4u */
     }
     for (int j = 0; j < cols; j++) {
         double p = (double)(expl((long double)in[j] - mx) / sum);
         double d = isinf(in[j]) ? 0 : fabs((double)in[j] - (double)mx);
-        double bound = 1.01 * p * (U32 * d + 2 * U32 + rbar + 2 * U32) + TINY;
+        /* + FLT_MIN: rp_expf flushes results below FLT_MIN (x - max < -87.34) to 0 */
+        double bound = 1.01 * p * (U32 * d + 4 * U32 + rbar + 2 * U32) + TINY + FLT_MIN;
         ck_assert_msg(fabs(got[j] - p) <= bound, "softmax col %d/%d: %.9g vs %.9g (bound %g)", j,
                       cols, got[j], p, bound);
         ck_assert(isfinite(got[j]));
     }
 }
+
+/* rp_expf (engine/fastmath.h): <= 2 ulp against long double exp over a dense
+ * sweep of the normal-result range, and its documented edge behaviour. */
+START_TEST(test_fast_expf) {
+    double worst = 0;
+    for (float x = -87.3f; x < 88.7f; x += 1e-4f + fabsf(x) * 3e-6f) {
+        long double ref = expl((long double)x);
+        float got = rp_expf(x);
+        double ulp = (double)(nextafterf((float)ref, INFINITY) - (float)ref);
+        double e = fabs((double)((long double)got - ref)) / ulp;
+        if (e > worst) worst = e;
+        ck_assert_msg(e <= 2.0, "rp_expf(%a) = %a, ref %La (%.2f ulp)", (double)x, (double)got, ref, e);
+    }
+    printf("rp_expf: max error %.3f ulp over the sweep\n", worst);
+    ck_assert_float_eq(rp_expf(0.0f), 1.0f);
+    ck_assert_float_eq(rp_expf(-88.0f), 0.0f);           /* below FLT_MIN: flushed */
+    ck_assert(isinf(rp_expf(89.0f)) && isinf(rp_expf(INFINITY)));
+    ck_assert_float_eq(rp_expf(-INFINITY), 0.0f);
+    ck_assert(isnan(rp_expf(NAN)));
+}
+END_TEST
 
 START_TEST(test_softmax) {
     const int colss[] = {1, 2, 7, 64, 257};
@@ -819,6 +850,7 @@ static Suite *ops_suite(void) {
     tcase_add_test(tc, test_gelu_tanh);
     tcase_add_test(tc, test_gelu_erf);
     tcase_add_test(tc, test_silu);
+    tcase_add_test(tc, test_fast_expf);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_modulate_gated_add);
     tcase_add_test(tc, test_patchify);

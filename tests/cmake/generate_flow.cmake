@@ -1,0 +1,49 @@
+# generate_flow.cmake — `repro generate` for the text-conditional families (SD3, FLUX):
+#   reference.flow_sample_parity  the whole pipeline (text encoder, transformer, flow-matching
+#                                 Euler, CFG / embedded guidance) against the independent torch
+#                                 loops of tests/reference/flow_sample_ref.py (label reference;
+#                                 exit 77 = skipped when /usr/bin/python3 lacks torch)
+#   cli.generate_flow.<mode>      CLI acceptance, determinism, prompts files and usage errors
+#                                 (tests/cli/generate_flow_cli.sh)
+#   cli.generate_batch.<model>    batch independence: item i of a batch of 4 against the same
+#                                 item run alone (tests/cli/generate_batch.sh, with the
+#                                 latents_cmp and gemm_rows tools)
+# Synthetic weights go to a cache inside the build tree, never the user's ~/.cache.
+add_test(NAME reference.flow_sample_parity
+         COMMAND ${REPRO_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/test_flow_sample_parity.py
+                 --repro $<TARGET_FILE:repro>
+                 --scratch ${CMAKE_BINARY_DIR}/reference-scratch/flow-sample)
+set_tests_properties(reference.flow_sample_parity PROPERTIES
+  LABELS reference
+  SKIP_RETURN_CODE 77
+  TIMEOUT 600
+  ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OMP_NUM_THREADS=2;OPENBLAS_NUM_THREADS=2")
+
+foreach(mode acceptance determinism prompts-file usage)
+  add_test(NAME cli.generate_flow.${mode}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/generate_flow_cli.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/cli-scratch/generate-flow-${mode} ${mode})
+  set_tests_properties(cli.generate_flow.${mode} PROPERTIES
+    LABELS cli
+    TIMEOUT 300
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=2")
+endforeach()
+
+# latents_cmp: compares one item of a tensor between two latents files (bitwise / ulps);
+# gemm_rows: whether rp_gemm's row bits depend on M for given (N, K) — the evidence the
+# batch test prints when a joint batch is not bitwise equal to lone runs.
+foreach(tool latents_cmp gemm_rows)
+  add_executable(${tool} ${CMAKE_SOURCE_DIR}/tests/tools/${tool}.c)
+  target_link_libraries(${tool} PRIVATE repro_core)
+  set_target_properties(${tool} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+endforeach()
+foreach(model sd3-tiny flux-tiny)
+  add_test(NAME cli.generate_batch.${model}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/generate_batch.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/cli-scratch/generate-batch-${model} ${model}
+                   $<TARGET_FILE:latents_cmp> $<TARGET_FILE:gemm_rows>)
+  set_tests_properties(cli.generate_batch.${model} PROPERTIES
+    LABELS cli
+    TIMEOUT 300
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=2")
+endforeach()
