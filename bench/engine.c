@@ -1,7 +1,11 @@
 /* bench/engine — one DiT forward (batch 2) per model: seconds, achieved GFLOP/s,
  * and the ratio to cblas_sgemm at 2048^3 measured in the same run, same threads.
  *
- *   build/bench/engine [--threads N] [--models dit-tiny,dit-xl-2-256] [--repeat R]
+ *   build/bench/engine [--threads N] [--models dit-tiny,dit-xl-2-256,flux-dev] [--repeat R]
+ *
+ * flux-dev: the real shapes at 1024x1024 (4096 image + 512 text tokens) with 2 double
+ * + 2 single blocks, batch 1; per-block times come from timing the forward at
+ * (2 double, 2 single), (2, 0) and (0, 0) blocks on the same weights.
  *
  * Weights are synthetic, generated straight into memory (DiT-XL is 2.7 GB in fp32);
  * they are bitwise the weights `repro weights` would write. FLOPs = 2 x MACs. */
@@ -13,6 +17,7 @@
 
 #include "engine/ctx.h"
 #include "engine/models/dit.h"
+#include "engine/models/flux.h"
 #include "engine/rng.h"
 #include "engine/synthetic.h"
 #include "harness/args.h"
@@ -83,6 +88,68 @@ static int bench_dit(const char *name, int repeat, double peak) {
     return 0;
 }
 
+
+static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd, int ns,
+                        const float *x, const float *t, const float *g, const float *ctxt,
+                        const float *pooled, float *out, int H, int L, double *macs) {
+    rp_error err = {0};
+    rp_flux_config cfg = *base;
+    rp_flux *m = NULL;
+    if (rp_flux_set_depth(&cfg, nd, ns, &err) || rp_flux_load(&cfg, w, &m, &err)) {
+        fprintf(stderr, "flux (%d, %d): %s\n", nd, ns, err.msg);
+        return -1;
+    }
+    rp_ctx ctx = rp_ctx_default();
+    double t0 = now();
+    rp_status s = rp_flux_forward(m, &ctx, out, x, t, g, ctxt, NULL, pooled, 1, H, H, L, &err);
+    double dt = now() - t0;
+    if (s) { fprintf(stderr, "flux forward: %s\n", err.msg); dt = -1; }
+    *macs = rp_flux_macs(&cfg, H, H, L);
+    rp_flux_free(m);
+    return dt;
+}
+
+static int bench_flux(const char *name, double peak) {
+    rp_error err = {0};
+    rp_flux_config cfg;
+    if (rp_flux_preset(name, &cfg, &err) || rp_flux_set_depth(&cfg, 2, 2, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    rp_param_list l = {0};
+    rp_flux_param_specs(&cfg, &l);
+    rp_st_file *w = NULL;
+    double tg = now();
+    if (rp_st_synthetic(&l, 0, name, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    double t_gen = now() - tg;
+    const int H = cfg.sample_size, L = cfg.text_len, C = cfg.in_channels;
+    float *x = malloc(sizeof(float) * C * H * H);                     // (1, C, H, W)
+    float *out = malloc(sizeof(float) * C * H * H);                   // (1, C, H, W)
+    float *ctxt = malloc(sizeof(float) * (size_t)L * cfg.joint_attention_dim); // (1, L, Dctx)
+    float *pooled = malloc(sizeof(float) * cfg.pooled_dim);          // (1, Dpool)
+    rp_randn(x, (size_t)C * H * H, 0, 0, 0);
+    rp_randn(ctxt, (size_t)L * cfg.joint_attention_dim, 1, 0, 0);
+    rp_randn(pooled, (size_t)cfg.pooled_dim, 2, 0, 0);
+    float t = 0.75f, g = 3.5f;
+    double m22, m20, m00;
+    double t22 = time_flux(&cfg, w, 2, 2, x, &t, &g, ctxt, pooled, out, H, L, &m22);
+    double t20 = time_flux(&cfg, w, 2, 0, x, &t, &g, ctxt, pooled, out, H, L, &m20);
+    double t00 = time_flux(&cfg, w, 0, 0, x, &t, &g, ctxt, pooled, out, H, L, &m00);
+    rp_st_close(w);
+    free(x); free(out); free(ctxt); free(pooled);
+    if (t22 < 0 || t20 < 0 || t00 < 0) return 1;
+    double td = (t20 - t00) / 2, ts = (t22 - t20) / 2;           /* seconds per block */
+    double fd = 2 * (m20 - m00) / 2 / 1e9, fs = 2 * (m22 - m20) / 2 / 1e9; /* GFLOP per block */
+    printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f   (%dx%d px, %d text tokens; weights %.1f s, %.1f M params)\n",
+           "flux-dev 2+2", 1, "2+2", t22, 2 * m22 / 1e9, 2 * m22 / 1e9 / t22, 2 * m22 / 1e9 / t22 / peak,
+           8 * H, 8 * H, L, t_gen, rp_params_total(&l) / 1e6);
+    printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f\n", "  double block", 1, "1", td, fd, fd / td, fd / td / peak);
+    printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f\n", "  single block", 1, "1", ts, fs, fs / ts, fs / ts / peak);
+    printf("%-14s %6d %5s %10.4f\n", "  embed+final", 1, "0", t00);
+    rp_params_free(&l);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     rp_args a;
     rp_args_init(&a, argc, argv);
@@ -107,6 +174,7 @@ int main(int argc, char **argv) {
     snprintf(buf, sizeof buf, "%s", models);
     int rc = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-        rc |= bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak);
+        rc |= !strncmp(tok, "flux", 4) ? bench_flux(tok, peak)
+                                       : bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak);
     return rc;
 }

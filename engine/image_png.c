@@ -7,6 +7,7 @@
  * libpng reports errors by longjmp; the handlers below copy its message into a
  * state struct first, and the locals that live across setjmp are volatile. */
 #include "image.h"
+#include "fsutil.h"
 
 #include <errno.h>
 #include <png.h>
@@ -39,6 +40,7 @@ static void on_warning(png_structp png, png_const_charp msg) { (void)png; (void)
 rp_status rp_png_write(const char *path, const uint8_t *rgb, int W, int H, rp_error *err) {
     if (W < 1 || H < 1 || W > PNG_MAX_DIM || H > PNG_MAX_DIM)
         return RP_FAIL(err, RP_ERR_INVALID, "%s: image size %dx%d not in [1, %d]", path, W, H, PNG_MAX_DIM);
+    RP_TRY(rp_atomic_target_ok(path, err));
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return RP_FAIL(err, RP_ERR_INVALID, "%s: path too long", path);

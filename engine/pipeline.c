@@ -321,8 +321,8 @@ void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d) {
     d->xin = d->out = d->t = d->g = d->context = d->pooled = NULL;
 }
 
-/* One transformer forward over rows [r0, r0 + nb) of the model batch (xin, t, g,
- * context, pooled -> out), at step i. */
+/* One transformer forward over rows [r0, r0 + nb) of the model batch: xin, t, g, context,
+ * pooled (filled by the caller for this step) -> out, each row (C, h, w). */
 static rp_status flow_forward(const rp_flow_gen_denoiser *d, const rp_ctx *ctx, int r0, int nb, rp_error *err) {
     const size_t per = (size_t)d->C * d->h * d->w, per_ctx = (size_t)d->L * d->Dctx;
     const float *x = d->xin + r0 * per, *c = d->context + r0 * per_ctx, *p = d->pooled + (size_t)r0 * d->Dpool;

@@ -13,6 +13,7 @@
  * 8 bytes (as tests/reference/st.py and the upstream implementation do), which
  * keeps the data region 8-byte aligned within the file. */
 #include "safetensors.h"
+#include "fsutil.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -587,6 +588,7 @@ static char *build_header(const rp_st_writer *w) {
 
 rp_status rp_st_writer_write(rp_st_writer *w, const char *path, rp_error *err) {
     assert(w && path);
+    RP_TRY(rp_atomic_target_ok(path, err));
     qsort(w->t, (size_t)w->n, sizeof *w->t, cmp_wtensor);
     char *hdr = build_header(w);
     if (!hdr) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory building the header", path);

@@ -18,12 +18,15 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: repro weights --model PRESET --out FILE.safetensors [--weight-seed S] [--depth N]\n"
+            "                     [--single-depth N]\n"
             "\n"
             "Writes deterministic synthetic weights (F32 safetensors, init %s) for a model preset.\n"
             "  --model PRESET     one of: %s\n"
             "  --out FILE         output path (written atomically)\n"
             "  --weight-seed S    unsigned 64-bit seed (default 0)\n"
-            "  --depth N          override the transformer depth (default: the preset's)\n",
+            "  --depth N          override the transformer depth (default: the preset's); FLUX: the\n"
+            "                     double-stream blocks, single-stream blocks following the preset's ratio\n"
+            "  --single-depth N   FLUX: keep N single-stream blocks instead\n",
             RP_SYNTHETIC_INIT_VERSION, rp_model_presets());
 }
 
@@ -46,6 +49,7 @@ int rp_cmd_weights(int argc, char **argv) {
     const char *out = rp_arg_str(&a, "out", NULL);
     const char *seed_s = rp_arg_str(&a, "weight-seed", "0");
     long long depth = rp_arg_int(&a, "depth", 0);
+    long long single_depth = rp_arg_int(&a, "single-depth", 0);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) { rp_report_error(&err); return 2; }
@@ -66,8 +70,15 @@ int rp_cmd_weights(int argc, char **argv) {
         return 2;
     }
 
+    if (single_depth < 0 || single_depth > 1000) {
+        RP_FAIL(&err, RP_ERR_INVALID, "option --single-depth: %lld is out of range (1..1000, 0 = follow --depth)",
+                single_depth);
+        rp_report_error(&err);
+        return 2;
+    }
+
     rp_param_list l = {0};
-    rp_status s = rp_model_param_specs(model, (int)depth, &l, &err);
+    rp_status s = rp_model_param_specs_depth(model, (int)depth, (int)single_depth, &l, &err);
     if (s == RP_OK) s = rp_params_write_synthetic(&l, model, seed, out, &err);
     if (s == RP_OK)
         printf("wrote %s: %d tensors, %zu parameters\n", out, l.n, rp_params_total(&l));

@@ -1,4 +1,5 @@
 #include "env.h"
+#include "engine/fsutil.h"
 
 #include <cblas.h>
 #include <png.h>
@@ -144,6 +145,7 @@ cJSON *rp_env_collect(void) {
 }
 
 rp_status rp_env_write(const char *path, rp_error *err) {
+    RP_TRY(rp_atomic_target_ok(path, err));
     cJSON *env = rp_env_collect();
     char *text = cJSON_Print(env);
     cJSON_Delete(env);

@@ -8,6 +8,8 @@
 #   generate_flow_cli.sh REPRO SCRATCH prompts-file : a 3-line file -> 3 PNGs (explicit and --seed seeds),
 #                                                     --width/--height, --depth on FLUX
 #   generate_flow_cli.sh REPRO SCRATCH usage        : bad options -> exit 2 with a message naming the problem
+#   generate_flow_cli.sh REPRO SCRATCH weights      : `repro weights` for the new presets (text encoders,
+#                                                     16-channel VAEs, SD3, FLUX with --depth / --single-depth)
 # REPRO_CACHE comes from the environment (a directory in the build tree), except for
 # `acceptance`, which uses a fresh one under SCRATCH.
 set -u
@@ -147,6 +149,30 @@ usage)
     [ -e "$scratch/u.png" ] && fail "an image was written by a failing command"
     "$repro" generate --help | grep -q -- "--prompts-file" || fail "--help lacks --prompts-file"
     "$repro" generate --help | grep -q "SEED<TAB>PROMPT" || fail "--help does not document the prompts file format"
+    ;;
+weights)
+    cd "$scratch" || fail "cd $scratch"
+    for m in sd3-tiny flux-tiny te-tiny te-sd3 te-flux vae-tiny-16; do
+        out=$("$repro" weights --model "$m" --out "$m.safetensors") || fail "repro weights --model $m failed"
+        echo "$out"
+        "$repro" weights --model "$m" --out "$m-again.safetensors" >/dev/null || fail "$m second write failed"
+        cmp "$m.safetensors" "$m-again.safetensors" || fail "$m: two writes differ"
+    done
+    # FLUX: --depth 1 keeps 1 double + 1 single block of flux-tiny; --single-depth overrides the second
+    n_full=$("$repro" weights --model flux-tiny --out f.safetensors | sed 's/.*: \([0-9]*\) tensors.*/\1/')
+    n_d1=$("$repro" weights --model flux-tiny --depth 1 --out f.safetensors | sed 's/.*: \([0-9]*\) tensors.*/\1/')
+    n_d1s2=$("$repro" weights --model flux-tiny --depth 1 --single-depth 2 --out f.safetensors \
+        | sed 's/.*: \([0-9]*\) tensors.*/\1/')
+    echo "flux-tiny tensors: full $n_full, --depth 1: $n_d1, --depth 1 --single-depth 2: $n_d1s2"
+    [ "$n_d1" -lt "$n_d1s2" ] && [ "$n_d1s2" -lt "$n_full" ] || fail "FLUX depth overrides do not reduce the blocks"
+    "$repro" weights --model sd3-tiny --single-depth 1 --out x.safetensors 2>&1 | grep -q "FLUX only" \
+        || fail "--single-depth accepted for sd3-tiny"
+    "$repro" weights --model te-tiny --depth 1 --out x.safetensors 2>&1 | grep -q "not text encoders" \
+        || fail "--depth accepted for a text encoder"
+    "$repro" weights --model flux-tiny --depth 3 --out x.safetensors 2>&1 | grep -q "exceeds" \
+        || fail "--depth above the preset's blocks accepted for FLUX"
+    [ -e x.safetensors ] && fail "weights written for a bad request"
+    rm -f ./*.safetensors
     ;;
 *)
     fail "unknown mode $mode"

@@ -3,7 +3,8 @@
 #                                 Euler, CFG / embedded guidance) against the independent torch
 #                                 loops of tests/reference/flow_sample_ref.py (label reference;
 #                                 exit 77 = skipped when /usr/bin/python3 lacks torch)
-#   cli.generate_flow.<mode>      CLI acceptance, determinism, prompts files and usage errors
+#   cli.generate_flow.<mode>      CLI acceptance, determinism, prompts files, usage errors and
+#                                 `repro weights` for the new presets
 #                                 (tests/cli/generate_flow_cli.sh)
 #   cli.generate_batch.<model>    batch independence: item i of a batch of 4 against the same
 #                                 item run alone (tests/cli/generate_batch.sh, with the
@@ -19,7 +20,7 @@ set_tests_properties(reference.flow_sample_parity PROPERTIES
   TIMEOUT 600
   ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OMP_NUM_THREADS=2;OPENBLAS_NUM_THREADS=2")
 
-foreach(mode acceptance determinism prompts-file usage)
+foreach(mode acceptance determinism prompts-file usage weights)
   add_test(NAME cli.generate_flow.${mode}
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/generate_flow_cli.sh $<TARGET_FILE:repro>
                    ${CMAKE_BINARY_DIR}/cli-scratch/generate-flow-${mode} ${mode})

@@ -1,0 +1,18 @@
+#include "fsutil.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+rp_status rp_atomic_target_ok(const char *path, rp_error *err) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT) return RP_OK;
+        return RP_FAIL(err, RP_ERR_IO, "%s: cannot check the output path: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode))
+        return RP_FAIL(err, RP_ERR_IO,
+                       "%s: refusing to write: not a regular file (outputs are written to a "
+                       "temporary name and renamed over the target)", path);
+    return RP_OK;
+}

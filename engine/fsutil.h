@@ -1,0 +1,13 @@
+/* fsutil.h — small file-system helpers shared by every atomic writer. */
+#ifndef REPRO_FSUTIL_H
+#define REPRO_FSUTIL_H
+
+#include "error.h"
+
+/* Atomic writers write path.tmp.<pid> and rename(2) it over path. rename
+ * replaces whatever path names — as root even /dev/null — so every writer
+ * calls this first: RP_OK if path does not exist or is a regular file (or a
+ * symlink to one), else RP_ERR_IO naming the path. */
+rp_status rp_atomic_target_ok(const char *path, rp_error *err);
+
+#endif
