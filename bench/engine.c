@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
     cJSON *host = cJSON_GetObjectItem(env, "host");
     printf("# cpu: %s | openblas %s core %s | threads %d | repro %s\n",
            cJSON_GetObjectItem(host, "cpu_model")->valuestring, openblas_get_config(),
-           openblas_get_corename(), threads, REPRO_GIT_REV);
+           openblas_get_corename(), threads, rp_git_revision());
     cJSON_Delete(env);
     double peak = sgemm_peak(2048, 3);
     printf("# cblas_sgemm 2048^3: %.1f GFLOP/s (best of 3)\n", peak);

@@ -17,6 +17,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* RP_SIMD_CLONES on an elementwise kernel compiles it for AVX-512, AVX2 and
+ * baseline x86-64 and picks one at load time (GCC ifunc). The bits do not
+ * depend on the pick: each element sees the same IEEE operations in the same
+ * order (no FMA contraction: -ffp-contract=off; no vectorised float reduction:
+ * no -ffast-math), only more lanes at once. tests/isa checks this. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(REPRO_NO_CLONES)
+#define RP_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RP_SIMD_CLONES
+#endif
+
 static inline float rp_f32_from_bits(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 
 static inline float rp_expf(float x) {

@@ -27,6 +27,7 @@
 #include "engine/trace.h"
 #include "engine/vae/vae.h"
 #include "harness/args.h"
+#include "harness/env.h"
 #include "harness/commands.h"
 
 #define MAX_ITEMS 256
@@ -304,7 +305,7 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     TRY(rp_st_writer_meta(w, "repro.format", "latents-v1", err));
     TRY(rp_st_writer_meta(w, "repro.command", "generate", err));
     TRY(rp_st_writer_meta(w, "repro.version", REPRO_VERSION, err));
-    TRY(rp_st_writer_meta(w, "repro.git_revision", REPRO_GIT_REV, err));
+    TRY(rp_st_writer_meta(w, "repro.git_revision", rp_git_revision(), err));
     TRY(rp_st_writer_meta(w, "model", o->model, err));
     snprintf(v, sizeof v, "%d", o->depth);
     TRY(rp_st_writer_meta(w, "depth", v, err));

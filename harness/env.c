@@ -99,7 +99,7 @@ cJSON *rp_env_collect(void) {
 
     cJSON *build = cJSON_AddObjectToObject(env, "build");
     cJSON_AddStringToObject(build, "repro_version", REPRO_VERSION);
-    cJSON_AddStringToObject(build, "git_revision", REPRO_GIT_REV);
+    cJSON_AddStringToObject(build, "git_revision", rp_git_revision());
     cJSON_AddStringToObject(build, "compiler", REPRO_C_COMPILER);
     cJSON_AddStringToObject(build, "flags", REPRO_BUILD_FLAGS);
 #ifdef REPRO_HAVE_CUDA

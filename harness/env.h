@@ -11,6 +11,10 @@
 
 #include "engine/error.h"
 
+/* The git revision the binary was built from ("<sha>[-dirty]" or "unknown");
+ * defined in the build's generated gitrev.c. */
+const char *rp_git_revision(void);
+
 /* Returns a new JSON object (caller deletes). Never fails: unknown fields are "unknown". */
 cJSON *rp_env_collect(void);
 

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "harness/commands.h"
+#include "harness/env.h"
 
 typedef struct command {
     const char *name;
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("repro %s (%s)\n", REPRO_VERSION, REPRO_GIT_REV);
+        printf("repro %s (%s)\n", REPRO_VERSION, rp_git_revision());
         return 0;
     }
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

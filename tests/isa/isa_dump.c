@@ -1,0 +1,50 @@
+/* isa_dump.c — writes the outputs of every elementwise op on fixed inputs to a
+ * file. Built once per -march level (tests/cmake/isa.cmake) with the ISA clones
+ * disabled, so each binary runs one instruction set; tests/isa/compare.sh then
+ * requires the files to be byte-identical: our own float code gives the same
+ * bits on SSE2, AVX2 and AVX-512 machines. (GEMMs are OpenBLAS's: their kernel
+ * choice is a swept knob, OPENBLAS_CORETYPE, not something we claim is fixed.) */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine/fastmath.h"
+#include "engine/ops.h"
+#include "engine/rng.h"
+
+static void put(FILE *f, const float *y, size_t n) { fwrite(y, sizeof(float), n, f); }
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: isa_dump OUT\n"); return 2; }
+    const size_t n = 1 << 18;
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float)), *z = malloc(n * sizeof(float));
+    rp_randn(x, n, 11, 0, 0);
+    for (size_t i = 0; i < n; i++) x[i] *= (float)(i % 17) * 0.7f + 0.01f; /* wide range */
+    FILE *f = fopen(argv[1], "wb");
+    if (!f) { perror(argv[1]); return 1; }
+    for (size_t i = 0; i < n; i++) y[i] = rp_expf(x[i] * 0.25f);
+    put(f, y, n);
+    rp_gelu_tanh(y, x, n); put(f, y, n);
+    rp_gelu_erf(y, x, n); put(f, y, n);
+    rp_silu(y, x, n); put(f, y, n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    rp_softmax_rows(y, 512, 512); put(f, y, n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    rp_softmax_rows(y, 2048, 128); put(f, y, n);
+    rp_layernorm(y, x, x + 1000, x + 3000, 256, 1024, 1e-6f); put(f, y, n);
+    rp_layernorm(y, x, NULL, NULL, 1024, 256, 1e-6f); put(f, y, n);
+    rp_rmsnorm(y, x, x + 5, 512, 512, 1e-6f); put(f, y, n);
+    rp_groupnorm(y, x, x + 7, x + 9, 2, 64, 2048, 8, 1e-6f); put(f, y, n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    rp_modulate(y, x + 11, x + 13, 512, 4, 128, 512); put(f, y, n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    rp_gated_add(y, x + 17, 512, x + 19, 4, 128, 512); put(f, y, n);
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    rp_add(y, x + 23, n - 23); put(f, y, n);
+    rp_patchify(y, x, 4, 4, 128, 128, 2); put(f, y, n);
+    rp_unpatchify(z, y, 4, 4, 128, 128, 2); put(f, z, n);
+    rp_pos_embed_2d_sincos(y, 1024, 16, 16); put(f, y, 16 * 16 * 1024);
+    float t[8] = {0, 1, 17.5f, 250, 499.25f, 750, 998, 999};
+    rp_timestep_embedding(y, t, 8, 256, 10000.f, 0.f); put(f, y, 8 * 256);
+    rp_upsample_nearest2x(y, x, 1, 16, 64, 64); put(f, y, n);
+    return fclose(f) == 0 ? 0 : 1;
+}
