@@ -11,8 +11,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${REPRO_BUILD_DIR:-$root/build}
 
 runtime_pkgs=(build-essential cmake pkg-config libopenblas-dev libyaml-dev libcjson-dev
-              libpng-dev libsqlite3-dev check libsubunit-dev libgloo-dev gnuplot-nox)
-test_pkgs=(python3-torch python3-numpy python3-skimage)
+              libpng-dev libsqlite3-dev check libsubunit-dev libgloo-dev libhiredis-dev
+              gnuplot-nox procps)
+# test-only: the PyTorch/scikit-image references, a Redis server for the RedisStore
+# rendezvous test, Open MPI for the mpirun launch test
+test_pkgs=(python3-torch python3-numpy python3-skimage redis-server openmpi-bin)
 
 want=("${runtime_pkgs[@]}")
 [[ "${1:-}" == "--test" ]] && want+=("${test_pkgs[@]}")

@@ -43,6 +43,15 @@ static void usage(FILE *f) {
             "  --threads N         GEMM threads (default: OpenBLAS's)\n"
             "  --precision P       fp32 | bf16 (default fp32)\n"
             "  --attention A       math | split | subquad | flash | auto (default math)\n"
+            "  --attention-q-chunk N   query rows per slice/chunk/tile (split, subquad, flash, auto;\n"
+            "                      default: the variant's, or auto's pick)\n"
+            "  --attention-kv-chunk N  keys per chunk/tile (subquad, flash, auto)\n"
+            "  --device-profile P  what auto decides from: cpu-avx512-24g | cpu-avx2-8g |\n"
+            "                      cpu-lowmem-2g | cpu-sse2-4g | host (default), or key=val,...\n"
+            "                      (mem=SIZE, simd=sse2|avx2|avx512, sdpa=0|1, split=0|1, flash_hd=N)\n"
+            "  --reduce-split      split every GEMM's K reduction in two halves\n"
+            "  --openblas-coretype C  OpenBLAS kernel set (Haswell, SkylakeX, ...); re-executes\n"
+            "                      with OPENBLAS_CORETYPE=C when the loaded one differs\n"
             "  --trace FILE        also write per-layer activation statistics\n"
             "  --out FILE          output path (written atomically)\n");
 }
@@ -82,6 +91,11 @@ int rp_cmd_forward(int argc, char **argv) {
     long long threads = rp_arg_int(&a, "threads", 0);
     const char *prec_s = rp_arg_str(&a, "precision", "fp32");
     const char *attn_s = rp_arg_str(&a, "attention", "math");
+    const char *aq_s = rp_arg_str(&a, "attention-q-chunk", NULL);
+    const char *akv_s = rp_arg_str(&a, "attention-kv-chunk", NULL);
+    const char *core_s = rp_arg_str(&a, "openblas-coretype", NULL);
+    const char *prof_s = rp_arg_str(&a, "device-profile", NULL);
+    const int reduce_split = rp_arg_flag(&a, "reduce-split");
     const char *trace_path = rp_arg_str(&a, "trace", NULL);
     const char *out_path = rp_arg_str(&a, "out", NULL);
     rp_error err;
@@ -126,6 +140,10 @@ int rp_cmd_forward(int argc, char **argv) {
         return usage_error(&err);
     }
     if (rp_attn_kind_parse(attn_s, &ctx.attn.kind, &err) != RP_OK) return usage_error(&err);
+    ctx.reduce_split = reduce_split;
+    if (rp_ctx_configure(&ctx, aq_s, akv_s, core_s, prof_s, &err) != RP_OK) return usage_error(&err);
+    /* before any work: a different OpenBLAS core means re-executing this command */
+    if (rp_ctx_ensure_coretype(ctx.blas_core, NULL, &err) != RP_OK) return rp_report_error(&err);
 
     rp_family fam;
     if (rp_model_family(model, &fam, &err) != RP_OK) return usage_error(&err);
@@ -181,6 +199,7 @@ int rp_cmd_forward(int argc, char **argv) {
         rp_trace_note(&tr, "attention", rp_attn_kind_name(ctx.attn.kind));
     }
     rp_ctx_apply(&ctx);
+    if (trace_path) rp_ctx_trace_notes(&ctx, &tr); /* every reduction-order knob, as in effect */
     double t0 = now_s();
     st = rp_dit_forward(m, &ctx, out, x, t, y, B, &err);
     double dt = now_s() - t0;
@@ -201,6 +220,9 @@ int rp_cmd_forward(int argc, char **argv) {
     if (st == RP_OK) st = rp_st_writer_meta(w, "depth", depth_s, &err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "precision", rp_precision_name(ctx.precision), &err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "attention", rp_attn_kind_name(ctx.attn.kind), &err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "reduce_split", ctx.reduce_split ? "1" : "0", &err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "openblas.core", rp_blas_core_loaded(), &err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "device_profile", ctx.device.name, &err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "weights", wpath, &err);
     if (st == RP_OK) st = rp_st_writer_write(w, out_path, &err);
     rp_st_writer_free(w);

@@ -100,7 +100,16 @@ static const char USAGE[] =
     "  --threads N        GEMM threads (default: OpenBLAS default)\n"
     "  --precision P      fp32 | bf16 GEMM inputs (default fp32)\n"
     "  --reduce-split     split every GEMM's K reduction in two halves\n"
-    "  --attention A      math | split | subquad | flash (default math)\n"
+    "  --attention A      math | split | subquad | flash | auto (default math)\n"
+    "  --attention-q-chunk N   query rows per slice/chunk/tile (split, subquad, flash,\n"
+    "                     auto; default: the variant's, or auto's pick)\n"
+    "  --attention-kv-chunk N  keys per chunk/tile (subquad, flash, auto)\n"
+    "  --device-profile P what auto decides from: cpu-avx512-24g | cpu-avx2-8g |\n"
+    "                     cpu-lowmem-2g | cpu-sse2-4g | host (default), or key=val,...\n"
+    "                     (mem=SIZE, simd=sse2|avx2|avx512, sdpa=0|1, split=0|1, flash_hd=N);\n"
+    "                     auto's choice and reason go to the --trace notes\n"
+    "  --openblas-coretype C  OpenBLAS kernel set (Haswell, SkylakeX, ...); re-executes\n"
+    "                     with OPENBLAS_CORETYPE=C when the loaded one differs\n"
     "  --trace T          write per-layer statistics of the first model evaluation\n"
     "\n"
     "Output:\n"
@@ -329,6 +338,13 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     TRY(rp_st_writer_meta(w, "precision", rp_precision_name(ctx->precision), err));
     TRY(rp_st_writer_meta(w, "reduce_split", ctx->reduce_split ? "1" : "0", err));
     TRY(rp_st_writer_meta(w, "attention", rp_attn_kind_name(ctx->attn.kind), err));
+    snprintf(v, sizeof v, "%d", ctx->attn.q_chunk);
+    TRY(rp_st_writer_meta(w, "attention.q_chunk", v, err));
+    snprintf(v, sizeof v, "%d", ctx->attn.kv_chunk);
+    TRY(rp_st_writer_meta(w, "attention.kv_chunk", v, err));
+    TRY(rp_st_writer_meta(w, "device_profile", ctx->device.name, err));
+    TRY(rp_st_writer_meta(w, "openblas.coretype", ctx->blas_core[0] ? ctx->blas_core : "default", err));
+    TRY(rp_st_writer_meta(w, "openblas.core", rp_blas_core_loaded(), err));
     TRY(rp_st_writer_meta(w, "trace", o->trace ? o->trace : "", err));
     TRY(rp_st_writer_meta(w, "out", o->out ? o->out : "", err));
     if (!flow) {
@@ -402,6 +418,10 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     const char *sampler_given = rp_arg_str(&a, "sampler", NULL);
     o->precision_s = rp_arg_str(&a, "precision", "fp32");
     o->attention_s = rp_arg_str(&a, "attention", "math");
+    const char *aq_s = rp_arg_str(&a, "attention-q-chunk", NULL);
+    const char *akv_s = rp_arg_str(&a, "attention-kv-chunk", NULL);
+    const char *core_s = rp_arg_str(&a, "openblas-coretype", NULL);
+    const char *prof_s = rp_arg_str(&a, "device-profile", NULL);
     o->prompts_file = rp_arg_str(&a, "prompts-file", NULL);
     const char *wseed_s = rp_arg_str(&a, "weight-seed", "0");
     const char *first_s = rp_arg_str(&a, "first-index", "0");
@@ -574,6 +594,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     else return usage_error("--precision: '%s' is not fp32 or bf16", o->precision_s);
     if (rp_attn_kind_parse(o->attention_s, &ctx->attn.kind, &err) != RP_OK)
         return usage_error("--attention: %s", err.msg);
+    if (rp_ctx_configure(ctx, aq_s, akv_s, core_s, prof_s, &err) != RP_OK) return usage_error("%s", err.msg);
     if (!o->out && !o->latents) return usage_error("missing --out (PNG path) or --latents");
     return 0;
 }
@@ -588,6 +609,14 @@ int rp_cmd_generate(int argc, char **argv) {
     rp_sampler_kind sk;
     int rc = parse(argc, argv, &o, &ctx, &sk);
     if (rc) { gen_opts_free(&o); return rc; }
+    {   /* before any work: a different OpenBLAS core means re-executing this command */
+        rp_error cerr;
+        rp_error_clear(&cerr);
+        if (rp_ctx_ensure_coretype(ctx.blas_core, NULL, &cerr) != RP_OK) {
+            gen_opts_free(&o);
+            return rp_report_error(&cerr);
+        }
+    }
     const int flow = o.family != RP_FAMILY_DIT;
 
     rp_gen_item items[MAX_ITEMS];
@@ -636,6 +665,7 @@ int rp_cmd_generate(int argc, char **argv) {
         ctx.trace = &trace;
     }
     rp_ctx_apply(&ctx);
+    rp_ctx_trace_notes(&ctx, ctx.trace); /* every reduction-order knob, as in effect (NULL: none) */
     rp_gen_result res;
     if (rp_generate(&req, &ctx, &res, &err) != RP_OK) {
         rc = rp_report_error(&err);

@@ -9,6 +9,9 @@ int rp_cmd_weights(int argc, char **argv);  /* harness/cmd_weights.c */
 int rp_cmd_forward(int argc, char **argv);  /* harness/cmd_forward.c: one model forward, for parity tests */
 int rp_cmd_decode(int argc, char **argv);   /* harness/cmd_decode.c: VAE decode of a latents file */
 int rp_cmd_env(int argc, char **argv);      /* harness/cmd_env.c: print the environment record */
+int rp_cmd_diff(int argc, char **argv);     /* harness/cmd_diff.c: image / latents metrics of two results */
+int rp_cmd_worker(int argc, char **argv);   /* harness/cmd_worker.c: one rank of a multi-process job */
+int rp_cmd_launch(int argc, char **argv);   /* harness/cmd_launch.c: run N worker ranks locally */
 
 /* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
 struct rp_error;

@@ -18,6 +18,9 @@ static const command COMMANDS[] = {
     {"forward", rp_cmd_forward, "one model forward on seeded inputs, dumped for parity checks"},
     {"decode", rp_cmd_decode, "decode a latents file with the VAE to PNG"},
     {"env", rp_cmd_env, "print this machine's environment record (JSON)"},
+    {"diff", rp_cmd_diff, "compare two images, latents files or result directories: every metric"},
+    {"worker", rp_cmd_worker, "one rank of a multi-process job (under launch, mpirun, srun, torchrun)"},
+    {"launch", rp_cmd_launch, "run N ranks of a worker job on this machine and report how they ended"},
 };
 
 static void usage(FILE *f) {

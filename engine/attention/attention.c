@@ -1,31 +1,172 @@
-/* attention.c — the attention dispatcher and the variant-name parser.
+/* attention.c — the attention dispatcher, the helpers the variants share, and
+ * the variant-name parser.
  *
- * Only the math variant exists in this build; split/subquad/flash arrive in a
- * later issue and are refused with RP_ERR_UNSUPPORTED (never silently run as
- * math, since the variant's reduction order is exactly what a run measures). */
+ * The dispatcher maps ctx->attn's 0 chunk sizes to each variant's default and
+ * rejects the rest of the bad configurations before any work: a negative size,
+ * or a size given to a variant that has no such parameter (a sweep that sets
+ * --attention-kv-chunk on split would otherwise measure nothing and not know). */
 #include "attention.h"
 
+#include <assert.h>
+#include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "../ops.h"
+#include "../trace.h"
+#include "internal.h"
+
+rp_status rp_attn_check(const char *who, const rp_ctx *ctx, const float *out, const float *q,
+                        const float *k, const float *v, int B, int H, int Tq, int Tk, int D,
+                        rp_error *err) {
+    if (!ctx) return RP_FAIL(err, RP_ERR_INVALID, "%s attention: ctx is NULL", who);
+    if (!out || !q || !k || !v)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s attention: NULL tensor argument", who);
+    if (B < 1 || H < 1 || D < 1 || Tq < 0 || Tk < 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s attention: bad shape B=%d H=%d Tq=%d Tk=%d D=%d", who,
+                       B, H, Tq, Tk, D);
+    return RP_OK;
+}
+
+void rp_attn_mask_cols(float *S, int rows, int cols, int ld, const uint8_t *m) {
+    if (!m) return;
+    for (int i = 0; i < rows; i++) {
+        float *row = S + (size_t)i * ld;
+        for (int j = 0; j < cols; j++)
+            if (!m[j]) row[j] = -INFINITY;
+    }
+}
+
+void rp_attn_sliced_bh(const rp_ctx *ctx, float *out, const float *q, const float *k,
+                       const float *v, const uint8_t *m, int Tq, int Tk, int D, float scale,
+                       int rows, float *S) {
+    assert(rows >= 1 && Tk >= 1);
+    for (int i0 = 0; i0 < Tq; i0 += rows) {
+        int n = Tq - i0 < rows ? Tq - i0 : rows;
+        /* S (n, Tk) = scale * q[i0:i0+n] k^T, then P in place, then out rows = P v */
+        rp_gemm(ctx, 0, 1, n, Tk, D, scale, q + (size_t)i0 * D, D, k, D, 0.0f, S, Tk);
+        rp_attn_mask_cols(S, n, Tk, Tk, m);
+        rp_softmax_rows(S, n, Tk);
+        rp_gemm(ctx, 0, 0, n, D, Tk, 1.0f, S, Tk, v, D, 0.0f, out + (size_t)i0 * D, D);
+    }
+}
+
+/* Is "key=value" among t's notes (any position)? */
+static int note_present(const rp_trace *t, const char *key, const char *value) {
+    size_t kl = strlen(key);
+    for (int i = 0; i < t->n_notes; i++) {
+        const char *n = t->notes[i];
+        if (!strncmp(n, key, kl) && n[kl] == '=' && !strcmp(n + kl + 1, value)) return 1;
+    }
+    return 0;
+}
+
+/* Records auto's choice once per run. The first choice goes under
+ * "attention.auto*"; a call whose choice differs (another shape: e.g. a model
+ * with cross-attention of another length) adds "attention.auto.mixed" = "yes"
+ * and "attention.auto.<B>x<H>x<Tq>x<Tk>x<D>" = "<variant> <backend> q=.. kv=..",
+ * once per distinct shape, so the notes stay bounded by the shapes, not the calls. */
+static void note_choice(rp_trace *t, const rp_attn_choice *c, int B, int H, int Tq, int Tk, int D) {
+    if (!t) return;
+    char summary[96], key[96], v[32];
+    snprintf(summary, sizeof summary, "%s %s q=%d kv=%d", rp_attn_kind_name(c->kind), c->backend,
+             c->q_chunk, c->kv_chunk);
+    int first = 1;
+    for (int i = 0; i < t->n_notes && first; i++) first = strncmp(t->notes[i], "attention.auto.summary=", 23) != 0;
+    if (first) {
+        rp_trace_note(t, "attention.auto", rp_attn_kind_name(c->kind));
+        rp_trace_note(t, "attention.auto.backend", c->backend);
+        snprintf(v, sizeof v, "%d", c->q_chunk);
+        rp_trace_note(t, "attention.auto.q_chunk", v);
+        snprintf(v, sizeof v, "%d", c->kv_chunk);
+        rp_trace_note(t, "attention.auto.kv_chunk", v);
+        rp_trace_note(t, "attention.auto.reason", c->reason);
+        rp_trace_note(t, "attention.auto.summary", summary);
+        return;
+    }
+    if (note_present(t, "attention.auto.summary", summary)) return;
+    snprintf(key, sizeof key, "attention.auto.%dx%dx%dx%dx%d", B, H, Tq, Tk, D);
+    if (note_present(t, key, summary)) return;
+    rp_trace_note_once(t, "attention.auto.mixed", "yes");
+    rp_trace_note(t, key, summary);
+}
+
+/* Runs variant `kind` with explicit chunk sizes (never AUTO). */
+static rp_status run_variant(const rp_ctx *ctx, rp_attn_kind kind, int qc, int kc, float *out,
+                             const float *q, const float *k, const float *v, const uint8_t *m,
+                             int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
+    switch (kind) {
+    case RP_ATTN_MATH:
+        return rp_attention_math(ctx, out, q, k, v, m, B, H, Tq, Tk, D, scale, err);
+    case RP_ATTN_SPLIT:
+        return rp_attention_split(ctx, out, q, k, v, m, B, H, Tq, Tk, D, scale, qc, err);
+    case RP_ATTN_SUBQUAD:
+        return rp_attention_subquad(ctx, out, q, k, v, m, B, H, Tq, Tk, D, scale, qc, kc, err);
+    case RP_ATTN_FLASH:
+        return rp_attention_flash(ctx, out, q, k, v, m, B, H, Tq, Tk, D, scale, qc, kc, err);
+    case RP_ATTN_AUTO:
+        break;
+    }
+    return RP_FAIL(err, RP_ERR_INVALID, "attention: unknown variant id %d", (int)kind);
+}
+
+rp_status rp_attn_cfg_check(const rp_attn_cfg *c, rp_error *err) {
+    const char *name = rp_attn_kind_name(c->kind);
+    if (c->kind < RP_ATTN_MATH || c->kind > RP_ATTN_AUTO)
+        return RP_FAIL(err, RP_ERR_INVALID, "attention: unknown variant id %d", (int)c->kind);
+    if (c->q_chunk < 0 || c->kv_chunk < 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s attention: chunk sizes must be >= 1 (0 = the variant's "
+                       "default); got q_chunk %d, kv_chunk %d", name, c->q_chunk, c->kv_chunk);
+    if (c->kind == RP_ATTN_MATH && (c->q_chunk || c->kv_chunk))
+        return RP_FAIL(err, RP_ERR_INVALID, "math attention takes no chunk sizes (got q_chunk %d, "
+                       "kv_chunk %d); chunks are for split, subquad, flash and auto", c->q_chunk, c->kv_chunk);
+    if (c->kind == RP_ATTN_SPLIT && c->kv_chunk)
+        return RP_FAIL(err, RP_ERR_INVALID, "split attention slices queries only: kv_chunk %d does not "
+                       "apply (subquad and flash chunk keys)", c->kv_chunk);
+    return RP_OK;
+}
 
 rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const float *k,
                        const float *v, const uint8_t *key_mask, int B, int H, int Tq,
                        int Tk, int D, float scale, rp_error *err) {
     if (!ctx) return RP_FAIL(err, RP_ERR_INVALID, "attention: ctx is NULL");
+    RP_TRY(rp_attn_cfg_check(&ctx->attn, err));
+    int qc = ctx->attn.q_chunk, kc = ctx->attn.kv_chunk;
     switch (ctx->attn.kind) {
     case RP_ATTN_MATH:
-    /* AUTO would pick a variant from a device profile; with only math
-     * implemented the choice is math, for now. */
-    case RP_ATTN_AUTO:
-        return rp_attention_math(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+        break;
     case RP_ATTN_SPLIT:
+        if (!qc) qc = RP_ATTN_SPLIT_Q_DEFAULT;
+        break;
     case RP_ATTN_SUBQUAD:
+        if (!qc) qc = RP_ATTN_SUBQUAD_Q_DEFAULT;
+        if (!kc) { /* sub_quadratic_attention.py's default: sqrt(key tokens) */
+            kc = (int)sqrt((double)Tk);
+            if (kc < 1) kc = 1;
+        }
+        break;
     case RP_ATTN_FLASH:
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
-                       "attention variant '%s' is not implemented in this build yet "
-                       "(available: math, auto)", rp_attn_kind_name(ctx->attn.kind));
+        if (!qc) qc = RP_ATTN_FLASH_Q_DEFAULT;
+        if (!kc) kc = RP_ATTN_FLASH_KV_DEFAULT;
+        break;
+    case RP_ATTN_AUTO: {
+        RP_TRY(rp_attn_check("auto", ctx, out, q, k, v, B, H, Tq, Tk, D, err));
+        /* An unset profile is this machine, read now (the CLIs resolve it once). */
+        rp_device_profile host;
+        const rp_device_profile *p = &ctx->device;
+        if (!p->name[0]) {
+            host = rp_device_profile_host();
+            p = &host;
+        }
+        rp_attn_choice c;
+        RP_TRY(rp_attn_auto_choose(p, &ctx->attn, B, H, Tq, Tk, D, key_mask != NULL, &c, err));
+        note_choice(ctx->trace, &c, B, H, Tq, Tk, D);
+        return run_variant(ctx, c.kind, c.q_chunk, c.kv_chunk, out, q, k, v, key_mask, B, H, Tq, Tk,
+                           D, scale, err);
     }
-    return RP_FAIL(err, RP_ERR_INVALID, "attention: unknown variant id %d", (int)ctx->attn.kind);
+    }
+    return run_variant(ctx, ctx->attn.kind, qc, kc, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
 }
 
 rp_status rp_attn_kind_parse(const char *s, rp_attn_kind *out, rp_error *err) {

@@ -1,5 +1,7 @@
 /* test_attention.c — math attention against naive double attention, the
- * dispatcher, and rp_attn_kind_parse.
+ * dispatcher, bad parameters, and rp_attn_kind_parse. (The other variants'
+ * accuracy, bitwise-equality report, auto and the models are in
+ * test_attention_variants.c.)
  *
  * Error bound for the fp32 math variant (u = 2^-24, gamma_n = n u/(1 - n u)),
  * first order, per query row, derived from its three steps:
@@ -179,14 +181,15 @@ START_TEST(test_math_empty) {
 }
 END_TEST
 
-/* Dispatcher: math and auto give the math variant's bits; split, subquad and
- * flash are refused as unsupported (never silently replaced); bad shapes and
- * NULLs are RP_ERR_INVALID. */
+/* Dispatcher: math through rp_attention is rp_attention_math's bits; each
+ * variant through the dispatcher (defaults for 0 chunk sizes) is the direct
+ * call with those defaults; auto with a profile runs what rp_attn_auto_choose
+ * says; bad shapes and NULLs are RP_ERR_INVALID. */
 START_TEST(test_dispatch) {
-    enum { B = 1, H = 2, T = 9, D = 32 };
-    float q[B * H * T * D], k[B * H * T * D], v[B * H * T * D], o1[B * H * T * D], o2[B * H * T * D];
+    enum { B = 1, H = 2, T = 9, D = 32, N = B * H * T * D };
+    float q[N], k[N], v[N], o1[N], o2[N];
     uint64_t s = 42;
-    for (int i = 0; i < B * H * T * D; i++) { q[i] = rng_unif(&s); k[i] = rng_unif(&s); v[i] = rng_unif(&s); }
+    for (int i = 0; i < N; i++) { q[i] = rng_unif(&s); k[i] = rng_unif(&s); v[i] = rng_unif(&s); }
     rp_ctx ctx = rp_ctx_default();
     rp_error err;
     rp_error_clear(&err);
@@ -194,30 +197,95 @@ START_TEST(test_dispatch) {
     ctx.attn.kind = RP_ATTN_MATH;
     ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
     ck_assert(memcmp(o1, o2, sizeof o1) == 0);
-    ctx.attn.kind = RP_ATTN_AUTO;
+
+    /* defaults: split q 1024, subquad q 1024 kv floor(sqrt(9)) = 3, flash 128 x 128 */
+    ctx.attn.kind = RP_ATTN_SPLIT;
     ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
+    ck_assert_int_eq(rp_attention_split(&ctx, o1, q, k, v, NULL, B, H, T, T, D, 0.2f, 1024, &err), RP_OK);
+    ck_assert(memcmp(o1, o2, sizeof o1) == 0);
+    ctx.attn.kind = RP_ATTN_SUBQUAD;
+    ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
+    ck_assert_int_eq(rp_attention_subquad(&ctx, o1, q, k, v, NULL, B, H, T, T, D, 0.2f, 1024, 3, &err), RP_OK);
+    ck_assert(memcmp(o1, o2, sizeof o1) == 0);
+    ctx.attn.kind = RP_ATTN_FLASH;
+    ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
+    ck_assert_int_eq(rp_attention_flash(&ctx, o1, q, k, v, NULL, B, H, T, T, D, 0.2f, 128, 128, &err), RP_OK);
+    ck_assert(memcmp(o1, o2, sizeof o1) == 0);
+    ctx.attn.q_chunk = 4;
+    ctx.attn.kv_chunk = 5;
+    ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
+    ck_assert_int_eq(rp_attention_flash(&ctx, o1, q, k, v, NULL, B, H, T, T, D, 0.2f, 4, 5, &err), RP_OK);
     ck_assert(memcmp(o1, o2, sizeof o1) == 0);
 
-    const rp_attn_kind later[3] = {RP_ATTN_SPLIT, RP_ATTN_SUBQUAD, RP_ATTN_FLASH};
-    const char *names[3] = {"split", "subquad", "flash"};
-    for (int i = 0; i < 3; i++) {
-        ctx.attn.kind = later[i];
-        rp_error_clear(&err);
-        ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err),
-                         RP_ERR_UNSUPPORTED);
-        ck_assert_int_eq(err.code, RP_ERR_UNSUPPORTED);
-        ck_assert_ptr_nonnull(strstr(err.msg, names[i]));
-        ck_assert_ptr_nonnull(strstr(err.msg, "not implemented"));
-        /* a NULL err is allowed */
-        ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, NULL),
-                         RP_ERR_UNSUPPORTED);
-    }
+    /* auto on a profile: the variant and sizes rp_attn_auto_choose reports */
+    ctx.attn.kind = RP_ATTN_AUTO;
+    ctx.attn.q_chunk = ctx.attn.kv_chunk = 0;
+    ck_assert_int_eq(rp_device_profile_parse("cpu-avx2-8g", &ctx.device, &err), RP_OK);
+    rp_attn_choice c;
+    ck_assert_int_eq(rp_attn_auto_choose(&ctx.device, &ctx.attn, B, H, T, T, D, 0, &c, &err), RP_OK);
+    ck_assert_int_eq(c.kind, RP_ATTN_FLASH); /* SDPA mem-efficient: online softmax, 64 x 64 */
+    ck_assert_int_eq(c.q_chunk, 64);
+    ck_assert_int_eq(c.kv_chunk, 64);
+    ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_OK);
+    ck_assert_int_eq(rp_attention_flash(&ctx, o1, q, k, v, NULL, B, H, T, T, D, 0.2f, 64, 64, &err), RP_OK);
+    ck_assert(memcmp(o1, o2, sizeof o1) == 0);
+
     ctx.attn.kind = RP_ATTN_MATH;
     ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, 0, H, T, T, D, 0.2f, &err), RP_ERR_INVALID);
     ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, -1, D, 0.2f, &err), RP_ERR_INVALID);
     ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, 0, 0.2f, &err), RP_ERR_INVALID);
     ck_assert_int_eq(rp_attention(&ctx, o2, NULL, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_ERR_INVALID);
     ck_assert_int_eq(rp_attention(NULL, o2, q, k, v, NULL, B, H, T, T, D, 0.2f, &err), RP_ERR_INVALID);
+    const rp_attn_kind all[4] = {RP_ATTN_SPLIT, RP_ATTN_SUBQUAD, RP_ATTN_FLASH, RP_ATTN_AUTO};
+    for (int i = 0; i < 4; i++) {
+        ctx.attn.kind = all[i];
+        ck_assert_int_eq(rp_attention(&ctx, o2, q, k, v, NULL, B, H, T, T, 0, 0.2f, &err), RP_ERR_INVALID);
+        ck_assert_int_eq(rp_attention(&ctx, o2, q, NULL, v, NULL, B, H, T, T, D, 0.2f, NULL), RP_ERR_INVALID);
+    }
+}
+END_TEST
+
+/* Bad parameters: zero or negative chunk sizes, sizes a variant does not take,
+ * an unknown variant id. Each is RP_ERR_INVALID with a message naming the
+ * variant and the value, and nothing is written to out. */
+START_TEST(test_bad_params) {
+    enum { B = 1, H = 1, T = 5, D = 8, N = B * H * T * D };
+    float q[N], k[N], v[N], o[N];
+    for (int i = 0; i < N; i++) { q[i] = k[i] = v[i] = 0.1f * (i % 7); o[i] = 42.0f; }
+    rp_ctx ctx = rp_ctx_default();
+    rp_error err;
+    struct { rp_attn_kind kind; int qc, kc; const char *want; } cases[] = {
+        {RP_ATTN_SPLIT, -1, 0, "chunk sizes must be >= 1"},
+        {RP_ATTN_SUBQUAD, 0, -5, "kv_chunk -5"},
+        {RP_ATTN_FLASH, -3, 4, "q_chunk -3"},
+        {RP_ATTN_AUTO, 0, -1, "chunk sizes must be >= 1"},
+        {RP_ATTN_MATH, 8, 0, "math attention takes no chunk sizes"},
+        {RP_ATTN_SPLIT, 4, 4, "split attention slices queries only"},
+        {(rp_attn_kind)17, 0, 0, "unknown variant id 17"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ctx.attn.kind = cases[i].kind;
+        ctx.attn.q_chunk = cases[i].qc;
+        ctx.attn.kv_chunk = cases[i].kc;
+        rp_error_clear(&err);
+        ck_assert_int_eq(rp_attention(&ctx, o, q, k, v, NULL, B, H, T, T, D, 1.0f, &err), RP_ERR_INVALID);
+        ck_assert_msg(strstr(err.msg, cases[i].want), "case %zu: '%s' lacks '%s'", i, err.msg, cases[i].want);
+        ck_assert_int_eq(rp_attn_cfg_check(&ctx.attn, NULL), RP_ERR_INVALID);
+    }
+    /* direct calls: 0 is not "default" there */
+    rp_ctx c0 = rp_ctx_default();
+    rp_error_clear(&err);
+    ck_assert_int_eq(rp_attention_split(&c0, o, q, k, v, NULL, B, H, T, T, D, 1.0f, 0, &err), RP_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "q_chunk must be >= 1"));
+    ck_assert_int_eq(rp_attention_subquad(&c0, o, q, k, v, NULL, B, H, T, T, D, 1.0f, 4, 0, &err), RP_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "kv_chunk 0"));
+    ck_assert_int_eq(rp_attention_flash(&c0, o, q, k, v, NULL, B, H, T, T, D, 1.0f, 0, 4, &err), RP_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "flash attention"));
+    ck_assert_int_eq(rp_attention_flash(&c0, o, q, k, v, NULL, B, H, T, T, D, 1.0f, -2, -2, NULL), RP_ERR_INVALID);
+    for (int i = 0; i < N; i++) ck_assert_float_eq(o[i], 42.0f);
+    /* valid configurations pass the check */
+    rp_attn_cfg ok[4] = {{RP_ATTN_MATH, 0, 0}, {RP_ATTN_SPLIT, 7, 0}, {RP_ATTN_FLASH, 1, 1}, {RP_ATTN_AUTO, 3, 0}};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(rp_attn_cfg_check(&ok[i], &err), RP_OK);
 }
 END_TEST
 
@@ -258,6 +326,7 @@ static Suite *attention_suite(void) {
     tcase_add_test(tc, test_math_large_scores);
     tcase_add_test(tc, test_math_empty);
     tcase_add_test(tc, test_dispatch);
+    tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_kind_parse);
     suite_add_tcase(s, tc);
     return s;
