@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "engine/attention/attention.h"
 #include "engine/fastmath.h"
 #include "engine/ops.h"
 #include "engine/rng.h"
@@ -46,5 +47,26 @@ int main(int argc, char **argv) {
     float t[8] = {0, 1, 17.5f, 250, 499.25f, 750, 998, 999};
     rp_timestep_embedding(y, t, 8, 256, 10000.f, 0.f); put(f, y, 8 * 256);
     rp_upsample_nearest2x(y, x, 1, 16, 64, 64); put(f, y, n);
+    /* attention variants: their row/tile code is ours (the GEMMs inside are
+     * OpenBLAS's, the same kernel for every dump on one host) */
+    {
+        const int B = 1, H = 2, T = 100, D = 64;
+        const size_t m = (size_t)B * H * T * D;
+        uint8_t mask[100];
+        for (int i = 0; i < T; i++) mask[i] = (uint8_t)(i % 9 != 4);
+        const rp_attn_kind kinds[] = {RP_ATTN_MATH, RP_ATTN_SPLIT, RP_ATTN_SUBQUAD, RP_ATTN_FLASH};
+        for (int k = 0; k < 4; k++) {
+            rp_ctx ctx = rp_ctx_default();
+            ctx.attn.kind = kinds[k];
+            if (kinds[k] != RP_ATTN_MATH) ctx.attn.q_chunk = 32;
+            if (kinds[k] == RP_ATTN_SUBQUAD || kinds[k] == RP_ATTN_FLASH) ctx.attn.kv_chunk = 24;
+            rp_error err = {0};
+            if (rp_attention(&ctx, y, x, x + m, x + 2 * m, mask, B, H, T, T, D, 0.125f, &err)) {
+                fprintf(stderr, "attention: %s\n", err.msg);
+                return 1;
+            }
+            put(f, y, m);
+        }
+    }
     return fclose(f) == 0 ? 0 : 1;
 }

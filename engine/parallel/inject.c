@@ -1,0 +1,121 @@
+/* inject.c — the fault-injection registry: names, descriptions, applicability.
+ * The faults themselves live in the strategies; see inject.h. */
+#include "inject.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct inject_entry {
+    const char *name;
+    const char *description;
+    const char *scope;
+} inject_entry;
+
+/* Indexed by rp_inject_id; the order is the order of rp_inject_names(). */
+static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
+    [RP_INJECT_NONE] = {"", "no fault", "every case"},
+    [RP_INJECT_DP_RANK_LAYOUT] = {"dp-rank-layout",
+                                  "dp group computed as rank // dp_degree (the xDiT SD3 bug) instead of "
+                                  "from the rank layout, so ranks take the wrong items",
+                                  "dp > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_DP_SHARED_NOISE] = {"dp-shared-noise",
+                                   "every dp group draws its initial noise from the start of the same "
+                                   "stream instead of at its items' global indices",
+                                   "dp > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_ULYSSES_HEAD_ORDER] = {"ulysses-head-order",
+                                      "heads permuted after the Ulysses all-to-all (each rank's heads "
+                                      "land in the wrong slots)",
+                                      "ulysses > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_RING_NO_RESCALE] = {"ring-no-rescale",
+                                   "ring attention merges partial softmax results without the running-max "
+                                   "correction",
+                                   "ring > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_PIPEFUSION_CACHE_LEAK] = {"pipefusion-cache-leak",
+                                         "PipeFusion's stale K/V activation cache is not reset between "
+                                         "pipeline calls",
+                                         "pipefusion > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_ROPE_OFFSET] = {"rope-offset", "RoPE positions shifted by one on ranks > 0",
+                               "FLUX with ulysses x ring > 1, patch > 1 or pipefusion > 1"},
+    [RP_INJECT_ATTN_SCALE] = {"attn-scale", "softmax scale 1/sqrt(d+1) instead of 1/sqrt(d) on one rank",
+                              "world > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_TIMESTEP_SKEW] = {"timestep-skew", "a rank > 0 uses the previous step's timestep once",
+                                 "world > 1 and steps >= 2; DiT, SD3, FLUX"},
+};
+
+const char *rp_inject_names(void) {
+    return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
+           "rope-offset attn-scale timestep-skew";
+}
+
+rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
+    assert(id);
+    if (!name || !name[0]) { *id = RP_INJECT_NONE; return RP_OK; }
+    for (int i = 1; i < RP_INJECT_COUNT; i++)
+        if (strcmp(name, INJECTIONS[i].name) == 0) { *id = (rp_inject_id)i; return RP_OK; }
+    return RP_FAIL(err, RP_ERR_INVALID, "inject=%s: unknown fault injection (known: %s)", name, rp_inject_names());
+}
+
+const char *rp_inject_name(rp_inject_id id) {
+    assert(id >= 0 && id < RP_INJECT_COUNT);
+    return INJECTIONS[id].name;
+}
+
+const char *rp_inject_description(rp_inject_id id) {
+    assert(id >= 0 && id < RP_INJECT_COUNT);
+    return INJECTIONS[id].description;
+}
+
+const char *rp_inject_scope(rp_inject_id id) {
+    assert(id >= 0 && id < RP_INJECT_COUNT);
+    return INJECTIONS[id].scope;
+}
+
+/* Fills why and returns 0: the injection cannot change this case's result. */
+static int no(char *why, size_t cap, const char *fmt, const char *name, int v) {
+    if (why && cap) snprintf(why, cap, fmt, name, v);
+    return 0;
+}
+
+int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l, char *why, size_t cap) {
+    assert(l && id >= 0 && id < RP_INJECT_COUNT);
+    if (why && cap) why[0] = '\0';
+    const char *n = INJECTIONS[id].name;
+    const int world = l->dp * l->cfg_parallel * l->ulysses * l->ring * l->pipefusion * l->patch;
+    const int sp = l->ulysses * l->ring;
+    switch (id) {
+    case RP_INJECT_NONE: return 1;
+    case RP_INJECT_DP_RANK_LAYOUT:
+    case RP_INJECT_DP_SHARED_NOISE:
+        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
+    case RP_INJECT_ULYSSES_HEAD_ORDER:
+        return l->ulysses > 1 ? 1 : no(why, cap, "%s needs ulysses > 1 (got ulysses=%d)", n, l->ulysses);
+    case RP_INJECT_RING_NO_RESCALE:
+        return l->ring > 1 ? 1 : no(why, cap, "%s needs ring > 1 (got ring=%d)", n, l->ring);
+    case RP_INJECT_PIPEFUSION_CACHE_LEAK:
+        return l->pipefusion > 1 ? 1 : no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, l->pipefusion);
+    case RP_INJECT_ROPE_OFFSET:
+        if (fam != RP_FAMILY_FLUX) {
+            if (why && cap)
+                snprintf(why, cap, "%s applies to FLUX only: %s uses absolute position embeddings, not RoPE", n,
+                         rp_family_name(fam));
+            return 0;
+        }
+        if (sp > 1 || l->patch > 1 || l->pipefusion > 1) return 1;
+        if (why && cap)
+            snprintf(why, cap,
+                     "%s needs a layout where ranks compute positions for their part of the image "
+                     "(ulysses x ring > 1, patch > 1 or pipefusion > 1); got ulysses=%d ring=%d patch=%d "
+                     "pipefusion=%d", n, l->ulysses, l->ring, l->patch, l->pipefusion);
+        return 0;
+    case RP_INJECT_ATTN_SCALE:
+        return world > 1 ? 1 : no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+    case RP_INJECT_TIMESTEP_SKEW:
+        if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+        return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: step 0 has no previous timestep (got steps=%d)",
+                                      n, l->steps);
+    case RP_INJECT_COUNT: break;
+    }
+    assert(0 && "unreachable");
+    return 0;
+}

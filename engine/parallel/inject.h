@@ -1,0 +1,77 @@
+/* inject.h — the registry of fault injections (testing only; off by default).
+ *
+ * Each injection reproduces one known class of parallel-inference bug inside a
+ * strategy, so the analyser can be checked against faults whose cause is known:
+ * a sweep with an injection must be classified as the bug it plants, never as
+ * "numerical noise". This file only names them and says where each can act;
+ * the faults themselves are implemented by the strategies (engine/parallel/),
+ * which query the case's rp_inject_id.
+ *
+ *   name                  strategy     families      what goes wrong
+ *   dp-rank-layout        dp > 1       all           dp group computed as rank // dp_degree
+ *                                                    (xDiT's SD3 bug) instead of from the layout
+ *   dp-shared-noise       dp > 1       all           every dp group draws its noise from the
+ *                                                    start of the same stream
+ *   ulysses-head-order    ulysses > 1  all           heads permuted after the all-to-all
+ *   ring-no-rescale       ring > 1     all           partial softmax results merged without
+ *                                                    the running-max correction
+ *   pipefusion-cache-leak pipefusion>1 all           K/V activation cache not reset between calls
+ *   rope-offset           sequence     FLUX          RoPE positions shifted by one on ranks > 0
+ *                         split (1)
+ *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
+ *   timestep-skew         world > 1,   all           a rank > 0 uses the previous step's
+ *                         steps >= 2                 timestep once
+ * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
+ *     computes positions for its own part of the image. DiT and SD3 use absolute
+ *     position embeddings, so there is no RoPE to shift.
+ * "Applies" means the fault can change a result under that layout; an injection
+ * that cannot (ring-no-rescale with ring = 1) would make a sweep pass vacuously,
+ * so validation rejects it. */
+#ifndef REPRO_INJECT_H
+#define REPRO_INJECT_H
+
+#include <stddef.h>
+
+#include "../error.h"
+#include "../models/registry.h"
+
+typedef enum rp_inject_id {
+    RP_INJECT_NONE = 0,          /* "" — normal runs */
+    RP_INJECT_DP_RANK_LAYOUT,
+    RP_INJECT_DP_SHARED_NOISE,
+    RP_INJECT_ULYSSES_HEAD_ORDER,
+    RP_INJECT_RING_NO_RESCALE,
+    RP_INJECT_PIPEFUSION_CACHE_LEAK,
+    RP_INJECT_ROPE_OFFSET,
+    RP_INJECT_ATTN_SCALE,
+    RP_INJECT_TIMESTEP_SKEW,
+    RP_INJECT_COUNT
+} rp_inject_id;
+
+/* The parts of a case an injection's applicability depends on (kept apart from
+ * harness/case.h so the engine does not depend on the harness). */
+typedef struct rp_inject_layout {
+    int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
+    int steps;
+} rp_inject_layout;
+
+/* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID
+ * listing the known ones. */
+rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err);
+
+/* id -> name ("" for RP_INJECT_NONE); id must be < RP_INJECT_COUNT. */
+const char *rp_inject_name(rp_inject_id id);
+
+/* One-line description of the fault, and of where it applies (for help texts). */
+const char *rp_inject_description(rp_inject_id id);
+const char *rp_inject_scope(rp_inject_id id);
+
+/* Space-separated list of every injection name. */
+const char *rp_inject_names(void);
+
+/* 1 if the fault can act on a case of family fam with layout l, else 0 with
+ * the reason in why (cap bytes; may be NULL), e.g. "ring-no-rescale needs
+ * ring > 1 (got ring=1)". RP_INJECT_NONE applies everywhere. */
+int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l, char *why, size_t cap);
+
+#endif

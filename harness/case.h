@@ -1,0 +1,113 @@
+/* case.h — one case of a sweep: everything that decides its numbers.
+ *
+ * A case is the unit the runner schedules, the worker executes, the store keys
+ * and the classifier compares. It is plain data: parsed from a matrix (YAML),
+ * written as case.json next to its results, read back by `repro worker --job
+ * case`. Its id is a hash of its normalised JSON (every field, defaults filled
+ * in, fixed key order) plus the engine version, so the same config always maps
+ * to the same result directory and nothing is computed twice.
+ *
+ * Rank layout (xDiT's order, innermost to outermost): tensor (always 1 here),
+ * sequence = ulysses x ring (ulysses innermost), pipefusion, cfg, dp.
+ * world = dp * cfg * pipefusion * ulysses * ring (patch parallel, the
+ * DistriFusion-style strategy, replaces ulysses/ring: world = dp * cfg * patch). */
+#ifndef REPRO_CASE_H
+#define REPRO_CASE_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/error.h"
+
+#define RP_CASE_MAX_ITEMS 64
+#define RP_CASE_MAX_STR 256
+#define RP_CASE_MAX_STAGES 16
+
+typedef struct rp_case_item {
+    uint64_t seed;
+    int class_id;                       /* DiT; -1 unused */
+    char prompt[RP_CASE_MAX_STR];       /* SD3 / FLUX; "" = unconditional */
+} rp_case_item;
+
+typedef struct rp_case {
+    /* model */
+    char model[64];           /* preset: dit-tiny, sd3-tiny, flux-tiny, dit-xl-2-256, ... */
+    int depth;                /* 0 = preset */
+    int single_depth;         /* FLUX single blocks; 0 = registry rule */
+    char weights[RP_CASE_MAX_STR]; /* "" = synthetic from weight_seed */
+    uint64_t weight_seed;
+    char vae[64];             /* "" = the model's default */
+    int width, height;        /* pixels; 0 = preset native */
+    int vae_scale_factor;     /* 0 = from the VAE preset. Set explicitly only to reproduce
+                                 configs that compute latent sizes with another factor
+                                 (the diffusers 0.32 doubled-factor bug): validation then
+                                 checks it against the VAE */
+    /* sampling */
+    int steps;
+    char sampler[32];         /* DiT: ddim|ddpm|dpmpp-2m|euler-a; SD3/FLUX: euler */
+    double eta;
+    double cfg;               /* DiT/SD3 guidance scale */
+    double guidance;          /* FLUX embedded guidance */
+    /* numerics */
+    char precision[16];       /* fp32 | bf16 (tf32, fp16: GPU) */
+    char attention[16];       /* math | split | subquad | flash | auto */
+    int attn_q_chunk, attn_kv_chunk;
+    char device_profile[128]; /* auto attention's profile; "" = host */
+    int threads;              /* GEMM threads per rank; 0 = runner's choice */
+    char blas_core[32];       /* OPENBLAS_CORETYPE; "" = library's pick */
+    int reduce_split;
+    char mode[16];            /* deterministic | fast */
+    /* placement */
+    char backend[16];         /* self | gloo | nccl */
+    char device[64];          /* cpu | cuda | cuda:<name substring> */
+    /* parallel degrees */
+    int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
+    int num_pipeline_patch;   /* pipefusion: latent patches along height; 0 = pipefusion degree */
+    int n_pipefusion_layers;  /* pipefusion: 0 = blocks split evenly over the stages, else = pipefusion */
+    int pipefusion_layers[RP_CASE_MAX_STAGES]; /* blocks per stage, in order; must sum to the
+                                 depth (FLUX: double + single blocks). JSON "pipefusion_layers": [..] */
+    int warmup_steps;         /* pipefusion / patch: synchronous steps before stale activations */
+    char batch_forward[16];   /* joint | per-item */
+    /* testing only: fault injection (never in normal runs) */
+    char inject[64];          /* "" or a name from rp_inject_names() */
+    /* items */
+    int n_items;
+    rp_case_item items[RP_CASE_MAX_ITEMS];
+    /* labels from the matrix, not part of the id */
+    char expect[32];          /* "" or an expected verdict, e.g. CONFIG_ERROR */
+    char name[128];           /* human-readable label */
+} rp_case;
+
+/* Defaults: dit-tiny, 10 steps, ddim, cfg 4, guidance 0, fp32, math, deterministic,
+ * self, cpu, all degrees 1, warmup 1, batch_forward joint, one item (seed 0, class 0).
+ * They suit DiT; an SD3 case sets sampler euler, a FLUX case also cfg <= 1 and its
+ * guidance (FluxPipeline's default is 3.5). */
+void rp_case_defaults(rp_case *c);
+
+/* world size implied by the degrees */
+int rp_case_world(const rp_case *c);
+
+/* Normalised JSON (every field, fixed order). Caller deletes. 64-bit seeds above
+ * 2^53 (not exact as JSON numbers) are written as decimal strings; the reader
+ * takes either form. */
+cJSON *rp_case_to_json(const rp_case *c);
+
+/* Reads a case.json object. Unknown keys (with the nearest known key as a
+ * suggestion: "case.json: unknown field 'ulyses' (did you mean 'ulysses'?)"),
+ * wrong types ("case.json: field 'ulysses': expected an integer, got string"),
+ * duplicate keys and over-long strings are RP_ERR_INVALID naming the key; c is
+ * untouched then. Missing keys keep their defaults; "items" replaces the default
+ * item list, each item {seed, class, prompt} with missing keys 0, 0, "". */
+rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_error *err);
+
+/* Hex id (16 chars) of the normalised JSON without expect/name, and the engine
+ * version, into out (>= 17 bytes): FNV-1a 64 of cJSON_PrintUnformatted(json)
+ * followed by "\nrepro " REPRO_VERSION. Stable across runs and machines. */
+void rp_case_id(const rp_case *c, char *out);
+
+/* Writes/reads case.json (atomic write). */
+rp_status rp_case_save(const rp_case *c, const char *path, rp_error *err);
+rp_status rp_case_load(const char *path, rp_case *c, rp_error *err);
+
+#endif

@@ -1,0 +1,591 @@
+/* validate.c — the case rules of validate.h, one check per rule, in its order.
+ *
+ * Every message starts with "<parameter>=<value>" and then states the rule, so a
+ * sweep report can show it as is. Model facts come from the engine presets
+ * (model_facts), computed once per call. */
+#include "validate.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/comm.h"
+#include "engine/attention/attention.h"
+#include "engine/ctx.h"
+#include "engine/models/dit.h"
+#include "engine/models/flux.h"
+#include "engine/models/registry.h"
+#include "engine/models/sd3.h"
+#include "engine/models/text_encoder.h"
+#include "engine/parallel/inject.h"
+#include "engine/pipeline.h"
+#include "engine/samplers/flow.h"
+#include "engine/samplers/samplers.h"
+#include "engine/vae/vae.h"
+#ifdef REPRO_HAVE_CUDA
+#include "engine/cuda/cuda_info.h"
+#endif
+
+#define INVALID(...) RP_FAIL(err, RP_ERR_INVALID, __VA_ARGS__)
+
+void rp_validate_env_host(rp_validate_env *env) {
+    assert(env);
+    memset(env, 0, sizeof *env);
+    env->gloo_built = rp_comm_available(RP_COMM_GLOO);
+    env->nccl_built = rp_comm_available(RP_COMM_NCCL);
+#ifdef REPRO_HAVE_CUDA
+    int n = rp_cuda_device_count();
+    if (n > RP_VALIDATE_MAX_GPUS) n = RP_VALIDATE_MAX_GPUS;
+    for (int d = 0; d < n; d++) {
+        rp_cuda_device_info info;
+        char msg[256];
+        if (rp_cuda_device_describe(d, &info, msg, sizeof msg) != 0) continue;
+        snprintf(env->gpu_names[env->n_gpus++], sizeof env->gpu_names[0], "%s", info.name);
+    }
+#endif
+}
+
+/* What the rules need to know about the model, from the engine's presets. */
+typedef struct model_facts {
+    rp_family fam;
+    int heads;
+    int blocks;             /* transformer blocks a pipeline splits (FLUX: double + single) */
+    int n_double, n_single; /* FLUX */
+    int p;                  /* patch size: tokens are p x p latent pixels (FLUX: its 2x2 packing) */
+    int latent_c;           /* latent channels the model takes */
+    int native;             /* latent side of the preset's nominal size */
+    int num_classes;        /* DiT */
+    int sd3_pos_max;        /* SD3: position table side, in patches */
+    int text_len;           /* text tokens (the default text encoder's max_len); 0 for DiT */
+    char vae_name[64];
+    int f;                  /* the VAE's factor 2^(levels-1) */
+    int vae_levels;
+    int vae_latent_c;
+} model_facts;
+
+static rp_status load_facts(const rp_case *c, model_facts *m, rp_error *err) {
+    memset(m, 0, sizeof *m);
+    rp_error e = {0};
+    if (rp_model_family(c->model, &m->fam, &e) != RP_OK)
+        return INVALID("model=%s: unknown model preset (denoisers: %s %s %s)", c->model,
+                       rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
+                       rp_family_presets(RP_FAMILY_FLUX));
+    if (m->fam != RP_FAMILY_DIT && m->fam != RP_FAMILY_SD3 && m->fam != RP_FAMILY_FLUX)
+        return INVALID("model=%s: a %s preset, not a denoiser (denoisers: %s %s %s)", c->model,
+                       rp_family_name(m->fam), rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
+                       rp_family_presets(RP_FAMILY_FLUX));
+    if (c->depth < 0) return INVALID("depth=%d: must be >= 0 (0 = the preset's)", c->depth);
+    if (c->single_depth < 0) return INVALID("single_depth=%d: must be >= 0 (0 = the registry's rule)", c->single_depth);
+    if (c->single_depth > 0 && m->fam != RP_FAMILY_FLUX)
+        return INVALID("single_depth=%d: applies to FLUX only (model %s is %s)", c->single_depth, c->model,
+                       rp_family_name(m->fam));
+    if (m->fam == RP_FAMILY_DIT) {
+        rp_dit_config d;
+        RP_TRY(rp_dit_preset(c->model, &d, err));
+        m->heads = d.heads;
+        m->blocks = c->depth > 0 ? c->depth : d.depth;
+        m->p = d.patch;
+        m->latent_c = d.in_channels;
+        m->native = d.input_size;
+        m->num_classes = d.num_classes;
+    } else if (m->fam == RP_FAMILY_SD3) {
+        rp_sd3_config s;
+        RP_TRY(rp_sd3_preset(c->model, &s, err));
+        m->heads = s.heads;
+        m->blocks = c->depth > 0 ? c->depth : s.depth;
+        m->p = s.patch;
+        m->latent_c = s.in_channels;
+        m->native = s.sample_size;
+        m->sd3_pos_max = s.pos_embed_max_size;
+    } else {
+        rp_flux_config x;
+        RP_TRY(rp_flux_preset(c->model, &x, err));
+        if (rp_model_flux_depth(&x, c->depth, c->single_depth, &e) != RP_OK)
+            return INVALID("depth=%d single_depth=%d: %s", c->depth, c->single_depth, e.msg);
+        m->heads = x.heads;
+        m->n_double = x.n_double;
+        m->n_single = x.n_single;
+        m->blocks = x.n_double + x.n_single;
+        m->p = 2;   /* FluxPipeline._pack_latents: one token per 2x2 latent pixels */
+        m->latent_c = x.in_channels;
+        m->native = x.sample_size;
+    }
+    if (m->fam != RP_FAMILY_DIT) {
+        const char *te = rp_gen_default_text_encoder(c->model);
+        assert(te);   /* every SD3/FLUX preset has one */
+        rp_te_config tc;
+        RP_TRY(rp_te_preset(te, &tc, err));
+        m->text_len = tc.max_len;
+    }
+    const char *vae = c->vae[0] ? c->vae : rp_gen_default_vae(c->model);
+    rp_vae_config vc;
+    if (rp_vae_preset(vae, &vc, &e) != RP_OK)
+        return INVALID("vae=%s: unknown VAE preset (known: %s)", vae, rp_family_presets(RP_FAMILY_VAE));
+    snprintf(m->vae_name, sizeof m->vae_name, "%s", vae);
+    m->f = rp_vae_scale_factor(&vc);
+    m->vae_levels = vc.n_levels;
+    m->vae_latent_c = vc.latent_channels;
+    return RP_OK;
+}
+
+/* ---- plain values --------------------------------------------------------------- */
+
+static int is_one_of(const char *s, const char *const *list, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0) return 1;
+    return 0;
+}
+
+static rp_status check_sampling(const rp_case *c, const model_facts *m, rp_error *err) {
+    if (c->n_items < 1) return INVALID("items: none; a case needs at least one item");
+    assert(c->n_items <= RP_CASE_MAX_ITEMS);
+    for (int i = 0; i < c->n_items; i++) {
+        const rp_case_item *it = &c->items[i];
+        if (m->fam == RP_FAMILY_DIT && it->prompt[0])
+            return INVALID("items[%d].prompt=\"%s\": %s is class-conditional; prompts are not supported", i,
+                           it->prompt, c->model);
+        if (m->fam == RP_FAMILY_DIT && (it->class_id < 0 || it->class_id >= m->num_classes))
+            return INVALID("items[%d].class=%d: %s has classes 0..%d", i, it->class_id, c->model,
+                           m->num_classes - 1);
+    }
+    const int max_steps = m->fam == RP_FAMILY_DIT ? RP_DIT_TRAIN_STEPS : RP_FLOW_MAX_STEPS;
+    if (c->steps < 1 || c->steps > max_steps)
+        return INVALID("steps=%d: must be in 1..%d", c->steps, max_steps);
+    int uses_eta = 0;
+    if (m->fam == RP_FAMILY_DIT) {
+        rp_sampler_kind k;
+        rp_error e = {0};
+        if (rp_sampler_parse(c->sampler, &k, &e) != RP_OK)
+            return INVALID("sampler=%s: not a DiT sampler (known: ddim ddpm dpmpp-2m euler-a)", c->sampler);
+        uses_eta = rp_sampler_uses_eta(k);
+    } else if (strcmp(c->sampler, "euler") != 0) {
+        return INVALID("sampler=%s: %s samples with the flow-matching Euler sampler; sampler must be euler",
+                       c->sampler, c->model);
+    }
+    if (!isfinite(c->eta) || c->eta < 0) return INVALID("eta=%g: must be a number >= 0", c->eta);
+    if (c->eta != 0 && !uses_eta)
+        return INVALID("eta=%g: sampler %s takes no eta (only ddim and euler-a do); leave it 0", c->eta, c->sampler);
+    if (strcmp(c->sampler, "ddim") == 0 && c->eta > 1)
+        return INVALID("eta=%g: DDIM's eta must be in [0, 1]", c->eta);
+    if (!isfinite(c->cfg) || c->cfg < 0) return INVALID("cfg=%g: must be a number >= 0", c->cfg);
+    if (m->fam == RP_FAMILY_FLUX && c->cfg > 1)
+        return INVALID("cfg=%g: %s uses embedded guidance (guidance), not classifier-free guidance; cfg must be <= 1",
+                       c->cfg, c->model);
+    if (!isfinite(c->guidance)) return INVALID("guidance=%g: must be a finite number", c->guidance);
+    if (m->fam != RP_FAMILY_FLUX && c->guidance != 0)
+        return INVALID("guidance=%g: only FLUX takes embedded guidance; %s uses cfg, leave guidance 0", c->guidance,
+                       c->model);
+    return RP_OK;
+}
+
+static int is_cuda_device(const char *d) { return strcmp(d, "cuda") == 0 || strncmp(d, "cuda:", 5) == 0; }
+
+static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error *err) {
+    static const char *const precisions[] = {"fp32", "bf16", "tf32", "fp16"};
+    if (!is_one_of(c->precision, precisions, 4))
+        return INVALID("precision=%s: unknown (known: fp32 bf16; on CUDA also tf32 fp16)", c->precision);
+    if ((strcmp(c->precision, "tf32") == 0 || strcmp(c->precision, "fp16") == 0) && !is_cuda_device(c->device))
+        return INVALID("precision=%s: needs a CUDA device (device=%s); on CPU use fp32 or bf16", c->precision,
+                       c->device);
+    rp_attn_kind ak;
+    rp_error e = {0};
+    if (rp_attn_kind_parse(c->attention, &ak, &e) != RP_OK)
+        return INVALID("attention=%s: unknown (known: math split subquad flash auto)", c->attention);
+    if (c->attn_q_chunk < 0)
+        return INVALID("attn_q_chunk=%d: must be >= 0 (0 = the variant's default)", c->attn_q_chunk);
+    if (c->attn_kv_chunk < 0)
+        return INVALID("attn_kv_chunk=%d: must be >= 0 (0 = the variant's default)", c->attn_kv_chunk);
+    if (ak == RP_ATTN_MATH && c->attn_q_chunk)
+        return INVALID("attn_q_chunk=%d: attention=math takes no chunk sizes", c->attn_q_chunk);
+    if ((ak == RP_ATTN_MATH || ak == RP_ATTN_SPLIT) && c->attn_kv_chunk)
+        return INVALID("attn_kv_chunk=%d: attention=%s takes no key chunk", c->attn_kv_chunk, c->attention);
+    rp_attn_cfg acfg = {ak, c->attn_q_chunk, c->attn_kv_chunk};
+    if (rp_attn_cfg_check(&acfg, &e) != RP_OK) return INVALID("attention=%s: %s", c->attention, e.msg);
+    if (c->device_profile[0]) {
+        rp_device_profile dp;
+        if (rp_device_profile_parse(c->device_profile, &dp, &e) != RP_OK)
+            return INVALID("device_profile=%s: %s", c->device_profile, e.msg);
+    }
+    if (c->threads < 0) return INVALID("threads=%d: must be >= 0 (0 = the runner's choice)", c->threads);
+    for (const char *s = c->blas_core; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return INVALID("blas_core=%s: not an OpenBLAS core name (letters, digits, _; e.g. Haswell)", c->blas_core);
+    if (c->reduce_split != 0 && c->reduce_split != 1)
+        return INVALID("reduce_split=%d: must be 0 or 1", c->reduce_split);
+    static const char *const modes[] = {"deterministic", "fast"};
+    if (!is_one_of(c->mode, modes, 2)) return INVALID("mode=%s: unknown (known: deterministic fast)", c->mode);
+    static const char *const bfs[] = {"joint", "per-item"};
+    if (!is_one_of(c->batch_forward, bfs, 2))
+        return INVALID("batch_forward=%s: unknown (known: joint per-item)", c->batch_forward);
+    if (m->fam == RP_FAMILY_DIT && strcmp(c->batch_forward, "per-item") == 0)
+        return INVALID("batch_forward=per-item: only SD3 and FLUX batches run per item; %s runs joint", c->model);
+    return RP_OK;
+}
+
+static rp_status check_placement_names(const rp_case *c, const rp_validate_env *env, rp_error *err) {
+    rp_comm_kind k;
+    rp_error e = {0};
+    if (rp_comm_kind_parse(c->backend, &k, &e) != RP_OK)
+        return INVALID("backend=%s: unknown (known: self gloo nccl)", c->backend);
+    if (k == RP_COMM_GLOO && !env->gloo_built)
+        return INVALID("backend=gloo: not built into this repro (libgloo-dev was missing at build time)");
+    if (k == RP_COMM_NCCL && !env->nccl_built)
+        return INVALID("backend=nccl: not built into this repro (needs a CUDA build with NCCL and gloo)");
+    if (strcmp(c->device, "cpu") != 0 && !is_cuda_device(c->device))
+        return INVALID("device=%s: unknown (known: cpu, cuda, cuda:<GPU name substring>)", c->device);
+    if (strcmp(c->device, "cuda:") == 0) return INVALID("device=cuda:: the GPU name substring is empty");
+    return RP_OK;
+}
+
+/* ---- latent size ------------------------------------------------------------------- */
+
+/* Tokens of a latent h x w for patch size p. */
+static long tokens_of(int h, int w, int p) { return (long)(h / p) * (w / p); }
+
+/* Parts the transformer splits the image sequence into under this layout. */
+static int seq_parts(const rp_case *c) {
+    int npp = c->pipefusion > 1 ? (c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion) : 1;
+    return npp * c->ulysses * c->ring * c->patch;
+}
+
+/* Writes the equal split of n into parts (torch.tensor_split sizes) as "[a, b, ...]". */
+static void split_text(long n, int parts, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < parts && len < cap; i++) {
+        if (i == 8 && parts > 9) {
+            len += (size_t)snprintf(buf + len, cap - len, ", ... (%d parts)", parts);
+            break;
+        }
+        long s = n / parts + (i < n % parts);
+        len += (size_t)snprintf(buf + len, cap - len, "%s%ld", i ? ", " : "", s);
+    }
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+/* Fills the pixel and latent size; checks vae_scale_factor and the image size. */
+static rp_status check_latent(const rp_case *c, const model_facts *m, int *H, int *W, int *h, int *w, rp_error *err) {
+    if (m->vae_latent_c != m->latent_c)
+        return INVALID("vae=%s: takes %d latent channels but %s makes %d", m->vae_name, m->vae_latent_c, c->model,
+                       m->latent_c);
+    if (c->width < 0 || c->height < 0)
+        return INVALID("%s=%d: must be >= 0 (0 = the preset's native size)", c->width < 0 ? "width" : "height",
+                       c->width < 0 ? c->width : c->height);
+    if (m->fam == RP_FAMILY_DIT && (c->width || c->height))
+        return INVALID("%s=%d: the image size of %s is fixed by the preset (latent %d, %d px); leave width and "
+                       "height 0", c->width ? "width" : "height", c->width ? c->width : c->height, c->model, m->native,
+                       m->native * m->f);
+    const int f = m->f;
+    *W = c->width ? c->width : m->native * f;
+    *H = c->height ? c->height : m->native * f;
+    if (c->vae_scale_factor < 0)
+        return INVALID("vae_scale_factor=%d: must be >= 0 (0 = the VAE's)", c->vae_scale_factor);
+    if (c->vae_scale_factor && c->vae_scale_factor != f) {
+        /* The xDiT/diffusers 0.32 report: latent sizes computed with another factor
+         * than the VAE's give a sequence split that does not match the tensor. */
+        const int g = c->vae_scale_factor, hh = *H / g, ww = *W / g;
+        char split[160];
+        split_text(tokens_of(hh, ww, m->p), seq_parts(c), split, sizeof split);
+        return INVALID("vae_scale_factor=%d but the VAE %s downsamples by %d (2^(%d-1)): latent height %d instead of "
+                       "%d for %d px; the transformer's sequence split %s does not add up to its %ld image tokens",
+                       g, m->vae_name, f, m->vae_levels, hh, *H / f, *H, split,
+                       tokens_of(*H / f, *W / f, m->p));
+    }
+    if (m->fam != RP_FAMILY_DIT) {
+        const int unit = m->p * f;
+        const char *name = *W % unit || *W < unit || *W > 16384 ? "width" : "height";
+        const int v = *W % unit || *W < unit || *W > 16384 ? *W : *H;
+        if (v % unit || v < unit || v > 16384)
+            return INVALID("%s=%d: must be a multiple of %d (VAE factor %d x patch_size %d of %s) in [%d, 16384]", name,
+                           v, unit, f, m->p, c->model, unit);
+        if (m->fam == RP_FAMILY_SD3 && (*H / unit > m->sd3_pos_max || *W / unit > m->sd3_pos_max))
+            return INVALID("%s=%d: %s's position table covers at most %d px (%d patches a side)",
+                           *H / unit > m->sd3_pos_max ? "height" : "width", *H / unit > m->sd3_pos_max ? *H : *W,
+                           c->model, m->sd3_pos_max * unit, m->sd3_pos_max);
+    }
+    *h = *H / f;
+    *w = *W / f;
+    return RP_OK;
+}
+
+/* ---- layout ---------------------------------------------------------------------- */
+
+/* The ranges every later rule (and the latent message's split) relies on:
+ * degrees and counts positive, the world an int of sane size. */
+static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
+    const struct { const char *name; int v; } deg[] = {
+        {"dp", c->dp}, {"cfg_parallel", c->cfg_parallel}, {"ulysses", c->ulysses},
+        {"ring", c->ring}, {"pipefusion", c->pipefusion}, {"patch", c->patch}};
+    long long world = 1;
+    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++) {
+        if (deg[i].v < 1 || deg[i].v > 4096) return INVALID("%s=%d: must be in 1..4096", deg[i].name, deg[i].v);
+        world *= deg[i].v;
+    }
+    if (world > 65536)
+        return INVALID("world=%lld: dp x cfg_parallel x ulysses x ring x pipefusion x patch must be at most 65536",
+                       world);
+    if (c->num_pipeline_patch < 0 || c->num_pipeline_patch > 4096)
+        return INVALID("num_pipeline_patch=%d: must be in 0..4096 (0 = the pipefusion degree)", c->num_pipeline_patch);
+    if (c->n_pipefusion_layers < 0 || c->n_pipefusion_layers > RP_CASE_MAX_STAGES)
+        return INVALID("pipefusion_layers: %d entries, at most %d", c->n_pipefusion_layers, RP_CASE_MAX_STAGES);
+    return RP_OK;
+}
+
+static rp_status check_degrees(const rp_case *c, const model_facts *m, const rp_validate_env *env, rp_error *err) {
+    const int world = rp_case_world(c);
+    if (env->world && env->world != world)
+        return INVALID("world=%d (ranks launched) but dp x cfg_parallel x ulysses x ring x pipefusion x patch = "
+                       "%dx%dx%dx%dx%dx%d = %d: the world size must equal the product of the degrees", env->world,
+                       c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, world);
+    if (c->patch > 1 && (c->ulysses > 1 || c->ring > 1 || c->pipefusion > 1))
+        return INVALID("patch=%d with ulysses=%d ring=%d pipefusion=%d: patch parallel (DistriFusion) replaces "
+                       "ulysses/ring and pipefusion; use one or the other", c->patch, c->ulysses, c->ring,
+                       c->pipefusion);
+    if (c->cfg_parallel > 2)
+        return INVALID("cfg_parallel=%d: must be 1 or 2 (one rank per CFG branch)", c->cfg_parallel);
+    if (c->cfg_parallel == 2 && m->fam == RP_FAMILY_FLUX)
+        return INVALID("cfg_parallel=2: %s uses embedded guidance, so there is no unconditional branch to run in "
+                       "parallel (cfg parallel needs a model with classifier-free guidance: DiT, SD3)", c->model);
+    if (c->cfg_parallel == 2 && !(c->cfg > 1))
+        return INVALID("cfg_parallel=2 needs cfg > 1 (got cfg=%g): without guidance there is no unconditional "
+                       "branch", c->cfg);
+    if (c->n_items % c->dp)
+        return INVALID("dp=%d with %d items: dp must divide the item count (as xDiT, items are not padded)", c->dp,
+                       c->n_items);
+    return RP_OK;
+}
+
+static rp_status check_sequence(const rp_case *c, const model_facts *m, int h, int w, rp_error *err) {
+    const int sp = c->ulysses * c->ring;
+    if (m->heads % c->ulysses)
+        return INVALID("ulysses=%d needs the head count divisible by %d; %s has %d heads", c->ulysses, c->ulysses,
+                       c->model, m->heads);
+    const long img = tokens_of(h, w, m->p);
+    if (img % sp)
+        return INVALID("ulysses x ring = %d x %d needs the image sequence divisible by %d; %s at latent %dx%d has %ld "
+                       "image tokens (sequences are not padded: choose a size whose token count %d divides)",
+                       c->ulysses, c->ring, sp, c->model, h, w, img, sp);
+    if (m->fam == RP_FAMILY_FLUX && m->text_len % sp)
+        return INVALID("ulysses x ring = %d x %d needs the text sequence divisible by %d too (FLUX splits image and "
+                       "text tokens); %s's text encoder gives %d tokens (sequences are not padded)",
+                       c->ulysses, c->ring, sp, c->model, m->text_len);
+    return RP_OK;
+}
+
+static void layers_text(const rp_case *c, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < c->n_pipefusion_layers && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? ", " : "", c->pipefusion_layers[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+static void blocks_text(const rp_case *c, const model_facts *m, char *buf, size_t cap) {
+    if (m->fam == RP_FAMILY_FLUX)
+        snprintf(buf, cap, "%s has %d blocks (%d double + %d single)", c->model, m->blocks, m->n_double,
+                 m->n_single);
+    else
+        snprintf(buf, cap, "%s has %d blocks", c->model, m->blocks);
+}
+
+static rp_status check_pipeline(const rp_case *c, const model_facts *m, int h, rp_error *err) {
+    const int sp = c->ulysses * c->ring;
+    char lt[128], bt[192];
+    layers_text(c, lt, sizeof lt);
+    blocks_text(c, m, bt, sizeof bt);
+    if (c->pipefusion == 1) {
+        /* meaningless here, and a different value would change the id, not the numbers */
+        if (c->num_pipeline_patch)
+            return INVALID("num_pipeline_patch=%d: only meaningful with pipefusion > 1 (got pipefusion=1); leave it 0",
+                           c->num_pipeline_patch);
+        if (c->n_pipefusion_layers)
+            return INVALID("pipefusion_layers=%s: only meaningful with pipefusion > 1 (got pipefusion=1)", lt);
+    } else {
+        const int npp = c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion;
+        if (npp < c->pipefusion)
+            return INVALID("num_pipeline_patch=%d with pipefusion=%d: needs at least one patch per stage "
+                           "(num_pipeline_patch >= pipefusion)", npp, c->pipefusion);
+        if (c->n_pipefusion_layers == 0 && m->blocks < c->pipefusion)
+            return INVALID("pipefusion=%d: %s; each stage needs at least one block (pipefusion <= %d)", c->pipefusion,
+                           bt, m->blocks);
+        if (c->n_pipefusion_layers) {
+            if (c->n_pipefusion_layers != c->pipefusion)
+                return INVALID("pipefusion_layers=%s: %d stages listed for pipefusion=%d", lt, c->n_pipefusion_layers,
+                               c->pipefusion);
+            int sum = 0;
+            for (int i = 0; i < c->n_pipefusion_layers; i++) {
+                if (c->pipefusion_layers[i] < 1)
+                    return INVALID("pipefusion_layers=%s: stage %d has %d blocks; each stage needs at least one", lt,
+                                   i, c->pipefusion_layers[i]);
+                sum += c->pipefusion_layers[i];
+            }
+            if (sum != m->blocks)
+                return INVALID("pipefusion_layers=%s: sums to %d blocks but %s; the stages must cover the depth", lt,
+                               sum, bt);
+        }
+        if (h % (npp * m->p))
+            return INVALID("pipefusion=%d with num_pipeline_patch=%d needs latent height divisible by %d x "
+                           "patch_size (%d); got %d", c->pipefusion, npp, npp, m->p, h);
+        if (sp > 1 && (h / npp) % (m->p * sp))
+            return INVALID("pipefusion=%d with num_pipeline_patch=%d and ulysses x ring = %d needs each pipeline "
+                           "patch's latent height (%d / %d = %d) to be a multiple of patch_size (%d) x %d",
+                           c->pipefusion, npp, sp, h, npp, h / npp, m->p, sp);
+    }
+    if (c->patch > 1 && h % (c->patch * m->p))
+        return INVALID("patch=%d needs latent height divisible by %d x patch_size (%d); got %d", c->patch, c->patch,
+                       m->p, h);
+    if (c->warmup_steps < 0) return INVALID("warmup_steps=%d: must be >= 0", c->warmup_steps);
+    if (c->warmup_steps > c->steps)
+        return INVALID("warmup_steps=%d > steps=%d: warmup steps must not exceed the steps", c->warmup_steps, c->steps);
+    if (c->pipefusion == 1 && c->patch == 1 && c->warmup_steps != 1)
+        return INVALID("warmup_steps=%d: only meaningful with pipefusion or patch parallel (both 1 here); leave it "
+                       "at 1", c->warmup_steps);
+    return RP_OK;
+}
+
+/* ---- placement --------------------------------------------------------------------- */
+
+/* Visible GPUs the device string selects ("cuda": all; "cuda:<s>": names containing s). */
+static int matching_gpus(const char *device, const rp_validate_env *env) {
+    if (strcmp(device, "cuda") == 0) return env->n_gpus;
+    int n = 0;
+    for (int i = 0; i < env->n_gpus && i < RP_VALIDATE_MAX_GPUS; i++)
+        if (strstr(env->gpu_names[i], device + 5)) n++;
+    return n;
+}
+
+static rp_status check_placement(const rp_case *c, const rp_validate_env *env, rp_error *err) {
+    const int world = rp_case_world(c);
+    if (strcmp(c->backend, "self") == 0 && world > 1)
+        return INVALID("backend=self with world %d: self runs one rank; use gloo (or nccl) for world > 1", world);
+    const int cuda = is_cuda_device(c->device);
+    if (strcmp(c->backend, "nccl") == 0 && !cuda)
+        return INVALID("backend=nccl needs device=cuda (got device=%s): NCCL moves GPU buffers", c->device);
+    if (cuda) {
+        const int n = matching_gpus(c->device, env);
+        if (n == 0) {
+            if (strcmp(c->device, "cuda") == 0) return INVALID("device=cuda: no visible GPU");
+            char names[512] = "";
+            size_t len = 0;
+            for (int i = 0; i < env->n_gpus && len < sizeof names; i++)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", env->gpu_names[i]);
+            return INVALID("device=%s: no visible GPU name contains '%s' (visible: %s)", c->device, c->device + 5,
+                           env->n_gpus ? names : "none");
+        }
+        if (strcmp(c->backend, "nccl") == 0 && n < world)
+            return INVALID("backend=nccl with world %d needs one GPU per rank; %d visible%s (device=%s)", world, n,
+                           strcmp(c->device, "cuda") ? " match" : "", c->device);
+    }
+    return RP_OK;
+}
+
+static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *err) {
+    if (!c->inject[0]) return RP_OK;
+    rp_inject_id id;
+    RP_TRY(rp_inject_parse(c->inject, &id, err));
+    rp_inject_layout l = {c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, c->steps};
+    char why[384];
+    if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
+        return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);
+    return RP_OK;
+}
+
+/* The engine's own request check, on the same fields: anything its rules add
+ * beyond ours (e.g. the text encoder's widths) is still a CONFIG_ERROR here. */
+static rp_status check_engine(const rp_case *c, const model_facts *m, rp_error *err) {
+    rp_gen_item items[RP_CASE_MAX_ITEMS];
+    for (int i = 0; i < c->n_items; i++) {
+        items[i].seed = c->items[i].seed;
+        items[i].global_index = (uint64_t)i;
+        items[i].class_id = c->items[i].class_id;
+        items[i].prompt = m->fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+    }
+    rp_gen_request req;
+    memset(&req, 0, sizeof req);
+    req.model = c->model;
+    req.depth = c->depth;
+    req.single_depth = c->single_depth;
+    req.vae = c->vae[0] ? c->vae : NULL;
+    if (m->fam == RP_FAMILY_DIT) RP_TRY(rp_sampler_parse(c->sampler, &req.sampler, err));
+    req.eta = c->eta;
+    req.steps = c->steps;
+    req.cfg = c->cfg;
+    req.guidance = c->guidance;
+    req.width = c->width;
+    req.height = c->height;
+    req.per_item = strcmp(c->batch_forward, "per-item") == 0;
+    req.n_items = c->n_items;
+    req.items = items;
+    req.decode = 1;
+    rp_error e = {0};
+    if (rp_gen_validate(&req, &e) != RP_OK) return INVALID("model=%s: %s", c->model, e.msg);
+    return RP_OK;
+}
+
+rp_status rp_case_validate(const rp_case *c, const rp_validate_env *env, rp_error *err) {
+    assert(c);
+    rp_validate_env host;
+    if (!env) {
+        rp_validate_env_host(&host);
+        env = &host;
+    }
+    model_facts m;
+    int H = 0, W = 0, h = 0, w = 0;
+    RP_TRY(load_facts(c, &m, err));
+    RP_TRY(check_sampling(c, &m, err));
+    RP_TRY(check_numerics(c, &m, err));
+    RP_TRY(check_placement_names(c, env, err));
+    RP_TRY(check_degree_ranges(c, err));
+    RP_TRY(check_latent(c, &m, &H, &W, &h, &w, err));
+    RP_TRY(check_degrees(c, &m, env, err));
+    RP_TRY(check_sequence(c, &m, h, w, err));
+    RP_TRY(check_pipeline(c, &m, h, err));
+    RP_TRY(check_placement(c, env, err));
+    RP_TRY(check_inject(c, &m, err));
+    RP_TRY(check_engine(c, &m, err));
+    return RP_OK;
+}
+
+const char *rp_validate_describe_rules(void) {
+    return "Case validation (a violation is a CONFIG_ERROR naming the parameter, its value and the rule;\n"
+           "the first one found is reported):\n"
+           "  model         a DiT, SD3 or FLUX preset; depth >= 0; single_depth for FLUX only\n"
+           "  items         1..64; DiT: class in 0..num_classes-1, no prompt\n"
+           "  steps         >= 1 (DiT: <= 1000)\n"
+           "  sampler       DiT: ddim ddpm dpmpp-2m euler-a; SD3/FLUX: euler\n"
+           "  eta           >= 0; only ddim (<= 1) and euler-a take one\n"
+           "  cfg           >= 0; FLUX uses embedded guidance, so cfg <= 1\n"
+           "  guidance      FLUX only (DiT/SD3: 0)\n"
+           "  precision     fp32 bf16; tf32 fp16 need a CUDA device\n"
+           "  attention     math split subquad flash auto; chunk sizes >= 0, none for math,\n"
+           "                no kv chunk for split; device_profile a preset or spec\n"
+           "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
+           "  batch_forward joint|per-item (per-item: SD3/FLUX)\n"
+           "  backend       self gloo nccl, compiled in; self only with world 1;\n"
+           "                nccl needs device cuda and one visible GPU per rank\n"
+           "  device        cpu cuda cuda:<GPU name substring> (matching a visible GPU)\n"
+           "  width,height  DiT: fixed by the preset; SD3/FLUX: multiples of 2 x the VAE factor\n"
+           "                (16) in [16, 16384]; SD3 within its position table\n"
+           "  vae           a VAE preset with the model's latent channels\n"
+           "  vae_scale_factor  0 or the VAE's own 2^(levels-1): another factor (the diffusers\n"
+           "                0.32 doubled-factor bug) gives latent sizes, and a sequence split,\n"
+           "                that do not match the tensors\n"
+           "  degrees       dp cfg_parallel ulysses ring pipefusion patch >= 1; the launched world\n"
+           "                = dp x cfg_parallel x ulysses x ring x pipefusion x patch; patch\n"
+           "                excludes ulysses, ring and pipefusion\n"
+           "  cfg_parallel  1 or 2; 2 only for models with classifier-free guidance (not FLUX)\n"
+           "                and cfg > 1\n"
+           "  dp            divides the item count (as xDiT; items are not padded)\n"
+           "  ulysses       divides the head count\n"
+           "  ulysses x ring  divides the image tokens (FLUX: and the text tokens); no padding\n"
+           "  pipefusion    at least one block per stage; pipefusion_layers (optional) one entry\n"
+           "                >= 1 per stage, summing to the depth (FLUX: double + single);\n"
+           "                num_pipeline_patch 0 (= pipefusion) or >= pipefusion; latent height\n"
+           "                divisible by num_pipeline_patch x patch_size, and with ulysses x ring\n"
+           "                = sp > 1 each pipeline patch's height a multiple of patch_size x sp\n"
+           "  patch         latent height divisible by patch x patch_size\n"
+           "  warmup_steps  0..steps; only with pipefusion or patch (else leave it 1)\n"
+           "  inject        testing only: one of dp-rank-layout dp-shared-noise ulysses-head-order\n"
+           "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
+           "                timestep-skew, and only where it can act (e.g. ring-no-rescale\n"
+           "                needs ring > 1, rope-offset needs FLUX with a split sequence)\n";
+}
