@@ -161,7 +161,7 @@ static int bench_sample(const char *name, int repeat) {
     req.model = name;
     req.steps = 28;
     req.cfg = strncmp(name, "sd3", 3) == 0 ? 7.0 : 1.0;
-    req.guidance = 3.5;
+    req.guidance = strncmp(name, "flux", 4) == 0 ? 3.5 : 0.0;
     req.n_items = 1;
     req.items = &item;
     req.decode = 1;

@@ -60,6 +60,7 @@ typedef struct rp_device_profile {
 } rp_device_profile;
 
 struct rp_trace;
+struct rp_parallel;
 
 typedef struct rp_ctx {
     rp_precision precision;
@@ -72,6 +73,9 @@ typedef struct rp_ctx {
     rp_attn_cfg attn;
     rp_device_profile device; /* what attention "auto" decides from */
     struct rp_trace *trace;  /* per-layer activation statistics; NULL = off */
+    struct rp_parallel *par; /* this rank's place in a parallel layout (engine/parallel/
+                                parallel.h; mutable, like the trace); NULL = a single rank,
+                                the models' plain path */
 } rp_ctx;
 
 /* A ctx with the defaults: fp32, no reduce_split, library threads and kernels,

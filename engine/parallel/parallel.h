@@ -1,0 +1,293 @@
+/* parallel.h — xDiT's parallel strategies over the communication backends.
+ *
+ * One rank of a parallel layout carries a `struct rp_parallel` (pointed to by
+ * rp_ctx.par; NULL = single rank). The models and denoisers ask it what to do;
+ * they take no new parameters, and with par == NULL they run their plain
+ * single-rank code, bit for bit.
+ *
+ * ---- rank layout ---------------------------------------------------------------
+ * xDiT's order, innermost to outermost: tensor (always 1 here), sequence
+ * (ulysses innermost, then ring; patch parallel takes the sequence slot when it is
+ * used), pipefusion, cfg, dp:
+ *   rank = (((dp_i * cfg + cfg_i) * pipefusion + pf_i) * ring + ring_i) * ulysses + uly_i
+ *   sp_i = ring_i * ulysses + uly_i         (patch: sp_i = patch_i)
+ * Sub-communicators (rp_comm split of the world, MPI semantics), each the ranks
+ * that differ in one coordinate only, ordered by it:
+ *   dp, cfg, pipefusion, sp (ulysses x ring or patch), ulysses, ring;
+ * and `replica`: the ranks with the same dp index, i.e. the ones that together
+ * compute one dp group's items. A group of one rank has comm == NULL (no split
+ * is made for a degree of 1; every collective on it is the identity).
+ *
+ * ---- strategies (the exact ones are here; pipefusion and patch build on this) ----
+ * dp       items (prompt, seed) in contiguous blocks over the dp groups: the list is
+ *          broadcast from rank 0 and every rank verifies an FNV-1a checksum of what it
+ *          received and compares it with its own copy (dp.c); each group generates
+ *          its items under their GLOBAL indices (so their noise is the single-rank
+ *          noise); results are gathered to rank 0 in input order.
+ * cfg      (cfg = 2, guided runs only) cfg rank c evaluates segment c of the
+ *          single-rank batch layout — DiT [cond; uncond], SD3 [uncond; cond] — and the
+ *          two outputs are allgathered after each evaluation, so both ranks combine
+ *          the same bits with the same formula and continue identically (cfg_par.c).
+ * ulysses  tokens sharded over the sp group; before attention an all-to-all turns
+ *          (B, H, T/u, D) shards into (B, H/u, T, D) head groups, after it the inverse.
+ * ring     K/V blocks passed around the ring with sendrecv; each block gives a
+ *          partial (row max m_j, sum l_j = sum exp(s - m_j), O_j = exp(s - m_j) v),
+ *          merged online: m = max(m, m_j), l = e^(m_old-m) l + e^(m_j-m) l_j, same for O;
+ *          out = O / l (sp_attention.c). That is log-sum-exp merging in (max, sum) form:
+ *          lse = m + log l, and only exp is needed (rp_expf: the same bits everywhere).
+ * usp      ulysses inside, ring outside (ulysses within a ring slot, then the ring over
+ *          the head groups).
+ * Sequence sharding: embeddings are computed for the whole sequence (cheap), then
+ * each sp rank keeps its contiguous slice [sp_i T/sp, (sp_i + 1) T/sp); blocks run
+ * on the slice; positions stay global; before the final unpatchify the tokens are
+ * allgathered. FLUX shards its text and image tokens separately (each divisible by
+ * sp) and keeps [text_local, image_local]; SD3 shards image tokens and keeps its
+ * text stream whole on every sp rank (SD3's 333 text tokens are not divisible, and
+ * xDiT does the same): the text is a "replicated" segment of the joint attention
+ * (its K/V joins every rank's keys once; its queries are computed on every rank,
+ * merged in a fixed block order so the copies stay identical). DiT shards its tokens.
+ *
+ * ---- exactness contract (rp_par_strategy; the classifier reads it) ----------------
+ * dp, cfg, ulysses, ring, usp: EXACT — equal to a single rank up to floating-point
+ *   reordering: a GEMM's row count changes (the BLAS may pick other kernels by M:
+ *   OpenBLAS does, see engine/pipeline.h), attention sums over keys in another order
+ *   (ring, and ulysses with non-math variants) — never different math.
+ * pipefusion, patch: WARMUP_EXACT — exact during warmup, approximate after it (stale
+ *   activations by design).
+ *
+ * ---- trace -------------------------------------------------------------------------
+ * For a recorded evaluation (ctx->trace set and trace->eval < record_evals on every
+ * rank: every rank keeps a trace with the same counters; only rank 0's is saved) each
+ * trace point sends its rows and tokens to world rank 0, which assembles the tensor in
+ * the single-rank layout (rows from the denoiser's row map, tokens from the model's
+ * token map) and records that, so the classifier compares layer by layer against a
+ * single-rank run. Cells no rank sent stay 0 and note "parallel.trace.incomplete"
+ * (a fault like dp-rank-layout sends the same rows twice and others never).
+ *
+ * ---- fault injection (engine/parallel/inject.h; off by default) --------------------
+ * dp-rank-layout      dp.c: the group's items are chosen with dp index rank / dp (xDiT's
+ *                     SD3 bug) instead of the layout's; the gather then concatenates the
+ *                     groups' results in group order, so items come back duplicated and
+ *                     out of order. It changes nothing when world / dp == dp (e.g. dp 2 x
+ *                     cfg 2): the wrong formula then happens to be right.
+ * dp-shared-noise     dp.c: every group keys its items' noise by the local index 0, 1, ..
+ *                     instead of the global one.
+ * ulysses-head-order  sp_attention.c: the inverse all-to-all puts head group p in slot
+ *                     u - 1 - p.
+ * ring-no-rescale     sp_attention.c: partials added as O += O_j, l += l_j (no max correction).
+ * rope-offset         FLUX: ranks > 0 give image token g the RoPE position of token g + 1
+ *                     (mod N) (rp_par_pos_shift).
+ * attn-scale          the last rank (world - 1) uses scale 1/sqrt(D + 1) in every attention.
+ * timestep-skew       ranks > 0 feed the model the previous evaluation's timestep at
+ *                     evaluation 1 (rp_par_timestep).
+ *
+ * ---- hooks for the strategies that own blocks (pipefusion, patch) -----------------
+ * rp_par_hooks: which blocks [a, b) a rank runs, the residual stream(s) at the entry
+ * of block a and the exit of block b - 1, and the K/V of each attention (to replace
+ * by a per-rank cache). All NULL: every block, no stream exchange, fresh K/V.
+ *
+ * Errors inside a forward's trace points are sticky in the context (rp_par_check);
+ * every other function returns its status. A context is used by one thread. */
+#ifndef REPRO_PARALLEL_H
+#define REPRO_PARALLEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/comm.h"
+#include "../ctx.h"
+#include "../error.h"
+#include "../pipeline.h"
+#include "inject.h"
+
+/* ---- strategies ---------------------------------------------------------------- */
+
+typedef enum rp_par_exactness {
+    RP_PAR_EXACT = 0,    /* equal to a single rank up to floating-point reordering */
+    RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
+} rp_par_exactness;
+
+typedef struct rp_par_strategy_info {
+    const char *name;          /* "dp" "cfg" "ulysses" "ring" "usp" "pipefusion" "patch" */
+    rp_par_exactness exactness;
+    const char *reorders;      /* which floating-point work changes order vs a single rank */
+    const char *bitwise_when;  /* when the result is bitwise the single rank's */
+} rp_par_strategy_info;
+
+/* The strategy table; NULL for an unknown name. */
+const rp_par_strategy_info *rp_par_strategy(const char *name);
+int rp_par_strategy_count(void);
+const rp_par_strategy_info *rp_par_strategy_at(int i);
+/* "exact" | "warmup-exact" */
+const char *rp_par_exactness_name(rp_par_exactness e);
+
+typedef struct rp_par_degrees {
+    int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
+} rp_par_degrees;
+
+/* dp x cfg x pipefusion x ulysses x ring x patch */
+int rp_par_world(const rp_par_degrees *d);
+/* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
+rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
+
+typedef struct rp_par_coords {
+    int dp, cfg, pipefusion, ring, ulysses, patch;
+    int sp;   /* index in the sequence group: ring * ulysses + ulysses (or patch) */
+} rp_par_coords;
+
+/* rank -> coordinates, and back (xDiT's order above). */
+void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
+int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
+
+/* ---- hooks ----------------------------------------------------------------------- */
+
+enum { RP_PAR_STREAM_ENTER = 0, RP_PAR_STREAM_LEAVE = 1 };
+
+typedef struct rp_par_hooks {
+    void *user;
+    /* Blocks [*a, *b) of n this rank runs (FLUX numbers double then single blocks
+     * 0 .. n_double + n_single - 1). NULL: [0, n). */
+    void (*block_range)(void *user, int n_blocks, int *a, int *b);
+    /* Called with the residual stream(s) before block a (ENTER: may overwrite them
+     * with what the previous stage computed) and after block b - 1 (LEAVE: may pass
+     * them on). x (rows_x, W) is the image stream (FLUX: the joint stream), c
+     * (rows_c, W) SD3's text stream or NULL. When b < n the model skips its final
+     * layer and leaves its output untouched. NULL: no call. */
+    rp_status (*stream)(void *user, int where, int block, float *x, size_t rows_x, float *c, size_t rows_c,
+                        int W, rp_error *err);
+    /* Before attention `layer`: may replace this rank's k, v (B, H, Tk, D) by its own
+     * (*k_out, *v_out with *Tk_out keys, e.g. fresh keys + a stale K/V cache); leaving
+     * *k_out NULL keeps them. Only without sequence parallelism. NULL: no call. */
+    rp_status (*kv)(void *user, int layer, const float *k, const float *v, int B, int H, int Tk, int D,
+                    const float **k_out, const float **v_out, int *Tk_out, rp_error *err);
+} rp_par_hooks;
+
+/* ---- the context ------------------------------------------------------------------ */
+
+typedef struct rp_par_group {
+    rp_comm *comm;  /* owned; NULL when size == 1 */
+    int rank, size;
+} rp_par_group;
+
+typedef struct rp_parallel {
+    rp_par_degrees deg;
+    int rank, world;
+    rp_par_coords at;
+    rp_comm *world_comm;      /* not owned */
+    rp_par_group dp, cfg, pipefusion, sp, ulysses, ring, replica;
+    rp_inject_id fault;       /* RP_INJECT_NONE in normal runs */
+    rp_par_hooks hooks;
+    /* items: set by rp_par_dp_select */
+    int n_items_total;        /* items of the whole run */
+    int item_first;           /* position of this rank's first item in the run's list (the
+                                 position the group believes it has, under dp-rank-layout) */
+    /* trace rows: set by the denoiser before each forward (rp_par_set_trace_rows) */
+    const int *trace_rows;    /* (n_trace_rows) single-rank trace row of each model row, or -1 */
+    int n_trace_rows, trace_total_rows;
+    int trace_incomplete;     /* rank 0: some assembled trace tensor had cells no rank sent */
+    /* sticky error of the trace points */
+    rp_status st;
+    rp_error err;
+} rp_parallel;
+
+/* Splits world into the groups of layout d and fills *p (which owns the groups).
+ * Collective over world. Errors: RP_ERR_INVALID when world->world != rp_par_world(d)
+ * or a degree < 1; the comm layer's statuses otherwise. */
+rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err);
+/* Destroys the groups (not the world comm). NULL and zeroed contexts are allowed. */
+void rp_par_free(rp_parallel *p);
+
+/* The sticky error of p's trace points: RP_OK, or copies it into err and returns it. */
+rp_status rp_par_check(const rp_parallel *p, rp_error *err);
+
+/* Is this rank the one whose fault-injection applies? Helpers of the faults. */
+int rp_par_fault(const rp_ctx *ctx, rp_inject_id id);
+
+/* ---- sequence parallelism (for the models) --------------------------------------- */
+
+/* sp group size (1 without par). */
+int rp_par_sp(const rp_ctx *ctx);
+/* This rank's contiguous token slice [*t0, *t0 + *n) of a sequence of T tokens sharded
+ * over the sp group; [0, T) without sequence parallelism. T % sp != 0: RP_ERR_INVALID. */
+rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err);
+/* local (B, T/sp, W), this rank's shard -> full (B, T, W) in token order (allgather over
+ * the sp group). full may be local itself (the gather goes through scratch). */
+rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
+                               rp_error *err);
+/* rope-offset: 1 on ranks > 0 when injected, else 0. */
+int rp_par_pos_shift(const rp_ctx *ctx);
+
+/* Self-attention over this rank's tokens: q, k, v, out (B, H, T, D), softmax(scale q k^T) v
+ * as rp_attention. The first T - Trep tokens are this rank's shard of the sequence, the
+ * last Trep are replicated on every sp rank (SD3's text; 0 otherwise). Without sequence
+ * parallelism it is rp_attention over the T tokens (after the K/V hook, if any), bit for
+ * bit. layer: the attention's index in the model (for the hooks). key_mask (B, T) or
+ * NULL; with sp > 1 masks are refused (RP_ERR_UNSUPPORTED: no pipeline passes one).
+ * Errors: RP_ERR_INVALID when H is not divisible by ulysses, the comm layer's. */
+rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
+                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Trep, int D,
+                           float scale, rp_error *err);
+
+/* Blocks [*a, *b) of n_blocks this rank runs (the hook's, or all). */
+void rp_par_block_range(const rp_ctx *ctx, int n_blocks, int *a, int *b);
+/* The stream hook (RP_OK without one). */
+rp_status rp_par_stream(const rp_ctx *ctx, int where, int block, float *x, size_t rows_x, float *c,
+                        size_t rows_c, int W, rp_error *err);
+
+/* ---- trace ------------------------------------------------------------------------- */
+
+/* The denoiser, before a forward of n model rows: rows[r] is model row r's row in the
+ * single-rank trace tensor (or -1: not traced, e.g. items after the first with
+ * per-item batches), total the single-rank trace's row count. rows stays the caller's. */
+void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total);
+
+/* A model's trace point: x (rows, n, W), rows = the forward's batch; tok (n) the global
+ * token index of each of its n tokens in a sequence of T, or NULL when x holds the
+ * whole sequence (then identical on every sp rank; only sp rank 0 sends it). Records
+ * the assembled tensor on rank 0 (see the header comment); no-op when the current
+ * evaluation is not recorded. Errors are sticky (rp_par_check). */
+void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
+                  int T);
+
+/* ---- cfg parallelism (cfg_par.c) --------------------------------------------------- */
+
+/* Which segment of the single-rank guided batch this rank evaluates: -1 both (no cfg
+ * parallelism), else 0 or 1 (the cfg coordinate). */
+int rp_par_cfg_segment(const rp_ctx *ctx);
+/* mine (n): this rank's segment's output -> both (2, n): segment 0 then 1, on both
+ * ranks (allgather over the cfg group). Without cfg parallelism: RP_ERR_INVALID. */
+rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *both, rp_error *err);
+
+/* timestep-skew: the timestep the model gets at evaluation `eval` (t, or t_prev on
+ * ranks > 0 at evaluation 1 when injected). */
+float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev);
+
+/* ---- dp (dp.c) --------------------------------------------------------------------------
+ * Items cross ranks serialised: per item seed (u64 LE), class (i32 LE), prompt length
+ * (u32 LE) and bytes; the list as count (u32 LE) + items. */
+
+/* Broadcasts rank 0's items (its `mine`, n) to every rank; each rank checks the FNV-1a
+ * 64 checksum rank 0 sent against the bytes it received, and (if it has its own list,
+ * mine != NULL) that the lists agree. The verdicts are allreduced, so every rank fails
+ * together with an error naming the ranks that disagree. On success *out (n_out items,
+ * prompts pointing into *strings; free both) is rank 0's list. */
+rp_status rp_par_dp_share_items(rp_parallel *p, const rp_gen_item *mine, int n, rp_gen_item **out,
+                                int *n_out, char **strings, rp_error *err);
+
+/* This dp group's contiguous block of all (n; dp must divide n): *first (its position)
+ * and *count; local[0 .. count) get global_index = position (dp-shared-noise: 0 .. count-1).
+ * Sets p->n_items_total and p->item_first. local must hold n items. */
+rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen_item *local,
+                           int *first, int *count, rp_error *err);
+
+/* Collective over the world: each dp group's leader (replica rank 0) sends its result
+ * to rank 0, which fills *all with the n_total items in input order (group by group),
+ * schedule fields from its own. rgb is gathered when the leaders decoded. Other ranks
+ * leave *all zeroed. */
+rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_total,
+                           rp_gen_result *all, rp_error *err);
+
+/* 64-bit FNV-1a over n bytes. */
+uint64_t rp_par_fnv1a64(const void *data, size_t n);
+
+#endif
