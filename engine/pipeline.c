@@ -14,6 +14,7 @@
 
 #include "models/registry.h"
 #include "models/text_encoder.h"
+#include "parallel/parallel.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "trace.h"
@@ -24,6 +25,26 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- parallel layouts ---------------------------------------------------------------- */
+
+/* This rank's items in the whole run: the position of its first, and how many the run has
+ * (the request's own B without dp). */
+static void par_items(const rp_ctx *ctx, int B, int *first, int *total) {
+    const rp_parallel *p = ctx->par;
+    *first = p && p->n_items_total > 0 ? p->item_first : 0;
+    *total = p && p->n_items_total > 0 ? p->n_items_total : B;
+}
+
+/* Trace rows of a joint forward over segments [s0, s0 + nseg) of B local items each, in the
+ * single-rank layout [segment 0 x total items; segment 1 x total items] (nseg_all segments). */
+static void joint_rows(const rp_ctx *ctx, int *rows, int B, int s0, int nseg, int nseg_all) {
+    int first, total;
+    par_items(ctx, B, &first, &total);
+    for (int s = 0; s < nseg; s++)
+        for (int b = 0; b < B; b++) rows[s * B + b] = (s0 + s) * total + first + b;
+    rp_par_set_trace_rows(ctx->par, rows, nseg * B, nseg_all * total);
 }
 
 /* ---- DiT denoiser ------------------------------------------------------------------ */
@@ -47,7 +68,11 @@ rp_status rp_dit_denoiser_init(rp_dit_denoiser *d, const rp_dit *model, const rp
     d->out = malloc(sizeof(float) * Bm * Cout * SS);
     d->t = malloc(sizeof(float) * Bm);
     d->yy = malloc(sizeof(int) * Bm);
-    if (!d->xin || !d->out || !d->t || !d->yy) {
+    if (ctx->par) {
+        d->half = malloc(sizeof(float) * B * Cout * SS);
+        d->rows = malloc(sizeof(int) * Bm);
+    }
+    if (!d->xin || !d->out || !d->t || !d->yy || (ctx->par && (!d->half || !d->rows))) {
         rp_dit_denoiser_free(d);
         return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for a DiT batch of %d", Bm);
     }
@@ -64,9 +89,11 @@ void rp_dit_denoiser_free(rp_dit_denoiser *d) {
     free(d->out);
     free(d->t);
     free(d->yy);
-    d->xin = d->out = NULL;
+    free(d->half);
+    free(d->rows);
+    d->xin = d->out = d->half = NULL;
     d->t = NULL;
-    d->yy = NULL;
+    d->yy = d->rows = NULL;
 }
 
 /* x (B, Cin, S, S) at training timestep t -> eps (B, Cin, S, S) guided, and
@@ -81,11 +108,24 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     const size_t SS = (size_t)c->input_size * c->input_size;
     const size_t per_in = (size_t)Cin * SS, per_out = (size_t)Cout * SS;
 
-    /* DiT's forward_with_cfg feeds the same latent twice: [x; x] with [y; null]. */
-    memcpy(d->xin, x, sizeof(float) * B * per_in);
-    if (guided) memcpy(d->xin + B * per_in, x, sizeof(float) * B * per_in);
-    for (int b = 0; b < Bm; b++) d->t[b] = (float)t;
-    RP_TRY(rp_dit_forward(d->model, d->ctx, d->out, d->xin, d->t, d->yy, Bm, err));
+    /* CFG parallelism: this rank evaluates one segment (0 cond, 1 uncond) of [cond; uncond] */
+    const int seg = guided ? rp_par_cfg_segment(d->ctx) : -1;
+    if (!guided && rp_par_cfg_segment(d->ctx) >= 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "cfg parallelism needs classifier-free guidance (cfg %g <= 1)", d->cfg);
+    const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, (float)t, d->prev_t) : (float)t;
+    d->prev_t = (float)t;
+    for (int b = 0; b < Bm; b++) d->t[b] = tt;
+    if (seg < 0) {
+        /* DiT's forward_with_cfg feeds the same latent twice: [x; x] with [y; null]. */
+        memcpy(d->xin, x, sizeof(float) * B * per_in);
+        if (guided) memcpy(d->xin + B * per_in, x, sizeof(float) * B * per_in);
+        if (d->ctx->par) joint_rows(d->ctx, d->rows, B, 0, guided ? 2 : 1, guided ? 2 : 1);
+        RP_TRY(rp_dit_forward(d->model, d->ctx, d->out, d->xin, d->t, d->yy, Bm, err));
+    } else {
+        joint_rows(d->ctx, d->rows, B, seg, 1, 2);
+        RP_TRY(rp_dit_forward(d->model, d->ctx, d->half, x, d->t, d->yy + seg * B, B, err));
+        RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per_out, d->out, err)); /* -> [cond; uncond] */
+    }
     rp_trace_next_eval(d->ctx->trace);
     d->n_evals++;
 
@@ -290,7 +330,12 @@ rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, 
     d->g = flux ? malloc(sizeof(float) * Bm) : NULL;
     d->context = malloc(sizeof(float) * Bm * per_ctx);
     d->pooled = malloc(sizeof(float) * Bm * (size_t)d->Dpool);
-    if (!d->xin || !d->out || !d->t || (flux && !d->g) || !d->context || !d->pooled) {
+    if (ctx->par) {
+        d->half = malloc(sizeof(float) * B * per);
+        d->rows = malloc(sizeof(int) * Bm);
+    }
+    if (!d->xin || !d->out || !d->t || (flux && !d->g) || !d->context || !d->pooled ||
+        (ctx->par && (!d->half || !d->rows))) {
         rp_flow_gen_denoiser_free(d);
         return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for a %s batch of %d at latent %dx%d",
                        sd3 ? "SD3" : "FLUX", Bm, h, w);
@@ -318,7 +363,10 @@ void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d) {
     free(d->g);
     free(d->context);
     free(d->pooled);
-    d->xin = d->out = d->t = d->g = d->context = d->pooled = NULL;
+    free(d->half);
+    free(d->rows);
+    d->xin = d->out = d->t = d->g = d->context = d->pooled = d->half = NULL;
+    d->rows = NULL;
 }
 
 /* One transformer forward over rows [r0, r0 + nb) of the model batch: xin, t, g, context,
@@ -348,18 +396,51 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
         memcpy(d->xin + flow_slot(d, b, 1) * per, x + b * per, sizeof(float) * per);
         if (guided) memcpy(d->xin + flow_slot(d, b, 0) * per, x + b * per, sizeof(float) * per);
     }
-    const float tt = d->family == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(d->sched, i) : rp_flow_flux_model_t(d->sched, i);
+    const float t_step = d->family == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(d->sched, i) : rp_flow_flux_model_t(d->sched, i);
+    const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, t_step, d->prev_t) : t_step;
+    d->prev_t = t_step;
     for (int r = 0; r < Bm; r++) d->t[r] = tt;
+    /* CFG parallelism: this rank evaluates one segment (0 uncond, 1 cond) of the guided batch */
+    const int seg = guided ? rp_par_cfg_segment(d->ctx) : -1;
+    if (!guided && rp_par_cfg_segment(d->ctx) >= 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "cfg parallelism needs classifier-free guidance (SD3 with cfg > 1; got %s "
+                       "cfg %g)", d->family == RP_FAMILY_SD3 ? "SD3" : "FLUX", d->cfg);
     if (!d->per_item) {
-        RP_TRY(flow_forward(d, d->ctx, 0, Bm, err));
+        if (seg < 0) {
+            if (d->ctx->par) joint_rows(d->ctx, d->rows, B, 0, guided ? 2 : 1, guided ? 2 : 1);
+            RP_TRY(flow_forward(d, d->ctx, 0, Bm, err));
+        } else { /* rows [seg B, seg B + B) of [uncond x B; cond x B], then both segments in that layout */
+            joint_rows(d->ctx, d->rows, B, seg, 1, 2);
+            RP_TRY(flow_forward(d, d->ctx, seg * B, B, err));
+            memcpy(d->half, d->out + (size_t)seg * B * per, sizeof(float) * B * per);
+            RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per, d->out, err));
+        }
     } else {
         /* each item its own forward (2 rows under CFG): no GEMM sees another item's rows,
          * so the BLAS's M-dependent kernel choice cannot couple items. The trace, which
-         * records one forward per evaluation, covers item 0. */
+         * records one forward per evaluation, covers item 0 (of the whole run). */
         rp_ctx quiet = *d->ctx;
         quiet.trace = NULL;
-        const int nb = guided ? 2 : 1;
-        for (int b = 0; b < B; b++) RP_TRY(flow_forward(d, b == 0 ? d->ctx : &quiet, b * nb, nb, err));
+        const int nb = guided && seg < 0 ? 2 : 1;
+        int first = 0, total = B;
+        if (d->ctx->par) par_items(d->ctx, B, &first, &total);
+        for (int b = 0; b < B; b++) {
+            if (d->ctx->par) { /* item 0's rows: [uncond, cond] (or this rank's one of them), else untraced */
+                for (int r = 0; r < nb; r++) d->rows[r] = first + b == 0 ? (seg < 0 ? r : seg) : -1;
+                rp_par_set_trace_rows(d->ctx->par, d->rows, nb, guided ? 2 : 1);
+            }
+            /* per item rows [uncond_b, cond_b]; with a segment, row 2b + seg alone */
+            const int r0 = seg < 0 ? b * nb : 2 * b + seg;
+            RP_TRY(flow_forward(d, b == 0 ? d->ctx : &quiet, r0, nb, err));
+            if (seg >= 0) memcpy(d->half + (size_t)b * per, d->out + (size_t)r0 * per, sizeof(float) * per);
+        }
+        if (seg >= 0) { /* xin (2, B, per) is free now: both segments, then into rows 2b + s */
+            RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per, d->xin, err));
+            for (int s = 0; s < 2; s++)
+                for (int b = 0; b < B; b++)
+                    memcpy(d->out + (size_t)(2 * b + s) * per, d->xin + ((size_t)s * B + b) * per,
+                           sizeof(float) * per);
+        }
     }
     rp_trace_next_eval(d->ctx->trace);
     d->n_evals++;

@@ -50,6 +50,10 @@ typedef struct rp_dit_denoiser {
     float *t;            /* (2B) timesteps */
     int *yy;             /* (2B) classes: y then the null class */
     int n_evals;         /* model evaluations so far */
+    /* parallel layouts (ctx->par; NULL without): see "Parallel layouts" below */
+    float *half;         /* (B, Cout, S, S) this rank's CFG segment's output */
+    int *rows;           /* (2B) trace row map of a forward */
+    float prev_t;        /* the previous evaluation's model timestep (timestep-skew) */
 } rp_dit_denoiser;
 
 rp_status rp_dit_denoiser_init(rp_dit_denoiser *d, const rp_dit *model, const rp_ctx *ctx, int B,
@@ -99,6 +103,10 @@ typedef struct rp_flow_gen_denoiser {
     float *context;                /* (Bm, L, Dctx) [uncond x B;] cond text states */
     float *pooled;                 /* (Bm, Dpool) */
     int n_evals;                   /* model evaluations so far */
+    /* parallel layouts (ctx->par; NULL without): see "Parallel layouts" below */
+    float *half;                   /* (B, C, h, w) this rank's CFG segment's outputs */
+    int *rows;                     /* (Bm) trace row map of a forward */
+    float prev_t;                  /* the previous evaluation's model timestep (timestep-skew) */
 } rp_flow_gen_denoiser;
 
 /* Copies the text conditioning into the denoiser's own batch:
@@ -113,6 +121,18 @@ rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, 
 void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d);
 /* The Euler loop's view of it (self = d). */
 rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d);
+
+/* ---- Parallel layouts ----------------------------------------------------------------
+ * With ctx->par (engine/parallel/parallel.h) both denoisers
+ *   - under CFG parallelism evaluate only their rank's segment of the guided batch (DiT:
+ *     segment 0 = the conditional rows, 1 = the unconditional; SD3: 0 = unconditional,
+ *     1 = conditional, diffusers' order) and allgather the two outputs after each
+ *     evaluation, then combine exactly as a single rank does;
+ *   - tell the parallel context, before each forward, which single-rank trace row each
+ *     model row is (items at their positions in the whole run: par->item_first ..);
+ *   - apply the timestep-skew fault (rp_par_timestep).
+ * The items of a request are this rank's (dp.c picks them); sequence parallelism lives in
+ * the models. Without ctx->par nothing here changes a bit. */
 
 /* ---- requests ---------------------------------------------------------------------- */
 

@@ -7,9 +7,9 @@
  * in harness/launch.h): 0 ok, 1 failed, 2 usage, 3 configuration,
  * 4 communication timeout (a peer died or never joined).
  *
- * The jobs here test the launch and communication plumbing itself. The jobs
- * that run the parallel engine (generate one case of a matrix under a parallel
- * strategy) arrive with the parallel-strategies issue.
+ * The jobs here test the launch and communication plumbing itself, except
+ * `case`, which runs one case of a matrix under its parallel strategy
+ * (harness/job_case.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +23,7 @@
 #include "engine/error.h"
 #include "harness/args.h"
 #include "harness/commands.h"
+#include "harness/job_case.h"
 #include "harness/launch.h"
 #include "harness/rankenv.h"
 
@@ -41,7 +42,9 @@ static void usage(FILE *f) {
             "  sleep          sleep --seconds S, then exit 0 (hang tests)\n"
             "  crash          rank --crash-rank raises --signal after --seconds S (crash tests)\n"
             "  exit           rank --crash-rank exits with --code N after --seconds S\n"
-            "  (the parallel engine jobs arrive with the parallel-strategies issue)\n"
+            "  case           run one case: --case-file case.json --out-dir DIR (the case's backend;\n"
+            "                 rank 0 writes latents.safetensors, image-<i>.png, trace.safetensors,\n"
+            "                 env.json and done.json last)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
             "  --backend B        self | gloo | nccl (default: self for one rank, else gloo)\n"
@@ -65,7 +68,7 @@ static void usage(FILE *f) {
             "exit codes: 0 ok, 1 failed, 2 usage, 3 configuration, 4 communication timeout\n");
 }
 
-typedef enum worker_job { JOB_SELFTEST, JOB_SLEEP, JOB_CRASH, JOB_EXIT } worker_job;
+typedef enum worker_job { JOB_SELFTEST, JOB_SLEEP, JOB_CRASH, JOB_EXIT, JOB_CASE } worker_job;
 
 typedef struct worker_opts {
     worker_job job;
@@ -76,6 +79,8 @@ typedef struct worker_opts {
     double late_s;
     double seconds, others_seconds;
     int crash_rank, crash_signal, exit_code;
+    const char *case_file, *out_dir; /* job case */
+    int backend_given;               /* --backend was given */
 } worker_opts;
 
 /* Sleeps s seconds, resuming after signals that do not kill us. */
@@ -198,6 +203,8 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     const char *sig = rp_arg_str(&a, "signal", "KILL");
     o->exit_code = (int)rp_arg_int(&a, "code", 1);
     (void)rp_arg_str(&a, "tag", NULL);
+    o->case_file = rp_arg_str(&a, "case-file", NULL);
+    o->out_dir = rp_arg_str(&a, "out-dir", NULL);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
@@ -210,12 +217,16 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     else if (!strcmp(job, "sleep")) o->job = JOB_SLEEP;
     else if (!strcmp(job, "crash")) o->job = JOB_CRASH;
     else if (!strcmp(job, "exit")) o->job = JOB_EXIT;
+    else if (!strcmp(job, "case")) o->job = JOB_CASE;
     else {
-        RP_FAIL(&err, RP_ERR_INVALID, "unknown job '%s' (comm-selftest, sleep, crash, exit; the engine jobs "
-                                      "come with the parallel-strategies issue)", job);
+        RP_FAIL(&err, RP_ERR_INVALID, "unknown job '%s' (comm-selftest, sleep, crash, exit, case)", job);
         return fail(re, &err, RP_WORKER_EXIT_USAGE);
     }
     if (o->job == JOB_SLEEP && !seconds) o->seconds = 3600.0;
+    if (o->job == JOB_CASE && (!o->case_file || !o->out_dir)) {
+        RP_FAIL(&err, RP_ERR_INVALID, "--job case needs --case-file case.json and --out-dir DIR");
+        return fail(re, &err, RP_WORKER_EXIT_USAGE);
+    }
     if (o->seconds < 0 || o->others_seconds < 0 || o->late_s < 0 || !(o->comm.timeout_s > 0)) {
         RP_FAIL(&err, RP_ERR_INVALID, "--seconds, --others-seconds and --late must be >= 0, --timeout > 0");
         return fail(re, &err, RP_WORKER_EXIT_USAGE);
@@ -236,7 +247,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
         return fail(re, &err, RP_WORKER_EXIT_CONFIG);
     }
 
-    o->use_comm = o->job == JOB_SELFTEST || backend != NULL;
+    o->use_comm = o->job == JOB_SELFTEST || o->job == JOB_CASE || backend != NULL;
     o->comm.rank = re->rank;
     o->comm.world = re->world;
     o->comm.cuda_device = re->local_rank;
@@ -245,6 +256,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     if (!o->use_comm) return 0;
     if (backend && rp_comm_kind_parse(backend, &o->comm.kind, &err) != RP_OK)
         return fail(re, &err, RP_WORKER_EXIT_USAGE);
+    o->backend_given = backend != NULL;
     if (!rp_comm_available(o->comm.kind)) {
         RP_FAIL(&err, RP_ERR_UNSUPPORTED, "backend %s is not compiled into this build",
                 rp_comm_kind_name(o->comm.kind));
@@ -336,6 +348,10 @@ int rp_cmd_worker(int argc, char **argv) {
         fflush(stderr);
         sleep_s(o.late_s);
     }
+    if (o.job == JOB_CASE) { /* creates its communicator itself, once the case is validated */
+        rp_job_case_opts jo = {o.case_file, o.out_dir, o.comm, o.backend_given};
+        return rp_job_case(&re, &jo);
+    }
     rp_comm *c = NULL;
     if (o.use_comm) {
         rp_status st = rp_comm_create(&o.comm, &c, &err);
@@ -364,6 +380,8 @@ int rp_cmd_worker(int argc, char **argv) {
     case JOB_EXIT:
         rc = run_fault(&o, &re, c);
         break;
+    case JOB_CASE:
+        break; /* handled above */
     }
     if (c) rp_comm_destroy(c);
     return rc;

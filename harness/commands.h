@@ -12,6 +12,9 @@ int rp_cmd_env(int argc, char **argv);      /* harness/cmd_env.c: print the envi
 int rp_cmd_diff(int argc, char **argv);     /* harness/cmd_diff.c: image / latents metrics of two results */
 int rp_cmd_worker(int argc, char **argv);   /* harness/cmd_worker.c: one rank of a multi-process job */
 int rp_cmd_launch(int argc, char **argv);   /* harness/cmd_launch.c: run N worker ranks locally */
+int rp_cmd_matrix(int argc, char **argv);   /* harness/cmd_matrix.c: repro --matrix / --help-matrix
+                                               (argv[0] is the program: --matrix is a top-level option) */
+int rp_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c: record / list golden outputs */
 
 /* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
 struct rp_error;

@@ -21,12 +21,15 @@ static const command COMMANDS[] = {
     {"diff", rp_cmd_diff, "compare two images, latents files or result directories: every metric"},
     {"worker", rp_cmd_worker, "one rank of a multi-process job (under launch, mpirun, srun, torchrun)"},
     {"launch", rp_cmd_launch, "run N ranks of a worker job on this machine and report how they ended"},
+    {"golden", rp_cmd_golden, "record a matrix's reference outputs as goldens; list a golden store"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: repro <command> [options]   (repro <command> --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+    fprintf(f, "\n  repro --matrix FILE [options]   run a sweep (repro --matrix FILE --help)\n"
+               "  repro --help-matrix             the matrix file schema\n");
 }
 
 int rp_report_error(const struct rp_error *err) {
@@ -46,6 +49,10 @@ int main(int argc, char **argv) {
         printf("repro %s (%s)\n", REPRO_VERSION, rp_git_revision());
         return 0;
     }
+    /* --matrix is an option of repro itself, and may follow other sweep options */
+    if (!strncmp(argv[1], "--", 2))
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], "--matrix") || !strcmp(argv[i], "--help-matrix")) return rp_cmd_matrix(argc, argv);
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "repro: unknown command '%s'\n", argv[1]);

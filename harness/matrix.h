@@ -51,7 +51,7 @@ typedef struct rp_matrix {
     char name[128];          /* "name:" or the file's base name without .yaml / .yml */
     char description[512];
     int repeat;              /* runs per case, >= 1 */
-    double timeout_s;        /* per-case deadline (all ranks, all repeats); default 900 */
+    double timeout_s;        /* deadline of one run of a case (all its ranks); default 900 */
     rp_tolerances tol;
     int n_cases;
     rp_matrix_case *cases;   /* owned; references before the cases that use them */

@@ -41,7 +41,10 @@ void rp_validate_env_host(rp_validate_env *env) {
         rp_cuda_device_info info;
         char msg[256];
         if (rp_cuda_device_describe(d, &info, msg, sizeof msg) != 0) continue;
-        snprintf(env->gpu_names[env->n_gpus++], sizeof env->gpu_names[0], "%s", info.name);
+        /* device names are short ("NVIDIA H200"); keep the first 127 bytes */
+        size_t len = strnlen(info.name, sizeof env->gpu_names[0] - 1);
+        memcpy(env->gpu_names[env->n_gpus], info.name, len);
+        env->gpu_names[env->n_gpus++][len] = '\0';
     }
 #endif
 }

@@ -25,6 +25,13 @@
  *   y_embedder.embedding_table.weight     RP_INIT_NORMAL 1.0
  *   pos_embed                             RP_INIT_SINCOS_2D (the fixed table upstream uses)
  *
+ * Sequence parallelism (ctx->par, engine/parallel/parallel.h): the patch embedding and
+ * pos_embed run on all T tokens, then this rank keeps its slice [t0, t0 + Tl); the
+ * blocks run on the slice with rp_par_attention; the final layer's tokens are gathered
+ * back before unpatchify. Trace records name each token's global index, so rank 0
+ * records the single-rank layout. Without ctx->par, Tl = T and every call is the plain
+ * single-rank one.
+ *
  * Memory: parameters live in one allocation (rp_params_load); each forward call
  * makes one activation allocation sized from B and frees it before returning. */
 #include "dit.h"
@@ -37,6 +44,7 @@
 
 #include "../attention/attention.h"
 #include "../ops.h"
+#include "../parallel/parallel.h"
 #include "../trace.h"
 
 typedef struct dit_block {
@@ -254,8 +262,11 @@ const rp_dit_config *rp_dit_cfg(const rp_dit *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
-    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
+ * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
+    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
+    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
 }
 
 rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const float *x,
@@ -273,6 +284,9 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     const int C = cfg->hidden, H = cfg->heads, D = C / H, F = cfg->freq_dim, M = cfg->mlp_ratio * C;
     const int g = S / p, T = g * g, P = Cin * p * p, Po = p * p * Cout;
     const size_t BT = (size_t)B * T;
+    int t0, Tl; /* this rank's tokens [t0, t0 + Tl) (sequence parallelism; else 0, T) */
+    RP_TRY(rp_par_shard(ctx, T, &t0, &Tl, err));
+    const size_t BTl = (size_t)B * Tl;
     /* The attention scratch (q, k, v, heads-out: 4 x (B, T, C)) is dead while the
      * MLP hidden (B, T, M) is live and vice versa, so they share one region. */
     const size_t n_shared = BT * (size_t)(M > 4 * C ? M : 4 * C);
@@ -288,12 +302,17 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
                            + (size_t)B * C * 5 /* th, temb, yemb, cvec, sc */
                            + (size_t)B * 6 * C; /* mod */
     float *mem = malloc(n_total * sizeof(float));
-    if (!mem)
+    int *tok = ctx->par ? malloc(sizeof(int) * Tl) : NULL; /* (Tl) global token index, for the trace */
+    if (!mem || (ctx->par && !tok)) {
+        free(mem);
+        free(tok);
         return RP_FAIL(err, RP_ERR_NOMEM, "DiT forward: cannot allocate %.1f MiB of activations for batch %d",
                        n_total * sizeof(float) / 1048576.0, B);
+    }
+    for (int j = 0; tok && j < Tl; j++) tok[j] = t0 + j;
     float *cur = mem;
     float *patches = cur; cur += BT * P;       /* (B, T, Cin*p*p) */
-    float *xs = cur;      cur += BT * C;       /* (B, T, C) residual stream */
+    float *xs = cur;      cur += BT * C;       /* (B, T, C) residual stream; (B, Tl, C) after the embedding */
     float *h = cur;       cur += BT * C;       /* (B, T, C) normed + modulated input of attn / mlp */
     float *ys = cur;      cur += BT * C;       /* (B, T, C) attn or mlp output, before the gate */
     float *qkv = cur;     cur += BT * 3 * C;   /* (B, T, 3C) = (B, T, 3, H, D) */
@@ -320,19 +339,22 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_patchify(patches, x, B, Cin, S, S, p);
     rp_linear(ctx, xs, patches, &m->x_embed, (int)BT);
     for (int b = 0; b < B; b++) rp_add(xs + (size_t)b * T * C, m->pos_embed, (size_t)T * C);
-    trace(ctx, "x_embedder", xs, BT * C);
+    trace(ctx, "x_embedder", xs, B, T, C, NULL, T);
+    if (Tl < T) /* keep this rank's slice; item b's rows move down to b * Tl (never past their source) */
+        for (int b = 0; b < B; b++)
+            memmove(xs + (size_t)b * Tl * C, xs + ((size_t)b * T + t0) * C, sizeof(float) * Tl * C);
 
     /* t_embedder */
     rp_timestep_embedding(tfreq, t, B, F, 10000.0f, 0.0f);
     rp_linear(ctx, th, tfreq, &m->t_mlp0, B);
     rp_silu(th, th, (size_t)B * C);
     rp_linear(ctx, temb, th, &m->t_mlp2, B);
-    trace(ctx, "t_embedder", temb, (size_t)B * C);
+    trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
 
     /* y_embedder: a table lookup (labels are given already dropped to the null class). */
     for (int b = 0; b < B; b++)
         memcpy(yemb + (size_t)b * C, m->y_table + (size_t)y[b] * C, (size_t)C * sizeof(float));
-    trace(ctx, "y_embedder", yemb, (size_t)B * C);
+    trace(ctx, "y_embedder", yemb, B, 1, C, NULL, 1);
 
     /* c = t + y; every adaLN_modulation starts with SiLU(c), computed once here. */
     for (size_t i = 0; i < (size_t)B * C; i++) cvec[i] = temb[i] + yemb[i];
@@ -340,48 +362,57 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
 
     const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
     const int ms = 6 * C;                                /* row stride of mod */
-    for (int i = 0; i < cfg->depth; i++) {
+    int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
+    rp_par_block_range(ctx, cfg->depth, &ba, &bb);
+    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, NULL, 0, C, err);
+    if (st != RP_OK) goto done;
+    for (int i = ba; i < bb; i++) {
         const dit_block *blk = &m->blocks[i];
         /* mod (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
         rp_linear(ctx, mod, sc, &blk->ada, B);
 
         /* attention branch */
-        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
-        rp_modulate(h, mod + 0 * C, mod + 1 * C, ms, B, T, C);
-        rp_linear(ctx, qkv, h, &blk->qkv, (int)BT);
-        rp_split_qkv_heads(q, k, v, qkv, B, T, H, D);
-        st = rp_attention(ctx, att, q, k, v, NULL, B, H, T, T, D, scale, err);
+        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_modulate(h, mod + 0 * C, mod + 1 * C, ms, B, Tl, C);
+        rp_linear(ctx, qkv, h, &blk->qkv, (int)BTl);
+        rp_split_qkv_heads(q, k, v, qkv, B, Tl, H, D);
+        st = rp_par_attention(ctx, i, att, q, k, v, NULL, B, H, Tl, 0, 0, D, scale, err);
         if (st != RP_OK) goto done;
-        rp_from_heads(h, att, B, T, H, D); /* h (B, T, C) reused: its content is consumed */
-        rp_linear(ctx, ys, h, &blk->proj, (int)BT);
+        rp_from_heads(h, att, B, Tl, H, D); /* h (B, Tl, C) reused: its content is consumed */
+        rp_linear(ctx, ys, h, &blk->proj, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.attn", i);
-        trace(ctx, name, ys, BT * C);
-        rp_gated_add(xs, mod + 2 * C, ms, ys, B, T, C);
+        trace(ctx, name, ys, B, Tl, C, tok, T);
+        rp_gated_add(xs, mod + 2 * C, ms, ys, B, Tl, C);
 
         /* MLP branch */
-        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
-        rp_modulate(h, mod + 3 * C, mod + 4 * C, ms, B, T, C);
-        rp_linear(ctx, mh, h, &blk->fc1, (int)BT);
-        rp_gelu_tanh(mh, mh, BT * M);
-        rp_linear(ctx, ys, mh, &blk->fc2, (int)BT);
+        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_modulate(h, mod + 3 * C, mod + 4 * C, ms, B, Tl, C);
+        rp_linear(ctx, mh, h, &blk->fc1, (int)BTl);
+        rp_gelu_tanh(mh, mh, BTl * M);
+        rp_linear(ctx, ys, mh, &blk->fc2, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.mlp", i);
-        trace(ctx, name, ys, BT * C);
-        rp_gated_add(xs, mod + 5 * C, ms, ys, B, T, C);
+        trace(ctx, name, ys, B, Tl, C, tok, T);
+        rp_gated_add(xs, mod + 5 * C, ms, ys, B, Tl, C);
 
         snprintf(name, sizeof name, "blocks.%d", i);
-        trace(ctx, name, xs, BT * C);
+        trace(ctx, name, xs, B, Tl, C, tok, T);
     }
+    st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, NULL, 0, C, err);
+    if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
 
     /* final_layer: mod (B, 2C) = [shift | scale] */
     rp_linear(ctx, mod, sc, &m->final_ada, B);
-    rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
-    rp_modulate(h, mod, mod + C, 2 * C, B, T, C);
-    rp_linear(ctx, fin, h, &m->final_linear, (int)BT);
-    trace(ctx, "final_layer", fin, BT * Po);
+    rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+    rp_modulate(h, mod, mod + C, 2 * C, B, Tl, C);
+    rp_linear(ctx, fin, h, &m->final_linear, (int)BTl);
+    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
+    trace(ctx, "final_layer", fin, B, T, Po, NULL, T);
     rp_unpatchify(out, fin, B, Cout, S, S, p);
 
 done:
+    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
     free(mem);
+    free(tok);
     return st;
 }
 

@@ -45,6 +45,13 @@
  *   RMSNorm weights (norm_q, norm_k,    RP_INIT_ONE_NORMAL 0.1 (near identity, not exactly)
  *   norm_added_q, norm_added_k)
  *
+ * Sequence parallelism (ctx->par, engine/parallel/parallel.h): x_embedder and
+ * context_embedder run on every token, then this rank keeps its slices of the text
+ * ([l0, l0 + Ll)) and image ([n0, n0 + Nl)) tokens, in the same per-item order
+ * [text_local; image_local]; RoPE uses each token's global position; the blocks run on
+ * the Ll + Nl local rows with rp_par_attention; proj_out's image tokens are gathered
+ * before unpacking. Without ctx->par, Ll = L, Nl = N and every call is the plain one.
+ *
  * Memory: parameters live in one allocation (rp_params_load); each forward call makes
  * one activation allocation holding one block's working set (reused block after block)
  * and frees it before returning. */
@@ -58,6 +65,7 @@
 
 #include "../attention/attention.h"
 #include "../ops.h"
+#include "../parallel/parallel.h"
 #include "../trace.h"
 
 /* One stream's weights of a double block: [0] text (…_context, add_*), [1] image. */
@@ -413,20 +421,27 @@ void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W)
 
 /* ---- forward helpers ------------------------------------------------------------------ */
 
-static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
-    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
+ * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
+    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
+    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
 }
 
-/* cos, sin (T, D): FluxPosEmbed of the ids [text (0,0,0) x L; image (0, r, c) on the
- * gh x gw grid, row-major], as diffusers computes them on CPU: frequencies and
- * angles in float64, cos/sin rounded once to float, each repeated for its pair. */
-static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int L, int gh, int gw) {
-    const int D = cfg->head_dim, T = L + gh * gw;
+/* cos, sin (L + Ni, D): FluxPosEmbed of the ids [text (0,0,0) x L; image (0, r, c) of
+ * image tokens n0 .. n0 + Ni - 1 of the gh x gw grid, row-major], as diffusers computes
+ * them on CPU: frequencies and angles in float64, cos/sin rounded once to float, each
+ * repeated for its pair. shift (the rope-offset fault; else 0) gives image token g the
+ * position of token (g + shift) mod gh gw. */
+static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int L, int n0, int Ni, int gh, int gw,
+                       int shift) {
+    const int D = cfg->head_dim, T = L + Ni;
     for (int t = 0; t < T; t++) {
         double pos[3] = {0.0, 0.0, 0.0};
         if (t >= L) {
-            pos[1] = (double)((t - L) / gw);
-            pos[2] = (double)((t - L) % gw);
+            const int g = (n0 + t - L + shift) % (gh * gw);
+            pos[1] = (double)(g / gw);
+            pos[2] = (double)(g % gw);
         }
         float *cr = cosb + (size_t)t * D, *sr = sinb + (size_t)t * D;
         int off = 0;
@@ -546,18 +561,32 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     const flux_dims dm = dims_of(cfg, B, H, W, L, mask != NULL);
     const int N = dm.N, T = dm.T, C = dm.C, M = dm.M, P = dm.P, F = dm.F;
     const int NH = cfg->heads, D = cfg->head_dim, Cin = cfg->in_channels, gw = W / 2;
-    const size_t BT = (size_t)B * T;
-    const int n_s[2] = {L, N};   /* tokens per item of stream s: [0] text, [1] image */
-    const int off_s[2] = {0, L}; /* first row of stream s within an item */
+    /* this rank's text tokens [l0, l0 + Ll) and image tokens [n0, n0 + Nl) (sequence
+     * parallelism; else all), kept per item as [text; image], Tl rows */
+    int l0, Ll, n0, Nl;
+    RP_TRY(rp_par_shard(ctx, L, &l0, &Ll, err));
+    RP_TRY(rp_par_shard(ctx, N, &n0, &Nl, err));
+    const int Tl = Ll + Nl;
+    const size_t BT = (size_t)B * T, BTl = (size_t)B * Tl;
+    const int n_s[2] = {Ll, Nl};  /* tokens per item of stream s: [0] text, [1] image */
+    const int off_s[2] = {0, Ll}; /* first row of stream s within an item */
 
     float *mem = malloc(dm.n_total * sizeof(float));
-    if (!mem)
+    /* trace token maps: gtok (Tl) index in the joint [text; image] sequence of T, itok (Nl)
+     * index among the N image tokens */
+    int *gtok = ctx->par ? malloc(sizeof(int) * (Tl + Nl + 1)) : NULL, *itok = gtok ? gtok + Tl : NULL;
+    if (!mem || (ctx->par && !gtok)) {
+        free(mem);
+        free(gtok);
         return RP_FAIL(err, RP_ERR_NOMEM,
                        "FLUX forward: cannot allocate %.1f MiB of activations for batch %d, %dx%d latent, %d text tokens",
                        dm.n_total * sizeof(float) / 1048576.0, B, H, W, L);
+    }
+    for (int j = 0; gtok && j < Tl; j++) gtok[j] = j < Ll ? l0 + j : L + n0 + (j - Ll);
+    for (int j = 0; itok && j < Nl; j++) itok[j] = n0 + j;
     float *cur = mem;
     float *tok = cur;    cur += (size_t)B * N * P; /* (B, N, 4Cin) packed input, later packed output */
-    float *xs = cur;     cur += BT * C;            /* (B, T, C) residual stream, [text; image] per item */
+    float *xs = cur;     cur += BT * C;            /* (B, T, C); the residual stream (B, Tl, C), [text; image] per item */
     float *h = cur;      cur += BT * C;            /* (B, T, C) normed + modulated input of a branch */
     float *ys = cur;     cur += BT * C;            /* (B, T, C) projection scratch / branch output */
     float *att = cur;    cur += BT * C;            /* (B, NH, T, D) attention output */
@@ -567,8 +596,8 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     float *v = shared + 2 * BT * C;                /* (B, NH, T, D) */
     float *mh = shared;                            /* (B, T, M) double-block FF hidden */
     float *cat = shared;                           /* (B, T, C + M) single block [attn, mlp] */
-    float *cosb = cur;   cur += (size_t)T * D;     /* (T, D) */
-    float *sinb = cur;   cur += (size_t)T * D;     /* (T, D) */
+    float *cosb = cur;   cur += (size_t)T * D;     /* (Tl, D) used: this rank's tokens */
+    float *sinb = cur;   cur += (size_t)T * D;     /* (Tl, D) used */
     uint8_t *jmask = mask ? (uint8_t *)cur : NULL; cur += dm.n_mask; /* (B, T) joint key mask */
     float *tfreq = cur;  cur += (size_t)B * F;     /* (B, F) sinusoidal embedding */
     float *tsc = cur;    cur += B;                 /* (B) 1000 t */
@@ -590,9 +619,9 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
      * (contiguous, for the trace) and are then placed in their rows of xs. */
     rp_flux_pack(tok, x, B, Cin, H, W);
     rp_linear(ctx, h, tok, &m->x_embed, B * N);
-    trace(ctx, "x_embedder", h, (size_t)B * N * C);
+    trace(ctx, "x_embedder", h, B, N, C, NULL, N);
     for (int b = 0; b < B; b++)
-        memcpy(xs + ((size_t)b * T + L) * C, h + (size_t)b * N * C, (size_t)N * C * sizeof(float));
+        memcpy(xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C * sizeof(float));
 
     /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled).
      * The x1000 happens in float, as diffusers' `timestep.to(dtype) * 1000`. */
@@ -613,32 +642,37 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_silu(e1, e1, (size_t)B * C);
     rp_linear(ctx, tmp, e1, &m->p_lin2, B);
     rp_add(temb, tmp, (size_t)B * C);
-    trace(ctx, "time_text_embed", temb, (size_t)B * C);
+    trace(ctx, "time_text_embed", temb, B, 1, C, NULL, 1);
     rp_silu(stemb, temb, (size_t)B * C);
 
     if (L > 0) {
         rp_linear(ctx, h, context, &m->ctx_embed, B * L);
-        trace(ctx, "context_embedder", h, (size_t)B * L * C);
+        trace(ctx, "context_embedder", h, B, L, C, NULL, L);
         for (int b = 0; b < B; b++)
-            memcpy(xs + (size_t)b * T * C, h + (size_t)b * L * C, (size_t)L * C * sizeof(float));
+            memcpy(xs + (size_t)b * Tl * C, h + ((size_t)b * L + l0) * C, (size_t)Ll * C * sizeof(float));
     }
 
-    build_rope(cosb, sinb, cfg, L, H / 2, gw);
+    build_rope(cosb, sinb, cfg, Ll, n0, Nl, H / 2, gw, rp_par_pos_shift(ctx));
     if (jmask)
         for (int b = 0; b < B; b++)
             for (int j = 0; j < T; j++) jmask[(size_t)b * T + j] = j < L ? (mask[(size_t)b * L + j] != 0) : 1;
 
     /* ---- double-stream blocks ---- */
-    for (int i = 0; i < cfg->n_double; i++) {
+    const int nd = cfg->n_double, nsg = cfg->n_single;
+    int ba, bb; /* the blocks this rank runs, double then single (all, unless a pipeline hook owns a range) */
+    rp_par_block_range(ctx, nd + nsg, &ba, &bb);
+    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, NULL, 0, C, err);
+    if (st != RP_OK) goto done;
+    for (int i = ba; i < (bb < nd ? bb : nd); i++) {
         const flux_double *blk = &m->doubles[i];
         /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
         for (int s = 0; s < 2; s++) rp_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
 
-        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 const float *ms = mod[s] + (size_t)b * 6 * C;
-                rp_modulate(h + ((size_t)b * T + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
+                rp_modulate(h + ((size_t)b * Tl + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
             }
 
         /* q, k, v: each stream through its own projection (and per-head RMSNorm), into
@@ -651,103 +685,108 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                     const flux_stream_w *w = &blk->s[s];
                     const rp_linear_w *lw = j == 0 ? &w->q : j == 1 ? &w->k : &w->v;
                     const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
-                    const size_t r0 = (size_t)b * T + off_s[s];
+                    const size_t r0 = (size_t)b * Tl + off_s[s];
                     rp_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
                     if (nw) rp_rmsnorm(ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
                 }
-            rp_to_heads(dst[j], ys, B, T, NH, D);
-            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, T, D);
+            rp_to_heads(dst[j], ys, B, Tl, NH, D);
+            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, Tl, D);
         }
-        st = rp_attention(ctx, att, q, k, v, jmask, B, NH, T, T, D, scale, err);
+        st = rp_par_attention(ctx, i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
         if (st != RP_OK) goto done;
-        rp_from_heads(h, att, B, T, NH, D); /* h (B, T, C) reused: its content is consumed */
+        rp_from_heads(h, att, B, Tl, NH, D); /* h (B, T, C) reused: its content is consumed */
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * T + off_s[s];
+                const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        trace(ctx, name, ys, BT * C);
+        trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
-                const size_t r0 = (size_t)b * T + off_s[s];
+                const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
             }
 
         /* feed-forward, per stream */
-        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
+        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
-                const size_t r0 = (size_t)b * T + off_s[s];
+                const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_modulate(h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
                 rp_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
             }
-        rp_gelu_tanh(mh, mh, BT * M);
+        rp_gelu_tanh(mh, mh, BTl * M);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * T + off_s[s];
+                const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        trace(ctx, name, ys, BT * C);
+        trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
-                const size_t r0 = (size_t)b * T + off_s[s];
+                const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
             }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        trace(ctx, name, xs, BT * C);
+        trace(ctx, name, xs, B, Tl, C, gtok, T);
     }
 
     /* ---- single-stream blocks, over the joint [text; image] sequence ---- */
-    for (int i = 0; i < cfg->n_single; i++) {
+    for (int i = (ba > nd ? ba : nd) - nd; i < bb - nd; i++) {
         const flux_single *blk = &m->singles[i];
         float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
         rp_linear(ctx, ms, stemb, &blk->mod, B);
-        rp_layernorm(h, xs, NULL, NULL, (int)BT, C, 1e-6f);
-        rp_modulate(h, ms, ms + C, 3 * C, B, T, C);
+        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_modulate(h, ms, ms + C, 3 * C, B, Tl, C);
 
         const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
         const float *nw[3] = {blk->norm_q, blk->norm_k, NULL};
         float *dst[3] = {q, k, v};
         for (int j = 0; j < 3; j++) {
-            rp_linear(ctx, ys, h, lw[j], (int)BT);
-            if (nw[j]) rp_rmsnorm(ys, ys, nw[j], (int)BT * NH, D, 1e-6f);
-            rp_to_heads(dst[j], ys, B, T, NH, D);
-            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, T, D);
+            rp_linear(ctx, ys, h, lw[j], (int)BTl);
+            if (nw[j]) rp_rmsnorm(ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
+            rp_to_heads(dst[j], ys, B, Tl, NH, D);
+            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, Tl, D);
         }
-        st = rp_attention(ctx, att, q, k, v, jmask, B, NH, T, T, D, scale, err);
+        st = rp_par_attention(ctx, nd + i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
         if (st != RP_OK) goto done;
         /* cat (B, T, C + M) = [attn | gelu(proj_mlp(h))]; it overwrites q, k, v (dead now) */
-        from_heads_ld(cat, C + M, att, B, T, NH, D);
-        linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BT);
-        for (size_t r = 0; r < BT; r++) rp_gelu_tanh(cat + r * (C + M) + C, cat + r * (C + M) + C, (size_t)M);
-        rp_linear(ctx, ys, cat, &blk->proj_out, (int)BT);
+        from_heads_ld(cat, C + M, att, B, Tl, NH, D);
+        linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BTl);
+        for (size_t r = 0; r < BTl; r++) rp_gelu_tanh(cat + r * (C + M) + C, cat + r * (C + M) + C, (size_t)M);
+        rp_linear(ctx, ys, cat, &blk->proj_out, (int)BTl);
         snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
-        trace(ctx, name, ys, BT * C);
-        rp_gated_add(xs, ms + 2 * C, 3 * C, ys, B, T, C);
+        trace(ctx, name, ys, B, Tl, C, gtok, T);
+        rp_gated_add(xs, ms + 2 * C, 3 * C, ys, B, Tl, C);
         snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
-        trace(ctx, name, xs, BT * C);
+        trace(ctx, name, xs, B, Tl, C, gtok, T);
     }
 
     /* norm_out (AdaLayerNormContinuous): mod (B, 2C) = [scale | shift], image tokens only,
      * into h as contiguous (B, N, C); then proj_out and unpack. */
+    st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, NULL, 0, C, err);
+    if (st != RP_OK || bb < nd + nsg) goto done; /* a later pipeline stage finishes the forward */
     rp_linear(ctx, mod[0], stemb, &m->norm_out, B);
     for (int b = 0; b < B; b++)
-        rp_layernorm(h + (size_t)b * N * C, xs + ((size_t)b * T + L) * C, NULL, NULL, N, C, 1e-6f);
-    rp_modulate(h, mod[0] + C, mod[0], 2 * C, B, N, C);
-    trace(ctx, "norm_out", h, (size_t)B * N * C);
-    rp_linear(ctx, tok, h, &m->proj_out, B * N);
-    trace(ctx, "proj_out", tok, (size_t)B * N * P);
+        rp_layernorm(h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
+    rp_modulate(h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
+    trace(ctx, "norm_out", h, B, Nl, C, itok, N);
+    rp_linear(ctx, tok, h, &m->proj_out, B * Nl);
+    if (Nl < N && (st = rp_par_gather_tokens(ctx, tok, tok, B, N, P, err)) != RP_OK) goto done;
+    trace(ctx, "proj_out", tok, B, N, P, NULL, N);
     rp_flux_unpack(out, tok, B, Cin, H, W);
 
 done:
+    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
     free(mem);
+    free(gtok);
     return st;
 }
 

@@ -36,6 +36,13 @@
  *                                         is stored in real checkpoints, so this only changes the
  *                                         synthetic table, never how a real one is used.
  *
+ * Sequence parallelism (ctx->par, engine/parallel/parallel.h): the patch embedding runs on
+ * all T image tokens, then this rank keeps its slice [t0, t0 + Tl) of them; the text
+ * stream stays whole on every rank (SD3's 333 text tokens are not divisible by the
+ * degrees, and xDiT keeps it whole too), so the joint attention is rp_par_attention over
+ * [image shard, text] with the text as its replicated segment. proj_out's tokens are
+ * gathered before unpatchify. Without ctx->par, Tl = T and every call is the plain one.
+ *
  * Memory: parameters live in one allocation (rp_params_load); each forward call
  * makes one activation allocation sized from B, L, H, W and frees it before returning. */
 #include "sd3.h"
@@ -48,6 +55,7 @@
 
 #include "../attention/attention.h"
 #include "../ops.h"
+#include "../parallel/parallel.h"
 #include "../trace.h"
 
 typedef struct sd3_block {
@@ -332,8 +340,11 @@ const rp_sd3_config *rp_sd3_cfg(const rp_sd3 *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-static void trace(const rp_ctx *ctx, const char *name, const float *x, size_t n) {
-    if (ctx->trace) rp_trace_record(ctx->trace, name, x, n);
+/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
+ * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
+    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
+    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
 }
 
 /* img (B, T, H, hd), txt (B, L, H, hd) -> out (B, H, T + L, hd): each head's rows are the
@@ -386,6 +397,10 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     const int D = Hh * hd, F = cfg->mlp_ratio * D, Fq = cfg->freq_dim;
     const int gh = H / p, gw = W / p, T = gh * gw, S = T + L, P = Cin * p * p, Po = p * p * Cout;
     const size_t BT = (size_t)B * T, BL = (size_t)B * L, BS = (size_t)B * S;
+    int t0, Tl; /* this rank's image tokens [t0, t0 + Tl) (sequence parallelism; else 0, T) */
+    RP_TRY(rp_par_shard(ctx, T, &t0, &Tl, err));
+    const int Sl = Tl + L; /* this rank's joint sequence [image shard, text] */
+    const size_t BTl = (size_t)B * Tl;
     /* The attention scratch (q, k, v per stream: 3 (BT + BL) D; joint q, k, v, out: 4 BS D)
      * is dead while an FF hidden (B, max(T, L), F) is live and vice versa: one region. */
     const size_t n_attn = 3 * (BT + BL) * D + 4 * BS * D;
@@ -403,14 +418,19 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
                            + (size_t)B * 6 * D * 2 /* modx, modc */
                            + n_mask;
     float *mem = malloc(n_total * sizeof(float));
-    if (!mem)
+    int *tok = ctx->par ? malloc(sizeof(int) * Tl) : NULL; /* (Tl) global image token index, for the trace */
+    if (!mem || (ctx->par && !tok)) {
+        free(mem);
+        free(tok);
         return RP_FAIL(err, RP_ERR_NOMEM,
                        "SD3 forward: cannot allocate %.1f MiB of activations for batch %d, %d image and %d "
                        "text tokens",
                        n_total * sizeof(float) / 1048576.0, B, T, L);
+    }
+    for (int j = 0; tok && j < Tl; j++) tok[j] = t0 + j;
     float *cur = mem;
     float *patches = cur; cur += BT * P;        /* (B, T, Cin*p*p) */
-    float *xs = cur;      cur += BT * D;        /* (B, T, D) image residual stream */
+    float *xs = cur;      cur += BT * D;        /* (B, T, D) image residual stream; (B, Tl, D) after pos_embed */
     float *hx = cur;      cur += BT * D;        /* (B, T, D) normed + modulated image input; attn out */
     float *yx = cur;      cur += BT * D;        /* (B, T, D) image attn / ff output, before the gate */
     float *cs = cur;      cur += BL * D;        /* (B, L, D) text residual stream */
@@ -455,7 +475,10 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
                     rp_add(xs + ((size_t)b * T + (size_t)i * gw + j) * D,
                            m->pos_embed + ((size_t)(top + i) * Mx + left + j) * D, (size_t)D);
     }
-    trace(ctx, "pos_embed", xs, BT * D);
+    trace(ctx, "pos_embed", xs, B, T, D, NULL, T);
+    if (Tl < T) /* keep this rank's slice; item b's rows move down to b * Tl (never past their source) */
+        for (int b = 0; b < B; b++)
+            memmove(xs + (size_t)b * Tl * D, xs + ((size_t)b * T + t0) * D, sizeof(float) * Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
     rp_timestep_embedding(tfreq, t, B, Fq, 10000.0f, 0.0f);
@@ -466,11 +489,11 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     rp_silu(ph, ph, (size_t)B * D);
     rp_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
     rp_add(temb, stemb, (size_t)B * D);       /* timesteps_emb + pooled_projections */
-    trace(ctx, "time_text_embed", temb, (size_t)B * D);
+    trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
     rp_silu(stemb, temb, (size_t)B * D);
 
     rp_linear(ctx, cs, context, &m->ctx_embed, (int)BL);
-    trace(ctx, "context_embedder", cs, BL * D);
+    trace(ctx, "context_embedder", cs, B, L, D, NULL, L);
 
     if (context_mask) {
         /* Image tokens are always keys; text tokens as the caller's mask says. */
@@ -481,7 +504,11 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
-    for (int i = 0; i < cfg->depth; i++) {
+    int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
+    rp_par_block_range(ctx, cfg->depth, &ba, &bb);
+    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
+    if (st != RP_OK) goto done;
+    for (int i = ba; i < bb; i++) {
         const sd3_block *blk = &m->blocks[i];
         const int ms = 6 * D, mcs = blk->pre_only ? 2 * D : 6 * D; /* row strides of modx, modc */
         /* modx (B, 6D) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp];
@@ -489,8 +516,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_linear(ctx, modx, stemb, &blk->norm1, B);
         rp_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
 
-        rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
-        rp_modulate(hx, modx + 0 * D, modx + 1 * D, ms, B, T, D);
+        rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_modulate(hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
         rp_layernorm(hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
         if (blk->pre_only)
             rp_modulate(hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
@@ -498,44 +525,44 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_modulate(hc, modc + 0 * D, modc + 1 * D, mcs, B, L, D);
 
         /* joint attention */
-        rp_linear(ctx, qx, hx, &blk->to_q, (int)BT);
-        rp_linear(ctx, kx, hx, &blk->to_k, (int)BT);
-        rp_linear(ctx, vx, hx, &blk->to_v, (int)BT);
+        rp_linear(ctx, qx, hx, &blk->to_q, (int)BTl);
+        rp_linear(ctx, kx, hx, &blk->to_k, (int)BTl);
+        rp_linear(ctx, vx, hx, &blk->to_v, (int)BTl);
         rp_linear(ctx, qc, hc, &blk->add_q, (int)BL);
         rp_linear(ctx, kc, hc, &blk->add_k, (int)BL);
         rp_linear(ctx, vc, hc, &blk->add_v, (int)BL);
         if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
-            rp_rmsnorm(qx, qx, blk->norm_q, (int)(BT * Hh), hd, 1e-6f);
-            rp_rmsnorm(kx, kx, blk->norm_k, (int)(BT * Hh), hd, 1e-6f);
+            rp_rmsnorm(qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
+            rp_rmsnorm(kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
             rp_rmsnorm(qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
             rp_rmsnorm(kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
         }
-        joint_to_heads(q, qx, qc, B, T, L, Hh, hd);
-        joint_to_heads(k, kx, kc, B, T, L, Hh, hd);
-        joint_to_heads(v, vx, vc, B, T, L, Hh, hd);
-        st = rp_attention(ctx, att, q, k, v, context_mask ? jmask : NULL, B, Hh, S, S, hd, scale, err);
+        joint_to_heads(q, qx, qc, B, Tl, L, Hh, hd);
+        joint_to_heads(k, kx, kc, B, Tl, L, Hh, hd);
+        joint_to_heads(v, vx, vc, B, Tl, L, Hh, hd);
+        st = rp_par_attention(ctx, i, att, q, k, v, context_mask ? jmask : NULL, B, Hh, Sl, 0, L, hd, scale, err);
         if (st != RP_OK) goto done;
-        joint_from_heads(hx, hc, att, B, T, L, Hh, hd); /* hx, hc reused: their content is consumed */
-        rp_linear(ctx, yx, hx, &blk->to_out, (int)BT);
+        joint_from_heads(hx, hc, att, B, Tl, L, Hh, hd); /* hx, hc reused: their content is consumed */
+        rp_linear(ctx, yx, hx, &blk->to_out, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        trace(ctx, name, yx, BT * D);
-        rp_gated_add(xs, modx + 2 * D, ms, yx, B, T, D);
+        trace(ctx, name, yx, B, Tl, D, tok, T);
+        rp_gated_add(xs, modx + 2 * D, ms, yx, B, Tl, D);
         if (!blk->pre_only) {
             rp_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
-            trace(ctx, name, yc, BL * D);
+            trace(ctx, name, yc, B, L, D, NULL, L);
             rp_gated_add(cs, modc + 2 * D, mcs, yc, B, L, D);
         }
 
         /* image FF */
-        rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
-        rp_modulate(hx, modx + 3 * D, modx + 4 * D, ms, B, T, D);
-        rp_linear(ctx, mh, hx, &blk->ff1, (int)BT);
-        rp_gelu_tanh(mh, mh, BT * F);
-        rp_linear(ctx, yx, mh, &blk->ff2, (int)BT);
+        rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_modulate(hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
+        rp_linear(ctx, mh, hx, &blk->ff1, (int)BTl);
+        rp_gelu_tanh(mh, mh, BTl * F);
+        rp_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        trace(ctx, name, yx, BT * D);
-        rp_gated_add(xs, modx + 5 * D, ms, yx, B, T, D);
+        trace(ctx, name, yx, B, Tl, D, tok, T);
+        rp_gated_add(xs, modx + 5 * D, ms, yx, B, Tl, D);
 
         /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
         if (!blk->pre_only) {
@@ -545,28 +572,34 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_gelu_tanh(mh, mh, BL * F);
             rp_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
-            trace(ctx, name, yc, BL * D);
+            trace(ctx, name, yc, B, L, D, NULL, L);
             rp_gated_add(cs, modc + 5 * D, mcs, yc, B, L, D);
         }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        trace(ctx, name, xs, BT * D);
+        trace(ctx, name, xs, B, Tl, D, tok, T);
         if (!blk->pre_only) {
             snprintf(name, sizeof name, "transformer_blocks.%d.context", i);
-            trace(ctx, name, cs, BL * D);
+            trace(ctx, name, cs, B, L, D, NULL, L);
         }
     }
 
+    st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, cs, BL, D, err);
+    if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
+
     /* norm_out: AdaLayerNormContinuous, modx (B, 2D) = [scale | shift] */
     rp_linear(ctx, modx, stemb, &m->norm_out, B);
-    rp_layernorm(hx, xs, NULL, NULL, (int)BT, D, 1e-6f);
-    rp_modulate(hx, modx + D, modx, 2 * D, B, T, D);
-    rp_linear(ctx, fin, hx, &m->proj_out, (int)BT);
-    trace(ctx, "proj_out", fin, BT * Po);
+    rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+    rp_modulate(hx, modx + D, modx, 2 * D, B, Tl, D);
+    rp_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
+    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
+    trace(ctx, "proj_out", fin, B, T, Po, NULL, T);
     rp_unpatchify(out, fin, B, Cout, H, W, p);
 
 done:
+    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
     free(mem);
+    free(tok);
     return st;
 }
 

@@ -9,8 +9,9 @@
  * xDiT's order, innermost to outermost: tensor (always 1 here), sequence
  * (ulysses innermost, then ring; patch parallel takes the sequence slot when it is
  * used), pipefusion, cfg, dp:
- *   rank = (((dp_i * cfg + cfg_i) * pipefusion + pf_i) * ring + ring_i) * ulysses + uly_i
- *   sp_i = ring_i * ulysses + uly_i         (patch: sp_i = patch_i)
+ *   rank = ((((dp_i * cfg + cfg_i) * pipefusion + pf_i) * patch + patch_i) * ring + ring_i)
+ *          * ulysses + uly_i
+ *   sp_i = (patch_i * ring + ring_i) * ulysses + uly_i    (patch excludes ulysses and ring)
  * Sub-communicators (rp_comm split of the world, MPI semantics), each the ranks
  * that differ in one coordinate only, ordered by it:
  *   dp, cfg, pipefusion, sp (ulysses x ring or patch), ulysses, ring;
@@ -42,8 +43,9 @@
  * on the slice; positions stay global; before the final unpatchify the tokens are
  * allgathered. FLUX shards its text and image tokens separately (each divisible by
  * sp) and keeps [text_local, image_local]; SD3 shards image tokens and keeps its
- * text stream whole on every sp rank (SD3's 333 text tokens are not divisible, and
- * xDiT does the same): the text is a "replicated" segment of the joint attention
+ * text stream whole on every sp rank (SD3-medium's 333 text tokens divide by no
+ * degree, and validation requires only the image tokens to divide): the text is a
+ * "replicated" segment of the joint attention
  * (its K/V joins every rank's keys once; its queries are computed on every rank,
  * merged in a fixed block order so the copies stay identical). DiT shards its tokens.
  *
@@ -51,7 +53,9 @@
  * dp, cfg, ulysses, ring, usp: EXACT — equal to a single rank up to floating-point
  *   reordering: a GEMM's row count changes (the BLAS may pick other kernels by M:
  *   OpenBLAS does, see engine/pipeline.h), attention sums over keys in another order
- *   (ring, and ulysses with non-math variants) — never different math.
+ *   (ring; Ulysses keeps each head's attention call identical, keys in the single
+ *   rank's order, except that "auto" may choose another variant for H/u heads) —
+ *   never different math.
  * pipefusion, patch: WARMUP_EXACT — exact during warmup, approximate after it (stale
  *   activations by design).
  *
@@ -66,7 +70,8 @@
  *
  * ---- fault injection (engine/parallel/inject.h; off by default) --------------------
  * dp-rank-layout      dp.c: the group's items are chosen with dp index rank / dp (xDiT's
- *                     SD3 bug) instead of the layout's; the gather then concatenates the
+ *                     SD3 bug; taken modulo dp so a group still gets a block) instead of
+ *                     the layout's; the gather then concatenates the
  *                     groups' results in group order, so items come back duplicated and
  *                     out of order. It changes nothing when world / dp == dp (e.g. dp 2 x
  *                     cfg 2): the wrong formula then happens to be right.
@@ -129,10 +134,13 @@ typedef struct rp_par_degrees {
 int rp_par_world(const rp_par_degrees *d);
 /* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
 rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
+/* The strategies a layout uses, in xDiT's order outermost first ("dp", "cfg",
+ * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out (up to 5); returns how many. */
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]);
 
 typedef struct rp_par_coords {
     int dp, cfg, pipefusion, ring, ulysses, patch;
-    int sp;   /* index in the sequence group: ring * ulysses + ulysses (or patch) */
+    int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
 } rp_par_coords;
 
 /* rank -> coordinates, and back (xDiT's order above). */
@@ -219,14 +227,17 @@ int rp_par_pos_shift(const rp_ctx *ctx);
 
 /* Self-attention over this rank's tokens: q, k, v, out (B, H, T, D), softmax(scale q k^T) v
  * as rp_attention. The first T - Trep tokens are this rank's shard of the sequence, the
- * last Trep are replicated on every sp rank (SD3's text; 0 otherwise). Without sequence
+ * last Trep are replicated on every sp rank (SD3's text; 0 otherwise). The shard may be
+ * two separately sharded segments, the first Tlead tokens and the rest (FLUX's text and
+ * image; Tlead 0 otherwise): the global order is all ranks' first segments, then all
+ * ranks' second ones (so Ulysses gives math attention the single rank's key order). Without sequence
  * parallelism it is rp_attention over the T tokens (after the K/V hook, if any), bit for
  * bit. layer: the attention's index in the model (for the hooks). key_mask (B, T) or
  * NULL; with sp > 1 masks are refused (RP_ERR_UNSUPPORTED: no pipeline passes one).
  * Errors: RP_ERR_INVALID when H is not divisible by ulysses, the comm layer's. */
 rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
-                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Trep, int D,
-                           float scale, rp_error *err);
+                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
+                           int D, float scale, rp_error *err);
 
 /* Blocks [*a, *b) of n_blocks this rank runs (the hook's, or all). */
 void rp_par_block_range(const rp_ctx *ctx, int n_blocks, int *a, int *b);

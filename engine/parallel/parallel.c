@@ -1,0 +1,389 @@
+/* parallel.c — the rank layout, its sub-communicators, the strategy table, and the
+ * helpers the models call: token shards, token gathers, the trace assembly, the
+ * pipeline hooks and the faults that act on positions and timesteps.
+ * See parallel.h for the layout and the contracts. */
+#include "parallel.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../trace.h"
+
+/* Message tags on the world comm (gloo separates streams between a pair by tag). */
+enum { TAG_TRACE = 31 };
+
+/* ---- strategies ------------------------------------------------------------------ */
+
+static const rp_par_strategy_info STRATEGIES[] = {
+    {"dp", RP_PAR_EXACT,
+     "none inside an item; the GEMMs whose rows are items (timestep, modulation) and, with a joint batch, "
+     "every GEMM run with fewer rows, and a BLAS may pick other kernels by the row count",
+     "with per-item batches (SD3/FLUX): each item's forwards are the single rank's"},
+    {"cfg", RP_PAR_EXACT,
+     "none inside a row; each rank's GEMMs have half the rows (the BLAS may pick other kernels); the "
+     "guidance combine is the single rank's formula on the same two outputs",
+     "when the BLAS gives a row the same bits for the halved row count (measured by the tests)"},
+    {"ulysses", RP_PAR_EXACT,
+     "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the single "
+     "rank's key order, so the math variant does the single rank's arithmetic",
+     "with math attention, when the BLAS gives a row the same bits for T/sp rows (measured by the tests)"},
+    {"ring", RP_PAR_EXACT,
+     "softmax sums and P V products split into one block per ring rank, merged with the (max, sum) "
+     "correction in ring order",
+     "never (the softmax is summed in another order)"},
+    {"usp", RP_PAR_EXACT, "ulysses and ring together: both of the above", "never (ring's order)"},
+    {"pipefusion", RP_PAR_WARMUP_EXACT,
+     "after warmup, attention uses stale K/V of the patches other stages computed one step earlier",
+     "never after warmup"},
+    {"patch", RP_PAR_WARMUP_EXACT,
+     "after warmup, each patch attends to stale activations of the other patches (DistriFusion)",
+     "never after warmup"},
+};
+
+int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
+
+const rp_par_strategy_info *rp_par_strategy_at(int i) {
+    assert(i >= 0 && i < rp_par_strategy_count());
+    return &STRATEGIES[i];
+}
+
+const rp_par_strategy_info *rp_par_strategy(const char *name) {
+    for (int i = 0; name && i < rp_par_strategy_count(); i++)
+        if (!strcmp(STRATEGIES[i].name, name)) return &STRATEGIES[i];
+    return NULL;
+}
+
+const char *rp_par_exactness_name(rp_par_exactness e) {
+    return e == RP_PAR_EXACT ? "exact" : "warmup-exact";
+}
+
+int rp_par_world(const rp_par_degrees *d) {
+    return d->dp * d->cfg * d->pipefusion * d->ulysses * d->ring * d->patch;
+}
+
+rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
+    const rp_par_strategy_info *s[5];
+    const int n = rp_par_layout_strategies(d, s);
+    rp_par_exactness e = RP_PAR_EXACT;
+    for (int i = 0; i < n; i++)
+        if (s[i]->exactness == RP_PAR_WARMUP_EXACT) e = RP_PAR_WARMUP_EXACT;
+    return e;
+}
+
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]) {
+    int n = 0;
+    if (d->dp > 1) out[n++] = rp_par_strategy("dp");
+    if (d->cfg > 1) out[n++] = rp_par_strategy("cfg");
+    if (d->pipefusion > 1) out[n++] = rp_par_strategy("pipefusion");
+    if (d->ulysses > 1 && d->ring > 1) out[n++] = rp_par_strategy("usp");
+    else if (d->ulysses > 1) out[n++] = rp_par_strategy("ulysses");
+    else if (d->ring > 1) out[n++] = rp_par_strategy("ring");
+    if (d->patch > 1) out[n++] = rp_par_strategy("patch");
+    return n;
+}
+
+/* ---- coordinates ------------------------------------------------------------------ */
+
+void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c) {
+    assert(rank >= 0 && rank < rp_par_world(d));
+    int r = rank;
+    /* innermost first: the sequence slot is ulysses x ring, or patch */
+    c->ulysses = r % d->ulysses; r /= d->ulysses;
+    c->ring = r % d->ring;       r /= d->ring;
+    c->patch = r % d->patch;     r /= d->patch;
+    c->pipefusion = r % d->pipefusion; r /= d->pipefusion;
+    c->cfg = r % d->cfg;         r /= d->cfg;
+    c->dp = r;
+    c->sp = (c->patch * d->ring + c->ring) * d->ulysses + c->ulysses;
+}
+
+int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c) {
+    int r = c->dp;
+    r = r * d->cfg + c->cfg;
+    r = r * d->pipefusion + c->pipefusion;
+    r = r * d->patch + c->patch;
+    r = r * d->ring + c->ring;
+    r = r * d->ulysses + c->ulysses;
+    return r;
+}
+
+/* ---- init / free -------------------------------------------------------------------- */
+
+/* Splits the world into the group whose members differ from this rank only where
+ * `vary` says (a coordinate struct of 0/1 flags); key = this rank's index in it. */
+static rp_status make_group(rp_parallel *p, const rp_par_coords *vary, int size, int key, rp_par_group *g,
+                            const char *what, rp_error *err) {
+    g->comm = NULL;
+    g->rank = key;
+    g->size = size;
+    if (size == 1) return RP_OK; /* every rank knows the degree: all skip this split alike */
+    rp_par_coords base = p->at;
+    if (vary->dp) base.dp = 0;
+    if (vary->cfg) base.cfg = 0;
+    if (vary->pipefusion) base.pipefusion = 0;
+    if (vary->patch) base.patch = 0;
+    if (vary->ring) base.ring = 0;
+    if (vary->ulysses) base.ulysses = 0;
+    const int color = rp_par_rank_of(&p->deg, &base);
+    rp_status st = p->world_comm->ops->split(p->world_comm, color, key, &g->comm, err);
+    if (st != RP_OK) return st;
+    if (!g->comm || g->comm->world != size || g->comm->rank != key)
+        return RP_FAIL(err, RP_ERR_COMM, "parallel: the %s group of rank %d has %d ranks (rank %d in it); expected %d "
+                       "(rank %d)", what, p->rank, g->comm ? g->comm->world : 0, g->comm ? g->comm->rank : -1, size,
+                       key);
+    return RP_OK;
+}
+
+rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err) {
+    memset(p, 0, sizeof *p);
+    assert(world);
+    if (d->dp < 1 || d->cfg < 1 || d->pipefusion < 1 || d->ulysses < 1 || d->ring < 1 || d->patch < 1)
+        return RP_FAIL(err, RP_ERR_INVALID, "parallel: degrees must be >= 1 (dp %d, cfg %d, pipefusion %d, ulysses "
+                       "%d, ring %d, patch %d)", d->dp, d->cfg, d->pipefusion, d->ulysses, d->ring, d->patch);
+    if (rp_par_world(d) != world->world)
+        return RP_FAIL(err, RP_ERR_INVALID, "parallel: dp %d x cfg %d x pipefusion %d x ulysses %d x ring %d x patch "
+                       "%d = %d ranks, but the communicator has %d", d->dp, d->cfg, d->pipefusion, d->ulysses,
+                       d->ring, d->patch, rp_par_world(d), world->world);
+    p->deg = *d;
+    p->rank = world->rank;
+    p->world = world->world;
+    p->world_comm = world;
+    p->fault = fault;
+    rp_par_coords_of(d, p->rank, &p->at);
+    const rp_par_coords v_dp = {.dp = 1}, v_cfg = {.cfg = 1}, v_pf = {.pipefusion = 1};
+    const rp_par_coords v_sp = {.ring = 1, .ulysses = 1, .patch = 1}, v_uly = {.ulysses = 1}, v_ring = {.ring = 1};
+    const rp_par_coords v_rep = {.cfg = 1, .pipefusion = 1, .ring = 1, .ulysses = 1, .patch = 1};
+    const int sp = d->ulysses * d->ring * d->patch;
+    rp_status st = make_group(p, &v_dp, d->dp, p->at.dp, &p->dp, "dp", err);
+    if (st == RP_OK) st = make_group(p, &v_cfg, d->cfg, p->at.cfg, &p->cfg, "cfg", err);
+    if (st == RP_OK) st = make_group(p, &v_pf, d->pipefusion, p->at.pipefusion, &p->pipefusion, "pipefusion", err);
+    if (st == RP_OK) st = make_group(p, &v_sp, sp, p->at.sp, &p->sp, "sequence", err);
+    if (st == RP_OK) st = make_group(p, &v_uly, d->ulysses, p->at.ulysses, &p->ulysses, "ulysses", err);
+    if (st == RP_OK) st = make_group(p, &v_ring, d->ring, p->at.ring, &p->ring, "ring", err);
+    /* replica: ranks are ordered by world rank inside a dp index, which is the
+     * index over (cfg, pipefusion, sp) in xDiT's order */
+    if (st == RP_OK)
+        st = make_group(p, &v_rep, p->world / d->dp, p->rank % (p->world / d->dp), &p->replica, "replica", err);
+    if (st != RP_OK) rp_par_free(p);
+    return st;
+}
+
+void rp_par_free(rp_parallel *p) {
+    if (!p) return;
+    rp_par_group *g[] = {&p->dp, &p->cfg, &p->pipefusion, &p->sp, &p->ulysses, &p->ring, &p->replica};
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        rp_comm_destroy(g[i]->comm);
+        g[i]->comm = NULL;
+    }
+}
+
+rp_status rp_par_check(const rp_parallel *p, rp_error *err) {
+    if (!p || p->st == RP_OK) return RP_OK;
+    if (err) *err = p->err;
+    return p->st;
+}
+
+int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->par->fault == id; }
+
+/* ---- sequence parallelism -------------------------------------------------------------- */
+
+int rp_par_sp(const rp_ctx *ctx) { return ctx->par ? ctx->par->sp.size : 1; }
+
+rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err) {
+    const int sp = rp_par_sp(ctx);
+    if (sp == 1) {
+        *t0 = 0;
+        *n = T;
+        return RP_OK;
+    }
+    if (T % sp)
+        return RP_FAIL(err, RP_ERR_INVALID, "sequence parallel: %d tokens are not divisible by ulysses x ring = %d "
+                       "(sequences are not padded)", T, sp);
+    *n = T / sp;
+    *t0 = ctx->par->sp.rank * *n;
+    return RP_OK;
+}
+
+rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
+                               rp_error *err) {
+    const int sp = rp_par_sp(ctx);
+    if (sp == 1) {
+        if (full != local) memmove(full, local, sizeof(float) * B * (size_t)T * W);
+        return RP_OK;
+    }
+    assert(T % sp == 0);
+    const int n = T / sp;
+    const size_t chunk = (size_t)B * n * W;               /* one rank's (B, n, W) */
+    float *all = malloc(sizeof(float) * chunk * sp);      /* (sp, B, n, W) */
+    if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "sequence parallel: out of memory gathering %d x %d tokens", B, T);
+    rp_comm *c = ctx->par->sp.comm;
+    rp_status st = c->ops->allgather(c, local, chunk, all, err);
+    if (st == RP_OK)
+        for (int s = 0; s < sp; s++)
+            for (int b = 0; b < B; b++)
+                memcpy(full + ((size_t)b * T + (size_t)s * n) * W, all + ((size_t)s * B + b) * n * W,
+                       sizeof(float) * n * W);
+    free(all);
+    return st;
+}
+
+int rp_par_pos_shift(const rp_ctx *ctx) {
+    return rp_par_fault(ctx, RP_INJECT_ROPE_OFFSET) && ctx->par->rank > 0 ? 1 : 0;
+}
+
+float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev) {
+    if (rp_par_fault(ctx, RP_INJECT_TIMESTEP_SKEW) && ctx->par->rank > 0 && eval == 1) return t_prev;
+    return t;
+}
+
+/* ---- hooks -------------------------------------------------------------------------- */
+
+void rp_par_block_range(const rp_ctx *ctx, int n_blocks, int *a, int *b) {
+    *a = 0;
+    *b = n_blocks;
+    if (ctx->par && ctx->par->hooks.block_range) {
+        ctx->par->hooks.block_range(ctx->par->hooks.user, n_blocks, a, b);
+        assert(0 <= *a && *a <= *b && *b <= n_blocks);
+    }
+}
+
+rp_status rp_par_stream(const rp_ctx *ctx, int where, int block, float *x, size_t rows_x, float *c, size_t rows_c,
+                        int W, rp_error *err) {
+    if (!ctx->par || !ctx->par->hooks.stream) return RP_OK;
+    return ctx->par->hooks.stream(ctx->par->hooks.user, where, block, x, rows_x, c, rows_c, W, err);
+}
+
+/* ---- trace ----------------------------------------------------------------------------- */
+
+void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total) {
+    assert(n >= 0 && total >= 0);
+    p->trace_rows = rows;
+    p->n_trace_rows = n;
+    p->trace_total_rows = total;
+}
+
+/* A sticky failure: the first one is kept. */
+static void par_fail(rp_parallel *p, rp_status st, const rp_error *e) {
+    if (p->st != RP_OK) return;
+    p->st = st;
+    p->err = *e;
+}
+
+/* Places a contribution (nr rows, n tokens, width W) into full (R, T, W), marking cover. */
+static rp_status place(float *full, unsigned char *cover, int R, int T, int W, const int32_t *rows, int nr,
+                       const int32_t *toks, int n, const float *data, int from, const char *name, rp_error *err) {
+    for (int i = 0; i < nr; i++) {
+        if (rows[i] < 0 || rows[i] >= R)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent row %d of %d", name, from, rows[i], R);
+        for (int j = 0; j < n; j++) {
+            if (toks[j] < 0 || toks[j] >= T)
+                return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent token %d of %d", name, from, toks[j], T);
+            const size_t cell = (size_t)rows[i] * T + toks[j];
+            memcpy(full + cell * W, data + ((size_t)i * n + j) * W, sizeof(float) * W);
+            cover[cell] = 1;
+        }
+    }
+    return RP_OK;
+}
+
+void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
+                  int T) {
+    rp_parallel *p = ctx->par;
+    rp_trace *t = ctx->trace;
+    assert(p && rows >= 0 && n >= 0 && W >= 0 && T >= n);
+    if (!t || t->eval >= t->record_evals || p->st != RP_OK) return;
+    if (p->world == 1) { /* the single-rank layout already */
+        rp_trace_record(t, name, x, (size_t)rows * n * W);
+        return;
+    }
+    rp_error e;
+    rp_error_clear(&e);
+    if (p->n_trace_rows != rows) {
+        RP_FAIL(&e, RP_ERR_INVALID, "trace '%s': the forward has %d rows but the denoiser mapped %d", name, rows,
+                p->n_trace_rows);
+        par_fail(p, e.code, &e);
+        return;
+    }
+    /* this rank's contribution: mapped rows; replicated tensors from sp rank 0 only */
+    int nr = 0;
+    if (tok || p->sp.rank == 0)
+        for (int r = 0; r < rows; r++) nr += p->trace_rows[r] >= 0;
+    const int ntok = tok ? n : T;
+    int32_t hdr[4] = {nr, ntok, W, T};
+    const size_t pay = sizeof(int32_t) * ((size_t)nr + ntok) + sizeof(float) * (size_t)nr * ntok * W;
+    unsigned char *buf = nr ? malloc(pay) : NULL;
+    if (nr && !buf) {
+        RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, pay);
+        par_fail(p, e.code, &e);
+        return;
+    }
+    if (nr) {
+        int32_t *rid = (int32_t *)buf, *tid = rid + nr;
+        float *data = (float *)(tid + ntok);
+        int k = 0;
+        for (int r = 0; r < rows; r++) {
+            if (p->trace_rows[r] < 0) continue;
+            rid[k] = p->trace_rows[r];
+            memcpy(data + (size_t)k * ntok * W, x + (size_t)r * n * W, sizeof(float) * ntok * W);
+            k++;
+        }
+        for (int j = 0; j < ntok; j++) tid[j] = tok ? tok[j] : j;
+    }
+    rp_comm *c = p->world_comm;
+    rp_status st = RP_OK;
+    if (p->rank != 0) {
+        st = c->ops->send(c, hdr, sizeof hdr, 0, TAG_TRACE, &e);
+        if (st == RP_OK && nr) st = c->ops->send(c, buf, pay, 0, TAG_TRACE, &e);
+        free(buf);
+        if (st != RP_OK) par_fail(p, st, &e);
+        return;
+    }
+    const int R = p->trace_total_rows;
+    float *full = calloc((size_t)R * T * W + 1, sizeof(float));         /* (R, T, W) */
+    unsigned char *cover = calloc((size_t)R * T + 1, 1);                 /* (R, T) */
+    if (!full || !cover) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d x %d", name, R, T, W);
+    if (st == RP_OK && nr) {
+        int32_t *rid = (int32_t *)buf, *tid = rid + nr;
+        st = place(full, cover, R, T, W, rid, nr, tid, ntok, (const float *)(tid + ntok), 0, name, &e);
+    }
+    free(buf);
+    buf = NULL;
+    for (int from = 1; from < p->world && st == RP_OK; from++) {
+        int32_t h[4];
+        st = c->ops->recv(c, h, sizeof h, from, TAG_TRACE, &e);
+        if (st != RP_OK) break;
+        if (h[0] < 0 || h[1] < 0 || h[2] != W || h[3] != T) {
+            st = RP_FAIL(&e, RP_ERR_COMM, "trace '%s': rank %d sent %d rows x %d tokens of width %d in %d, rank 0 has "
+                         "width %d in %d", name, from, h[0], h[1], h[2], h[3], W, T);
+            break;
+        }
+        if (!h[0]) continue;
+        const size_t bytes = sizeof(int32_t) * ((size_t)h[0] + h[1]) + sizeof(float) * (size_t)h[0] * h[1] * W;
+        unsigned char *in = malloc(bytes);
+        if (!in) {
+            st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, bytes);
+            break;
+        }
+        st = c->ops->recv(c, in, bytes, from, TAG_TRACE, &e);
+        if (st == RP_OK) {
+            int32_t *rid = (int32_t *)in, *tid = rid + h[0];
+            st = place(full, cover, R, T, W, rid, h[0], tid, h[1], (const float *)(tid + h[1]), from, name, &e);
+        }
+        free(in);
+    }
+    if (st == RP_OK) {
+        size_t missing = 0;
+        for (size_t i = 0; i < (size_t)R * T; i++) missing += !cover[i];
+        if (missing) {
+            p->trace_incomplete = 1;
+            rp_trace_note_once(t, "parallel.trace.incomplete", "yes");
+        }
+        rp_trace_record(t, name, full, (size_t)R * T * W);
+    } else {
+        par_fail(p, st, &e);
+    }
+    free(full);
+    free(cover);
+}

@@ -1,0 +1,317 @@
+/* sp_attention.c — attention under sequence parallelism: Ulysses, ring, and both (USP).
+ *
+ * Every sp rank holds q, k, v (B, H, T, D) for its tokens: the first Ts = T - Trep are
+ * its shard of the sequence, the last Trep are the same on every rank (SD3's text
+ * stream; 0 for DiT and FLUX). The shard may be two segments sharded separately: the
+ * first Tlead tokens (FLUX's text) and the rest (its image); the global order is every
+ * rank's first segment, then every rank's second.
+ *
+ * Ulysses (u ranks, H % u == 0, Hu = H / u), ulysses rank i:
+ *   all-to-all 1: block p of the send buffer is [q | k | v] of head group p (heads
+ *     p Hu .. p Hu + Hu - 1) for the Ts local tokens, each (B, Hu, Ts, D); block p of
+ *     the receive buffer is rank p's tokens of head group i. Assembled as
+ *     Q, K, V (B, Hu, Tg, D), Tg = u Ts + Trep, in sequence order (a ulysses group
+ *     holds consecutive shards): the first segments of ranks 0 .. u-1, the second
+ *     segments, then head group i of the replicated tokens. So a math attention sees
+ *     its keys in the single rank's order (bitwise the same attention, given the same
+ *     q, k, v).
+ *   attention over the Tg tokens (the ctx's variant), or the ring below.
+ *   all-to-all 2: block p = the output rows of rank p's tokens -> received block p is
+ *     head group p of this rank's tokens (ulysses-head-order: written to slot u-1-p).
+ *     The replicated tokens' outputs (one head group per rank) are allgathered.
+ * Ring (R ranks, ring rank r; within USP each ring rank holds one ulysses slot's
+ * consecutive Tg - Trep tokens of its head group):
+ *   the sharded K/V block travels r -> r + 1 (sendrecv, R - 1 times); at step s the
+ *   block of ring rank (r - s) mod R is here. For every block and (b, h):
+ *     S = scale Q K_j^T (GEMM), m_j = rowmax S, P = exp(S - m_j) (rp_expf), l_j = rowsum P
+ *     (double), O_j = P V_j (GEMM)
+ *   and this rank's sharded query rows merge it online, in arrival order:
+ *     m' = max(m, m_j); a = exp(m - m'), c = exp(m_j - m'); l = a l + c l_j; O = a O + c O_j
+ *   (ring-no-rescale: l += l_j, O += O_j). The replicated block's K/V (Trep keys) comes
+ *   last. The replicated QUERY rows keep each block's partial and merge them in block
+ *   order 0 .. R - 1, then the replicated block, so every ring rank computes the same
+ *   bits for them (they must stay identical copies). out = O / l.
+ * Tags on the ring comm: TAG_RING. */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../attention/attention.h"
+#include "../fastmath.h"
+#include "../ops.h"
+#include "parallel.h"
+
+enum { TAG_RING = 41 };
+
+/* ---- ring attention ---------------------------------------------------------------- */
+
+/* One block for one (b, h): q (nq, D), k, v (nk, D) -> mb (nq) row max of s = scale q k^T,
+ * lb (nq) = sum_j exp(s_j - mb) (double), Ob (nq, D) = exp(s - mb) v. S: (nq, nk) scratch. */
+static void block_partial(const rp_ctx *ctx, const float *q, const float *k, const float *v, int nq, int nk,
+                          int D, float scale, float *mb, double *lb, float *Ob, float *S) {
+    rp_gemm(ctx, 0, 1, nq, nk, D, scale, q, D, k, D, 0.0f, S, nk);
+    for (int r = 0; r < nq; r++) {
+        float *row = S + (size_t)r * nk;
+        float m = row[0];
+        for (int j = 1; j < nk; j++) m = row[j] > m ? row[j] : m;
+        double sum = 0.0;
+        for (int j = 0; j < nk; j++) {
+            row[j] = rp_expf(row[j] - m);
+            sum += row[j];
+        }
+        mb[r] = m;
+        lb[r] = sum;
+    }
+    rp_gemm(ctx, 0, 0, nq, D, nk, 1.0f, S, nk, v, D, 0.0f, Ob, D);
+}
+
+/* Merges a block partial (mb, lb, Ob) into the running (m, l, O) of nq rows; `first`
+ * initialises. no_rescale: the injected fault (adds without the max correction). */
+static void merge(float *m, double *l, float *O, const float *mb, const double *lb, const float *Ob, int nq, int D,
+                  int first, int no_rescale) {
+    if (first) {
+        memcpy(m, mb, sizeof(float) * nq);
+        memcpy(l, lb, sizeof(double) * nq);
+        memcpy(O, Ob, sizeof(float) * nq * (size_t)D);
+        return;
+    }
+    for (int r = 0; r < nq; r++) {
+        float *o = O + (size_t)r * D;
+        const float *ob = Ob + (size_t)r * D;
+        if (no_rescale) {
+            l[r] += lb[r];
+            for (int d = 0; d < D; d++) o[d] += ob[d];
+            m[r] = mb[r] > m[r] ? mb[r] : m[r];
+            continue;
+        }
+        const float mn = mb[r] > m[r] ? mb[r] : m[r];
+        const float a = rp_expf(m[r] - mn), c = rp_expf(mb[r] - mn);
+        l[r] = (double)a * l[r] + (double)c * lb[r];
+        for (int d = 0; d < D; d++) o[d] = a * o[d] + c * ob[d];
+        m[r] = mn;
+    }
+}
+
+/* out rows (n, D) = O / l. */
+static void finish(float *out, const float *O, const double *l, int n, int D) {
+    for (int r = 0; r < n; r++)
+        for (int d = 0; d < D; d++) out[(size_t)r * D + d] = (float)(O[(size_t)r * D + d] / l[r]);
+}
+
+/* Ring attention over Q, K, V (B, Hh, Tg, D), Tg = Ts + Trep (Ts sharded over the ring
+ * group, Trep replicated), into out (B, Hh, Tg, D). */
+static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V,
+                                int B, int Hh, int Ts, int Trep, int D, float scale, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    rp_comm *c = p->ring.comm;
+    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep;
+    const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
+    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D;    /* one of K or V's sharded part */
+    const int nmax = Ts > Trep ? Ts : Trep;
+    const int nb = R + (Trep > 0);                           /* key blocks: ring + replicated */
+
+    float *kv = malloc(sizeof(float) * 4 * blk);             /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
+    float *S = malloc(sizeof(float) * (size_t)nmax * nmax);  /* (nq, nk) scores */
+    float *mb = malloc(sizeof(float) * nmax);                /* (nq) */
+    double *lb = malloc(sizeof(double) * nmax);              /* (nq) */
+    float *Ob = malloc(sizeof(float) * (size_t)nmax * D);    /* (nq, D) */
+    float *m = malloc(sizeof(float) * BH * Ts);              /* (B, Hh, Ts) running max */
+    double *l = malloc(sizeof(double) * BH * Ts);            /* (B, Hh, Ts) running sum */
+    float *O = malloc(sizeof(float) * blk);                  /* (B, Hh, Ts, D) running output */
+    /* replicated queries: each block's partial, merged in block order at the end */
+    float *rm = Trep ? malloc(sizeof(float) * nb * BH * Trep) : NULL;          /* (nb, B, Hh, Trep) */
+    double *rl = Trep ? malloc(sizeof(double) * nb * BH * Trep) : NULL;        /* (nb, B, Hh, Trep) */
+    float *rO = Trep ? malloc(sizeof(float) * nb * BH * Trep * D) : NULL;      /* (nb, B, Hh, Trep, D) */
+    rp_status st = RP_OK;
+    if (!kv || !S || !mb || !lb || !Ob || !m || !l || !O || (Trep && (!rm || !rl || !rO))) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory (B %d, heads %d, %d + %d tokens)", B, Hh, Ts,
+                     Trep);
+        goto done;
+    }
+    float *cur = kv, *next = kv + 2 * blk;
+    for (size_t bh = 0; bh < BH; bh++) {
+        memcpy(cur + bh * Ts * D, K + bh * Tg * D, sizeof(float) * Ts * D);
+        memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
+    }
+    for (int s = 0; s < R && st == RP_OK; s++) {
+        const int src = ((ri - s) % R + R) % R; /* whose block is here */
+        for (size_t bh = 0; bh < BH; bh++) {
+            const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
+            block_partial(ctx, q, k, v, Ts, Ts, D, scale, mb, lb, Ob, S);
+            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, s == 0, no_rescale);
+            if (Trep) {
+                const size_t o = (size_t)src * BH + bh;
+                block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Ts, D, scale, rm + o * Trep, rl + o * Trep,
+                              rO + o * Trep * D, S);
+            }
+        }
+        if (s + 1 < R) {
+            st = c->ops->sendrecv(c, cur, sizeof(float) * 2 * blk, (ri + 1) % R, next, sizeof(float) * 2 * blk,
+                                  (ri - 1 + R) % R, TAG_RING, err);
+            float *t = cur;
+            cur = next;
+            next = t;
+        }
+    }
+    if (st != RP_OK) goto done;
+    if (Trep) /* the replicated keys, block nb - 1 */
+        for (size_t bh = 0; bh < BH; bh++) {
+            const float *q = Q + bh * Tg * D, *k = K + (bh * Tg + Ts) * D, *v = V + (bh * Tg + Ts) * D;
+            block_partial(ctx, q, k, v, Ts, Trep, D, scale, mb, lb, Ob, S);
+            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, 0, no_rescale);
+            const size_t o = (size_t)(nb - 1) * BH + bh;
+            block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Trep, D, scale, rm + o * Trep, rl + o * Trep,
+                          rO + o * Trep * D, S);
+        }
+    for (size_t bh = 0; bh < BH; bh++) {
+        finish(out + bh * Tg * D, O + bh * Ts * D, l + bh * Ts, Ts, D);
+        if (!Trep) continue;
+        /* the replicated queries: blocks in order 0 .. nb - 1 into block 0's slot */
+        float *m0 = rm + bh * Trep, *O0 = rO + bh * Trep * D;
+        double *l0 = rl + bh * Trep;
+        for (int j = 1; j < nb; j++) {
+            const size_t o = (size_t)j * BH + bh;
+            merge(m0, l0, O0, rm + o * Trep, rl + o * Trep, rO + o * Trep * D, Trep, D, 0, no_rescale);
+        }
+        finish(out + (bh * Tg + Ts) * D, O0, l0, Trep, D);
+    }
+done:
+    free(kv); free(S); free(mb); free(lb); free(Ob); free(m); free(l); free(O);
+    free(rm); free(rl); free(rO);
+    return st;
+}
+
+/* ---- the entry point ------------------------------------------------------------------ */
+
+/* Without sequence parallelism: the K/V hook, then rp_attention. */
+static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k, const float *v,
+                       const uint8_t *key_mask, int B, int H, int T, int D, float scale, rp_error *err) {
+    const rp_parallel *p = ctx->par;
+    const float *kk = k, *vv = v;
+    int Tk = T;
+    if (p && p->hooks.kv) {
+        const float *ko = NULL, *vo = NULL;
+        int tko = T;
+        RP_TRY(p->hooks.kv(p->hooks.user, layer, k, v, B, H, T, D, &ko, &vo, &tko, err));
+        if (ko) {
+            if (!vo || tko < 1)
+                return RP_FAIL(err, RP_ERR_INVALID, "attention %d: the K/V hook gave %s with %d keys", layer,
+                               vo ? "keys" : "keys but no values", tko);
+            if (key_mask && tko != T)
+                return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the "
+                               "key count (%d -> %d)", layer, T, tko);
+            kk = ko;
+            vv = vo;
+            Tk = tko;
+        }
+    }
+    return rp_attention(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
+}
+
+rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
+                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
+                           int D, float scale, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
+    if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
+        scale = (float)(1.0 / sqrt((double)D + 1.0));
+    if (!p || p->sp.size == 1) return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, D, scale, err);
+
+    if (key_mask)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: key masks with sequence parallelism (no pipeline "
+                       "passes one)", layer);
+    if (p->hooks.kv)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a K/V hook with sequence parallelism", layer);
+    if (p->deg.patch > 1)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: patch parallelism's attention is the patch "
+                       "strategy's, not sequence parallelism's", layer);
+    const int u = p->ulysses.size, R = p->ring.size, Ts = T - Trep;
+    if (H % u)
+        return RP_FAIL(err, RP_ERR_INVALID, "ulysses=%d needs the head count divisible by %d; the model has %d heads",
+                       u, u, H);
+    if (Ts < 1) return RP_FAIL(err, RP_ERR_INVALID, "attention %d: no sharded tokens on rank %d", layer, p->rank);
+    if (u == 1) return ring_attention(ctx, out, q, k, v, B, H, Ts, Trep, D, scale, err);
+
+    const int Hu = H / u, me = p->ulysses.rank, Tg = u * Ts + Trep, Tsec = Ts - Tlead;
+    /* where rank pr's token j of the shard sits in the gathered sequence */
+#define GPOS(pr, j) ((j) < Tlead ? (pr) * Tlead + (j) : u * Tlead + (pr) * Tsec + ((j) - Tlead))
+    const size_t BHu = (size_t)B * Hu, piece = BHu * Ts * D;  /* one tensor's (B, Hu, Ts, D) */
+    const size_t qkv_blk = 3 * piece;                          /* a rank's [q | k | v] block */
+    float *send = malloc(sizeof(float) * qkv_blk * u);        /* (u, 3, B, Hu, Ts, D) */
+    float *recv = malloc(sizeof(float) * qkv_blk * u);        /* (u, 3, B, Hu, Ts, D) */
+    float *G = malloc(sizeof(float) * 4 * BHu * Tg * D);      /* Q, K, V, O each (B, Hu, Tg, D) */
+    float *rep = Trep ? malloc(sizeof(float) * BHu * Trep * D * (u + 1)) : NULL; /* mine + (u, B, Hu, Trep, D) */
+    rp_status st = RP_OK;
+    rp_comm *c = p->ulysses.comm;
+    if (!send || !recv || !G || (Trep && !rep)) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ulysses attention: out of memory (B %d, %d heads, %d + %d tokens)", B, H, Ts,
+                     Trep);
+        goto done;
+    }
+    float *Q = G, *K = G + BHu * Tg * D, *V = G + 2 * BHu * Tg * D, *O = G + 3 * BHu * Tg * D;
+    const float *src[3] = {q, k, v};
+    float *dst[3] = {Q, K, V};
+    /* all-to-all 1: token shards -> head groups */
+    for (int pr = 0; pr < u; pr++)
+        for (int j = 0; j < 3; j++)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < Hu; h++)
+                    memcpy(send + pr * qkv_blk + j * piece + ((size_t)b * Hu + h) * Ts * D,
+                           src[j] + (((size_t)b * H + pr * Hu + h) * T) * D, sizeof(float) * Ts * D);
+    st = c->ops->alltoall(c, send, recv, qkv_blk, err);
+    if (st != RP_OK) goto done;
+    for (int j = 0; j < 3; j++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < Hu; h++) {
+                float *d = dst[j] + ((size_t)b * Hu + h) * Tg * D;
+                for (int pr = 0; pr < u; pr++) {
+                    const float *r = recv + pr * qkv_blk + j * piece + ((size_t)b * Hu + h) * Ts * D;
+                    if (Tlead) memcpy(d + (size_t)GPOS(pr, 0) * D, r, sizeof(float) * Tlead * D);
+                    memcpy(d + (size_t)GPOS(pr, Tlead) * D, r + (size_t)Tlead * D, sizeof(float) * Tsec * D);
+                }
+                if (Trep)
+                    memcpy(d + (size_t)u * Ts * D, src[j] + (((size_t)b * H + me * Hu + h) * T + Ts) * D,
+                           sizeof(float) * Trep * D);
+            }
+    /* attention over the whole sequence, this rank's head group */
+    if (R == 1) st = rp_attention(ctx, O, Q, K, V, NULL, B, Hu, Tg, Tg, D, scale, err);
+    else st = ring_attention(ctx, O, Q, K, V, B, Hu, u * Ts, Trep, D, scale, err);
+    if (st != RP_OK) goto done;
+    /* all-to-all 2: head groups -> token shards (send reused: same size) */
+    for (int pr = 0; pr < u; pr++)
+        for (size_t bh = 0; bh < BHu; bh++) {
+            float *sd = send + pr * piece + bh * Ts * D;
+            if (Tlead) memcpy(sd, O + (bh * Tg + GPOS(pr, 0)) * D, sizeof(float) * Tlead * D);
+            memcpy(sd + (size_t)Tlead * D, O + (bh * Tg + GPOS(pr, Tlead)) * D, sizeof(float) * Tsec * D);
+        }
+    st = c->ops->alltoall(c, send, recv, piece, err);
+    if (st != RP_OK) goto done;
+    const int swap = p->fault == RP_INJECT_ULYSSES_HEAD_ORDER;
+    for (int pr = 0; pr < u; pr++) {
+        const int slot = swap ? u - 1 - pr : pr;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < Hu; h++)
+                memcpy(out + (((size_t)b * H + slot * Hu + h) * T) * D, recv + pr * piece + ((size_t)b * Hu + h) * Ts * D,
+                       sizeof(float) * Ts * D);
+    }
+    if (Trep) { /* the replicated tokens: every rank's head group, allgathered */
+        float *mine = rep, *all = rep + BHu * Trep * D;
+        for (size_t bh = 0; bh < BHu; bh++)
+            memcpy(mine + bh * Trep * D, O + (bh * Tg + (size_t)u * Ts) * D, sizeof(float) * Trep * D);
+        st = c->ops->allgather(c, mine, BHu * Trep * D, all, err);
+        if (st != RP_OK) goto done;
+        for (int pr = 0; pr < u; pr++)
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < Hu; h++)
+                    memcpy(out + (((size_t)b * H + pr * Hu + h) * T + Ts) * D,
+                           all + (((size_t)pr * B + b) * Hu + h) * Trep * D, sizeof(float) * Trep * D);
+    }
+done:
+#undef GPOS
+    free(send);
+    free(recv);
+    free(G);
+    free(rep);
+    return st;
+}

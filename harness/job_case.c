@@ -1,0 +1,400 @@
+/* job_case.c — `repro worker --job case`: one rank of one case (see job_case.h). */
+#include "job_case.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/attention/attention.h"
+#include "engine/ctx.h"
+#include "engine/fsutil.h"
+#include "engine/image.h"
+#include "engine/parallel/parallel.h"
+#include "engine/pipeline.h"
+#include "engine/safetensors.h"
+#include "engine/samplers/samplers.h"
+#include "engine/trace.h"
+#include "harness/case.h"
+#include "harness/commands.h"
+#include "harness/env.h"
+#include "harness/launch.h"
+#include "harness/validate.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The worker's classification of a failed status (as cmd_worker.c). */
+static int exit_for(rp_status st) {
+    switch (st) {
+    case RP_OK: return RP_WORKER_EXIT_OK;
+    case RP_ERR_TIMEOUT: return RP_WORKER_EXIT_COMM_TIMEOUT;
+    case RP_ERR_INVALID:
+    case RP_ERR_UNSUPPORTED:
+    case RP_ERR_NOT_FOUND: return RP_WORKER_EXIT_CONFIG;
+    default: return RP_WORKER_EXIT_FAIL;
+    }
+}
+
+/* Reports err prefixed with this rank; returns code. */
+static int fail(const rp_rankenv *re, const rp_error *err, int code) {
+    rp_error e = *err;
+    snprintf(e.msg, sizeof e.msg, "worker rank %d/%d (case): %.980s", re->rank, re->world, err->msg);
+    rp_report_error(&e);
+    return code;
+}
+
+/* ctx from the case's numerics (validation has checked every value). */
+static rp_status case_ctx(const rp_case *c, rp_ctx *ctx, rp_error *err) {
+    *ctx = rp_ctx_default();
+    ctx->threads = c->threads;
+    ctx->reduce_split = c->reduce_split;
+    if (!strcmp(c->precision, "fp32")) ctx->precision = RP_PREC_FP32;
+    else if (!strcmp(c->precision, "bf16")) ctx->precision = RP_PREC_BF16;
+    else return RP_FAIL(err, RP_ERR_UNSUPPORTED, "precision=%s: the CPU engine has fp32 and bf16", c->precision);
+    RP_TRY(rp_attn_kind_parse(c->attention, &ctx->attn.kind, err));
+    char q[32], kv[32];
+    snprintf(q, sizeof q, "%d", c->attn_q_chunk);
+    snprintf(kv, sizeof kv, "%d", c->attn_kv_chunk);
+    return rp_ctx_configure(ctx, c->attn_q_chunk ? q : NULL, c->attn_kv_chunk ? kv : NULL,
+                            c->blas_core[0] ? c->blas_core : NULL, c->device_profile[0] ? c->device_profile : NULL,
+                            err);
+}
+
+/* mkdir -p */
+static rp_status make_dir(const char *dir, rp_error *err) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return RP_FAIL(err, RP_ERR_INVALID, "--out-dir: path too long");
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return RP_FAIL(err, RP_ERR_IO, "--out-dir: cannot create %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return RP_FAIL(err, RP_ERR_IO, "--out-dir: cannot create %s: %s", buf, strerror(errno));
+    return RP_OK;
+}
+
+/* Writes text to path atomically (path.tmp.<pid>, then rename). */
+static rp_status write_atomic(const char *path, const char *text, rp_error *err) {
+    RP_TRY(rp_atomic_target_ok(path, err));
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%.4000s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return RP_FAIL(err, RP_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return RP_FAIL(err, RP_ERR_IO, "%s: write failed", path);
+    }
+    return RP_OK;
+}
+
+static const char *layout_str(const rp_case *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "dp=%d cfg=%d pipefusion=%d ulysses=%d ring=%d patch=%d", c->dp, c->cfg_parallel,
+             c->pipefusion, c->ulysses, c->ring, c->patch);
+    return buf;
+}
+
+/* latents.safetensors: as `repro generate --latents`, plus the case. */
+static rp_status write_latents(const char *path, const rp_case *c, const char *id, const rp_gen_result *r,
+                               rp_error *err) {
+    rp_st_writer *w = rp_st_writer_new();
+    if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
+    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int64_t lat[4] = {B, r->C, r->h, r->w}, traj[5] = {r->steps + 1, B, r->C, r->h, r->w};
+    const int64_t nsteps[1] = {r->steps}, nsig[1] = {r->steps + 1}, nb[1] = {B};
+    int64_t seeds[RP_CASE_MAX_ITEMS], classes[RP_CASE_MAX_ITEMS], gidx[RP_CASE_MAX_ITEMS];
+    for (int b = 0; b < B; b++) {
+        seeds[b] = (int64_t)c->items[b].seed;
+        classes[b] = c->items[b].class_id;
+        gidx[b] = b;
+    }
+    cJSON *cj = rp_case_to_json(c);
+    char *case_text = cj ? cJSON_PrintUnformatted(cj) : NULL;
+    cJSON_Delete(cj);
+    char v[512];
+    rp_status st = case_text ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the case metadata");
+#define TRY(e) do { if (st == RP_OK) st = (e); } while (0)
+    TRY(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, r->noise, err));
+    TRY(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, r->latents, err));
+    TRY(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, traj, r->trajectory, err));
+    TRY(rp_st_writer_add(w, "timesteps", RP_DT_F64, 1, nsteps, r->timesteps, err));
+    if (flow) {
+        TRY(rp_st_writer_add(w, "sigmas", RP_DT_F64, 1, nsig, r->sigmas, err));
+        TRY(rp_st_writer_add(w, "model_timesteps", RP_DT_F64, 1, nsteps, r->model_t, err));
+    } else {
+        TRY(rp_st_writer_add(w, "alphas_cumprod", RP_DT_F64, 1, nsteps, r->alphas_cumprod, err));
+        TRY(rp_st_writer_add(w, "classes", RP_DT_I64, 1, nb, classes, err));
+    }
+    TRY(rp_st_writer_add(w, "seeds", RP_DT_I64, 1, nb, seeds, err));
+    TRY(rp_st_writer_add(w, "global_index", RP_DT_I64, 1, nb, gidx, err));
+    TRY(rp_st_writer_meta(w, "repro.format", "latents-v1", err));
+    TRY(rp_st_writer_meta(w, "repro.command", "worker --job case", err));
+    TRY(rp_st_writer_meta(w, "repro.version", REPRO_VERSION, err));
+    TRY(rp_st_writer_meta(w, "repro.git_revision", rp_git_revision(), err));
+    TRY(rp_st_writer_meta(w, "case_id", id, err));
+    TRY(rp_st_writer_meta(w, "case", case_text ? case_text : "", err));
+    TRY(rp_st_writer_meta(w, "model", c->model, err));
+    TRY(rp_st_writer_meta(w, "weights", r->weights_path, err));
+    TRY(rp_st_writer_meta(w, "vae", r->vae_name, err));
+    TRY(rp_st_writer_meta(w, "vae_weights", r->vae_weights_path, err));
+    if (flow) {
+        TRY(rp_st_writer_meta(w, "text_encoder", r->te_name, err));
+        TRY(rp_st_writer_meta(w, "te_weights", r->te_weights_path, err));
+    }
+    TRY(rp_st_writer_meta(w, "layout", layout_str(c, v, sizeof v), err));
+    TRY(rp_st_writer_meta(w, "backend", c->backend, err));
+    TRY(rp_st_writer_meta(w, "inject", c->inject, err));
+    TRY(rp_st_writer_meta(w, "batch_forward", c->batch_forward, err));
+    TRY(rp_st_writer_meta(w, "trajectory_space", flow ? "flow" : "vp", err));
+    TRY(rp_st_writer_write(w, path, err));
+#undef TRY
+    free(case_text);
+    rp_st_writer_free(w);
+    return st;
+}
+
+/* done.json: written last, so its presence means every other file is complete. */
+static rp_status write_done(const char *path, const rp_case *c, const char *id, const rp_gen_result *r,
+                            const rp_parallel *par, const double *t, rp_error *err) {
+    cJSON *j = cJSON_CreateObject(), *tm = cJSON_CreateObject(), *lay = cJSON_CreateObject();
+    if (!j || !tm || !lay) {
+        cJSON_Delete(j); cJSON_Delete(tm); cJSON_Delete(lay);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for done.json");
+    }
+    cJSON_AddStringToObject(j, "status", "ok");
+    cJSON_AddStringToObject(j, "case_id", id);
+    cJSON_AddStringToObject(j, "name", c->name);
+    cJSON_AddNumberToObject(j, "world", par->world);
+    cJSON_AddNumberToObject(lay, "dp", c->dp);
+    cJSON_AddNumberToObject(lay, "cfg_parallel", c->cfg_parallel);
+    cJSON_AddNumberToObject(lay, "pipefusion", c->pipefusion);
+    cJSON_AddNumberToObject(lay, "ulysses", c->ulysses);
+    cJSON_AddNumberToObject(lay, "ring", c->ring);
+    cJSON_AddNumberToObject(lay, "patch", c->patch);
+    cJSON_AddItemToObject(j, "layout", lay);
+    cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_par_layout_exactness(&par->deg)));
+    cJSON *strat = cJSON_AddArrayToObject(j, "strategies");
+    const rp_par_strategy_info *used[5];
+    const int n_used = rp_par_layout_strategies(&par->deg, used);
+    for (int i = 0; strat && i < n_used; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddStringToObject(o, "name", used[i]->name);
+        cJSON_AddStringToObject(o, "exactness", rp_par_exactness_name(used[i]->exactness));
+        cJSON_AddStringToObject(o, "reorders", used[i]->reorders);
+        cJSON_AddStringToObject(o, "bitwise_when", used[i]->bitwise_when);
+        cJSON_AddItemToArray(strat, o);
+    }
+    cJSON_AddStringToObject(j, "backend", c->backend);
+    cJSON_AddStringToObject(j, "inject", c->inject);
+    cJSON_AddNumberToObject(j, "items", r->B);
+    cJSON_AddNumberToObject(j, "steps", r->steps);
+    cJSON_AddNumberToObject(j, "model_evals_rank0", r->n_evals);
+    cJSON_AddBoolToObject(j, "images", r->rgb != NULL);
+    cJSON_AddBoolToObject(j, "trace_incomplete", par->trace_incomplete != 0);
+    static const char *const NAMES[] = {"setup_s", "rendezvous_s", "encode_s", "sample_s", "decode_s", "gather_s",
+                                        "write_s", "total_s"};
+    for (int i = 0; i < 8; i++) cJSON_AddNumberToObject(tm, NAMES[i], t[i]);
+    cJSON_AddItemToObject(j, "timings", tm);
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory printing done.json");
+    rp_status st = write_atomic(path, text, err);
+    free(text);
+    return st;
+}
+
+/* Rank 0: every output file, done.json last. */
+static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_result *r, const rp_trace *trace,
+                               const rp_parallel *par, double *t, double t_start, rp_error *err) {
+    const double t0 = now_s();
+    char id[32], path[4200];
+    rp_case_id(c, id);
+    snprintf(path, sizeof path, "%s/latents.safetensors", dir);
+    RP_TRY(write_latents(path, c, id, r, err));
+    if (r->rgb) {
+        const size_t per = (size_t)r->H * r->W * 3;
+        for (int i = 0; i < r->B; i++) {
+            snprintf(path, sizeof path, "%s/image-%d.png", dir, i);
+            RP_TRY(rp_png_write(path, r->rgb + i * per, r->W, r->H, err));
+        }
+    }
+    snprintf(path, sizeof path, "%s/trace.safetensors", dir);
+    RP_TRY(rp_trace_save(trace, path, err));
+    snprintf(path, sizeof path, "%s/env.json", dir);
+    RP_TRY(rp_env_write(path, err));
+    t[6] = now_s() - t0;
+    t[7] = now_s() - t_start;
+    snprintf(path, sizeof path, "%s/done.json", dir);
+    return write_done(path, c, id, r, par, t, err);
+}
+
+int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
+    const double t_start = now_s();
+    double t[8] = {0}; /* setup, rendezvous, encode, sample, decode, gather, write, total */
+    rp_error err;
+    rp_error_clear(&err);
+    rp_case *c = malloc(sizeof *c);
+    if (!c) {
+        RP_FAIL(&err, RP_ERR_NOMEM, "out of memory");
+        return fail(re, &err, RP_WORKER_EXIT_FAIL);
+    }
+    rp_status st = rp_case_load(o->case_file, c, &err);
+    if (st != RP_OK) {
+        free(c);
+        return fail(re, &err, RP_WORKER_EXIT_CONFIG); /* a case file no rerun will fix */
+    }
+    /* ---- configuration: everything a rerun would not fix, before any rank waits ---- */
+    rp_validate_env env;
+    rp_validate_env_host(&env);
+    env.world = re->world;
+    rp_ctx ctx;
+    rp_comm_kind kind = RP_COMM_SELF;
+    rp_inject_id fault = RP_INJECT_NONE;
+    rp_family fam = RP_FAMILY_DIT;
+    rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    st = rp_case_validate(c, &env, &err);
+    if (st == RP_OK && strcmp(c->device, "cpu"))
+        st = RP_FAIL(&err, RP_ERR_UNSUPPORTED, "device=%s: the engine runs on the CPU in this build", c->device);
+    if (st == RP_OK) st = rp_comm_kind_parse(c->backend, &kind, &err);
+    if (st == RP_OK && o->backend_given && kind != o->comm.kind)
+        st = RP_FAIL(&err, RP_ERR_INVALID, "--backend %s but the case says backend=%s",
+                     rp_comm_kind_name(o->comm.kind), c->backend);
+    if (st == RP_OK) st = rp_inject_parse(c->inject, &fault, &err);
+    if (st == RP_OK) st = rp_model_family(c->model, &fam, &err);
+    if (st == RP_OK && fam == RP_FAMILY_DIT) st = rp_sampler_parse(c->sampler, &sk, &err);
+    if (st == RP_OK) st = case_ctx(c, &ctx, &err);
+    if (st == RP_OK) st = rp_ctx_ensure_coretype(ctx.blas_core, NULL, &err); /* may re-execute this rank */
+    if (st != RP_OK) {
+        free(c);
+        return fail(re, &err, exit_for(st) == RP_WORKER_EXIT_FAIL ? RP_WORKER_EXIT_CONFIG : exit_for(st));
+    }
+    if (re->rank == 0 && (st = make_dir(o->out_dir, &err)) != RP_OK) {
+        free(c);
+        return fail(re, &err, RP_WORKER_EXIT_FAIL);
+    }
+    rp_ctx_apply(&ctx);
+    t[0] = now_s() - t_start;
+
+    /* ---- communicator and groups ---- */
+    double t1 = now_s();
+    rp_comm_opts co = o->comm;
+    co.kind = kind;
+    co.rank = re->rank;
+    co.world = re->world;
+    char id[32], prefix[64];
+    rp_case_id(c, id);
+    if (!co.prefix || !strcmp(co.prefix, "worker")) { /* the worker's default: a per-case namespace */
+        snprintf(prefix, sizeof prefix, "case-%s", id);
+        co.prefix = prefix;
+    }
+    rp_comm *comm = NULL;
+    rp_parallel par;
+    memset(&par, 0, sizeof par);
+    rp_gen_item *mine = NULL, *all = NULL, *local = NULL;
+    char *strings = NULL;
+    rp_gen_result res, gathered;
+    memset(&res, 0, sizeof res);
+    memset(&gathered, 0, sizeof gathered);
+    rp_trace trace;
+    rp_trace_init(&trace);
+    int rc = 0;
+    if ((st = rp_comm_create(&co, &comm, &err)) != RP_OK) goto out;
+    const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
+    if ((st = rp_par_init(&par, comm, &deg, fault, &err)) != RP_OK) goto out;
+    if (c->pipefusion > 1 || c->patch > 1) {
+        st = RP_FAIL(&err, RP_ERR_UNSUPPORTED, "pipefusion=%d patch=%d: PipeFusion and patch parallelism are not in "
+                     "this build yet", c->pipefusion, c->patch);
+        goto out;
+    }
+    t[1] = now_s() - t1;
+
+    /* ---- items: rank 0's list, verified everywhere, this dp group's block ---- */
+    const int n = c->n_items;
+    mine = calloc((size_t)n, sizeof *mine);
+    local = calloc((size_t)n, sizeof *local);
+    if (!mine || !local) {
+        st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory for %d items", n);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        mine[i].seed = c->items[i].seed;
+        mine[i].global_index = (uint64_t)i;
+        mine[i].class_id = fam == RP_FAMILY_DIT ? c->items[i].class_id : 0;
+        mine[i].prompt = fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+    }
+    int n_all = 0, first = 0, count = 0;
+    if ((st = rp_par_dp_share_items(&par, mine, n, &all, &n_all, &strings, &err)) != RP_OK) goto out;
+    if ((st = rp_par_dp_select(&par, all, n_all, local, &first, &count, &err)) != RP_OK) goto out;
+
+    /* ---- generate this rank's part ---- */
+    ctx.par = &par;
+    ctx.trace = &trace; /* every rank: the trace points are collective; rank 0's is saved */
+    rp_ctx_trace_notes(&ctx, &trace);
+    {
+        char v[256];
+        rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
+        rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
+        rp_trace_note(&trace, "parallel.backend", c->backend);
+        if (fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
+    }
+    rp_gen_request req;
+    memset(&req, 0, sizeof req);
+    req.model = c->model;
+    req.depth = c->depth;
+    req.single_depth = c->single_depth;
+    req.weights = c->weights[0] ? c->weights : NULL;
+    req.weight_seed = c->weight_seed;
+    req.vae = c->vae[0] ? c->vae : NULL;
+    req.sampler = sk;
+    req.eta = c->eta;
+    req.steps = c->steps;
+    req.cfg = c->cfg;
+    req.guidance = c->guidance;
+    req.width = c->width;
+    req.height = c->height;
+    req.per_item = !strcmp(c->batch_forward, "per-item");
+    req.n_items = count;
+    req.items = local;
+    req.decode = par.replica.rank == 0; /* each dp group's leader decodes its items */
+    if ((st = rp_generate(&req, &ctx, &res, &err)) != RP_OK) goto out;
+    t[2] = res.encode_seconds;
+    t[3] = res.sample_seconds;
+    t[4] = res.decode_seconds;
+
+    /* ---- results to rank 0, in input order ---- */
+    double t5 = now_s();
+    if ((st = rp_par_dp_gather(&par, &res, n_all, &gathered, &err)) != RP_OK) goto out;
+    t[5] = now_s() - t5;
+    if (par.rank == 0) st = write_outputs(o->out_dir, c, &gathered, &trace, &par, t, t_start, &err);
+
+out:
+    if (st != RP_OK) rc = fail(re, &err, exit_for(st));
+    rp_gen_result_free(&gathered);
+    rp_gen_result_free(&res);
+    rp_trace_free(&trace);
+    free(mine);
+    free(local);
+    free(all);
+    free(strings);
+    rp_par_free(&par);
+    rp_comm_destroy(comm);
+    free(c);
+    return rc;
+}

@@ -1,0 +1,1428 @@
+/* runner.c — schedules a matrix's cases, keeps the result store, compares each
+ * case with its reference (see runner.h for the store layout and the rules).
+ *
+ * Threads: the main thread plans, schedules and prints; each running case has
+ * a thread of its own that calls rp_launch (which blocks until the ranks are
+ * reaped), writes the case's files into its temporary directory, computes its
+ * metrics and renames the directory into place. A case thread writes only its
+ * own outcome slot and its own directories; the shared counters, the states
+ * and the progress output are under one mutex. rp_launch sets
+ * PR_SET_PDEATHSIG in the ranks relative to the forking thread, which lives
+ * until its ranks are reaped, so a SIGKILLed sweep takes its ranks with it. */
+#include "runner.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/fsutil.h"
+#include "engine/image.h"
+#include "engine/safetensors.h"
+#include "harness/env.h"
+#include "harness/golden.h"
+#include "harness/launch.h"
+#include "harness/metrics.h"
+#include "harness/validate.h"
+
+#define PATHLEN 4096
+
+const char *rp_case_status_name(rp_case_status s) {
+    switch (s) {
+    case RP_CASE_PENDING: return "pending";
+    case RP_CASE_OK: return "ok";
+    case RP_CASE_CONFIG_ERROR: return "CONFIG_ERROR";
+    case RP_CASE_CRASH: return "CRASH";
+    case RP_CASE_HANG: return "HANG";
+    case RP_CASE_SKIPPED: return "SKIPPED";
+    }
+    return "?";
+}
+
+/* Parses a status name (case-insensitive); -1 when s is none. */
+static int status_parse(const char *s) {
+    for (int k = RP_CASE_OK; k <= RP_CASE_SKIPPED; k++)
+        if (!strcasecmp(s, rp_case_status_name((rp_case_status)k))) return k;
+    return -1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* snprintf into a PATHLEN buffer; 0 when it fits. */
+static int path_fmt(char *buf, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, PATHLEN, fmt, ap);
+    va_end(ap);
+    return n < 0 || n >= PATHLEN;
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- store helpers ---------------------------------------------------------------- */
+
+rp_status rp_store_mkdirs(const char *path, rp_error *err) {
+    char p[PATHLEN];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
+        return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", path);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        const char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return RP_FAIL(err, RP_ERR_IO, "cannot create directory %s: %s", p, strerror(errno));
+        *s = c;
+        if (!c) break;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return RP_FAIL(err, RP_ERR_IO, "%s exists and is not a directory", path);
+    return RP_OK;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+rp_status rp_store_remove_tree(const char *path, rp_error *err) {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? RP_OK : RP_FAIL(err, RP_ERR_IO, "%s: %s", path, strerror(errno));
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return RP_FAIL(err, RP_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
+    return RP_OK;
+}
+
+/* path.tmp.<pid>.<tid>: several case threads may write at once. */
+static int tmp_name(char *buf, const char *path) {
+    return path_fmt(buf, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
+}
+
+static rp_status write_text_atomic(const char *path, const char *text, rp_error *err) {
+    RP_TRY(rp_atomic_target_ok(path, err));
+    char tmp[PATHLEN];
+    if (tmp_name(tmp, path)) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        const int e = errno;
+        remove(tmp);
+        return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return RP_OK;
+}
+
+rp_status rp_store_write_json(const char *path, const cJSON *j, rp_error *err) {
+    char *text = cJSON_Print(j);
+    if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory printing JSON", path);
+    rp_status st = write_text_atomic(path, text, err);
+    free(text);
+    return st;
+}
+
+rp_status rp_store_read_json(const char *path, cJSON **out, rp_error *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 8192, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len + 1 < cap || cap > (256u << 20)) break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) free(buf);
+        buf = nb;
+        cap *= 2;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (!buf) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+    if (bad) {
+        free(buf);
+        return RP_FAIL(err, RP_ERR_IO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *out = cJSON_ParseWithLength(buf, len);
+    free(buf);
+    return *out ? RP_OK : RP_FAIL(err, RP_ERR_FORMAT, "%s: not valid JSON", path);
+}
+
+rp_status rp_store_copy_file(const char *src, const char *dst, rp_error *err) {
+    RP_TRY(rp_atomic_target_ok(dst, err));
+    char tmp[PATHLEN];
+    if (tmp_name(tmp, dst)) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", dst);
+    FILE *in = fopen(src, "rb");
+    if (!in) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", src, strerror(errno));
+    FILE *out = fopen(tmp, "wb");
+    if (!out) {
+        fclose(in);
+        return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    char buf[1 << 16];
+    size_t n;
+    int ok = 1;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    ok = ok && !ferror(in);
+    fclose(in);
+    ok = fclose(out) == 0 && ok;
+    if (!ok || rename(tmp, dst) != 0) {
+        remove(tmp);
+        return RP_FAIL(err, RP_ERR_IO, "cannot copy %s to %s", src, dst);
+    }
+    return RP_OK;
+}
+
+rp_status rp_store_publish_dir(const char *tmp, const char *dst, rp_error *err) {
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0) return RP_OK;
+    if (errno == EEXIST) {
+        /* replace an older result in one step: the id never names a partial directory */
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) return rp_store_remove_tree(tmp, err);
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EEXIST)
+        return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+    /* a file system without renameat2 flags: move the old one aside first */
+    char old[PATHLEN];
+    if (path_fmt(old, "%s.old.%ld", tmp, (long)gettid())) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", tmp);
+    struct stat sb;
+    const int exists = stat(dst, &sb) == 0;
+    if (exists && rename(dst, old) != 0)
+        return RP_FAIL(err, RP_ERR_IO, "cannot move %s aside: %s", dst, strerror(errno));
+    if (rename(tmp, dst) != 0) return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+    return exists ? rp_store_remove_tree(old, err) : RP_OK;
+}
+
+/* ---- JSON numbers that may be inf / nan ------------------------------------------------ */
+
+/* JSON has no inf/nan: they are stored as the strings "inf", "-inf", "nan". */
+static void put_num(cJSON *o, const char *key, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddStringToObject(o, key, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static double get_num(const cJSON *o, const char *key, double def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsNumber(v)) return v->valuedouble;
+    if (cJSON_IsString(v)) return strtod(v->valuestring, NULL); /* "inf", "-inf", "nan" */
+    return def;
+}
+
+static const char *get_str(const cJSON *o, const char *key, const char *def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+/* ---- comparing two result directories --------------------------------------------------- */
+
+typedef struct cmp_summary {
+    int ok;                    /* compared (same shapes) */
+    int identical;             /* latents bitwise equal and every image equal */
+    double max_abs, rel_l2;    /* latents */
+    double psnr, ssim, changed;/* worst image */
+    int n_images;
+} cmp_summary;
+
+/* Reads tensor name of f into a malloc'd float array (*n values). */
+static rp_status read_tensor(const rp_st_file *f, const char *name, float **out, size_t *n, const rp_st_tensor **t,
+                             rp_error *err) {
+    *t = rp_st_find(f, name);
+    if (!*t) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s has no tensor '%s'", f->path, name);
+    *n = (*t)->numel;
+    *out = malloc(sizeof(float) * (*n ? *n : 1));
+    if (!*out) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory reading %s", f->path);
+    return rp_st_read_f32(f, name, (*t)->ndim, (*t)->shape, *out, err);
+}
+
+static int same_shape(const rp_st_tensor *a, const rp_st_tensor *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+/* Latents and trajectory of b against a (the reference) into o. */
+static rp_status cmp_latents(const char *da, const char *db, cJSON *o, cmp_summary *s, rp_error *err) {
+    char pa[PATHLEN], pb[PATHLEN];
+    path_fmt(pa, "%s/latents.safetensors", da);
+    path_fmt(pb, "%s/latents.safetensors", db);
+    rp_st_file *fa = NULL, *fb = NULL;
+    float *a = NULL, *b = NULL, *ta = NULL, *tb = NULL;
+    double *steps = NULL;
+    size_t na = 0, nb = 0;
+    const rp_st_tensor *t1, *t2;
+    rp_status st = rp_st_open(pa, &fa, err);
+    if (st == RP_OK) st = rp_st_open(pb, &fb, err);
+    if (st == RP_OK) st = read_tensor(fa, "latents", &a, &na, &t1, err);
+    if (st == RP_OK) st = read_tensor(fb, "latents", &b, &nb, &t2, err);
+    if (st == RP_OK && (!same_shape(t1, t2) || na == 0))
+        st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", da, db);
+    if (st == RP_OK) {
+        rp_latent_metrics lm;
+        rp_latent_metrics_compute(a, b, na, &lm);
+        cJSON *l = cJSON_AddObjectToObject(o, "latents");
+        put_num(l, "max_abs", lm.max_abs);
+        put_num(l, "mean_abs", lm.mean_abs);
+        put_num(l, "rel_l2", lm.rel_l2);
+        put_num(l, "cosine", lm.cosine);
+        const int bitwise = memcmp(a, b, sizeof(float) * na) == 0;
+        cJSON_AddBoolToObject(l, "bitwise_equal", bitwise);
+        s->max_abs = lm.max_abs;
+        s->rel_l2 = lm.rel_l2;
+        s->identical = bitwise;
+    }
+    /* the trajectory is optional: compared when both have it with one shape */
+    size_t n1 = 0, n2 = 0;
+    rp_error e2;
+    if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
+        read_tensor(fa, "trajectory", &ta, &n1, &t1, &e2) == RP_OK &&
+        read_tensor(fb, "trajectory", &tb, &n2, &t2, &e2) == RP_OK && same_shape(t1, t2) && t1->ndim >= 1 &&
+        t1->shape[0] > 0) {
+        const size_t T = (size_t)t1->shape[0];
+        steps = malloc(sizeof(double) * T);
+        if (steps) {
+            rp_trajectory_rel_l2(ta, tb, T, n1 / T, steps);
+            cJSON *arr = cJSON_AddArrayToObject(o, "trajectory_rel_l2");
+            for (size_t i = 0; i < T; i++) {
+                cJSON *tmp = cJSON_CreateObject();
+                put_num(tmp, "v", steps[i]);
+                cJSON *v = cJSON_DetachItemFromObject(tmp, "v");
+                cJSON_AddItemToArray(arr, v);
+                cJSON_Delete(tmp);
+            }
+        }
+    }
+    rp_st_close(fa);
+    rp_st_close(fb);
+    free(a);
+    free(b);
+    free(ta);
+    free(tb);
+    free(steps);
+    return st;
+}
+
+static rp_status cmp_images(const char *da, const char *db, int n_items, cJSON *o, cmp_summary *s, rp_error *err) {
+    cJSON *arr = cJSON_AddArrayToObject(o, "images");
+    s->psnr = INFINITY;
+    s->ssim = 1.0;
+    s->changed = 0.0;
+    for (int i = 0; i < n_items; i++) {
+        char pa[PATHLEN], pb[PATHLEN];
+        path_fmt(pa, "%s/image-%d.png", da, i);
+        path_fmt(pb, "%s/image-%d.png", db, i);
+        if (!is_file(pa) && !is_file(pb)) continue; /* a run without decoding */
+        uint8_t *a = NULL, *b = NULL;
+        int Wa, Ha, Wb, Hb;
+        rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
+        if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
+        if (st == RP_OK && (Wa != Wb || Ha != Hb))
+            st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
+        rp_image_metrics im;
+        if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, &im, err);
+        free(a);
+        free(b);
+        if (st != RP_OK) return st;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", i);
+        put_num(e, "psnr", im.psnr);
+        put_num(e, "ssim", im.ssim);
+        cJSON_AddNumberToObject(e, "max_abs", im.max_abs);
+        put_num(e, "changed", im.changed);
+        put_num(e, "changed_gt8", im.changed_gt8);
+        cJSON_AddItemToArray(arr, e);
+        if (im.psnr < s->psnr) s->psnr = im.psnr;
+        if (im.ssim < s->ssim || isnan(im.ssim)) s->ssim = im.ssim;
+        if (im.changed > s->changed) s->changed = im.changed;
+        if (im.max_abs) s->identical = 0;
+        s->n_images++;
+    }
+    cJSON *w = cJSON_AddObjectToObject(o, "worst_image");
+    put_num(w, "psnr", s->psnr);
+    put_num(w, "ssim", s->ssim);
+    put_num(w, "changed", s->changed);
+    return RP_OK;
+}
+
+/* Compares result dir db with reference dir da; returns the comparison object
+ * (never NULL unless out of memory): either the metrics, or {"error": why}. */
+static cJSON *compare_dirs(const char *da, const char *db, int n_items, cmp_summary *s) {
+    memset(s, 0, sizeof *s);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    rp_error e;
+    rp_error_clear(&e);
+    rp_status st = cmp_latents(da, db, o, s, &e);
+    if (st == RP_OK) st = cmp_images(da, db, n_items, o, s, &e);
+    if (st != RP_OK) {
+        cJSON_Delete(o);
+        o = cJSON_CreateObject();
+        if (o) cJSON_AddStringToObject(o, "error", e.msg);
+        memset(s, 0, sizeof *s);
+        return o;
+    }
+    s->ok = 1;
+    cJSON_AddBoolToObject(o, "identical", s->identical);
+    return o;
+}
+
+/* ---- the runner's state -------------------------------------------------------------- */
+
+typedef enum cstate { CS_NONE = 0, CS_TODO, CS_RUNNING, CS_DONE } cstate;
+
+typedef struct runner {
+    const rp_matrix *m;
+    const rp_runner_opts *o;
+    rp_sweep *s;
+    unsigned char *state;       /* cstate per case */
+    int *slots;                 /* cores a running case takes */
+    pthread_t *tid;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ncpu, free_slots, running, jobs;
+    int cancelled;
+    int to_run, finished, failed;
+    double t0;
+    int live;                   /* live progress line on stderr */
+    int line_shown;             /* the live line is on screen */
+    double timeout_s;
+} runner;
+
+typedef struct case_arg {
+    runner *r;
+    int i;
+} case_arg;
+
+static void case_dir(const runner *r, int i, char *buf) { path_fmt(buf, "%s/%s", r->s->dir, r->m->cases[i].id); }
+
+static int threads_of(const rp_case *c) { return c->threads > 0 ? c->threads : 1; }
+
+/* ---- progress -------------------------------------------------------------------------- */
+
+static void fmt_eta(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || s > 99 * 3600) snprintf(buf, cap, "--");
+    else snprintf(buf, cap, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+}
+
+/* Redraws the live line (caller holds the mutex). */
+static void progress_line(runner *r) {
+    if (!r->live) return;
+    char eta[32];
+    const double el = now_s() - r->t0;
+    fmt_eta(r->finished ? el / r->finished * (r->to_run - r->finished) : -1, eta, sizeof eta);
+    char names[160] = "";
+    for (int i = 0; i < r->m->n_cases; i++)
+        if (r->state[i] == CS_RUNNING && strlen(names) + 3 < sizeof names) {
+            size_t l = strlen(names);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", r->m->cases[i].c.name);
+        }
+    char line[320];
+    snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
+             r->failed, el, eta, names);
+    /* a line wider than the terminal wraps, and \r would then redraw only its tail */
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 && strlen(line) >= ws.ws_col)
+        line[ws.ws_col - 1] = '\0';
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    r->line_shown = 1;
+}
+
+/* A permanent line (caller holds the mutex): clears the live line first. */
+static void progress_say(runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress_say(runner *r, const char *fmt, ...) {
+    if (r->line_shown) fputs("\r\033[K", stderr);
+    r->line_shown = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- outcomes from the store ------------------------------------------------------------ */
+
+/* Fills the metric fields of oc from a metrics.json object. */
+static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
+    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(mj, "vs_reference");
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(vs, "latents");
+    const cJSON *wi = cJSON_GetObjectItemCaseSensitive(vs, "worst_image");
+    oc->have_metrics = lat != NULL;
+    oc->max_abs = get_num(lat, "max_abs", NAN);
+    oc->rel_l2 = get_num(lat, "rel_l2", NAN);
+    oc->psnr = get_num(wi, "psnr", NAN);
+    oc->ssim = get_num(wi, "ssim", NAN);
+    oc->changed = get_num(wi, "changed", NAN);
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(mj, "tolerances");
+    const cJSON *within = cJSON_GetObjectItemCaseSensitive(tol, "within");
+    oc->within_tol = cJSON_IsBool(within) ? cJSON_IsTrue(within) : -1;
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(mj, "repeats");
+    oc->repeat_identical = -1;
+    oc->repeat_max_abs = 0;
+    if (cJSON_IsArray(reps) && cJSON_GetArraySize(reps) > 0) {
+        oc->repeat_identical = 1;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, reps) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "identical");
+            if (!cJSON_IsTrue(id)) oc->repeat_identical = 0;
+            const double d = get_num(cJSON_GetObjectItemCaseSensitive(e, "latents"), "max_abs", NAN);
+            if (!(d <= oc->repeat_max_abs)) oc->repeat_max_abs = d;
+        }
+    }
+}
+
+/* Reads a finished case's result.json (and metrics.json) into oc. Returns 0
+ * when dir holds no finished case. *stage gets "validate" or "run". */
+static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_t cap) {
+    char p[PATHLEN];
+    path_fmt(p, "%s/result.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) return 0;
+    const int k = status_parse(get_str(j, "status", ""));
+    if (k < 0) {
+        cJSON_Delete(j);
+        return 0;
+    }
+    oc->status = (rp_case_status)k;
+    snprintf(oc->reason, sizeof oc->reason, "%s", get_str(j, "reason", ""));
+    snprintf(stage, cap, "%s", get_str(j, "stage", "run"));
+    oc->wall_s = get_num(j, "wall_s", 0);
+    oc->failed_rank = (int)get_num(j, "failed_rank", -1);
+    cJSON_Delete(j);
+    path_fmt(p, "%s/metrics.json", dir);
+    if (rp_store_read_json(p, &j, &e) == RP_OK) {
+        outcome_metrics(oc, j);
+        cJSON_Delete(j);
+    }
+    return 1;
+}
+
+/* The run stamp of a finished case dir into buf ("" if none). */
+static void stamp_of(const char *dir, char *buf, size_t cap) {
+    char p[PATHLEN];
+    path_fmt(p, "%s/result.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    buf[0] = '\0';
+    if (rp_store_read_json(p, &j, &e) == RP_OK) snprintf(buf, cap, "%s", get_str(j, "run_stamp", ""));
+    cJSON_Delete(j);
+}
+
+/* ---- metrics.json ----------------------------------------------------------------------- */
+
+static int tol_set(double t) { return !isnan(t); }
+
+/* The tolerances as text: metrics.json keeps it, so editing them in the matrix
+ * makes the stored verdicts stale. */
+static void tol_key(const rp_tolerances *t, char *buf, size_t cap) {
+    snprintf(buf, cap, "%.17g %.17g %.17g %.17g %.17g", t->latents_max_abs, t->latents_rel_l2, t->psnr_min,
+             t->ssim_min, t->changed_max);
+}
+
+/* Writes <dir>/metrics.json for case i whose files are in dir (its temporary
+ * or its final directory): against its reference's final directory (when that
+ * finished ok), and its repeats against its first run. Fills oc's metrics. */
+static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcome *oc, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    const int self = mc->ref == i;
+    char rdir[PATHLEN], stamp[128];
+    case_dir(r, mc->ref, rdir);
+    if (self) stamp_of(dir, stamp, sizeof stamp);
+    else stamp_of(rdir, stamp, sizeof stamp);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    cJSON_AddStringToObject(j, "case", mc->id);
+    cJSON *ref = cJSON_AddObjectToObject(j, "reference");
+    cJSON_AddStringToObject(ref, "id", r->m->cases[mc->ref].id);
+    cJSON_AddStringToObject(ref, "name", r->m->cases[mc->ref].c.name);
+    cJSON_AddStringToObject(ref, "run_stamp", stamp);
+    cJSON_AddBoolToObject(ref, "self", self);
+    char tk[160];
+    tol_key(&r->m->tol, tk, sizeof tk);
+    cJSON_AddStringToObject(j, "tolerances_key", tk);
+    oc->have_metrics = 0;
+    oc->within_tol = -1;
+    if (!self) {
+        rp_case_outcome ro;
+        char stage[16];
+        memset(&ro, 0, sizeof ro);
+        if (!outcome_load(rdir, &ro, stage, sizeof stage)) {
+            cJSON_AddStringToObject(ref, "status", "missing");
+        } else {
+            cJSON_AddStringToObject(ref, "status", rp_case_status_name(ro.status));
+            if (ro.status == RP_CASE_OK) {
+                cmp_summary cs;
+                cJSON *vs = compare_dirs(rdir, dir, mc->c.n_items, &cs);
+                if (vs) cJSON_AddItemToObject(j, "vs_reference", vs);
+                if (cs.ok) {
+                    oc->have_metrics = 1;
+                    oc->max_abs = cs.max_abs;
+                    oc->rel_l2 = cs.rel_l2;
+                    oc->psnr = cs.n_images ? cs.psnr : NAN;
+                    oc->ssim = cs.n_images ? cs.ssim : NAN;
+                    oc->changed = cs.n_images ? cs.changed : NAN;
+                    const rp_tolerances *t = &r->m->tol;
+                    if (tol_set(t->latents_max_abs) || tol_set(t->latents_rel_l2) || tol_set(t->psnr_min) ||
+                        tol_set(t->ssim_min) || tol_set(t->changed_max)) {
+                        /* NaN metrics fail every tolerance they are checked against */
+                        int within = 1;
+                        if (tol_set(t->latents_max_abs)) within &= cs.max_abs <= t->latents_max_abs;
+                        if (tol_set(t->latents_rel_l2)) within &= cs.rel_l2 <= t->latents_rel_l2;
+                        if (cs.n_images && tol_set(t->psnr_min)) within &= cs.psnr >= t->psnr_min;
+                        if (cs.n_images && tol_set(t->ssim_min)) within &= cs.ssim >= t->ssim_min;
+                        if (cs.n_images && tol_set(t->changed_max)) within &= cs.changed <= t->changed_max;
+                        cJSON *tj = cJSON_AddObjectToObject(j, "tolerances");
+                        if (tol_set(t->latents_max_abs)) put_num(tj, "latents_max_abs", t->latents_max_abs);
+                        if (tol_set(t->latents_rel_l2)) put_num(tj, "latents_rel_l2", t->latents_rel_l2);
+                        if (tol_set(t->psnr_min)) put_num(tj, "psnr_min", t->psnr_min);
+                        if (tol_set(t->ssim_min)) put_num(tj, "ssim_min", t->ssim_min);
+                        if (tol_set(t->changed_max)) put_num(tj, "changed_max", t->changed_max);
+                        cJSON_AddBoolToObject(tj, "within", within);
+                        oc->within_tol = within;
+                    }
+                }
+            }
+        }
+    }
+    /* run-to-run: every further run against the first */
+    oc->repeat_identical = -1;
+    oc->repeat_max_abs = 0;
+    if (r->m->repeat > 1) {
+        cJSON *reps = cJSON_AddArrayToObject(j, "repeats");
+        oc->repeat_identical = 1;
+        for (int k = 2; k <= r->m->repeat; k++) {
+            char rd[PATHLEN];
+            path_fmt(rd, "%s/repeat-%d", dir, k);
+            cmp_summary cs;
+            cJSON *c = compare_dirs(dir, rd, mc->c.n_items, &cs);
+            if (!c) continue;
+            cJSON_AddNumberToObject(c, "run", k);
+            cJSON_AddItemToArray(reps, c);
+            if (!cs.ok || !cs.identical) oc->repeat_identical = 0;
+            if (cs.ok && !(cs.max_abs <= oc->repeat_max_abs)) oc->repeat_max_abs = cs.max_abs;
+        }
+    }
+    char p[PATHLEN];
+    path_fmt(p, "%s/metrics.json", dir);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* 1 when <dir>/metrics.json is missing, or was made against another reference
+ * run than the one now in the store, other tolerances or another repeat count. */
+static int metrics_stale(runner *r, int i) {
+    char dir[PATHLEN], rdir[PATHLEN], p[PATHLEN], stamp[128];
+    case_dir(r, i, dir);
+    case_dir(r, r->m->cases[i].ref, rdir);
+    path_fmt(p, "%s/metrics.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) return 1;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
+    stamp_of(rdir, stamp, sizeof stamp);
+    char tk[160];
+    tol_key(&r->m->tol, tk, sizeof tk);
+    const int stale = strcmp(get_str(ref, "id", ""), r->m->cases[r->m->cases[i].ref].id) ||
+                      strcmp(get_str(ref, "run_stamp", ""), stamp) || strcmp(get_str(j, "tolerances_key", ""), tk) ||
+                      (r->m->repeat > 1) != (cJSON_GetObjectItemCaseSensitive(j, "repeats") != NULL);
+    cJSON_Delete(j);
+    return stale;
+}
+
+/* ---- running one case --------------------------------------------------------------------- */
+
+/* Writes <dir>/result.json; takes ownership of runs (may be NULL). */
+static rp_status write_result(runner *r, int i, const char *dir, const rp_case_outcome *oc, const char *stage,
+                              const char *report, cJSON *runs, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    cJSON *j = cJSON_CreateObject();
+    if (!j) {
+        cJSON_Delete(runs);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char stamp[96], when[64];
+    snprintf(stamp, sizeof stamp, "%lld.%09ld-%ld-%d", (long long)ts.tv_sec, ts.tv_nsec, (long)getpid(), i);
+    struct tm tmv;
+    gmtime_r(&ts.tv_sec, &tmv);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    cJSON_AddStringToObject(j, "id", mc->id);
+    cJSON_AddStringToObject(j, "name", mc->c.name);
+    cJSON_AddStringToObject(j, "matrix", r->m->name);
+    cJSON_AddStringToObject(j, "status", rp_case_status_name(oc->status));
+    cJSON_AddStringToObject(j, "stage", stage);
+    cJSON_AddStringToObject(j, "reason", oc->reason);
+    cJSON_AddNumberToObject(j, "failed_rank", oc->failed_rank);
+    if (report && *report) cJSON_AddStringToObject(j, "report", report);
+    cJSON_AddNumberToObject(j, "world", rp_case_world(&mc->c));
+    cJSON_AddNumberToObject(j, "wall_s", oc->wall_s);
+    cJSON_AddNumberToObject(j, "repeat", r->m->repeat);
+    if (runs) cJSON_AddItemToObject(j, "runs", runs);
+    cJSON_AddStringToObject(j, "engine", REPRO_VERSION);
+    cJSON_AddStringToObject(j, "git", rp_git_revision());
+    cJSON_AddStringToObject(j, "finished_at", when);
+    cJSON_AddStringToObject(j, "run_stamp", stamp);
+    char p[PATHLEN];
+    path_fmt(p, "%s/result.json", dir);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* First line of text into out. */
+static void first_line(const char *text, char *out, size_t cap) {
+    const char *nl = strchr(text, '\n');
+    const size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), text);
+}
+
+/* One launch of case i writing into out; fills *oc's status, reason and
+ * failed rank; returns 1 when the run was cancelled. */
+static int launch_once(runner *r, int i, const char *case_json, const char *out, rp_launch_result *res,
+                       rp_case_outcome *oc, cJSON *runs, char *report, size_t report_cap) {
+    const rp_case *c = &r->m->cases[i].c;
+    char thr[64], omp[64];
+    snprintf(thr, sizeof thr, "OPENBLAS_NUM_THREADS=%d", threads_of(c));
+    snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%d", threads_of(c));
+    const char *env[] = {thr, omp, NULL};
+    const char *argv[] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out, NULL};
+    rp_launch_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.nranks = rp_case_world(c);
+    spec.exe = r->o->worker_exe;
+    spec.argv = argv;
+    spec.run_dir = out;
+    spec.timeout_s = r->timeout_s;
+    spec.env = env;
+    spec.cancel_fd = r->o->cancel_fd;
+    rp_error e;
+    rp_error_clear(&e);
+    rp_status st = rp_launch(&spec, res, &e);
+    cJSON *run = cJSON_CreateObject();
+    if (st != RP_OK) {
+        oc->status = RP_CASE_CRASH;
+        oc->failed_rank = -1;
+        snprintf(oc->reason, sizeof oc->reason, "the launcher failed: %.560s", e.msg);
+        snprintf(report, report_cap, "%s", e.msg);
+    } else {
+        if (res->store_dir[0]) (void)rp_store_remove_tree(res->store_dir, NULL); /* rendezvous files */
+        oc->wall_s += res->wall_s;
+        oc->failed_rank = res->first_failed;
+        snprintf(report, report_cap, "%s", res->report);
+        first_line(res->report, oc->reason, sizeof oc->reason);
+        switch (res->status) {
+        case RP_LAUNCH_OK: {
+            char done[PATHLEN];
+            path_fmt(done, "%s/done.json", out);
+            oc->status = RP_CASE_OK;
+            if (!is_file(done)) {
+                oc->status = RP_CASE_CRASH;
+                snprintf(oc->reason, sizeof oc->reason, "every rank exited 0 but rank 0 wrote no done.json");
+            }
+            break;
+        }
+        case RP_LAUNCH_CONFIG: oc->status = RP_CASE_CONFIG_ERROR; break;
+        case RP_LAUNCH_CRASH: oc->status = RP_CASE_CRASH; break;
+        /* a rank stuck in a collective until it gave up: the job hung, nobody crashed first */
+        case RP_LAUNCH_COMM_TIMEOUT:
+        case RP_LAUNCH_HANG: oc->status = RP_CASE_HANG; break;
+        case RP_LAUNCH_CANCELLED: oc->status = RP_CASE_PENDING; break;
+        }
+        if (oc->status == RP_CASE_CONFIG_ERROR || oc->status == RP_CASE_CRASH) {
+            /* the reason users want is the failing rank's own message: its last stderr line */
+            char p[PATHLEN], tail[600];
+            path_fmt(p, "%s/rank%d.err", out, res->first_failed);
+            if (res->first_failed >= 0 && rp_file_tail(p, 1, tail, sizeof tail) > 0) {
+                char *nl = strchr(tail, '\n');
+                if (nl) *nl = '\0';
+                char head[300];
+                snprintf(head, sizeof head, "%.299s", oc->reason);
+                snprintf(oc->reason, sizeof oc->reason, "%.250s: %.340s", head, tail);
+            }
+        }
+    }
+    if (run) {
+        cJSON_AddStringToObject(run, "status", st == RP_OK ? rp_launch_status_name(res->status) : "launcher-error");
+        cJSON_AddNumberToObject(run, "wall_s", st == RP_OK ? res->wall_s : 0);
+        cJSON_AddNumberToObject(run, "first_failed", st == RP_OK ? res->first_failed : -1);
+        if (st == RP_OK && res->status != RP_LAUNCH_OK) {
+            /* how every rank ended, and the failing (or, for a hang, each stuck) rank's stderr */
+            cJSON *ranks = cJSON_AddArrayToObject(run, "ranks");
+            for (int k = 0; k < res->nranks; k++) {
+                char desc[160], p[PATHLEN], tail[4096];
+                rp_launch_describe_rank(&res->ranks[k], desc, sizeof desc);
+                cJSON *rk = cJSON_CreateObject();
+                cJSON_AddNumberToObject(rk, "rank", k);
+                cJSON_AddStringToObject(rk, "end", desc);
+                cJSON_AddBoolToObject(rk, "running_at_deadline", res->ranks[k].running_at_deadline);
+                if (k == res->first_failed || res->ranks[k].running_at_deadline) {
+                    path_fmt(p, "%s/rank%d.err", out, k);
+                    if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0)
+                        cJSON_AddStringToObject(rk, "stderr_tail", tail);
+                }
+                cJSON_AddItemToArray(ranks, rk);
+            }
+        }
+        cJSON_AddItemToArray(runs, run);
+    }
+    return st == RP_OK && res->status == RP_LAUNCH_CANCELLED;
+}
+
+/* Runs case i (all its repeats) in a temporary directory, then publishes it.
+ * Returns 1 when cancelled (nothing is kept). */
+static int run_case(runner *r, int i, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
+    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    case_dir(r, i, fin);
+    path_fmt(cj, "%s/case.json", tmp);
+    rp_error e;
+    rp_error_clear(&e);
+    oc->wall_s = 0;
+    oc->failed_rank = -1;
+    oc->reason[0] = '\0';
+    (void)rp_store_remove_tree(tmp, NULL);
+    rp_status st = rp_store_mkdirs(tmp, &e);
+    if (st == RP_OK) st = rp_case_save(&mc->c, cj, &e);
+    if (st != RP_OK) {
+        oc->status = RP_CASE_CRASH;
+        snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
+        return 0;
+    }
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(8192);
+    cJSON *runs = cJSON_CreateArray();
+    int cancelled = 0;
+    if (!res || !report || !runs) {
+        oc->status = RP_CASE_CRASH;
+        snprintf(oc->reason, sizeof oc->reason, "runner: out of memory");
+    } else {
+        report[0] = '\0';
+        for (int k = 1; k <= r->m->repeat; k++) {
+            char out[PATHLEN];
+            if (k == 1) snprintf(out, sizeof out, "%s", tmp);
+            else path_fmt(out, "%s/repeat-%d", tmp, k);
+            if (k > 1 && rp_store_mkdirs(out, &e) != RP_OK) {
+                oc->status = RP_CASE_CRASH;
+                snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
+                break;
+            }
+            cancelled = launch_once(r, i, cj, out, res, oc, runs, report, 8192);
+            if (cancelled || oc->status != RP_CASE_OK) {
+                if (k > 1 && !cancelled) {
+                    char why[sizeof oc->reason];
+                    snprintf(why, sizeof why, "%s", oc->reason);
+                    snprintf(oc->reason, sizeof oc->reason, "run %d of %d: %.560s", k, r->m->repeat, why);
+                }
+                break;
+            }
+        }
+    }
+    if (!cancelled && res && report && runs) {
+        st = write_result(r, i, tmp, oc, "run", report, runs, &e);
+        runs = NULL; /* owned by the result now (freed with it) */
+        if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
+        if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, &e);
+        if (st != RP_OK) {
+            oc->status = RP_CASE_CRASH;
+            snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
+        }
+    }
+    cJSON_Delete(runs);
+    free(res);
+    free(report);
+    if (cancelled || st != RP_OK) (void)rp_store_remove_tree(tmp, NULL);
+    return cancelled;
+}
+
+static void *case_thread(void *p) {
+    case_arg *a = p;
+    runner *r = a->r;
+    const int i = a->i;
+    rp_case_outcome oc = r->s->o[i];
+    const int cancelled = run_case(r, i, &oc);
+    pthread_mutex_lock(&r->mu);
+    r->s->o[i] = oc;
+    r->s->o[i].ran = !cancelled;
+    if (cancelled) r->s->o[i].status = RP_CASE_PENDING;
+    r->state[i] = CS_DONE;
+    r->running--;
+    r->free_slots += r->slots[i];
+    if (!cancelled) {
+        r->finished++;
+        const rp_matrix_case *mc = &r->m->cases[i];
+        if (oc.status != RP_CASE_OK) r->failed++;
+        if (!r->live || oc.status != RP_CASE_OK)
+            progress_say(r, "[%d/%d] %-12s %s %s (%.1f s)%s%s", r->finished, r->to_run, rp_case_status_name(oc.status),
+                         mc->id, mc->c.name, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
+        progress_line(r);
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    free(a);
+    return NULL;
+}
+
+/* ---- planning ------------------------------------------------------------------------------- */
+
+/* CONFIG_ERROR when c breaks a rule on any hardware; SKIPPED when only this
+ * machine cannot run it; RP_CASE_OK when it can run here. */
+static rp_case_status plan_case(const rp_case *c, const rp_validate_env *host, char *reason, size_t cap) {
+    const int world = rp_case_world(c);
+    /* the machine the case asks for: a matching GPU per rank, every backend built */
+    rp_validate_env want;
+    memset(&want, 0, sizeof want);
+    want.world = world;
+    want.gloo_built = want.nccl_built = 1;
+    want.n_gpus = world < RP_VALIDATE_MAX_GPUS ? world : RP_VALIDATE_MAX_GPUS;
+    for (int g = 0; g < want.n_gpus; g++)
+        snprintf(want.gpu_names[g], sizeof want.gpu_names[g], "%s",
+                 strncmp(c->device, "cuda:", 5) == 0 ? c->device + 5 : "GPU");
+    rp_error e;
+    rp_error_clear(&e);
+    reason[0] = '\0';
+    if (rp_case_validate(c, &want, &e) != RP_OK) {
+        snprintf(reason, cap, "%.590s", e.msg);
+        return RP_CASE_CONFIG_ERROR;
+    }
+    rp_validate_env here = *host;
+    here.world = world;
+    if (rp_case_validate(c, &here, &e) != RP_OK) {
+        snprintf(reason, cap, "not on this machine: %.570s", e.msg);
+        return RP_CASE_SKIPPED;
+    }
+    return RP_CASE_OK;
+}
+
+/* Records a validation CONFIG_ERROR as a finished case directory (no launch). */
+static rp_status record_config_error(runner *r, int i, rp_case_outcome *oc, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
+    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    case_dir(r, i, fin);
+    path_fmt(cj, "%s/case.json", tmp);
+    (void)rp_store_remove_tree(tmp, NULL);
+    RP_TRY(rp_store_mkdirs(tmp, err));
+    rp_status st = rp_case_save(&mc->c, cj, err);
+    if (st == RP_OK) st = write_result(r, i, tmp, oc, "validate", NULL, NULL, err);
+    if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, err);
+    if (st != RP_OK) (void)rp_store_remove_tree(tmp, NULL);
+    return st;
+}
+
+static int cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Removes what killed sweeps left behind: .tmp-* directories and files (we hold the lock). */
+static void clean_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, ".tmp-", 5) && !strstr(de->d_name, ".tmp.")) continue;
+        char p[PATHLEN];
+        if (!path_fmt(p, "%s/%s", dir, de->d_name)) (void)rp_store_remove_tree(p, NULL);
+    }
+    closedir(d);
+}
+
+/* Takes <dir>/.lock (flock, released by the kernel when we die); returns the fd. */
+static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
+    char p[PATHLEN];
+    path_fmt(p, "%s/.lock", dir);
+    *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (*fd < 0) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", p, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(*fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        close(*fd);
+        *fd = -1;
+        return RP_FAIL(err, RP_ERR_IO, "%s is in use by another sweep (pid %s); wait for it or stop it", dir,
+                       pid[0] ? pid : "?");
+    }
+    char pid[32];
+    const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) { /* the pid is only for the message */ }
+    return RP_OK;
+}
+
+/* ---- golden comparison ---------------------------------------------------------------------- */
+
+static rp_status compare_goldens(runner *r, rp_error *err) {
+    rp_golden_store *g = NULL;
+    RP_TRY(rp_golden_open(r->o->golden_dir, &g, err));
+    rp_status st = RP_OK;
+    for (int i = 0; i < r->m->n_cases && st == RP_OK; i++) {
+        rp_case_outcome *oc = &r->s->o[i];
+        if (!oc->selected || oc->status != RP_CASE_OK) continue;
+        const rp_matrix_case *mc = &r->m->cases[i];
+        const char *gd = rp_golden_find(g, &r->m->cases[mc->ref].c);
+        oc->have_golden = 0;
+        if (!gd) continue;
+        char dir[PATHLEN], p[PATHLEN];
+        case_dir(r, i, dir);
+        cmp_summary cs;
+        cJSON *j = cJSON_CreateObject();
+        cJSON *vs = compare_dirs(gd, dir, mc->c.n_items, &cs);
+        if (!j || !vs) {
+            cJSON_Delete(j);
+            cJSON_Delete(vs);
+            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        cJSON_AddStringToObject(j, "golden_store", r->o->golden_dir);
+        cJSON_AddStringToObject(j, "golden", gd);
+        cJSON_AddStringToObject(j, "golden_of", r->m->cases[mc->ref].id);
+        cJSON *info = NULL;
+        path_fmt(p, "%s/golden.json", gd);
+        rp_error e2;
+        if (rp_store_read_json(p, &info, &e2) == RP_OK) cJSON_AddItemToObject(j, "recorded", info);
+        cJSON_AddItemToObject(j, "vs_golden", vs);
+        path_fmt(p, "%s/golden.json", dir);
+        st = rp_store_write_json(p, j, err);
+        cJSON_Delete(j);
+        if (cs.ok) {
+            oc->have_golden = 1;
+            oc->g_max_abs = cs.max_abs;
+            oc->g_psnr = cs.n_images ? cs.psnr : NAN;
+        }
+    }
+    rp_golden_close(g);
+    return st;
+}
+
+/* ---- summary --------------------------------------------------------------------------------- */
+
+static void expectations(const rp_matrix *m, rp_sweep *s) {
+    s->n_ok = s->n_failed = s->n_skipped = s->n_unexpected = 0;
+    for (int i = 0; i < s->n; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected || oc->status == RP_CASE_PENDING) continue;
+        const char *ex = m->cases[i].c.expect;
+        const int k = ex[0] ? status_parse(ex) : -1;
+        oc->expect_met = k < 0 ? -1 : k == (int)oc->status;
+        if (oc->status == RP_CASE_OK) s->n_ok++;
+        else if (oc->status == RP_CASE_SKIPPED) s->n_skipped++;
+        else s->n_failed++;
+        int bad;
+        if (oc->expect_met >= 0) bad = !oc->expect_met;
+        else bad = oc->status != RP_CASE_OK && oc->status != RP_CASE_SKIPPED;
+        /* tolerances gate cases with no label, or labelled ok */
+        if (oc->within_tol == 0 && (!ex[0] || k == RP_CASE_OK)) bad = 1;
+        s->n_unexpected += bad;
+    }
+}
+
+static rp_status write_summary(const runner *r, rp_error *err) {
+    const rp_matrix *m = r->m;
+    const rp_sweep *s = r->s;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    cJSON_AddStringToObject(j, "matrix", m->name);
+    cJSON_AddStringToObject(j, "file", m->path);
+    cJSON_AddStringToObject(j, "engine", REPRO_VERSION);
+    cJSON_AddStringToObject(j, "git", rp_git_revision());
+    cJSON_AddNumberToObject(j, "repeat", m->repeat);
+    cJSON_AddBoolToObject(j, "cancelled", s->cancelled);
+    cJSON *arr = cJSON_AddArrayToObject(j, "cases");
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        cJSON *c = cJSON_CreateObject();
+        char deg[96];
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        cJSON_AddStringToObject(c, "id", mc->id);
+        cJSON_AddStringToObject(c, "name", mc->c.name);
+        cJSON_AddStringToObject(c, "degrees", deg);
+        cJSON_AddNumberToObject(c, "world", rp_case_world(&mc->c));
+        cJSON_AddStringToObject(c, "reference", m->cases[mc->ref].id);
+        cJSON_AddBoolToObject(c, "is_reference", mc->is_ref);
+        cJSON_AddStringToObject(c, "status", rp_case_status_name(oc->status));
+        cJSON_AddStringToObject(c, "reason", oc->reason);
+        cJSON_AddStringToObject(c, "expect", mc->c.expect);
+        if (oc->expect_met >= 0) cJSON_AddBoolToObject(c, "expect_met", oc->expect_met);
+        cJSON_AddBoolToObject(c, "resumed", oc->resumed);
+        cJSON_AddNumberToObject(c, "wall_s", oc->wall_s);
+        if (oc->have_metrics) {
+            cJSON *v = cJSON_AddObjectToObject(c, "vs_reference");
+            put_num(v, "latents_max_abs", oc->max_abs);
+            put_num(v, "latents_rel_l2", oc->rel_l2);
+            put_num(v, "psnr", oc->psnr);
+            put_num(v, "ssim", oc->ssim);
+            put_num(v, "changed", oc->changed);
+            if (oc->within_tol >= 0) cJSON_AddBoolToObject(v, "within_tolerances", oc->within_tol);
+        }
+        if (oc->repeat_identical >= 0) {
+            cJSON *v = cJSON_AddObjectToObject(c, "repeats");
+            cJSON_AddBoolToObject(v, "identical", oc->repeat_identical);
+            put_num(v, "max_abs", oc->repeat_max_abs);
+        }
+        if (oc->have_golden) {
+            cJSON *v = cJSON_AddObjectToObject(c, "vs_golden");
+            put_num(v, "latents_max_abs", oc->g_max_abs);
+            put_num(v, "psnr", oc->g_psnr);
+        }
+        cJSON_AddItemToArray(arr, c);
+    }
+    char p[PATHLEN];
+    path_fmt(p, "%s/summary.json", s->dir);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+static void cell_num(char *buf, size_t cap, const char *fmt, double v, int have) {
+    if (!have || isnan(v)) snprintf(buf, cap, "-");
+    else if (isinf(v)) snprintf(buf, cap, "inf");
+    else if (v == 0) snprintf(buf, cap, "0");
+    else snprintf(buf, cap, fmt, v);
+}
+
+void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
+    fprintf(f, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %s\n", "id", "name", "degrees", "status", "max-abs", "PSNR",
+            "SSIM", "changed", "note");
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        char deg[64], st[32], ma[32], ps[32], ss[32], ch[32], note[900] = "";
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        snprintf(st, sizeof st, "%s%s", rp_case_status_name(oc->status), mc->is_ref ? " (ref)" : "");
+        const int hm = oc->have_metrics;
+        cell_num(ma, sizeof ma, "%.2e", oc->max_abs, hm);
+        cell_num(ps, sizeof ps, "%.2f", oc->psnr, hm);
+        cell_num(ss, sizeof ss, "%.4f", oc->ssim, hm);
+        if (hm && !isnan(oc->changed)) snprintf(ch, sizeof ch, "%.2f%%", 100 * oc->changed);
+        else snprintf(ch, sizeof ch, "-");
+        size_t n = 0;
+#define NOTE(...) (n += (size_t)snprintf(note + n, n < sizeof note ? sizeof note - n : 0, __VA_ARGS__))
+        if (mc->c.expect[0]) {
+            if (oc->expect_met == 1) NOTE("expected %s; ", mc->c.expect);
+            else if (oc->expect_met == 0) NOTE("UNEXPECTED (expected %s); ", mc->c.expect);
+            else NOTE("expect %s; ", mc->c.expect);
+        }
+        if (oc->within_tol == 0) NOTE("OUTSIDE TOLERANCE; ");
+        if (oc->repeat_identical == 1) NOTE("repeats identical; ");
+        else if (oc->repeat_identical == 0) NOTE("repeats DIFFER (max-abs %.2e); ", oc->repeat_max_abs);
+        if (oc->have_golden) {
+            char gm[32], gp[32];
+            cell_num(gm, sizeof gm, "%.2e", oc->g_max_abs, 1);
+            cell_num(gp, sizeof gp, "%.2f", oc->g_psnr, 1);
+            NOTE("golden max-abs %s PSNR %s; ", gm, gp);
+        }
+        if (oc->resumed) NOTE("resumed; ");
+        if (oc->status != RP_CASE_OK && oc->reason[0]) NOTE("%s", oc->reason);
+#undef NOTE
+        n = strlen(note);
+        while (n && (note[n - 1] == ' ' || note[n - 1] == ';')) note[--n] = '\0';
+        char name[35];
+        snprintf(name, sizeof name, "%.34s", mc->c.name);
+        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        char line[1400];
+        snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %.200s", mc->id, name, deg, st, ma, ps,
+                 ss, ch, note);
+        for (size_t l = strlen(line); l && line[l - 1] == ' '; l--) line[l - 1] = '\0';
+        fprintf(f, "%s\n", line);
+    }
+    int by[RP_CASE_SKIPPED + 1] = {0};
+    for (int i = 0; i < s->n; i++)
+        if (s->o[i].selected) by[s->o[i].status]++;
+    fprintf(f, "%s: %d cases: %d ok, %d CONFIG_ERROR, %d CRASH, %d HANG, %d SKIPPED", m->name, s->n_selected,
+            by[RP_CASE_OK], by[RP_CASE_CONFIG_ERROR], by[RP_CASE_CRASH], by[RP_CASE_HANG], by[RP_CASE_SKIPPED]);
+    if (by[RP_CASE_PENDING]) fprintf(f, ", %d not run", by[RP_CASE_PENDING]);
+    fprintf(f, "; %d run now, %d from earlier runs", s->n_ran, s->n_resumed);
+    if (s->n_unexpected) fprintf(f, "; %d not as expected", s->n_unexpected);
+    if (s->cancelled) fprintf(f, "; CANCELLED");
+    fprintf(f, "\nresults: %s\n", s->dir);
+}
+
+int rp_sweep_exit_code(const rp_sweep *s) {
+    if (s->cancelled) return 130;
+    return s->n_unexpected ? 1 : 0;
+}
+
+void rp_sweep_free(rp_sweep *s) {
+    if (!s) return;
+    free(s->o);
+    s->o = NULL;
+    s->n = 0;
+}
+
+/* ---- dry run -------------------------------------------------------------------------------- */
+
+static void print_plan(const runner *r, const unsigned char *verdict, FILE *f) {
+    const rp_matrix *m = r->m;
+    fprintf(f, "%-16s  %-34s %-10s %5s %-16s  %s\n", "id", "name", "degrees", "world", "reference", "verdict");
+    int by[4] = {0};
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &r->s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        char deg[64], verd[800];
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        switch (verdict[i]) {
+        case 0: snprintf(verd, sizeof verd, "run"); break;
+        case 1: snprintf(verd, sizeof verd, "done (%s, from an earlier run)", rp_case_status_name(oc->status)); break;
+        case 2: snprintf(verd, sizeof verd, "CONFIG_ERROR: %.700s", oc->reason); break;
+        default: snprintf(verd, sizeof verd, "SKIPPED: %.700s", oc->reason); break;
+        }
+        by[verdict[i]]++;
+        char name[35];
+        snprintf(name, sizeof name, "%.34s", mc->c.name);
+        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        fprintf(f, "%-16s  %-34s %-10s %5d %-16s  %s%s%s%s\n", mc->id, name, deg, rp_case_world(&mc->c),
+                mc->ref == i ? "self" : m->cases[mc->ref].id, verd, mc->c.expect[0] ? " [expect " : "",
+                mc->c.expect, mc->c.expect[0] ? "]" : "");
+    }
+    fprintf(f, "%s: %d cases: %d to run, %d done, %d CONFIG_ERROR, %d SKIPPED (dry run: nothing was run or written)\n",
+            m->name, r->s->n_selected, by[0], by[1], by[2], by[3]);
+}
+
+/* ---- the sweep ------------------------------------------------------------------------------ */
+
+rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err) {
+    assert(m && o && s);
+    memset(s, 0, sizeof *s);
+    s->n = m->n_cases;
+    s->o = calloc((size_t)m->n_cases, sizeof *s->o);
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.o = o;
+    r.s = s;
+    r.state = calloc((size_t)m->n_cases, 1);
+    r.slots = calloc((size_t)m->n_cases, sizeof *r.slots);
+    unsigned char *keep = calloc((size_t)m->n_cases, 1), *verdict = calloc((size_t)m->n_cases, 1);
+    r.tid = calloc((size_t)m->n_cases, sizeof *r.tid);
+    unsigned char *started = calloc((size_t)m->n_cases, 1);
+    FILE *out = o->out ? o->out : stdout;
+    int lock_fd = -1;
+    rp_status st = RP_OK;
+    if (!s->o || !r.state || !r.slots || !keep || !verdict || !r.tid || !started)
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    const char *root = o->results_dir ? o->results_dir : "results";
+    if (st == RP_OK && path_fmt(s->dir, "%s/%s", root, m->name))
+        st = RP_FAIL(err, RP_ERR_INVALID, "results path too long: %s", root);
+    if (st == RP_OK) st = rp_matrix_select(m, o->filters, o->n_filters, keep, err);
+    if (st == RP_OK && o->refs_only) {
+        for (int i = 0; i < m->n_cases; i++) keep[i] = keep[i] && m->cases[i].is_ref;
+    }
+    if (st == RP_OK && !o->dry_run) {
+        st = rp_store_mkdirs(s->dir, err);
+        if (st == RP_OK) st = take_lock(s->dir, &lock_fd, err);
+        if (st == RP_OK) clean_stale(s->dir);
+    }
+    rp_validate_env host;
+    if (st == RP_OK) rp_validate_env_host(&host);
+    r.ncpu = cpu_count();
+    r.timeout_s = o->timeout_s > 0 ? o->timeout_s : m->timeout_s;
+    /* plan: verdict 0 run, 1 finished earlier, 2 CONFIG_ERROR, 3 SKIPPED */
+    for (int i = 0; st == RP_OK && i < m->n_cases; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        oc->failed_rank = -1;
+        oc->within_tol = -1;
+        oc->repeat_identical = -1;
+        oc->expect_met = -1;
+        if (!keep[i]) continue;
+        oc->selected = 1;
+        s->n_selected++;
+        char reason[600], dir[PATHLEN], stage[16] = "";
+        const rp_case_status plan = plan_case(&m->cases[i].c, &host, reason, sizeof reason);
+        case_dir(&r, i, dir);
+        rp_case_outcome prev;
+        memset(&prev, 0, sizeof prev);
+        prev.within_tol = prev.repeat_identical = prev.expect_met = -1;
+        const int finished = outcome_load(dir, &prev, stage, sizeof stage);
+        if (plan == RP_CASE_SKIPPED) {
+            oc->status = RP_CASE_SKIPPED;
+            snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+            verdict[i] = 3;
+            continue;
+        }
+        /* a stored result stands unless forced, a failure to retry, or a stale validation verdict */
+        const int stale_validation = finished && !strcmp(stage, "validate") &&
+                                     (plan != RP_CASE_CONFIG_ERROR || strcmp(prev.reason, reason));
+        const int retry = o->retry_failed && (prev.status == RP_CASE_CRASH || prev.status == RP_CASE_HANG);
+        if (finished && !o->rerun && !retry && !stale_validation) {
+            *oc = prev;
+            oc->selected = 1;
+            oc->resumed = 1;
+            verdict[i] = 1;
+            continue;
+        }
+        if (plan == RP_CASE_CONFIG_ERROR) {
+            oc->status = RP_CASE_CONFIG_ERROR;
+            snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+            verdict[i] = 2;
+            if (!o->dry_run) st = record_config_error(&r, i, oc, err);
+            continue;
+        }
+        verdict[i] = 0;
+        r.state[i] = CS_TODO;
+        r.to_run++;
+        const int need = rp_case_world(&m->cases[i].c) * threads_of(&m->cases[i].c);
+        r.slots[i] = need < r.ncpu ? need : r.ncpu;
+    }
+    if (st != RP_OK) goto done;
+    if (o->dry_run) {
+        print_plan(&r, verdict, out);
+        goto done;
+    }
+    /* schedule */
+    r.jobs = o->jobs;
+    r.free_slots = r.ncpu;
+    r.live = o->progress < 0 ? isatty(STDERR_FILENO) : o->progress;
+    r.t0 = now_s();
+    {
+        pthread_mutex_init(&r.mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&r.cv, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_lock(&r.mu);
+        if (r.to_run) {
+            progress_say(&r, "%s: %d cases to run (%d selected), %d cores, %s", m->name, r.to_run, s->n_selected,
+                         r.ncpu, r.jobs > 0 ? "fixed --jobs" : "cases packed by ranks");
+            progress_line(&r);
+        }
+        for (;;) {
+            if (!r.cancelled && o->cancel_fd >= 0) {
+                struct pollfd pf = {o->cancel_fd, POLLIN, 0};
+                if (poll(&pf, 1, 0) > 0) {
+                    r.cancelled = 1;
+                    progress_say(&r, "%s: cancelled; stopping the running cases (their results are discarded)",
+                                 m->name);
+                }
+            }
+            int todo = 0;
+            for (int i = 0; i < m->n_cases && !r.cancelled; i++) {
+                if (r.state[i] != CS_TODO) continue;
+                todo++;
+                const int ref = m->cases[i].ref;
+                if (ref != i && (r.state[ref] == CS_TODO || r.state[ref] == CS_RUNNING)) continue;
+                const int fits = r.jobs > 0 ? r.running < r.jobs : (r.running == 0 || r.slots[i] <= r.free_slots);
+                if (!fits) continue;
+                case_arg *a = malloc(sizeof *a);
+                if (a) *a = (case_arg){&r, i};
+                r.state[i] = CS_RUNNING;
+                r.running++;
+                r.free_slots -= r.slots[i];
+                if (!a || pthread_create(&r.tid[i], NULL, case_thread, a) != 0) {
+                    free(a);
+                    r.state[i] = CS_TODO;
+                    r.running--;
+                    r.free_slots += r.slots[i];
+                    if (r.running == 0) { /* cannot start even one thread */
+                        st = RP_FAIL(err, RP_ERR_NOMEM, "cannot start a thread for case %s", m->cases[i].id);
+                        r.cancelled = 1;
+                    }
+                    break;
+                }
+                started[i] = 1;
+                progress_line(&r);
+            }
+            if (r.running == 0 && (r.cancelled || todo == 0)) break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 250 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&r.cv, &r.mu, &ts);
+            if (r.live) progress_line(&r);
+        }
+        if (r.line_shown) progress_say(&r, "%s: %d of %d run, %d failed, %.1f s", m->name, r.finished, r.to_run,
+                                       r.failed, now_s() - r.t0);
+        pthread_mutex_unlock(&r.mu);
+        for (int i = 0; i < m->n_cases; i++)
+            if (started[i]) pthread_join(r.tid[i], NULL);
+        pthread_cond_destroy(&r.cv);
+        pthread_mutex_destroy(&r.mu);
+        s->cancelled = r.cancelled;
+    }
+    /* metrics of cases finished earlier whose reference was rerun since (or which have none) */
+    for (int i = 0; st == RP_OK && !s->cancelled && i < m->n_cases; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected || oc->status != RP_CASE_OK || !metrics_stale(&r, i)) continue;
+        char dir[PATHLEN];
+        case_dir(&r, i, dir);
+        st = write_metrics(&r, i, dir, oc, err);
+    }
+    if (st == RP_OK && o->golden_dir && !s->cancelled) st = compare_goldens(&r, err);
+    for (int i = 0; i < m->n_cases; i++) {
+        if (s->o[i].ran) s->n_ran++;
+        if (s->o[i].resumed) s->n_resumed++;
+    }
+    expectations(m, s);
+    if (st == RP_OK) st = write_summary(&r, err);
+    if (st == RP_OK) rp_sweep_print(m, s, out);
+done:
+    if (lock_fd >= 0) close(lock_fd);
+    free(r.state);
+    free(r.slots);
+    free(r.tid);
+    free(keep);
+    free(verdict);
+    free(started);
+    return st;
+}
+
+rp_status rp_runner_run_cancellable(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0) return rp_runner_run(m, o, s, err);
+    const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    rp_runner_opts oo = *o;
+    if (fd >= 0) oo.cancel_fd = fd;
+    rp_status st = rp_runner_run(m, &oo, s, err);
+    if (fd >= 0) {
+        /* consume what was delivered, so unblocking does not act on it a second time */
+        struct signalfd_siginfo si;
+        while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {}
+        close(fd);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}

@@ -1,0 +1,26 @@
+# parallel.cmake — engine/parallel (xDiT's exact strategies) and `repro worker --job case`,
+# label "parallel":
+#   parallel.<family>.exact   dp 2/4, cfg 2, ulysses 2/4, ring 2/4, usp 2x2 and a 3-way hybrid
+#                             against the single rank, within a rounding bound measured
+#                             against float64 (bitwise where the arithmetic is the same)
+#   parallel.<family>.faults  every fault injection changes the result beyond that bound
+# (tests/parallel/parallel.sh; ranks through `repro launch`, Gloo on loopback, one GEMM
+# thread per rank), and the unit test test_parallel (layout, world-1 and hook bitwise checks,
+# forked Gloo ranks for the attention and dp helpers), labelled "unit" and "parallel".
+# Without Gloo the end-to-end tests are not registered (nothing to launch over).
+if(REPRO_HAVE_GLOO)
+  foreach(fam dit sd3 flux)
+    foreach(mode exact faults)
+      add_test(NAME parallel.${fam}.${mode}
+               COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/parallel.sh $<TARGET_FILE:repro>
+                       ${CMAKE_BINARY_DIR}/parallel-scratch/${fam}-${mode} ${fam} ${mode} ${REPRO_PYTHON}
+                       $<TARGET_FILE:latents_cmp>)
+      set_tests_properties(parallel.${fam}.${mode} PROPERTIES
+        LABELS parallel SKIP_RETURN_CODE 77 TIMEOUT 300
+        ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+    endforeach()
+  endforeach()
+endif()
+if(TEST unit.test_parallel)
+  set_property(TEST unit.test_parallel APPEND PROPERTY LABELS parallel)
+endif()
