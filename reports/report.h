@@ -136,6 +136,24 @@ void rp_rcase_field(const rp_rcase *c, const char *key, char *buf, size_t cap);
 /* A numeric field of the case config; def when absent. */
 double rp_rcase_num(const rp_rcase *c, const char *key, double def);
 
+/* ---- axes: the config fields that vary --------------------------------------------- */
+
+#define RP_AXIS_LEN 32
+
+/* The config fields whose value differs between the run's cases, most distinct
+ * values first (ties: parallel degrees, attention, precision, warmup, then the
+ * config's field order), at most max into axes. The pseudo field "degrees"
+ * (rp_case_degrees_text: "dp2 ulysses2") stands for the parallel degrees when
+ * it has more values than any single degree, which is then left out.
+ * Returns the count. */
+int rp_run_axes(const rp_run *r, char (*axes)[RP_AXIS_LEN], int max);
+/* The case's value of an axis as text ("" unknown). */
+void rp_rcase_axis_value(const rp_rcase *c, const char *axis, char *buf, size_t cap);
+/* The axis's distinct known values in display order (numbers ascending, else first
+ * appearance): a malloc'd array of n strings of RP_AXIS_VALUE_LEN (caller frees). */
+#define RP_AXIS_VALUE_LEN 96
+char (*rp_run_axis_values(const rp_run *r, const char *axis, int *n))[RP_AXIS_VALUE_LEN];
+
 /* ---- comparing two runs ------------------------------------------------------------ */
 
 typedef struct rp_compare_opts {

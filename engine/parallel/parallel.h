@@ -36,6 +36,8 @@
  *          merged online: m = max(m, m_j), l = e^(m_old-m) l + e^(m_j-m) l_j, same for O;
  *          out = O / l (sp_attention.c). That is log-sum-exp merging in (max, sum) form:
  *          lse = m + log l, and only exp is needed (rp_expf: the same bits everywhere).
+ *          Each block is one GEMM tile whatever ctx->attn says (the ring IS the tiling;
+ *          the variant knob applies to the single-rank and Ulysses attention calls).
  * usp      ulysses inside, ring outside (ulysses within a ring slot, then the ring over
  *          the head groups).
  * Sequence sharding: embeddings are computed for the whole sequence (cheap), then
