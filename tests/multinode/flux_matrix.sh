@@ -1,0 +1,64 @@
+#!/bin/sh
+# flux_matrix.sh — the shipped matrix matrices/flux_multinode.yaml (FLUX.1-dev,
+# 1024 px, 2 nodes x 2 ranks, pipefusion 4, doubled vs correct VAE scale factor).
+#
+#   flux_matrix.sh REPRO SCRATCH SOURCE_DIR
+#
+# 1. --dry-run: the file parses; vae_scale_factor=16 is a CONFIG_ERROR with the
+#    validator's message (the diffusers 0.32 report) and is expected by the matrix,
+#    for the pipefusion-4 case and its serial reference; vae_scale_factor=8
+#    validates (verdict "run"). Nothing is written. flux-dev itself is not run here:
+#    12B parameters of synthetic weights would take hours per image on a CI CPU.
+# 2. A real sweep of only the vae_scale_factor=16 group (--filter): both cases are
+#    recorded as CONFIG_ERROR at the validate stage without launching a rank, the
+#    matrix expects it, so the sweep exits 0.
+# The multi-node execution itself is tests/multinode/netns.sh (a tiny case).
+set -u
+repro=$1 scratch=$2 src=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+m=$src/matrices/flux_multinode.yaml
+[ -f "$m" ] || fail "$m is missing"
+rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
+unset REPRO_RANK REPRO_WORLD REPRO_LOCAL_RANK REPRO_STORE_DIR RANK WORLD_SIZE
+msg16="vae_scale_factor=16 but the VAE flux-vae downsamples by 8 \(2\^\(4-1\)\): latent height 64 instead of 128 for 1024 px"
+
+# ---- 1. dry run --------------------------------------------------------------------------------
+out=$(timeout 60 "$repro" --matrix "$m" --dry-run --results "$scratch/dry" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "--dry-run exited $rc"
+# line NAME: the table row of the case named NAME (names are the swept values)
+line() { echo "$out" | grep -E "^[0-9a-f]{16}  $1 "; }
+l=$(line "vae_scale_factor=16") || fail "no case vae_scale_factor=16"
+echo "$l" | grep -Eq " pf4 +4 " || fail "vae_scale_factor=16 is not pipefusion 4 at world 4: $l"
+echo "$l" | grep -Eq "CONFIG_ERROR: $msg16; the transformer's sequence split \[256, 256, 256, 256\] does not add up to its 4096 image tokens \[expect CONFIG_ERROR\]$" ||
+    fail "vae_scale_factor=16: not the expected CONFIG_ERROR with the validator's message: $l"
+l=$(line "ref vae_scale_factor=16") || fail "no serial reference for vae_scale_factor=16"
+echo "$l" | grep -Eq "CONFIG_ERROR: $msg16.*\[expect CONFIG_ERROR\]$" ||
+    fail "the serial vae_scale_factor=16 reference is not an expected CONFIG_ERROR: $l"
+l=$(line "vae_scale_factor=8") || fail "no case vae_scale_factor=8"
+echo "$l" | grep -Eq " pf4 +4 [0-9a-f]{16}  run$" || fail "vae_scale_factor=8 does not validate: $l"
+l=$(line "ref vae_scale_factor=8") || fail "no serial reference for vae_scale_factor=8"
+echo "$l" | grep -Eq " +1 self +run$" || fail "the vae_scale_factor=8 reference does not validate: $l"
+echo "$out" | grep -q "^flux_multinode: 4 cases: 2 to run, 0 done, 2 CONFIG_ERROR, 0 SKIPPED" ||
+    fail "unexpected dry-run summary"
+[ ! -e "$scratch/dry" ] || fail "--dry-run wrote $scratch/dry"
+
+# ---- 2. the CONFIG_ERROR group, for real ------------------------------------------------------
+out=$(timeout 60 "$repro" --matrix "$m" --filter vae_scale_factor=16 --results "$scratch/run" --progress plain 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "the vae_scale_factor=16 sweep exited $rc: its CONFIG_ERRORs should be expected"
+echo "$out" | grep -q "^flux_multinode: 2 cases: 0 ok, 2 CONFIG_ERROR, 0 CRASH, 0 HANG, 0 SKIPPED" ||
+    fail "unexpected sweep summary"
+n=0
+for r in "$scratch"/run/flux_multinode/*/result.json; do
+    [ -f "$r" ] || continue
+    n=$((n + 1))
+    grep -q '"status":[[:space:]]*"CONFIG_ERROR"' "$r" || fail "$r: status is not CONFIG_ERROR"
+    grep -q '"stage":[[:space:]]*"validate"' "$r" || fail "$r: not rejected at validation"
+    grep -Eq "$msg16" "$r" || fail "$r: the reason is not the validator's message"
+    ls "$(dirname "$r")"/rank*.err >/dev/null 2>&1 && fail "$(dirname "$r"): a rank was launched"
+done
+[ $n -eq 2 ] || fail "$n results recorded, want 2"
+echo "ok"
