@@ -27,6 +27,7 @@ static rp_status read_f32(const rp_st_file *f, const char *name, float **out, co
     return rp_st_read_f32(f, name, (*t)->ndim, (*t)->shape, *out, err);
 }
 
+/* 1 when both tensors have one shape. */
 static int same_shape(const rp_st_tensor *a, const rp_st_tensor *b) {
     if (a->ndim != b->ndim) return 0;
     for (int d = 0; d < a->ndim; d++)
@@ -168,6 +169,7 @@ void rp_compare_opts_default(rp_compare_opts *o) {
     o->rel_l2_max = 1e-3;
 }
 
+/* A deep copy of j, or NULL for NULL. */
 static cJSON *dup(const cJSON *j) { return j ? cJSON_Duplicate(j, 1) : NULL; }
 
 /* dst = src with its own copies of the JSON members; the per-run verdict fields cleared. */
@@ -177,12 +179,14 @@ static int rcase_copy(rp_rcase *dst, const rp_rcase *src) {
     dst->result = dup(src->result);
     dst->env = dup(src->env);
     dst->classification = NULL; /* the comparison's verdict is its own */
+    dst->golden = NULL;
     dst->metrics = NULL;
     dst->env_ref = NULL;
     dst->metrics_computed = 0;
     return (!src->config || dst->config) && (!src->result || dst->result) && (!src->env || dst->env);
 }
 
+/* Index of the case of r with that matrix and id, or -1. */
 static int find_id(const rp_run *r, const char *matrix, const char *id) {
     for (int i = 0; i < r->n; i++)
         if (!strcmp(r->cases[i].id, id) && !strcmp(r->cases[i].matrix, matrix)) return i;
@@ -205,10 +209,10 @@ static void judge(rp_rcase *c, const rp_rcase *ca, const rp_rcase *cb, const rp_
         c->verdict = k >= 0 ? k : RP_RC_PENDING;
         if (!strcmp(ca->status, cb->status)) {
             c->pass = c->verdict != RP_V_CRASH && c->verdict != RP_V_HANG;
-            snprintf(c->evidence, sizeof c->evidence, "%s on both: %s", cb->status, cb->reason);
+            snprintf(c->evidence, sizeof c->evidence, "%s on both: %.900s", cb->status, cb->reason);
         } else {
             c->pass = c->verdict == RP_V_SKIPPED;
-            snprintf(c->evidence, sizeof c->evidence, "%s on A, %s on B: %s", ca->status, cb->status, bad->reason);
+            snprintf(c->evidence, sizeof c->evidence, "%s on A, %s on B: %.900s", ca->status, cb->status, bad->reason);
         }
         snprintf(c->reason, sizeof c->reason, "%s", bad->reason);
         return;

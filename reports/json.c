@@ -11,23 +11,28 @@
 #include "harness/runner.h"
 #include "reports/rutil.h"
 
+/* s, or null when s is NULL or empty. */
 static void add_str_or_null(cJSON *o, const char *key, const char *s) {
     if (s && s[0]) cJSON_AddStringToObject(o, key, s);
     else cJSON_AddNullToObject(o, key);
 }
 
+/* v ("inf" / "-inf" strings for infinities), or null for NaN. */
 static void add_num_or_null(cJSON *o, const char *key, double v) {
     if (isnan(v)) cJSON_AddNullToObject(o, key);
     else rp_j_put_num(o, key, v);
 }
 
+/* A per-step series of the case as a JSON array ([] when absent; null for NaN). */
 static cJSON *series(const rp_rcase *c, const char *which) {
     int n = 0;
     double *v = rp_rcase_series(c, which, &n);
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++) {
+        /* NaN: the step was not run (the classifier's null) */
         cJSON *x = isfinite(v[i]) ? cJSON_CreateNumber(v[i])
-                                  : cJSON_CreateString(isnan(v[i]) ? "nan" : v[i] > 0 ? "inf" : "-inf");
+                   : isnan(v[i])  ? cJSON_CreateNull()
+                                  : cJSON_CreateString(v[i] > 0 ? "inf" : "-inf");
         if (x) cJSON_AddItemToArray(a, x);
     }
     free(v);
@@ -49,6 +54,7 @@ static int env_index(cJSON *envs, const cJSON *env) {
     return i;
 }
 
+/* Who computed the case's metrics: "classifier", "runner", "report"; NULL none. */
 static const char *metrics_source(const rp_rcase *c) {
     const cJSON *vs = rp_rcase_vs(c);
     if (!vs) return NULL;
@@ -56,6 +62,7 @@ static const char *metrics_source(const rp_rcase *c) {
     return c->metrics_computed ? "report" : "runner";
 }
 
+/* One entry of "cases" (schema: docs/report-schema.md); envs collects the environments. */
 static cJSON *case_json(const rp_rcase *c, cJSON *envs, int compare) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -78,6 +85,17 @@ static cJSON *case_json(const rp_rcase *c, cJSON *envs, int compare) {
     if (compare) {
         add_str_or_null(o, "verdict_a", c->verdict_a);
         add_str_or_null(o, "verdict_b", c->verdict_b);
+    }
+    if (c->golden) {
+        cJSON *g = cJSON_AddObjectToObject(o, "golden");
+        cJSON_AddStringToObject(g, "verdict", rp_j_str(c->golden, "verdict", "?"));
+        const cJSON *gp = rp_j_get(c->golden, "pass");
+        if (cJSON_IsBool(gp)) cJSON_AddBoolToObject(g, "pass", cJSON_IsTrue(gp));
+        else cJSON_AddNullToObject(g, "pass");
+        cJSON_AddStringToObject(g, "summary", rp_j_str(c->golden, "summary", ""));
+        add_str_or_null(g, "reference", rp_j_str(c->golden, "reference_id", NULL));
+    } else {
+        cJSON_AddNullToObject(o, "golden");
     }
     /* evidence: the one line, the runner's reason, and every member the classifier gave */
     cJSON *ev = cJSON_CreateObject();
@@ -112,6 +130,7 @@ static cJSON *case_json(const rp_rcase *c, cJSON *envs, int compare) {
     cJSON_AddItemToObject(st, "local", series(c, "local"));
     cJSON_AddItemToObject(st, "accumulated", series(c, "accumulated"));
     cJSON_AddItemToObject(st, "envelope", series(c, "envelope"));
+    cJSON_AddItemToObject(st, "envelope_accumulated", series(c, "envelope_accumulated"));
     const cJSON *tol = rp_j_get(c->metrics, "tolerances");
     if (tol) cJSON_AddItemToObject(m, "tolerances", cJSON_Duplicate(tol, 1));
     const cJSON *reps = rp_j_get(c->metrics, "repeats");

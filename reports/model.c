@@ -62,10 +62,12 @@ void rp_run_init(rp_run *r) {
     snprintf(r->kind, sizeof r->kind, "run");
 }
 
+/* Frees the JSON the case owns. */
 static void rcase_free(rp_rcase *c) {
     cJSON_Delete(c->config);
     cJSON_Delete(c->result);
     cJSON_Delete(c->classification);
+    cJSON_Delete(c->golden);
     cJSON_Delete(c->metrics);
     cJSON_Delete(c->env);
     cJSON_Delete(c->env_ref);
@@ -96,6 +98,7 @@ static rp_rcase *run_add(rp_run *r) {
     return c;
 }
 
+/* Index of the case with that id (and matrix, unless NULL) from index from on; -1 none. */
 static int find_case(const rp_run *r, int from, const char *matrix, const char *id) {
     for (int i = from; i < r->n; i++)
         if (!strcmp(r->cases[i].id, id) && (!matrix || !strcmp(r->cases[i].matrix, matrix))) return i;
@@ -119,7 +122,7 @@ static void read_optional(const char *dir, const char *name, cJSON **out, char *
     rp_error_clear(&e);
     if (rp_store_read_json(p, out, &e) != RP_OK) {
         *out = NULL;
-        if (!note[0]) snprintf(note, cap, "%s", e.msg);
+        if (!note[0]) rp_copy(note, cap, e.msg);
     }
 }
 
@@ -130,6 +133,7 @@ static void load_case_dir(rp_rcase *c, const char *cdir) {
     read_optional(cdir, "case.json", &c->config, note, sizeof note);
     read_optional(cdir, "result.json", &c->result, note, sizeof note);
     read_optional(cdir, "classification.json", &c->classification, note, sizeof note);
+    read_optional(cdir, "classification-golden.json", &c->golden, note, sizeof note);
     read_optional(cdir, "metrics.json", &c->metrics, note, sizeof note);
     read_optional(cdir, "env.json", &c->env, note, sizeof note);
     if (c->config) {
@@ -149,7 +153,7 @@ static void load_case_dir(rp_rcase *c, const char *cdir) {
                 if (!c->name[0]) snprintf(c->name, sizeof c->name, "%s", k->name);
                 if (!c->expected[0]) snprintf(c->expected, sizeof c->expected, "%s", k->expect);
             } else if (!note[0]) {
-                snprintf(note, sizeof note, "%s", e.msg);
+                rp_copy(note, sizeof note, e.msg);
             }
             free(k);
         }
@@ -188,6 +192,7 @@ static int is_case_dir(const char *d) {
 /* 1 when summary.json at p is a report's (ours) rather than the runner's. */
 static int is_report_summary(const cJSON *j) { return rp_j_get(j, "schema_version") != NULL; }
 
+/* Hidden entries (".tmp-<id>-<pid>", ".lock") are never results. */
 static int skip_name(const char *n) { return n[0] == '.'; }
 
 /* 1 when d is a matrix directory: the runner's summary.json or a case directory in it. */
@@ -213,6 +218,7 @@ static int is_matrix_dir(const char *d) {
     return found;
 }
 
+/* The last component of p (trailing slashes ignored). */
 static const char *base_name(const char *p) {
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/') n--;
@@ -221,6 +227,7 @@ static const char *base_name(const char *p) {
     return s;
 }
 
+/* Appends the cases of the matrix directory mdir to r. */
 static rp_status load_matrix(const char *mdir, rp_run *r, rp_error *err) {
     char p[RP_REPORT_PATHLEN], matrix[128];
     /* the matrix name: the directory's, trailing slashes dropped */
@@ -284,7 +291,7 @@ static rp_status load_matrix(const char *mdir, rp_run *r, rp_error *err) {
                 rp_rcase *c = run_add(r);
                 if (!c) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
                 else {
-                    snprintf(c->id, sizeof c->id, "%s", nm);
+                    rp_copy(c->id, sizeof c->id, nm);
                     snprintf(c->matrix, sizeof c->matrix, "%s", matrix);
                     load_case_dir(c, cdir);
                 }
@@ -305,7 +312,7 @@ static rp_status load_matrix(const char *mdir, rp_run *r, rp_error *err) {
             snprintf(c->ref_label, sizeof c->ref_label, "itself (a reference)");
         } else {
             snprintf(c->ref_dir, sizeof c->ref_dir, "%s", r->cases[k].dir);
-            snprintf(c->ref_label, sizeof c->ref_label, "reference %s", r->cases[k].name);
+            snprintf(c->ref_label, sizeof c->ref_label, "reference %.200s", r->cases[k].name);
         }
     }
     size_t tl = strlen(r->title);
@@ -377,7 +384,9 @@ static void metrics_line(const rp_rcase *c, char *buf, size_t cap) {
     else snprintf(buf, cap, "PSNR %s, SSIM %s, %s pixels changed, latents max-abs %s", ps, ss, ch, ma);
 }
 
-void rp_rcase_resolve(rp_rcase *c) {
+/* The verdict, pass and evidence from classification.json or, without one,
+ * provisionally from the runner's status. */
+static void resolve_main(rp_rcase *c) {
     const int det = strcmp(rp_j_str(c->config, "mode", "deterministic"), "fast") != 0;
     const cJSON *cl = c->classification;
     const int v = cl ? rp_verdict_parse(rp_j_str(cl, "verdict", "")) : -1;
@@ -417,7 +426,7 @@ void rp_rcase_resolve(rp_rcase *c) {
         char line[700];
         if (c->ref_id[0] && !strcmp(c->ref_id, c->id)) snprintf(line, sizeof line, "the reference of its group");
         else if (rp_rcase_vs(c)) metrics_line(c, line, sizeof line);
-        else if (c->reason[0]) snprintf(line, sizeof line, "%s", c->reason);
+        else if (c->reason[0]) rp_copy(line, sizeof line, c->reason);
         else snprintf(line, sizeof line, "no comparison with a reference");
         if (cJSON_IsFalse(within)) {
             c->pass = 0;
@@ -437,6 +446,23 @@ void rp_rcase_resolve(rp_rcase *c) {
         size_t l = strlen(c->evidence);
         snprintf(c->evidence + l, sizeof c->evidence - l, " (expected %s)", c->expected);
     }
+}
+
+void rp_rcase_resolve(rp_rcase *c) {
+    resolve_main(c);
+    /* --golden: the verdict against the golden counts as it does in the runner's exit code */
+    const int gv = c->golden ? rp_verdict_parse(rp_j_str(c->golden, "verdict", "")) : -1;
+    if (gv < 0) return;
+    const cJSON *gp = rp_j_get(c->golden, "pass");
+    const int det = strcmp(rp_j_str(c->config, "mode", "deterministic"), "fast") != 0;
+    const int gpass = cJSON_IsBool(gp) ? cJSON_IsTrue(gp) : !rp_verdict_fails((rp_verdict)gv, det);
+    if (gpass) return;
+    c->pass = 0;
+    char line[400];
+    first_line(rp_j_str(c->golden, "summary", ""), line, sizeof line);
+    size_t l = strlen(c->evidence);
+    snprintf(c->evidence + l, sizeof c->evidence - l, "; against the golden: %s%s%s", rp_verdict_name((rp_verdict)gv),
+             line[0] ? ": " : "", line);
 }
 
 /* ---- metrics ------------------------------------------------------------------------------- */
@@ -493,6 +519,7 @@ double *rp_rcase_series(const rp_rcase *c, const char *which, int *n) {
     const cJSON *ev = rp_j_get(c->classification, "evidence");
     if (!strcmp(which, "local")) return num_array(rp_j_get(ev, "local_errors"), n);
     if (!strcmp(which, "envelope")) return num_array(rp_j_path(ev, "envelope", "steps", NULL), n);
+    if (!strcmp(which, "envelope_accumulated")) return num_array(rp_j_path(ev, "envelope", "accumulated", NULL), n);
     assert(!strcmp(which, "accumulated"));
     double *v = num_array(rp_j_get(ev, "accumulated"), n);
     if (!v) v = num_array(rp_j_path(c->classification, "metrics", "steps", NULL), n);
@@ -555,6 +582,7 @@ static const char *const PREFERRED[] = {"degrees", "dp", "cfg_parallel", "ulysse
 /* Fields that label a case rather than configure it. */
 static const char *const NOT_AXES[] = {"name", "expect", "items"};
 
+/* 1 when s is one of l[0..n). */
 static int in_list(const char *s, const char *const *l, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(s, l[i])) return 1;

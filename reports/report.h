@@ -65,7 +65,8 @@ typedef struct rp_rcase {
     int verdict;                     /* display class, 0..RP_RC_COUNT-1 */
     int classified;                  /* 1: verdict from classification.json; 0: provisional */
     char expected[32];               /* expected verdict/status label; "" none */
-    int pass;                        /* 1 acceptable, 0 failing */
+    int pass;                        /* 1 acceptable, 0 failing (also when the verdict against
+                                        the golden fails) */
     char evidence[1024];             /* one line: why this verdict */
     char reason[1024];               /* result.json / summary reason (CONFIG_ERROR, CRASH, ...) */
     double wall_s;
@@ -75,6 +76,8 @@ typedef struct rp_rcase {
     cJSON *config;                   /* case.json (normalised: every field) */
     cJSON *result;                   /* result.json */
     cJSON *classification;           /* classification.json */
+    cJSON *golden;                   /* classification-golden.json (--golden runs): the case
+                                        against the golden of its reference */
     cJSON *metrics;                  /* metrics.json, or computed by rp_run_fill_metrics */
     int metrics_computed;            /* 1: metrics computed by the report, not the runner */
     cJSON *env;                      /* env.json */
@@ -127,9 +130,12 @@ double rp_rcase_changed(const rp_rcase *c);  /* share 0..1 */
 double rp_rcase_max_abs(const rp_rcase *c);  /* latents */
 double rp_rcase_rel_l2(const rp_rcase *c);   /* latents */
 /* Per-step series into a malloc'd array (caller frees; *n 0 and NULL when
- * absent): "local" (evidence local_errors), "accumulated" (evidence
- * accumulated, else the trajectory rel-L2 of the metrics), "envelope"
- * (evidence envelope.steps). */
+ * absent; null entries are NaN): per step k = 0..T-1 "local" (evidence
+ * local_errors) and "envelope" (evidence envelope.steps); per trajectory row
+ * r = 0..T (row 0 the initial noise, row k + 1 the result of step k)
+ * "accumulated" (evidence accumulated, else the classifier's metrics.steps,
+ * else metrics.json's trajectory rel-L2) and "envelope_accumulated" (evidence
+ * envelope.accumulated). */
 double *rp_rcase_series(const rp_rcase *c, const char *which, int *n);
 /* A field of the case config as text ("" when unknown); numbers printed %g. */
 void rp_rcase_field(const rp_rcase *c, const char *key, char *buf, size_t cap);
@@ -202,6 +208,9 @@ const rp_plot *rp_plots_find(const rp_plots *p, const char *name);
  * fails, are listed as skipped with the reason: never an error. Errors are
  * only the output directory's. */
 rp_status rp_plots_render(const rp_run *r, const char *out_dir, rp_plots *out, rp_error *err);
+/* Lists the plots rp_plots_render would draw, every one skipped with reason;
+ * writes nothing. */
+rp_status rp_plots_skip_all(const rp_run *r, const char *reason, rp_plots *out, rp_error *err);
 
 /* Writes summary.json (schema docs/report-schema.md) to path. plots may be NULL. */
 rp_status rp_report_json(const rp_run *r, const rp_plots *plots, const char *path, rp_error *err);
@@ -223,6 +232,9 @@ rp_status rp_report_junit(const rp_run *r, const char *path, rp_error *err);
 /* The end-of-run summary: a table of the verdict counts (red first) and every
  * failing case with its one-line evidence. colour: ANSI colours. */
 void rp_report_terminal(const rp_run *r, FILE *f, int colour);
+/* Whether to colour output to f: choice "always", "never", or "auto" (f is a
+ * terminal and NO_COLOR is not set). */
+int rp_report_colour(const char *choice, FILE *f);
 
 /* ---- history (SQLite) --------------------------------------------------------------- */
 
@@ -247,6 +259,10 @@ typedef struct rp_hist_point {
 rp_status rp_history_trend(const char *path, const char *case_id, const char *metric, int last,
                            rp_hist_point **pts, int *n, char *full_id, rp_error *err);
 
+/* Prints the recorded runs, oldest first (at most the last `last`; <= 0 all):
+ * id, finish time, git revision, host, cases, failing, title. */
+rp_status rp_history_print_runs(const char *path, int last, FILE *f, rp_error *err);
+
 /* Metric names the history records per case. */
 extern const char *const RP_HISTORY_METRICS[];
 
@@ -264,5 +280,12 @@ typedef struct rp_report_opts {
 /* Writes every report of r into o->out_dir (plots, summary.json, report.html,
  * report.md, junit.xml) and, with a history database, appends the run first. */
 rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *err);
+
+/* The end of a sweep, for the runner's command (harness/cmd_matrix.c): loads
+ * the matrix directory just written (<results>/<matrix>), prints the terminal
+ * summary (rp_report_terminal) to out and, with history_db, appends the run to
+ * it. Errors are loading and history ones; failing cases are not errors. */
+rp_status rp_report_after_run(const char *matrix_dir, const char *history_db, FILE *out, int colour,
+                              rp_error *err);
 
 #endif

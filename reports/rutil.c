@@ -1,6 +1,7 @@
 /* rutil.c — see rutil.h. */
 #include "reports/rutil.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -89,9 +90,10 @@ void rp_sb_md(rp_sb *b, const char *s) {
     for (const char *p = s; *p; p++) {
         if (*p == '|') rp_sb_puts(b, "\\|");
         else if (*p == '\n' || *p == '\r' || *p == '\t') rp_sb_puts(b, " ");
-        else if (*p == '<') rp_sb_puts(b, "&lt;");
-        else if (*p == '>') rp_sb_puts(b, "&gt;");
-        else if (*p == '&') rp_sb_puts(b, "&amp;");
+        /* only what could start a tag or an entity is escaped: "0.71 < 0.90" stays
+         * readable in a terminal, "<script>" cannot act in a CI comment */
+        else if (*p == '<' && (isalpha((unsigned char)p[1]) || (p[1] && strchr("/!?", p[1])))) rp_sb_puts(b, "&lt;");
+        else if (*p == '&' && (isalnum((unsigned char)p[1]) || p[1] == '#')) rp_sb_puts(b, "&amp;");
         else if (*p == '`') rp_sb_puts(b, "\\`");
         else rp_sb_putn(b, p, 1);
     }
@@ -147,6 +149,14 @@ rp_status rp_sb_write(const rp_sb *b, const char *path, rp_error *err) {
         return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e2));
     }
     return RP_OK;
+}
+
+void rp_copy(char *dst, size_t cap, const char *src) {
+    if (!cap) return;
+    size_t n = strlen(src);
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 rp_status rp_read_file(const char *path, uint8_t **data, size_t *n, rp_error *err) {

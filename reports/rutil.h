@@ -29,7 +29,8 @@ void rp_sb_html(rp_sb *b, const char *s);
 /* s escaped for XML 1.0 (as HTML, and control characters other than tab/newline dropped,
  * since XML 1.0 cannot carry them even as references). */
 void rp_sb_xml(rp_sb *b, const char *s);
-/* s for a Markdown table cell: '|' escaped, newlines as spaces, HTML-special characters escaped. */
+/* s for a Markdown table cell: '|' and '`' escaped, newlines as spaces, and '<' / '&'
+ * escaped where they could start an HTML tag or entity. */
 void rp_sb_md(rp_sb *b, const char *s);
 /* data as base64 (RFC 4648, padded, no line breaks). */
 void rp_sb_base64(rp_sb *b, const uint8_t *data, size_t n);
@@ -37,6 +38,9 @@ void rp_sb_base64(rp_sb *b, const uint8_t *data, size_t n);
 /* Writes b to path atomically (rp_atomic_target_ok, path.tmp.<pid>, rename).
  * RP_ERR_NOMEM when b ran out of memory. */
 rp_status rp_sb_write(const rp_sb *b, const char *path, rp_error *err);
+
+/* Copies src into dst (cap bytes), truncated and NUL-terminated. */
+void rp_copy(char *dst, size_t cap, const char *src);
 
 /* Reads a whole file (binary) into *data (malloc'd, caller frees). */
 rp_status rp_read_file(const char *path, uint8_t **data, size_t *n, rp_error *err);
