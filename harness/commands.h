@@ -20,4 +20,8 @@ int rp_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c: record / li
 struct rp_error;
 int rp_report_error(const struct rp_error *err);
 
+int rp_cmd_report(int argc, char **argv);   /* harness/cmd_report.c: rebuild the reports of stored results */
+int rp_cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c: two runs case by case, with reports */
+int rp_cmd_history(int argc, char **argv);  /* harness/cmd_history.c: runs and trends in the SQLite history */
+
 #endif
