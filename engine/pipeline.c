@@ -49,6 +49,30 @@ static void joint_rows(const rp_ctx *ctx, int *rows, int B, int s0, int nseg, in
 
 /* ---- DiT denoiser ------------------------------------------------------------------ */
 
+/* One DiT forward's arguments, for rp_par_forward's callback. */
+typedef struct dit_fwd {
+    const rp_dit *model;
+    const float *x, *t;   /* (B, Cin, S, S), (B) */
+    const int *y;         /* (B) */
+    int B;
+} dit_fwd;
+
+static rp_status dit_fwd_run(void *u, const rp_ctx *ctx, float *out, rp_error *err) {
+    const dit_fwd *f = u;
+    return rp_dit_forward(f->model, ctx, out, f->x, f->t, f->y, f->B, err);
+}
+
+/* The model on B rows -> out (B, Cout, S, S). Under a parallel layout through
+ * rp_par_forward (pipefusion and patch keep per-step state); else the plain call. */
+static rp_status dit_forward(const rp_dit_denoiser *d, float *out, const float *x, const int *y, int B,
+                             rp_error *err) {
+    if (!d->ctx->par) return rp_dit_forward(d->model, d->ctx, out, x, d->t, y, B, err);
+    const rp_dit_config *c = rp_dit_cfg(d->model);
+    const size_t n_out = (size_t)B * (c->learn_sigma ? 2 : 1) * c->in_channels * c->input_size * c->input_size;
+    dit_fwd f = {d->model, x, d->t, y, B};
+    return rp_par_forward(d->ctx, d->n_evals, dit_fwd_run, &f, out, n_out, err);
+}
+
 static int dit_guided(const rp_dit_denoiser *d) { return d->cfg > 1.0; }
 
 rp_status rp_dit_denoiser_init(rp_dit_denoiser *d, const rp_dit *model, const rp_ctx *ctx, int B,
@@ -120,10 +144,10 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
         memcpy(d->xin, x, sizeof(float) * B * per_in);
         if (guided) memcpy(d->xin + B * per_in, x, sizeof(float) * B * per_in);
         if (d->ctx->par) joint_rows(d->ctx, d->rows, B, 0, guided ? 2 : 1, guided ? 2 : 1);
-        RP_TRY(rp_dit_forward(d->model, d->ctx, d->out, d->xin, d->t, d->yy, Bm, err));
+        RP_TRY(dit_forward(d, d->out, d->xin, d->yy, Bm, err));
     } else {
         joint_rows(d->ctx, d->rows, B, seg, 1, 2);
-        RP_TRY(rp_dit_forward(d->model, d->ctx, d->half, x, d->t, d->yy + seg * B, B, err));
+        RP_TRY(dit_forward(d, d->half, x, d->yy + seg * B, B, err));
         RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per_out, d->out, err)); /* -> [cond; uncond] */
     }
     rp_trace_next_eval(d->ctx->trace);
@@ -167,6 +191,143 @@ static rp_status item_noise_fill(void *self, int k, float *out, rp_error *err) {
         rp_randn(out + (size_t)b * n->per, n->per, n->items[b].seed, n->items[b].global_index,
                  RP_STREAM_STEP_NOISE_BASE + (uint32_t)k);
     return RP_OK;
+}
+
+/* ---- teacher forcing (the classifier's local-error runs; see rp_gen_request) ------------- */
+
+/* Checks a teacher step mask against the multistep rule: DPM-Solver++(2M)'s step k > 0
+ * uses the data prediction of step k - 1, so that step must run too. */
+static rp_status teacher_mask_check(const unsigned char *mask, int N, int multistep, rp_error *err) {
+    if (!mask || !multistep) return RP_OK;
+    for (int k = 1; k < N; k++)
+        if (mask[k] && !mask[k - 1])
+            return RP_FAIL(err, RP_ERR_INVALID, "teacher forcing with dpmpp-2m: step %d needs step %d run too "
+                           "(multistep history)", k, k - 1);
+    return RP_OK;
+}
+
+/* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row).
+ * The step bodies repeat rp_sample's (engine/samplers/samplers.c) operation for operation,
+ * because rp_sample owns its running state and cannot be restarted from a given latent; so
+ * the reference's own config reproduces its trajectory bit for bit (Euler ancestral: to
+ * rounding, as its VE state is rebuilt from the VP latent). tests/cli/classify_cli.sh holds
+ * both copies to that. */
+static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
+                             const rp_noise_src *noise, const float *teacher, const unsigned char *mask, size_t n,
+                             float *trajectory, double *timesteps, rp_error *err) {
+    const int N = s->steps;
+    const int stochastic = rp_sampler_is_stochastic(cfg);
+    RP_TRY(teacher_mask_check(mask, N, cfg->kind == RP_SAMPLER_DPMPP_2M, err));
+    if (stochastic && (!noise || !noise->fill))
+        return RP_FAIL(err, RP_ERR_INVALID, "sampler %s needs an ancestral noise source", rp_sampler_name(cfg->kind));
+    const int want_var = cfg->kind == RP_SAMPLER_DDPM && d->has_var;
+    float *x = malloc(n * sizeof(float));                               /* (n) */
+    float *eps = malloc(n * sizeof(float));                             /* (n) */
+    float *var = want_var ? malloc(n * sizeof(float)) : NULL;           /* (n) */
+    float *z = stochastic ? malloc(n * sizeof(float)) : NULL;           /* (n) */
+    float *x0 = malloc(n * sizeof(float));                              /* (n) */
+    float *x0_last = malloc(n * sizeof(float));                         /* (n) */
+    float *xk = malloc(n * sizeof(float));                              /* (n) VE state */
+    rp_status st = RP_OK;
+    if (!x || !eps || (want_var && !var) || (stochastic && !z) || !x0 || !x0_last || !xk) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
+        goto done;
+    }
+    memcpy(trajectory, teacher, n * sizeof(float));
+    int have_last = 0;
+    double abar_last = 0.0;
+    for (int k = 0; k < N && st == RP_OK; k++) {
+        const int i = N - 1 - k;
+        const double t = s->timestep[i];
+        const double abar = s->alphas_cumprod[i], abar_prev = rp_schedule_abar_prev(s, i);
+        if (timesteps) timesteps[k] = t;
+        float *out = trajectory + (size_t)(k + 1) * n;
+        if (mask && !mask[k]) {
+            memcpy(out, teacher + (size_t)(k + 1) * n, n * sizeof(float));
+            have_last = 0;
+            continue;
+        }
+        memcpy(x, teacher + (size_t)k * n, n * sizeof(float));
+        switch (cfg->kind) {
+        case RP_SAMPLER_DDIM: {
+            st = d->eval(d->self, x, i, t, eps, NULL, err);
+            if (st != RP_OK) break;
+            const double sigma = rp_ddim_sigma(abar, abar_prev, cfg->eta);
+            if (sigma > 0.0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
+            rp_ddim_step(x, x, eps, abar, abar_prev, cfg->eta, sigma > 0.0 ? z : NULL, n);
+            break;
+        }
+        case RP_SAMPLER_DDPM:
+            st = d->eval(d->self, x, i, t, eps, var, err);
+            if (st != RP_OK) break;
+            if (i > 0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
+            rp_ddpm_step(x, x, eps, var, s, i, i > 0 ? z : NULL, n);
+            break;
+        case RP_SAMPLER_DPMPP_2M: {
+            st = d->eval(d->self, x, i, t, eps, NULL, err);
+            if (st != RP_OK) break;
+            rp_predict_x0(x0, x, eps, abar, n);
+            rp_dpmpp_2m_step(x, x, x0, have_last ? x0_last : NULL, abar_last, abar, abar_prev, n);
+            float *tmp = x0_last; x0_last = x0; x0 = tmp;
+            abar_last = abar;
+            have_last = 1;
+            break;
+        }
+        case RP_SAMPLER_EULER_A: {
+            const double sigma = rp_schedule_sigma(s, i);
+            const double sigma_next = i > 0 ? rp_schedule_sigma(s, i - 1) : 0.0;
+            /* the VE state of the VP latent, as rp_sample's start: x sqrt(1 + sigma^2) */
+            const double scale = sqrt(1.0 + sigma * sigma);
+            for (size_t j = 0; j < n; j++) xk[j] = (float)((double)x[j] * scale);
+            const double c_in = 1.0 / sqrt(sigma * sigma + 1.0);
+            for (size_t j = 0; j < n; j++) x[j] = (float)((double)xk[j] * c_in);
+            st = d->eval(d->self, x, i, t, eps, NULL, err);
+            if (st != RP_OK) break;
+            double down, up;
+            rp_ancestral_sigmas(sigma, sigma_next, cfg->eta, &down, &up);
+            const int add = sigma_next > 0.0 && up > 0.0;
+            if (add && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
+            rp_euler_a_step(xk, xk, eps, sigma, sigma_next, cfg->eta, add ? z : NULL, n);
+            const double c_next = 1.0 / sqrt(sigma_next * sigma_next + 1.0);
+            for (size_t j = 0; j < n; j++) x[j] = sigma_next > 0.0 ? (float)((double)xk[j] * c_next) : xk[j];
+            break;
+        }
+        }
+        if (st == RP_OK) memcpy(out, x, n * sizeof(float));
+    }
+done:
+    free(x); free(eps); free(var); free(z); free(x0); free(x0_last); free(xk);
+    return st;
+}
+
+/* SD3 / FLUX: rp_flow_sample_euler's loop with every selected step k started from teacher[k]
+ * (the same two calls per step, so the reference's config reproduces its trajectory bit for bit). */
+static rp_status flow_teacher(const rp_flow_schedule *s, const rp_flow_denoiser *d, const float *teacher,
+                              const unsigned char *mask, size_t n, float *trajectory, rp_error *err) {
+    float *x = malloc(sizeof(float) * (n ? n : 1)); /* (n) */
+    float *v = malloc(sizeof(float) * (n ? n : 1)); /* (n) velocity */
+    rp_status st = RP_OK;
+    if (!x || !v) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
+    if (st == RP_OK) memcpy(trajectory, teacher, n * sizeof(float));
+    for (int i = 0; i < s->steps && st == RP_OK; i++) {
+        float *out = trajectory + (size_t)(i + 1) * n;
+        if (mask && !mask[i]) {
+            memcpy(out, teacher + (size_t)(i + 1) * n, n * sizeof(float));
+            continue;
+        }
+        memcpy(x, teacher + (size_t)i * n, n * sizeof(float));
+        st = d->eval(d->self, x, i, s->sigmas[i], s->timesteps[i], v, err);
+        if (st != RP_OK) break;
+        rp_flow_euler_step(out, x, v, s->sigmas[i], s->sigmas[i + 1], n);
+    }
+    free(x);
+    free(v);
+    return st;
+}
+
+/* The noise-ulp twin: one ulp up on the first value of each of B items of per floats. */
+static void perturb_first_values(float *noise, int B, size_t per) {
+    for (int b = 0; b < B; b++) noise[(size_t)b * per] = nextafterf(noise[(size_t)b * per], INFINITY);
 }
 
 /* ---- rp_generate --------------------------------------------------------------------- */
@@ -369,16 +530,32 @@ void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d) {
     d->rows = NULL;
 }
 
-/* One transformer forward over rows [r0, r0 + nb) of the model batch: xin, t, g, context,
- * pooled (filled by the caller for this step) -> out, each row (C, h, w). */
-static rp_status flow_forward(const rp_flow_gen_denoiser *d, const rp_ctx *ctx, int r0, int nb, rp_error *err) {
+/* One transformer forward's rows [r0, r0 + nb), for rp_par_forward's callback. */
+typedef struct flow_fwd {
+    const rp_flow_gen_denoiser *d;
+    int r0, nb;
+} flow_fwd;
+
+static rp_status flow_fwd_run(void *u, const rp_ctx *ctx, float *o, rp_error *err) {
+    const flow_fwd *f = u;
+    const rp_flow_gen_denoiser *d = f->d;
+    const int r0 = f->r0, nb = f->nb;
     const size_t per = (size_t)d->C * d->h * d->w, per_ctx = (size_t)d->L * d->Dctx;
     const float *x = d->xin + r0 * per, *c = d->context + r0 * per_ctx, *p = d->pooled + (size_t)r0 * d->Dpool;
-    float *o = d->out + r0 * per;
     if (d->family == RP_FAMILY_SD3)
         return rp_sd3_forward(d->sd3, ctx, o, x, d->t + r0, c, NULL, p, nb, d->L, d->h, d->w, err);
     const float *g = rp_flux_cfg(d->flux)->guidance_embeds ? d->g + r0 : NULL;
     return rp_flux_forward(d->flux, ctx, o, x, d->t + r0, g, c, NULL, p, nb, d->h, d->w, d->L, err);
+}
+
+/* One transformer forward over rows [r0, r0 + nb) of the model batch: xin, t, g, context,
+ * pooled (filled by the caller for this step) -> out, each row (C, h, w). Under a parallel
+ * layout through rp_par_forward (pipefusion and patch keep per-step state). */
+static rp_status flow_forward(const rp_flow_gen_denoiser *d, const rp_ctx *ctx, int r0, int nb, rp_error *err) {
+    flow_fwd f = {d, r0, nb};
+    float *o = d->out + r0 * (size_t)d->C * d->h * d->w;
+    if (!ctx->par) return flow_fwd_run(&f, ctx, o, err);
+    return rp_par_forward(ctx, d->n_evals, flow_fwd_run, &f, o, (size_t)nb * d->C * d->h * d->w, err);
 }
 
 /* x (B, C, h, w) at sigmas[i] -> v (B, C, h, w), the guided velocity (see pipeline.h). */
@@ -689,6 +866,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     }
     for (int b = 0; b < B; b++)
         rp_randn(res->noise + b * per, per, req->items[b].seed, req->items[b].global_index, RP_STREAM_INIT_NOISE);
+    if (req->perturb_noise) perturb_first_values(res->noise, B, per);
     memcpy(res->sigmas, sched.sigmas, sizeof(double) * (N + 1));
     for (int i = 0; i < N; i++) {
         res->timesteps[i] = sched.timesteps[i];
@@ -725,7 +903,12 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     rp_flow_denoiser den = rp_flow_gen_denoiser_as(&dd);
     memcpy(res->latents, res->noise, sizeof(float) * n);
     t0 = now_s();
-    st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
+    if (req->teacher) {
+        st = flow_teacher(&sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
+        if (st == RP_OK) memcpy(res->latents, res->trajectory + (size_t)N * n, sizeof(float) * n);
+    } else {
+        st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
+    }
     res->sample_seconds = now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_flow_gen_denoiser_free(&dd);
@@ -785,6 +968,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     memset(res, 0, sizeof *res);
     assert(req && ctx && res);
     RP_TRY(rp_gen_validate(req, err));
+    rp_par_generate_begin(ctx->par); /* pipefusion / patch: no stale activations of an earlier call */
     rp_family fam;
     RP_TRY(rp_model_family(req->model, &fam, err));
     if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) return generate_flow(req, fam, ctx, res, err);
@@ -824,6 +1008,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
         rp_randn(res->noise + b * per, per, it->seed, it->global_index, RP_STREAM_INIT_NOISE);
         y[b] = it->class_id;
     }
+    if (req->perturb_noise) perturb_first_values(res->noise, B, per);
     for (int k = 0; k < N; k++) res->alphas_cumprod[k] = sched.alphas_cumprod[N - 1 - k];
 
     if (ctx->trace) {
@@ -842,7 +1027,13 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     rp_sampler_cfg scfg = {req->sampler, req->eta};
     memcpy(res->latents, res->noise, sizeof(float) * n);
     double t0 = now_s();
-    st = rp_sample(&scfg, &sched, &den, &nsrc, res->latents, n, res->trajectory, res->timesteps, err);
+    if (req->teacher) {
+        st = dit_teacher(&scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
+                         res->timesteps, err);
+        if (st == RP_OK) memcpy(res->latents, res->trajectory + (size_t)N * n, sizeof(float) * n);
+    } else {
+        st = rp_sample(&scfg, &sched, &den, &nsrc, res->latents, n, res->trajectory, res->timesteps, err);
+    }
     res->sample_seconds = now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_dit_denoiser_free(&dd);

@@ -164,6 +164,21 @@ typedef struct rp_gen_request {
     int n_items;
     const rp_gen_item *items; /* (n_items) */
     int decode;               /* 0: stop at latents (no VAE, no rgb) */
+    /* ---- the classifier's hooks (harness/classify.h); all 0 / NULL in normal runs ---- */
+    /* Teacher forcing: teacher (steps + 1, n_items, C, h, w) is a reference trajectory of
+     * these items. Instead of one continuous run, each step k with teacher_steps[k] != 0
+     * (every step when teacher_steps is NULL) starts from teacher[k]: res->trajectory[k + 1]
+     * receives the state after that ONE step (its local error is then the distance to
+     * teacher[k + 1]); a step not run gets teacher[k + 1] copied. res->trajectory[0] =
+     * teacher[0], res->latents = the last row. Ancestral noise is this request's own (keyed
+     * as usual), so a correct layout draws the reference's noise. DPM-Solver++(2M) is
+     * multistep: a step k > 0 needs step k - 1 run too (its data prediction), else
+     * RP_ERR_INVALID. One model evaluation per step run, in step order. */
+    const float *teacher;
+    const unsigned char *teacher_steps; /* (steps) or NULL */
+    /* 1: one ulp added (nextafterf towards +inf) to the first value of every item's initial
+     * noise — the "noise-ulp" rounding twin. */
+    int perturb_noise;
 } rp_gen_request;
 
 /* "vae-tiny" for dit-tiny, "vae-tiny-16" for sd3-tiny / flux-tiny, "sd3-vae" for

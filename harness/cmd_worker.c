@@ -44,7 +44,9 @@ static void usage(FILE *f) {
             "  exit           rank --crash-rank exits with --code N after --seconds S\n"
             "  case           run one case: --case-file case.json --out-dir DIR (the case's backend;\n"
             "                 rank 0 writes latents.safetensors, image-<i>.png, trace.safetensors,\n"
-            "                 env.json and done.json last)\n"
+            "                 env.json and done.json last); the classifier's runs of a case:\n"
+            "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise,\n"
+            "                 --leak-check (harness/job_case.h)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
             "  --backend B        self | gloo | nccl (default: self for one rank, else gloo)\n"
@@ -80,6 +82,8 @@ typedef struct worker_opts {
     double seconds, others_seconds;
     int crash_rank, crash_signal, exit_code;
     const char *case_file, *out_dir; /* job case */
+    const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
+    int teacher_steps, perturb_noise, leak_check;
     int backend_given;               /* --backend was given */
 } worker_opts;
 
@@ -205,6 +209,10 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     (void)rp_arg_str(&a, "tag", NULL);
     o->case_file = rp_arg_str(&a, "case-file", NULL);
     o->out_dir = rp_arg_str(&a, "out-dir", NULL);
+    o->teacher_ref = rp_arg_str(&a, "teacher-force", NULL);
+    o->teacher_steps = (int)rp_arg_int(&a, "teacher-steps", 0);
+    o->perturb_noise = rp_arg_flag(&a, "perturb-noise");
+    o->leak_check = rp_arg_flag(&a, "leak-check");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
@@ -349,7 +357,8 @@ int rp_cmd_worker(int argc, char **argv) {
         sleep_s(o.late_s);
     }
     if (o.job == JOB_CASE) { /* creates its communicator itself, once the case is validated */
-        rp_job_case_opts jo = {o.case_file, o.out_dir, o.comm, o.backend_given};
+        rp_job_case_opts jo = {o.case_file, o.out_dir, o.comm, o.backend_given,
+                               o.teacher_ref, o.teacher_steps, o.perturb_noise, o.leak_check};
         return rp_job_case(&re, &jo);
     }
     rp_comm *c = NULL;

@@ -15,13 +15,14 @@ int rp_cmd_launch(int argc, char **argv);   /* harness/cmd_launch.c: run N worke
 int rp_cmd_matrix(int argc, char **argv);   /* harness/cmd_matrix.c: repro --matrix / --help-matrix
                                                (argv[0] is the program: --matrix is a top-level option) */
 int rp_cmd_golden(int argc, char **argv);   /* harness/cmd_golden.c: record / list golden outputs */
-
-/* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
-struct rp_error;
-int rp_report_error(const struct rp_error *err);
+int rp_cmd_classify(int argc, char **argv); /* harness/cmd_classify.c: classify a case against its reference */
 
 int rp_cmd_report(int argc, char **argv);   /* harness/cmd_report.c: rebuild the reports of stored results */
 int rp_cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c: two runs case by case, with reports */
 int rp_cmd_history(int argc, char **argv);  /* harness/cmd_history.c: runs and trends in the SQLite history */
+
+/* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
+struct rp_error;
+int rp_report_error(const struct rp_error *err);
 
 #endif

@@ -21,6 +21,7 @@
 #include "engine/samplers/samplers.h"
 #include "engine/trace.h"
 #include "harness/case.h"
+#include "harness/classify.h"
 #include "harness/commands.h"
 #include "harness/env.h"
 #include "harness/launch.h"
@@ -187,7 +188,20 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
     cJSON_AddNumberToObject(lay, "ulysses", c->ulysses);
     cJSON_AddNumberToObject(lay, "ring", c->ring);
     cJSON_AddNumberToObject(lay, "patch", c->patch);
+    if (c->pipefusion > 1 || c->patch > 1) { /* the approximate strategies: exact only in warmup */
+        cJSON_AddNumberToObject(lay, "warmup_steps", c->warmup_steps);
+        if (c->pipefusion > 1) {
+            cJSON_AddNumberToObject(lay, "num_pipeline_patch", c->num_pipeline_patch ? c->num_pipeline_patch
+                                                                                      : c->pipefusion);
+            cJSON_AddItemToObject(lay, "pipefusion_layers",
+                                  cJSON_CreateIntArray(c->pipefusion_layers, c->n_pipefusion_layers));
+        }
+    }
     cJSON_AddItemToObject(j, "layout", lay);
+    /* steps [0, exact_steps) are exact by the layout's contract (all of them for exact layouts) */
+    cJSON_AddNumberToObject(j, "exact_steps", rp_par_layout_exactness(&par->deg) == RP_PAR_EXACT
+                                                  ? r->steps : (c->warmup_steps < r->steps ? c->warmup_steps
+                                                                                           : r->steps));
     cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_par_layout_exactness(&par->deg)));
     cJSON *strat = cJSON_AddArrayToObject(j, "strategies");
     const rp_par_strategy_info *used[5];
@@ -243,6 +257,93 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     t[7] = now_s() - t_start;
     snprintf(path, sizeof path, "%s/done.json", dir);
     return write_done(path, c, id, r, par, t, err);
+}
+
+/* ---- the classifier's runs (job_case.h) ---- */
+
+/* Teacher forcing's input: ref_dir/latents.safetensors's trajectory (steps + 1, n_all, C, h,
+ * w), items [first, first + count) of it into *out (steps + 1, count, C, h, w; malloc'd). */
+static rp_status teacher_load(const char *ref_dir, int steps, int n_all, int first, int count, float **out,
+                              rp_error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%.4000s/latents.safetensors", ref_dir);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(path, &f, err));
+    const rp_st_tensor *t = rp_st_find(f, "trajectory");
+    rp_status st = RP_OK;
+    if (!t || t->ndim != 5 || t->shape[0] != steps + 1 || t->shape[1] != n_all)
+        st = RP_FAIL(err, RP_ERR_INVALID, "--teacher-force %s: needs a trajectory of %d steps and %d items (got %s)",
+                     ref_dir, steps, n_all, t ? "another shape" : "none");
+    float *all = NULL;
+    size_t per = 0;
+    if (st == RP_OK) {
+        per = (size_t)(t->shape[2] * t->shape[3] * t->shape[4]);
+        all = malloc(sizeof(float) * t->numel);
+        *out = malloc(sizeof(float) * (size_t)(steps + 1) * count * per);
+        if (!all || !*out) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher trajectory");
+    }
+    if (st == RP_OK) st = rp_st_read_f32(f, "trajectory", 5, t->shape, all, err);
+    for (int k = 0; st == RP_OK && k <= steps; k++) /* row k: this rank's items, in order */
+        memcpy(*out + (size_t)k * count * per, all + ((size_t)k * n_all + first) * per, sizeof(float) * count * per);
+    rp_st_close(f);
+    free(all);
+    if (st != RP_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Rank 0 in teacher mode: teacher.safetensors, the trace of every evaluation, env.json,
+ * done.json last. */
+static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_result *r, const unsigned char *mask,
+                               const char *ref_dir, const rp_trace *trace, const rp_parallel *par, double *t,
+                               double t_start, rp_error *err) {
+    char id[32], path[4200];
+    rp_case_id(c, id);
+    float *steps = malloc(sizeof(float) * r->steps);
+    rp_st_writer *w = rp_st_writer_new();
+    rp_status st = steps && w ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher.safetensors");
+    for (int k = 0; st == RP_OK && k < r->steps; k++) steps[k] = mask[k] ? 1.0f : 0.0f;
+    const int64_t traj[5] = {r->steps + 1, r->B, r->C, r->h, r->w}, ns[1] = {r->steps};
+    if (st == RP_OK) st = rp_st_writer_add(w, "teacher", RP_DT_F32, 5, traj, r->trajectory, err);
+    if (st == RP_OK) st = rp_st_writer_add(w, "steps", RP_DT_F32, 1, ns, steps, err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "repro.format", "teacher-v1", err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "case_id", id, err);
+    if (st == RP_OK) st = rp_st_writer_meta(w, "teacher_reference", ref_dir, err);
+    snprintf(path, sizeof path, "%.4000s/teacher.safetensors", dir);
+    if (st == RP_OK) st = rp_st_writer_write(w, path, err);
+    rp_st_writer_free(w);
+    free(steps);
+    snprintf(path, sizeof path, "%.4000s/trace.safetensors", dir);
+    if (st == RP_OK) st = rp_trace_save(trace, path, err);
+    snprintf(path, sizeof path, "%.4000s/env.json", dir);
+    if (st == RP_OK) st = rp_env_write(path, err);
+    t[7] = now_s() - t_start;
+    snprintf(path, sizeof path, "%.4000s/done.json", dir);
+    return st == RP_OK ? write_done(path, c, id, r, par, t, err) : st;
+}
+
+/* --leak-check: another case in this process first — the same layout and request with
+ * every seed + 1 — so state one call leaves behind shows in the case's bits. */
+static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_error *err) {
+    rp_gen_item *items = malloc(sizeof *items * (size_t)req->n_items);
+    if (!items) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < req->n_items; i++) {
+        items[i] = req->items[i];
+        items[i].seed += 1;
+    }
+    rp_gen_request other = *req;
+    rp_ctx quiet = *ctx;
+    other.items = items;
+    other.decode = 0;
+    other.teacher = NULL;
+    quiet.trace = NULL;
+    rp_gen_result res;
+    rp_status st = rp_generate(&other, &quiet, &res, err);
+    rp_gen_result_free(&res);
+    free(items);
+    return st;
 }
 
 int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
@@ -314,15 +415,18 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     memset(&gathered, 0, sizeof gathered);
     rp_trace trace;
     rp_trace_init(&trace);
+    float *teacher = NULL;       /* --teacher-force: this rank's items of the reference trajectory */
+    unsigned char *tmask = NULL; /* (steps) the teacher steps */
     int rc = 0;
     if ((st = rp_comm_create(&co, &comm, &err)) != RP_OK) goto out;
     const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
     if ((st = rp_par_init(&par, comm, &deg, fault, &err)) != RP_OK) goto out;
-    if (c->pipefusion > 1 || c->patch > 1) {
-        st = RP_FAIL(&err, RP_ERR_UNSUPPORTED, "pipefusion=%d patch=%d: PipeFusion and patch parallelism are not in "
-                     "this build yet", c->pipefusion, c->patch);
-        goto out;
-    }
+    if (c->pipefusion > 1)
+        st = rp_par_pipefusion_init(&par, c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion,
+                                    c->pipefusion_layers, c->n_pipefusion_layers, c->warmup_steps, &err);
+    else if (c->patch > 1)
+        st = rp_par_patch_init(&par, c->warmup_steps, &err);
+    if (st != RP_OK) goto out;
     t[1] = now_s() - t1;
 
     /* ---- items: rank 0's list, verified everywhere, this dp group's block ---- */
@@ -353,6 +457,12 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
         rp_trace_note(&trace, "parallel.backend", c->backend);
         if (fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
+        if (c->pipefusion > 1 || c->patch > 1) {
+            snprintf(v, sizeof v, "%d", c->warmup_steps);
+            rp_trace_note(&trace, "parallel.warmup_steps", v);
+        }
+        if (c->pipefusion > 1) /* each stage runs its own blocks: no rank reaches every trace point */
+            rp_trace_note(&trace, "parallel.trace", "off: pipefusion stages run different blocks");
     }
     rp_gen_request req;
     memset(&req, 0, sizeof req);
@@ -373,6 +483,26 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     req.n_items = count;
     req.items = local;
     req.decode = par.replica.rank == 0; /* each dp group's leader decodes its items */
+    req.perturb_noise = o->perturb_noise;
+    if (o->teacher_ref) {
+        /* the strategies with state across steps (pipefusion, patch) and the timestep fault
+         * key it by the evaluation index, so there every step runs */
+        const int every = c->pipefusion > 1 || c->patch > 1 || fault == RP_INJECT_TIMESTEP_SKEW;
+        if (!(tmask = malloc((size_t)c->steps))) {
+            st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : o->teacher_steps,
+                                                 fam == RP_FAMILY_DIT && sk == RP_SAMPLER_DPMPP_2M, tmask);
+        if ((st = teacher_load(o->teacher_ref, c->steps, n_all, first, count, &teacher, &err)) != RP_OK) goto out;
+        req.teacher = teacher;
+        req.teacher_steps = tmask;
+        req.decode = 0;
+    }
+    if (o->leak_check) {
+        req.decode = 0; /* the check compares latents */
+        if ((st = leak_prelude(&req, &ctx, &err)) != RP_OK) goto out;
+    }
     if ((st = rp_generate(&req, &ctx, &res, &err)) != RP_OK) goto out;
     t[2] = res.encode_seconds;
     t[3] = res.sample_seconds;
@@ -382,13 +512,18 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     double t5 = now_s();
     if ((st = rp_par_dp_gather(&par, &res, n_all, &gathered, &err)) != RP_OK) goto out;
     t[5] = now_s() - t5;
-    if (par.rank == 0) st = write_outputs(o->out_dir, c, &gathered, &trace, &par, t, t_start, &err);
+    if (par.rank == 0 && o->teacher_ref)
+        st = write_teacher(o->out_dir, c, &gathered, tmask, o->teacher_ref, &trace, &par, t, t_start, &err);
+    else if (par.rank == 0)
+        st = write_outputs(o->out_dir, c, &gathered, &trace, &par, t, t_start, &err);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, exit_for(st));
     rp_gen_result_free(&gathered);
     rp_gen_result_free(&res);
     rp_trace_free(&trace);
+    free(teacher);
+    free(tmask);
     free(mine);
     free(local);
     free(all);

@@ -17,6 +17,17 @@
  *                        layout (the shards and groups are gathered before recording)
  *   env.json             harness/env.h
  *   done.json            last, atomically: the case id, layout, timings, item count
+ * The classifier's modes (harness/classify.h):
+ *   --teacher-force REF_DIR [--teacher-steps N]  each step k (all, or N spread; every step
+ *                        for pipefusion/patch, whose state follows the step) runs ONCE from
+ *                        REF_DIR's trajectory row k (same items and steps; same ancestral
+ *                        noise); rank 0 writes teacher.safetensors ("teacher" (steps + 1,
+ *                        items, C, h, w): row 0 the reference's x_T, row k + 1 the state
+ *                        after step k; "steps" (steps) 1 where a step ran, as F32), the trace
+ *                        of every evaluation, env.json and done.json; nothing is decoded
+ *   --perturb-noise      one ulp up on the first value of each item's initial noise
+ *   --leak-check         before the case, the same layout runs another case (every seed + 1)
+ *                        in this process; the case's outputs are written, not decoded
  * Exit codes: those of `repro worker` (harness/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */
@@ -32,6 +43,11 @@ typedef struct rp_job_case_opts {
     rp_comm_opts comm;  /* the worker's: rank, world, store, prefix, timeout...; the kind
                            is the case's backend */
     int backend_given;  /* the worker got --backend: it must name the case's backend */
+    /* the classifier's runs of a case (harness/classify.h); 0 / NULL in normal runs */
+    const char *teacher_ref; /* --teacher-force REF_DIR: teacher forcing from REF_DIR's trajectory */
+    int teacher_steps;       /* --teacher-steps N: 0 every step, else N spread (rp_cls_teacher_mask) */
+    int perturb_noise;       /* --perturb-noise: one ulp up in each item's initial noise (a twin) */
+    int leak_check;          /* --leak-check: first run another case (every seed + 1) in this process */
 } rp_job_case_opts;
 
 /* Runs the case on this rank; returns a worker exit code (errors reported on stderr,

@@ -22,6 +22,7 @@ static const command COMMANDS[] = {
     {"worker", rp_cmd_worker, "one rank of a multi-process job (under launch, mpirun, srun, torchrun)"},
     {"launch", rp_cmd_launch, "run N ranks of a worker job on this machine and report how they ended"},
     {"golden", rp_cmd_golden, "record a matrix's reference outputs as goldens; list a golden store"},
+    {"classify", rp_cmd_classify, "classify a finished case against its reference: drift, approx, BUG, ..."},
     {"report", rp_cmd_report, "rebuild summary.json, report.html/.md, junit.xml and plots from stored results"},
     {"compare", rp_cmd_compare, "compare two stored runs case by case (e.g. two machines) and report"},
     {"history", rp_cmd_history, "runs and per-case metric trends from a --history SQLite database"},

@@ -846,7 +846,7 @@ static rp_status read_entries(pctx *x, const yaml_node_t *n, const char *path, e
 
 static const char *const TOP_KEYS[] = {"name",   "description", "base",      "seeds",   "prompts",
                                        "classes", "axes",       "include",   "exclude", "reference",
-                                       "repeat", "timeout",     "tolerances", "expect"};
+                                       "repeat", "timeout",     "tolerances", "expect",  "classify"};
 static const char *const TOL_KEYS[] = {"latents_max_abs", "latents_rel_l2", "psnr_min", "ssim_min", "changed_max"};
 
 static rp_status read_axes(pctx *x, const yaml_node_t *n, spec *sp) {
@@ -992,6 +992,66 @@ static rp_status read_tolerances(pctx *x, const yaml_node_t *n, rp_tolerances *t
     return RP_OK;
 }
 
+static const char *const CLS_KEYS[] = {"enabled", "twins", "factor", "approx_ssim", "approx_psnr", "teacher_steps",
+                                       "leak_check"};
+
+/* A boolean scalar into *out, else a type error. */
+static rp_status read_bool_node(pctx *x, const yaml_node_t *n, const char *path, int *out) {
+    scalar s;
+    if (n->type != YAML_SCALAR_NODE) return wrong_type(x, n, path, "true or false");
+    resolve(n, &s);
+    if (s.k != SC_BOOL) return wrong_type(x, n, path, "true or false");
+    *out = s.b;
+    return RP_OK;
+}
+
+/* A number scalar in (lo, hi] (lo_open) or [lo, hi] into *out. */
+static rp_status read_num_node(pctx *x, const yaml_node_t *n, const char *path, double lo, int lo_open, double hi,
+                               const char *expected, double *out) {
+    scalar s;
+    if (n->type != YAML_SCALAR_NODE) return wrong_type(x, n, path, expected);
+    resolve(n, &s);
+    if ((s.k != SC_INT && s.k != SC_FLOAT) || isnan(s.d) || (lo_open ? !(s.d > lo) : !(s.d >= lo)) || !(s.d <= hi))
+        return FAIL_AT(x, n, "field '%s': expected %s, got %s", path, expected, s.s);
+    *out = s.d;
+    return RP_OK;
+}
+
+/* classify: false | {enabled, twins, factor, approx_ssim, approx_psnr, teacher_steps, leak_check}
+ * (harness/classify.h). */
+static rp_status read_classify(pctx *x, const yaml_node_t *n, rp_classify_opts *o) {
+    if (n->type == YAML_SCALAR_NODE) return read_bool_node(x, n, "classify", &o->enabled);
+    if (n->type != YAML_MAPPING_NODE) return wrong_type(x, n, "classify", "a mapping, or false");
+    FOR_PAIRS(n, p) {
+        const char *key;
+        RP_TRY(map_key(x, n, p, "classify", &key));
+        const yaml_node_t *v = node_at(x, p->value);
+        char path[96];
+        snprintf(path, sizeof path, "classify.%s", key);
+        long long i;
+        if (!strcmp(key, "enabled")) {
+            RP_TRY(read_bool_node(x, v, path, &o->enabled));
+        } else if (!strcmp(key, "leak_check")) {
+            RP_TRY(read_bool_node(x, v, path, &o->leak_check));
+        } else if (!strcmp(key, "twins")) {
+            RP_TRY(read_int_node(x, v, path, RP_CLS_DEFAULT_TWINS, RP_CLS_MAX_TWINS, "an integer in [3, 6]", &i));
+            o->twins = (int)i;
+        } else if (!strcmp(key, "teacher_steps")) {
+            RP_TRY(read_int_node(x, v, path, 0, 100000, "an integer >= 0 (0: every step)", &i));
+            o->teacher_steps = (int)i;
+        } else if (!strcmp(key, "factor")) {
+            RP_TRY(read_num_node(x, v, path, 1, 1, 1e300, "a number > 1", &o->factor));
+        } else if (!strcmp(key, "approx_ssim")) {
+            RP_TRY(read_num_node(x, v, path, -1, 0, 1, "an SSIM in [-1, 1]", &o->approx_ssim));
+        } else if (!strcmp(key, "approx_psnr")) {
+            RP_TRY(read_num_node(x, v, path, 0, 1, 1e300, "a PSNR in dB > 0", &o->approx_psnr));
+        } else {
+            return unknown_key(x, node_at(x, p->key), "classify", key, CLS_KEYS, COUNT(CLS_KEYS));
+        }
+    }
+    return RP_OK;
+}
+
 /* 1 if name can be a results directory name. */
 static int safe_name(const char *s) {
     if (!*s || *s == '.' || strlen(s) >= 128) return 0;
@@ -1050,6 +1110,8 @@ static rp_status read_root(pctx *x, const yaml_node_t *root, spec *sp, rp_matrix
             m->timeout_s = s.d;
         } else if (!strcmp(key, "tolerances")) {
             RP_TRY(read_tolerances(x, v, &m->tol));
+        } else if (!strcmp(key, "classify")) {
+            RP_TRY(read_classify(x, v, &m->cls));
         } else {
             return unknown_key(x, node_at(x, p->key), "", key, TOP_KEYS, COUNT(TOP_KEYS));
         }
@@ -1497,6 +1559,7 @@ rp_status rp_matrix_parse(const char *text, size_t len, const char *origin, rp_m
     m->repeat = 1;
     m->timeout_s = 900;
     m->tol = (rp_tolerances){NAN, NAN, NAN, NAN, NAN};
+    rp_classify_opts_default(&m->cls);
     pctx x = {.origin = origin, .err = err};
     spec *sp = calloc(1, sizeof *sp);
     if (!sp) return RP_FAIL(err, RP_ERR_NOMEM, "matrix: out of memory");
@@ -1695,7 +1758,16 @@ void rp_matrix_help(FILE *f) {
 "    changed_max: 0.01    (share of pixels)\n"
 "  expect: [{ulysses: 3, label: CONFIG_ERROR}]\n"
 "                         the expected outcome of matching cases (or 'expect: LABEL' in a\n"
-"                         base/include entry); statuses: ok CONFIG_ERROR CRASH HANG SKIPPED\n"
+"                         base/include entry); statuses: ok CONFIG_ERROR CRASH HANG SKIPPED;\n"
+"                         verdicts (the classifier): identical drift approx BUG MISMATCH\n"
+"                         NONDETERMINISTIC\n"
+"  classify:              the classifier (docs/classification.md); 'classify: false' turns it off\n"
+"    twins: 3             rounding twins per reference (3..6): reduce-split, threads, noise-ulp, ..\n"
+"    factor: 64           a layer or step beyond factor x the rounding envelope is a BUG\n"
+"    approx_ssim: 0.90    approximate strategies after warmup: final SSIM at least\n"
+"    approx_psnr: 25      and PSNR (dB) at least\n"
+"    teacher_steps: 0     teacher-forced steps: 0 every step, N spread over the run\n"
+"    leak_check: true     run each case again after another case in the same worker\n"
 "\n"
 "Case fields (as in case.json; a value of the wrong type, an unknown key or an impossible\n"
 "value is an error FILE:LINE:COLUMN before anything runs):\n"

@@ -24,6 +24,7 @@
 
 #include "engine/error.h"
 #include "harness/case.h"
+#include "harness/classify.h"
 
 #define RP_MATRIX_MAX_CASES 4096
 #define RP_MATRIX_MAX_REPEAT 100
@@ -53,6 +54,7 @@ typedef struct rp_matrix {
     int repeat;              /* runs per case, >= 1 */
     double timeout_s;        /* deadline of one run of a case (all its ranks); default 900 */
     rp_tolerances tol;
+    rp_classify_opts cls;    /* "classify:" (harness/classify.h); defaults when absent */
     int n_cases;
     rp_matrix_case *cases;   /* owned; references before the cases that use them */
 } rp_matrix;

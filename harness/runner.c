@@ -38,11 +38,13 @@
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/safetensors.h"
+#include "harness/classify.h"
 #include "harness/env.h"
 #include "harness/golden.h"
 #include "harness/launch.h"
 #include "harness/metrics.h"
 #include "harness/validate.h"
+#include "harness/verdict.h"
 
 #define PATHLEN 4096
 
@@ -425,6 +427,9 @@ typedef struct case_arg {
 
 static void case_dir(const runner *r, int i, char *buf) { path_fmt(buf, "%s/%s", r->s->dir, r->m->cases[i].id); }
 
+static void verdict_load(const char *dir, const char *file, int *have, int *verdict, int *pass, char *summary,
+                         size_t cap);
+
 static int threads_of(const rp_case *c) { return c->threads > 0 ? c->threads : 1; }
 
 /* ---- progress -------------------------------------------------------------------------- */
@@ -526,6 +531,11 @@ static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_
         outcome_metrics(oc, j);
         cJSON_Delete(j);
     }
+    verdict_load(dir, "classification.json", &oc->have_verdict, &oc->verdict, &oc->verdict_pass,
+                 oc->verdict_summary, sizeof oc->verdict_summary);
+    if (!oc->have_verdict) oc->verdict_pass = -1;
+    verdict_load(dir, "classification-golden.json", &oc->have_golden_verdict, &oc->golden_verdict,
+                 &oc->golden_verdict_pass, NULL, 0);
     return 1;
 }
 
@@ -710,16 +720,23 @@ static void first_line(const char *text, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), text);
 }
 
-/* One launch of case i writing into out; fills *oc's status, reason and
- * failed rank; returns 1 when the run was cancelled. */
-static int launch_once(runner *r, int i, const char *case_json, const char *out, rp_launch_result *res,
-                       rp_case_outcome *oc, cJSON *runs, char *report, size_t report_cap) {
-    const rp_case *c = &r->m->cases[i].c;
+/* One launch of case c (case_json) writing into out, with extra worker arguments (NULL-
+ * terminated, or NULL); fills *oc's status, reason and failed rank, and appends the run's
+ * record to runs (may be NULL); returns 1 when the run was cancelled. */
+static int launch_run(runner *r, const rp_case *c, const char *case_json, const char *out,
+                      const char *const *extra, rp_launch_result *res, rp_case_outcome *oc, cJSON *runs,
+                      char *report, size_t report_cap) {
     char thr[64], omp[64];
     snprintf(thr, sizeof thr, "OPENBLAS_NUM_THREADS=%d", threads_of(c));
     snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%d", threads_of(c));
     const char *env[] = {thr, omp, NULL};
-    const char *argv[] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out, NULL};
+    const char *argv[16] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out};
+    int na = 8;
+    for (int k = 0; extra && extra[k]; k++) {
+        assert(na < 15);
+        argv[na++] = extra[k];
+    }
+    argv[na] = NULL;
     rp_launch_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.nranks = rp_case_world(c);
@@ -732,7 +749,7 @@ static int launch_once(runner *r, int i, const char *case_json, const char *out,
     rp_error e;
     rp_error_clear(&e);
     rp_status st = rp_launch(&spec, res, &e);
-    cJSON *run = cJSON_CreateObject();
+    cJSON *run = runs ? cJSON_CreateObject() : NULL;
     if (st != RP_OK) {
         oc->status = RP_CASE_CRASH;
         oc->failed_rank = -1;
@@ -802,6 +819,193 @@ static int launch_once(runner *r, int i, const char *case_json, const char *out,
     return st == RP_OK && res->status == RP_LAUNCH_CANCELLED;
 }
 
+/* One launch of case i (its own config) writing into out; see launch_run. */
+static int launch_once(runner *r, int i, const char *case_json, const char *out, rp_launch_result *res,
+                       rp_case_outcome *oc, cJSON *runs, char *report, size_t report_cap) {
+    return launch_run(r, &r->m->cases[i].c, case_json, out, NULL, res, oc, runs, report, report_cap);
+}
+
+/* ---- the classifier's runs and verdicts ---------------------------------------------------- */
+
+/* Writes dir/aux.json: how one of the classifier's runs ended. */
+static void write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return;
+    cJSON_AddStringToObject(j, "kind", kind);
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON_AddStringToObject(j, "reason", reason);
+    cJSON_AddNumberToObject(j, "wall_s", wall_s);
+    char p[PATHLEN];
+    rp_error e;
+    path_fmt(p, "%s/aux.json", dir);
+    (void)rp_store_write_json(p, j, &e); /* a missing aux.json reads as "no done.json": a failed run */
+    cJSON_Delete(j);
+}
+
+/* One of the classifier's runs (kind: a twin, "teacher", "leak") of case c into dir with
+ * extra worker arguments; dir/aux.json records its end. *ok = 1 when it finished ok.
+ * Returns 1 when cancelled. */
+static int aux_run(runner *r, const rp_case *c, const char *case_json, const char *dir, const char *kind,
+                   const char *const *extra, int *ok) {
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(4096);
+    rp_case_outcome o;
+    memset(&o, 0, sizeof o);
+    rp_error e;
+    rp_error_clear(&e);
+    int cancelled = 0;
+    *ok = 0;
+    if (!res || !report) {
+        write_aux(dir, kind, "CRASH", "runner: out of memory", 0);
+    } else if (rp_store_mkdirs(dir, &e) != RP_OK) {
+        write_aux(dir, kind, "CRASH", e.msg, 0);
+    } else {
+        cancelled = launch_run(r, c, case_json, dir, extra, res, &o, NULL, report, 4096);
+        if (!cancelled) {
+            *ok = o.status == RP_CASE_OK;
+            write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
+        }
+    }
+    free(res);
+    free(report);
+    return cancelled;
+}
+
+/* 1 when some other case compares against case i (its reference needs twins). */
+static int has_dependents(const rp_matrix *m, int i) {
+    for (int j = 0; j < m->n_cases; j++)
+        if (j != i && m->cases[j].ref == i) return 1;
+    return 0;
+}
+
+/* The classifier's runs of case i, built in tmp (before it is published): a reference's
+ * rounding twins with their teacher runs and its own teacher run; a case's teacher run
+ * against its reference (unless bitwise identical to it); the leak check. A failed run is
+ * recorded in its aux.json for the classifier, not a failure of the case. Returns 1 when
+ * cancelled. */
+static int classify_runs(runner *r, int i, const char *tmp) {
+    const rp_matrix *m = r->m;
+    const rp_classify_opts *co = &m->cls;
+    const rp_matrix_case *mc = &m->cases[i];
+    char cj[PATHLEN], dir[PATHLEN], src[PATHLEN], nsteps[32];
+    path_fmt(cj, "%s/case.json", tmp);
+    snprintf(nsteps, sizeof nsteps, "%d", co->teacher_steps);
+    int ok = 0, cancelled = 0;
+    if (mc->ref == i && has_dependents(m, i)) {
+        for (int k = 0; k < co->twins && !cancelled; k++) {
+            rp_case tc;
+            int noise = 0;
+            rp_cls_twin_case(&mc->c, k, &tc, &noise);
+            char tcj[PATHLEN];
+            rp_error e;
+            path_fmt(dir, "%s/twins/%s", tmp, rp_cls_twin_name(k));
+            path_fmt(tcj, "%s/case.json", dir);
+            if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&tc, tcj, &e) != RP_OK) {
+                write_aux(dir, rp_cls_twin_name(k), "CRASH", e.msg, 0);
+                continue;
+            }
+            const char *with_noise[] = {"--perturb-noise", NULL};
+            cancelled = aux_run(r, &tc, tcj, dir, rp_cls_twin_name(k), noise ? with_noise : NULL, &ok);
+            /* the teacher run starts from the reference's latents: a twin that only moved the
+             * noise would repeat the reference's own teacher run */
+            const int other_math = tc.reduce_split != mc->c.reduce_split || tc.threads != mc->c.threads;
+            if (cancelled || !ok || !other_math) continue;
+            const char *targs[] = {"--teacher-force", tmp, "--teacher-steps", nsteps, NULL};
+            path_fmt(src, "%s/teacher", dir);
+            cancelled = aux_run(r, &tc, tcj, src, "teacher", targs, &ok);
+        }
+        const char *targs[] = {"--teacher-force", tmp, "--teacher-steps", nsteps, NULL};
+        path_fmt(dir, "%s/teacher", tmp);
+        if (!cancelled) cancelled = aux_run(r, &mc->c, cj, dir, "teacher", targs, &ok);
+    } else if (mc->ref != i) {
+        case_dir(r, mc->ref, src);
+        char done[PATHLEN];
+        path_fmt(done, "%s/done.json", src);
+        if (is_file(done) && !rp_cls_runs_identical(src, tmp)) {
+            const char *targs[] = {"--teacher-force", src, "--teacher-steps", nsteps, NULL};
+            path_fmt(dir, "%s/teacher", tmp);
+            cancelled = aux_run(r, &mc->c, cj, dir, "teacher", targs, &ok);
+        }
+    }
+    if (co->leak_check && !cancelled) {
+        const char *largs[] = {"--leak-check", NULL};
+        path_fmt(dir, "%s/leak", tmp);
+        cancelled = aux_run(r, &mc->c, cj, dir, "leak", largs, &ok);
+    }
+    return cancelled;
+}
+
+/* Reads <dir>/<file> (a classification) into the verdict fields: *have, *verdict, *pass
+ * and, when summary is not NULL, the summary. */
+static void verdict_load(const char *dir, const char *file, int *have, int *verdict, int *pass, char *summary,
+                         size_t cap) {
+    char p[PATHLEN];
+    cJSON *j = NULL;
+    rp_error e;
+    *have = 0;
+    path_fmt(p, "%s/%s", dir, file);
+    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return;
+    const int v = rp_verdict_parse(get_str(j, "verdict", ""));
+    const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "pass");
+    if (v >= 0) {
+        *have = 1;
+        *verdict = v;
+        *pass = cJSON_IsTrue(ok);
+        if (summary) snprintf(summary, cap, "%s", get_str(j, "summary", ""));
+    }
+    cJSON_Delete(j);
+}
+
+/* Classifies case i, whose files are in dir (its temporary or its final directory), against
+ * its reference's final directory; fills oc's verdict fields. The reference must have run
+ * ok (else no verdict: the reference's own failure fails the sweep). */
+static void classify_now(runner *r, int i, const char *dir, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char ref[PATHLEN], done[PATHLEN];
+    oc->have_verdict = 0;
+    oc->verdict_pass = -1;
+    oc->verdict_summary[0] = '\0';
+    if (!r->m->cls.enabled) return;
+    if (mc->ref == i) snprintf(ref, sizeof ref, "%s", dir);
+    else case_dir(r, mc->ref, ref);
+    path_fmt(done, "%s/done.json", ref);
+    if (oc->status == RP_CASE_OK && !is_file(done)) {
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "not classified: the reference did not run ok");
+        return;
+    }
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = dir;
+    in.ref_dir = ref;
+    in.repeat = r->m->repeat;
+    in.opts = r->m->cls;
+    rp_verdict v;
+    int pass = 0;
+    rp_error e;
+    rp_error_clear(&e);
+    if (rp_classify_dir(&in, &v, &pass, &e) != RP_OK) {
+        oc->verdict_pass = 0; /* a case that cannot be classified does not pass */
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "classification failed: %.270s", e.msg);
+        return;
+    }
+    verdict_load(dir, "classification.json", &oc->have_verdict, &oc->verdict, &oc->verdict_pass,
+                 oc->verdict_summary, sizeof oc->verdict_summary);
+}
+
+/* 1 when <dir>/classification.json is missing or was made with other classify options. */
+static int classification_stale(const runner *r, const char *dir) {
+    if (!r->m->cls.enabled) return 0;
+    char p[PATHLEN], key[256];
+    path_fmt(p, "%s/classification.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return 1;
+    rp_classify_opts_key(&r->m->cls, key, sizeof key);
+    const int stale = strcmp(get_str(j, "options_key", ""), key) != 0;
+    cJSON_Delete(j);
+    return stale;
+}
+
 /* Runs case i (all its repeats) in a temporary directory, then publishes it.
  * Returns 1 when cancelled (nothing is kept). */
 static int run_case(runner *r, int i, rp_case_outcome *oc) {
@@ -852,10 +1056,13 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
             }
         }
     }
+    if (!cancelled && res && report && runs && oc->status == RP_CASE_OK && r->m->cls.enabled)
+        cancelled = classify_runs(r, i, tmp);
     if (!cancelled && res && report && runs) {
         st = write_result(r, i, tmp, oc, "run", report, runs, &e);
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
+        if (st == RP_OK) classify_now(r, i, tmp, oc);
         if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, &e);
         if (st != RP_OK) {
             oc->status = RP_CASE_CRASH;
@@ -939,6 +1146,7 @@ static rp_status record_config_error(runner *r, int i, rp_case_outcome *oc, rp_e
     RP_TRY(rp_store_mkdirs(tmp, err));
     rp_status st = rp_case_save(&mc->c, cj, err);
     if (st == RP_OK) st = write_result(r, i, tmp, oc, "validate", NULL, NULL, err);
+    if (st == RP_OK) classify_now(r, i, tmp, oc);
     if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, err);
     if (st != RP_OK) (void)rp_store_remove_tree(tmp, NULL);
     return st;
@@ -987,6 +1195,50 @@ static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
 
 /* ---- golden comparison ---------------------------------------------------------------------- */
 
+/* --golden with the classifier: case i (in dir) against the golden gd of its reference,
+ * teacher-forced from the golden's trajectory (unless bitwise equal to it), with the
+ * envelope of the local reference's twins: classification-golden.json. Returns 1 when
+ * cancelled. */
+static int classify_golden(runner *r, int i, const char *dir, const char *gd, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char cj[PATHLEN], td[PATHLEN], ref[PATHLEN], label[PATHLEN + 8], nsteps[32];
+    path_fmt(cj, "%s/case.json", dir);
+    path_fmt(td, "%s/teacher-golden", dir);
+    case_dir(r, mc->ref, ref);
+    snprintf(label, sizeof label, "golden %s", gd);
+    snprintf(nsteps, sizeof nsteps, "%d", r->m->cls.teacher_steps);
+    (void)rp_store_remove_tree(td, NULL);
+    int ok = 0;
+    if (!rp_cls_runs_identical(gd, dir)) {
+        const char *targs[] = {"--teacher-force", gd, "--teacher-steps", nsteps, NULL};
+        if (aux_run(r, &mc->c, cj, td, "teacher-golden", targs, &ok)) return 1;
+    }
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = dir;
+    in.ref_dir = gd;
+    in.twin_base_dir = ref;
+    in.teacher_dir = td;
+    in.out_name = "classification-golden.json";
+    in.ref_label = label;
+    in.repeat = r->m->repeat;
+    in.opts = r->m->cls;
+    rp_verdict v;
+    int pass = 0;
+    rp_error e;
+    rp_error_clear(&e);
+    if (rp_classify_dir(&in, &v, &pass, &e) != RP_OK) {
+        oc->verdict_pass = 0;
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "classification against the golden failed: %.250s",
+                 e.msg);
+        return 0;
+    }
+    oc->have_golden_verdict = 1;
+    oc->golden_verdict = v;
+    oc->golden_verdict_pass = pass;
+    return 0;
+}
+
 static rp_status compare_goldens(runner *r, rp_error *err) {
     rp_golden_store *g = NULL;
     RP_TRY(rp_golden_open(r->o->golden_dir, &g, err));
@@ -1024,6 +1276,10 @@ static rp_status compare_goldens(runner *r, rp_error *err) {
             oc->have_golden = 1;
             oc->g_max_abs = cs.max_abs;
             oc->g_psnr = cs.n_images ? cs.psnr : NAN;
+            if (st == RP_OK && r->m->cls.enabled && classify_golden(r, i, dir, gd, oc)) {
+                r->s->cancelled = 1;
+                break;
+            }
         }
     }
     rp_golden_close(g);
@@ -1040,6 +1296,8 @@ static void expectations(const rp_matrix *m, rp_sweep *s) {
         const char *ex = m->cases[i].c.expect;
         const int k = ex[0] ? status_parse(ex) : -1;
         oc->expect_met = k < 0 ? -1 : k == (int)oc->status;
+        /* a verdict label (drift, BUG, ...) is met by the classifier's verdict */
+        if (k < 0 && ex[0] && rp_verdict_parse(ex) >= 0 && oc->have_verdict) oc->expect_met = oc->verdict_pass == 1;
         if (oc->status == RP_CASE_OK) s->n_ok++;
         else if (oc->status == RP_CASE_SKIPPED) s->n_skipped++;
         else s->n_failed++;
@@ -1048,6 +1306,9 @@ static void expectations(const rp_matrix *m, rp_sweep *s) {
         else bad = oc->status != RP_CASE_OK && oc->status != RP_CASE_SKIPPED;
         /* tolerances gate cases with no label, or labelled ok */
         if (oc->within_tol == 0 && (!ex[0] || k == RP_CASE_OK)) bad = 1;
+        /* the classifier: a failing verdict (or one against the label), also against a golden */
+        if (oc->verdict_pass == 0) bad = 1;
+        if (oc->have_golden_verdict && !oc->golden_verdict_pass) bad = 1;
         s->n_unexpected += bad;
     }
 }
@@ -1082,6 +1343,17 @@ static rp_status write_summary(const runner *r, rp_error *err) {
         cJSON_AddStringToObject(c, "expect", mc->c.expect);
         if (oc->expect_met >= 0) cJSON_AddBoolToObject(c, "expect_met", oc->expect_met);
         cJSON_AddBoolToObject(c, "resumed", oc->resumed);
+        if (oc->have_verdict) {
+            cJSON_AddStringToObject(c, "verdict", rp_verdict_name((rp_verdict)oc->verdict));
+            cJSON_AddBoolToObject(c, "verdict_pass", oc->verdict_pass == 1);
+            cJSON_AddStringToObject(c, "verdict_summary", oc->verdict_summary);
+        } else if (oc->verdict_summary[0]) {
+            cJSON_AddStringToObject(c, "verdict_summary", oc->verdict_summary);
+        }
+        if (oc->have_golden_verdict) {
+            cJSON_AddStringToObject(c, "golden_verdict", rp_verdict_name((rp_verdict)oc->golden_verdict));
+            cJSON_AddBoolToObject(c, "golden_verdict_pass", oc->golden_verdict_pass);
+        }
         cJSON_AddNumberToObject(c, "wall_s", oc->wall_s);
         if (oc->have_metrics) {
             cJSON *v = cJSON_AddObjectToObject(c, "vs_reference");
@@ -1118,14 +1390,29 @@ static void cell_num(char *buf, size_t cap, const char *fmt, double v, int have)
     else snprintf(buf, cap, fmt, v);
 }
 
+/* The confusion table of the cases with a verdict label (drift, approx, BUG, ...). */
+static void print_confusion(const rp_matrix *m, const rp_sweep *s, FILE *f) {
+    rp_verdict *ex = malloc(sizeof *ex * (size_t)(m->n_cases + 1)), *vd = malloc(sizeof *vd * (size_t)(m->n_cases + 1));
+    int n = 0;
+    for (int i = 0; ex && vd && i < m->n_cases; i++) {
+        const int e = m->cases[i].c.expect[0] ? rp_verdict_parse(m->cases[i].c.expect) : -1;
+        if (!s->o[i].selected || !s->o[i].have_verdict || e < 0) continue;
+        ex[n] = (rp_verdict)e;
+        vd[n++] = (rp_verdict)s->o[i].verdict;
+    }
+    if (ex && vd) rp_cls_confusion_print(f, ex, vd, n);
+    free(ex);
+    free(vd);
+}
+
 void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
-    fprintf(f, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %s\n", "id", "name", "degrees", "status", "max-abs", "PSNR",
-            "SSIM", "changed", "note");
+    fprintf(f, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %s\n", "id", "name", "degrees", "status", "max-abs",
+            "PSNR", "SSIM", "changed", "verdict", "note");
     for (int i = 0; i < m->n_cases; i++) {
         const rp_case_outcome *oc = &s->o[i];
         if (!oc->selected) continue;
         const rp_matrix_case *mc = &m->cases[i];
-        char deg[64], st[32], ma[32], ps[32], ss[32], ch[32], note[900] = "";
+        char deg[64], st[32], ma[32], ps[32], ss[32], ch[32], vd[32], note[900] = "";
         rp_case_degrees_text(&mc->c, deg, sizeof deg);
         snprintf(st, sizeof st, "%s%s", rp_case_status_name(oc->status), mc->is_ref ? " (ref)" : "");
         const int hm = oc->have_metrics;
@@ -1134,8 +1421,16 @@ void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
         cell_num(ss, sizeof ss, "%.4f", oc->ssim, hm);
         if (hm && !isnan(oc->changed)) snprintf(ch, sizeof ch, "%.2f%%", 100 * oc->changed);
         else snprintf(ch, sizeof ch, "-");
+        snprintf(vd, sizeof vd, "%s", oc->have_verdict ? rp_verdict_name((rp_verdict)oc->verdict) : "-");
         size_t n = 0;
 #define NOTE(...) (n += (size_t)snprintf(note + n, n < sizeof note ? sizeof note - n : 0, __VA_ARGS__))
+        /* the evidence of a verdict that is not plain drift (or that fails) */
+        if ((oc->have_verdict && oc->verdict != RP_V_IDENTICAL && oc->verdict != RP_V_DRIFT &&
+             oc->verdict != RP_V_SKIPPED && oc->status == RP_CASE_OK) || oc->verdict_pass == 0)
+            NOTE("%s%s; ", oc->verdict_pass == 0 ? "FAILS: " : "", oc->verdict_summary);
+        if (oc->have_golden_verdict)
+            NOTE("vs golden: %s%s; ", rp_verdict_name((rp_verdict)oc->golden_verdict),
+                 oc->golden_verdict_pass ? "" : " (FAILS)");
         if (mc->c.expect[0]) {
             if (oc->expect_met == 1) NOTE("expected %s; ", mc->c.expect);
             else if (oc->expect_met == 0) NOTE("UNEXPECTED (expected %s); ", mc->c.expect);
@@ -1159,8 +1454,8 @@ void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
         snprintf(name, sizeof name, "%.34s", mc->c.name);
         if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
         char line[1400];
-        snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %.200s", mc->id, name, deg, st, ma, ps,
-                 ss, ch, note);
+        snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %.300s", mc->id, name, deg, st,
+                 ma, ps, ss, ch, vd, note);
         for (size_t l = strlen(line); l && line[l - 1] == ' '; l--) line[l - 1] = '\0';
         fprintf(f, "%s\n", line);
     }
@@ -1173,7 +1468,18 @@ void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
     fprintf(f, "; %d run now, %d from earlier runs", s->n_ran, s->n_resumed);
     if (s->n_unexpected) fprintf(f, "; %d not as expected", s->n_unexpected);
     if (s->cancelled) fprintf(f, "; CANCELLED");
-    fprintf(f, "\nresults: %s\n", s->dir);
+    fputc('\n', f);
+    int byv[RP_V_COUNT] = {0}, nv = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->o[i].selected && s->o[i].have_verdict) byv[s->o[i].verdict]++, nv++;
+    if (nv) {
+        fprintf(f, "verdicts:");
+        for (int v = 0, first = 1; v < RP_V_COUNT; v++)
+            if (byv[v]) fprintf(f, "%s %d %s", first ? "" : ",", byv[v], rp_verdict_name((rp_verdict)v)), first = 0;
+        fputc('\n', f);
+        print_confusion(m, s, f);
+    }
+    fprintf(f, "results: %s\n", s->dir);
 }
 
 int rp_sweep_exit_code(const rp_sweep *s) {
@@ -1263,6 +1569,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         oc->within_tol = -1;
         oc->repeat_identical = -1;
         oc->expect_met = -1;
+        oc->verdict_pass = -1;
         if (!keep[i]) continue;
         oc->selected = 1;
         s->n_selected++;
@@ -1276,6 +1583,9 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         if (plan == RP_CASE_SKIPPED) {
             oc->status = RP_CASE_SKIPPED;
             snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+            oc->have_verdict = m->cls.enabled; /* no directory: the hardware may exist elsewhere */
+            oc->verdict = RP_V_SKIPPED;
+            oc->verdict_pass = 1;
             verdict[i] = 3;
             continue;
         }
@@ -1379,13 +1689,16 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         pthread_mutex_destroy(&r.mu);
         s->cancelled = r.cancelled;
     }
-    /* metrics of cases finished earlier whose reference was rerun since (or which have none) */
+    /* metrics and verdicts of cases finished earlier whose reference was rerun since (or
+     * which have none, or whose classify options changed) */
     for (int i = 0; st == RP_OK && !s->cancelled && i < m->n_cases; i++) {
         rp_case_outcome *oc = &s->o[i];
-        if (!oc->selected || oc->status != RP_CASE_OK || !metrics_stale(&r, i)) continue;
+        if (!oc->selected || oc->status == RP_CASE_PENDING || oc->status == RP_CASE_SKIPPED) continue;
         char dir[PATHLEN];
         case_dir(&r, i, dir);
-        st = write_metrics(&r, i, dir, oc, err);
+        const int stale = oc->status == RP_CASE_OK && metrics_stale(&r, i);
+        if (stale) st = write_metrics(&r, i, dir, oc, err);
+        if (st == RP_OK && (stale || classification_stale(&r, dir))) classify_now(&r, i, dir, oc);
     }
     if (st == RP_OK && o->golden_dir && !s->cancelled) st = compare_goldens(&r, err);
     for (int i = 0; i < m->n_cases; i++) {

@@ -10,12 +10,23 @@
  *   repeat-<k>/        runs 2..N of the case when the matrix has repeat: N
  *   metrics.json       the case against its reference (and repeats against run 1)
  *   golden.json        with --golden: the case against the golden of its reference
+ * and the classifier's (harness/classify.h; the matrix's classify:, on by default):
+ *   classification.json the verdict and its evidence (schema in harness/verdict.h)
+ *   twins/<name>/      a reference's rounding twins (reduce-split, threads, noise-ulp, ...),
+ *                      each a run with its own teacher/
+ *   teacher/           the case's configuration teacher-forced from its reference's
+ *                      trajectory (a reference's: from its own)
+ *   leak/              the case run after another case in the same worker (leak_check)
+ *   teacher-golden/, classification-golden.json   with --golden: the same against the golden
+ *   each of these runs' directories holds aux.json (how the run ended) and its rank<r>.out/.err
  * A case is built in <results>/<matrix>/.tmp-<id>-<pid>/ and renamed to <id>/
  * when complete, so a directory named by an id is always a finished case: a
  * sweep killed at any point (even SIGKILL) resumes with nothing corrupt, and a
  * finished case is never recomputed (--rerun forces it; --retry-failed reruns
  * CRASH and HANG). metrics.json is derived: it is recomputed in place when
- * missing or when the reference was rerun since (the run stamps differ).
+ * missing or when the reference was rerun since (the run stamps differ);
+ * classification.json too (also when the classify options changed), from the runs
+ * kept (the classifier's runs are not repeated then: --rerun redoes them).
  * <results>/<matrix>/summary.json lists every selected case, SKIPPED ones with
  * their reason (they get no directory: the hardware may exist elsewhere).
  * <results>/<matrix>/.lock (flock) keeps two sweeps out of one directory.
@@ -94,6 +105,13 @@ typedef struct rp_case_outcome {
     int have_golden;           /* 1 compared; 0 no golden for its reference */
     double g_max_abs, g_psnr;
     int expect_met;            /* -1: no expectation (or a label the runner cannot check); 0 / 1 */
+    /* the classifier (classification.json; have_verdict 0 when off or not classified) */
+    int have_verdict;
+    int verdict;               /* rp_verdict */
+    int verdict_pass;          /* meets the expect label (without a verdict label: not a failing verdict) */
+    char verdict_summary[300];
+    int have_golden_verdict;   /* --golden: classification-golden.json */
+    int golden_verdict, golden_verdict_pass;
 } rp_case_outcome;
 
 typedef struct rp_sweep {
@@ -119,14 +137,19 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
 rp_status rp_runner_run_cancellable(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err);
 
 /* The summary table: per selected case id, name, degrees, status and, against
- * the reference, max-abs of the latents, PSNR, SSIM and % pixels changed. */
+ * the reference, max-abs of the latents, PSNR, SSIM, % pixels changed and the
+ * classifier's verdict; then, when cases carry verdict labels, the confusion table
+ * (expected label x verdict) and whether it is diagonal (every case's verdict meets
+ * its label: rp_cls_meets). */
 void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f);
 
 void rp_sweep_free(rp_sweep *s);
 
 /* The exit code of a sweep: 0 every selected case ended as expected (ok or its
- * expect label, SKIPPED allowed) and within the tolerances; 1 otherwise;
- * 130 cancelled. */
+ * expect label, SKIPPED allowed), within the tolerances, and with a verdict that
+ * meets its label or, without one, is not failing (BUG, MISMATCH, CRASH, HANG,
+ * CONFIG_ERROR, NONDETERMINISTIC in deterministic mode; also against a golden);
+ * 1 otherwise; 130 cancelled. */
 int rp_sweep_exit_code(const rp_sweep *s);
 
 /* ---- store helpers (also used by the golden store) ----------------------------------- */

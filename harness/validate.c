@@ -489,6 +489,11 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
         return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);
+    /* a warmup step recomputes every cached K/V, so the previous call's cache is never read */
+    if (id == RP_INJECT_PIPEFUSION_CACHE_LEAK && c->warmup_steps > 0)
+        return INVALID("inject=%s with warmup_steps=%d: the warmup steps rewrite the whole K/V cache before it is "
+                       "read, so a cache left from the previous call changes nothing; the fault could not change "
+                       "this case (use warmup_steps=0)", c->inject, c->warmup_steps);
     return RP_OK;
 }
 
@@ -590,5 +595,6 @@ const char *rp_validate_describe_rules(void) {
            "  inject        testing only: one of dp-rank-layout dp-shared-noise ulysses-head-order\n"
            "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
            "                timestep-skew, and only where it can act (e.g. ring-no-rescale\n"
-           "                needs ring > 1, rope-offset needs FLUX with a split sequence)\n";
+           "                needs ring > 1, rope-offset needs FLUX with a split sequence,\n"
+           "                pipefusion-cache-leak needs warmup_steps 0)\n";
 }

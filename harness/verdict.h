@@ -6,35 +6,67 @@
  *                     the rounding envelope)
  *   approx            an approximate strategy (pipefusion/patch after warmup) within
  *                     its declared quality bound
- *   BUG               a layer or a step breaks the envelope (or approx below its bound)
- *   MISMATCH          outputs are a permutation / wrong assignment of the reference's
- *   CONFIG_ERROR      validation rejected the case
- *   CRASH             a rank died
- *   HANG              the case hit its timeout
- *   NONDETERMINISTIC  the same case on the same machine gave different bits
+ *   BUG               the initial noise, a layer or a step breaks the envelope, an
+ *                     approximate case is below its bound, or (deterministic mode) the
+ *                     case gives other bits after another case in the same worker
+ *   MISMATCH          item i matches reference item j != i (a permutation / wrong assignment)
+ *   CONFIG_ERROR      validation rejected the case (or a rank exited 3)
+ *   CRASH             a rank died (in the case's run or in one of the classifier's runs of it)
+ *   HANG              the case hit its timeout (likewise)
+ *   NONDETERMINISTIC  the same case on the same machine gave different bits (repeats; in
+ *                     fast mode also the run after another case)
  *   SKIPPED           the hardware is absent here
+ * Precedence (harness/classify.h, rp_cls_decide): the run's failure, MISMATCH, BUG,
+ * NONDETERMINISTIC, then identical / approx / drift.
  *
- * <case dir>/classification.json (schema 1):
+ * <case dir>/classification.json (schema 1; written by harness/classify.c, atomically).
+ * Numbers that are not finite are the strings "inf", "-inf", "nan" (as metrics.json).
+ * Members marked (opt) are absent when they do not apply; the rest are always there for
+ * a case that ran to completion (a CONFIG_ERROR / CRASH / HANG case has an empty
+ * "metrics" and its evidence holds "exactness" only).
  * {
  *   "schema": 1,
- *   "case_id": "...", "reference_id": "..." | null,
+ *   "case_id": "...", "reference_id": "<id>" | "golden <dir>" | "?",
+ *   "options_key": "twins=3 factor=64 ...",   the classify options it was made with
  *   "verdict": "<one of the names above>",
- *   "expected": "<verdict the matrix expects>" | null,
- *   "pass": true | false,            verdict acceptable (expected, or a non-failing one)
+ *   "expected": "<the case's expect label, when it is a verdict name>" | null,
+ *   "pass": true | false,    meets expected (identical meets drift; identical, drift meet
+ *                            approx), or, with expected null, not a failing verdict
  *   "summary": "one line of evidence, e.g. 'blocks.3.attn breaks the envelope x812 at step 0'",
- *   "evidence": {                    every member optional
- *     "envelope":   {"layers": [{"name": s, "rel": x}], "steps": [x, ...]},
- *     "first_layer": {"name": s, "rel": x, "envelope": x, "ratio": x},
- *     "first_step":  {"step": k, "local": x, "envelope": x, "ratio": x},
- *     "local_errors": [x per step], "accumulated": [x per step],
- *     "approx": {"ssim": x, "psnr": x, "bound_ssim": x, "bound_psnr": x, "warmup": k},
- *     "assignment": {"permutation": [j per item], "message": "item 0 matches prompt 2"},
- *     "determinism": {"repeats": n, "max_abs": x, "leak_check": "ok" | "..."},
- *     "attention_auto": "subquad (reason ...)"
+ *   "evidence": {
+ *     "exactness": "exact" | "warmup-exact",
+ *     "envelope": {                the rounding envelope of the reference's twins
+ *       "factor": x, "floor": x,   a value is a bug beyond factor x max(envelope, floor)
+ *       "twins": [{"name": s, "status": "ok" | verdict, "reason": s (opt), "teacher": bool}],
+ *       "twins_ok": n,
+ *       "reference_teacher": [x per step] (opt)  the reference's own teacher-forced error
+ *       "layers": [{"name": s, "rel": x}],       first evaluation, execution order
+ *       "steps": [x per step],                   teacher-forced local error
+ *       "accumulated": [x per trajectory row]    free trajectory (row 0 = initial noise)
+ *     },
+ *     "layers": [{"name": s, "rel": x, "envelope": x, "ratio": x}],   the case's first evaluation
+ *     "layers_note": s (opt),      why layers could not be compared
+ *     "accumulated": [x per row],  the case's free-trajectory distance (max over items)
+ *     "initial_noise": {"rel": x, "envelope": x, "ratio": x},
+ *     "local_errors": [x | null per step] (opt),  teacher-forced; null: step not run
+ *     "checked_steps": [k, ...] (opt),            steps held to the envelope (approx: warmup)
+ *     "teacher_note": s (opt),     no teacher run: local errors not checked
+ *     "first_step": {"step": k, "what": "initial noise" | "first evaluation" | "local error",
+ *                    "local": x, "envelope": x, "ratio": x} (opt, BUG),
+ *     "first_layer": {"name": s, "step": k, "rel": x, "envelope": x, "ratio": x} (opt),
+ *     "assignment": {"permutation": [j per item], "distances": [[x per ref item] per item],
+ *                    "margin": x, "message": "item 2 matches reference item 0"} (opt, >= 2 items),
+ *     "approx": {"ssim": x, "psnr": x, "bound_ssim": x, "bound_psnr": x, "warmup": k,
+ *                "approximate": bool} (opt, warmup-exact layouts),
+ *     "determinism": {"repeats": n, "promised": bool, "max_abs": x, "repeats_identical": bool,
+ *                     "leak_check": "ok" | "differs (max-abs x)" | "not run"}
  *   },
- *   "metrics": {"latents": {...}, "images": [{"psnr": x, "ssim": x, "max_abs": k,
- *               "changed": x, "changed8": x}], "steps": [rel_l2 per step]}
- * } */
+ *   "metrics": {"latents": {"max_abs", "mean_abs", "rel_l2", "cosine", "bitwise_equal"},
+ *               "images": [{"index": i, "psnr": x, "ssim": x, "max_abs": k, "changed": x,
+ *               "changed8": x}], "steps": [rel_l2 per trajectory row]}
+ * }
+ * With --golden the same schema is written to classification-golden.json, the golden as
+ * the reference. */
 #ifndef REPRO_VERDICT_H
 #define REPRO_VERDICT_H
 

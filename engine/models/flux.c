@@ -47,7 +47,8 @@
  *
  * Sequence parallelism (ctx->par, engine/parallel/parallel.h): x_embedder and
  * context_embedder run on every token, then this rank keeps its slices of the text
- * ([l0, l0 + Ll)) and image ([n0, n0 + Nl)) tokens, in the same per-item order
+ * ([l0, l0 + Ll); all of it under patch parallelism and pipefusion) and image
+ * ([n0, n0 + Nl)) tokens, in the same per-item order
  * [text_local; image_local]; RoPE uses each token's global position; the blocks run on
  * the Ll + Nl local rows with rp_par_attention; proj_out's image tokens are gathered
  * before unpacking. Without ctx->par, Ll = L, Nl = N and every call is the plain one.
@@ -564,7 +565,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     /* this rank's text tokens [l0, l0 + Ll) and image tokens [n0, n0 + Nl) (sequence
      * parallelism; else all), kept per item as [text; image], Tl rows */
     int l0, Ll, n0, Nl;
-    RP_TRY(rp_par_shard(ctx, L, &l0, &Ll, err));
+    RP_TRY(rp_par_shard_text(ctx, L, &l0, &Ll, err)); /* whole under patch / pipefusion */
     RP_TRY(rp_par_shard(ctx, N, &n0, &Nl, err));
     const int Tl = Ll + Nl;
     const size_t BT = (size_t)B * T, BTl = (size_t)B * Tl;

@@ -35,11 +35,16 @@ static const rp_par_strategy_info STRATEGIES[] = {
      "never (the softmax is summed in another order)"},
     {"usp", RP_PAR_EXACT, "ulysses and ring together: both of the above", "never (ring's order)"},
     {"pipefusion", RP_PAR_WARMUP_EXACT,
-     "after warmup, attention uses stale K/V of the patches other stages computed one step earlier",
-     "never after warmup"},
+     "warmup: none but the GEMM row counts (the stages run the single rank's blocks in order); after it, "
+     "each pipeline patch attends to the K/V its stage cached for the patches not yet computed in this step "
+     "(one step stale), and GEMMs run on patch-sized row counts",
+     "in warmup, when the BLAS gives a row the same bits for the row counts (measured by the tests); never "
+     "after warmup"},
     {"patch", RP_PAR_WARMUP_EXACT,
-     "after warmup, each patch attends to stale activations of the other patches (DistriFusion)",
-     "never after warmup"},
+     "warmup: the token GEMMs run on T/patch rows, attention keys in the single rank's order; after it, each "
+     "patch attends to the other patches' K/V of the previous step (DistriFusion)",
+     "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the tests); never "
+     "after warmup"},
 };
 
 int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
@@ -151,6 +156,7 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
     p->world = world->world;
     p->world_comm = world;
     p->fault = fault;
+    p->fwd_eval = -1;
     rp_par_coords_of(d, p->rank, &p->at);
     const rp_par_coords v_dp = {.dp = 1}, v_cfg = {.cfg = 1}, v_pf = {.pipefusion = 1};
     const rp_par_coords v_sp = {.ring = 1, .ulysses = 1, .patch = 1}, v_uly = {.ulysses = 1}, v_ring = {.ring = 1};
@@ -172,6 +178,8 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
 
 void rp_par_free(rp_parallel *p) {
     if (!p) return;
+    rp_par_pipefusion_free(p);
+    rp_par_patch_free(p);
     rp_par_group *g[] = {&p->dp, &p->cfg, &p->pipefusion, &p->sp, &p->ulysses, &p->ring, &p->replica};
     for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
         rp_comm_destroy(g[i]->comm);
@@ -192,22 +200,57 @@ int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->p
 int rp_par_sp(const rp_ctx *ctx) { return ctx->par ? ctx->par->sp.size : 1; }
 
 rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err) {
+    int base = 0, len = T, m, M;
+    if (ctx->par && rp_par_pf_patch(ctx->par, &m, &M)) { /* the pipeline patch in progress */
+        if (T % M)
+            return RP_FAIL(err, RP_ERR_INVALID, "pipefusion: %d image tokens are not divisible by num_pipeline_patch "
+                           "= %d", T, M);
+        len = T / M;
+        base = m * len;
+    }
     const int sp = rp_par_sp(ctx);
     if (sp == 1) {
-        *t0 = 0;
-        *n = T;
+        *t0 = base;
+        *n = len;
         return RP_OK;
     }
-    if (T % sp)
+    if (len % sp)
         return RP_FAIL(err, RP_ERR_INVALID, "sequence parallel: %d tokens are not divisible by ulysses x ring = %d "
-                       "(sequences are not padded)", T, sp);
-    *n = T / sp;
-    *t0 = ctx->par->sp.rank * *n;
+                       "(sequences are not padded)", len, sp);
+    *n = len / sp;
+    *t0 = base + ctx->par->sp.rank * *n;
+    return RP_OK;
+}
+
+rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error *err) {
+    const int sp = rp_par_sp(ctx);
+    *l0 = 0;
+    *n = L;
+    if (sp == 1 || ctx->par->deg.patch > 1) return RP_OK; /* patch parallelism splits the image only */
+    if (L % sp)
+        return RP_FAIL(err, RP_ERR_INVALID, "sequence parallel: %d text tokens are not divisible by ulysses x ring = "
+                       "%d (sequences are not padded)", L, sp);
+    *n = L / sp;
+    *l0 = ctx->par->sp.rank * *n;
     return RP_OK;
 }
 
 rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
                                rp_error *err) {
+    int m, M;
+    if (ctx->par && rp_par_pf_patch(ctx->par, &m, &M)) {
+        /* the patch's shards first (T / M tokens), then the patch into the whole sequence */
+        assert(T % M == 0);
+        if (rp_par_sp(ctx) > 1) {
+            rp_ctx whole = *ctx;
+            rp_parallel q = *ctx->par;
+            q.pf = NULL; /* a plain sp gather of the T / M patch tokens */
+            whole.par = &q;
+            RP_TRY(rp_par_gather_tokens(&whole, full, local, B, T / M, W, err));
+            local = full;
+        }
+        return rp_par_pf_tokens(ctx->par, full, local, B, T, W, err);
+    }
     const int sp = rp_par_sp(ctx);
     if (sp == 1) {
         if (full != local) memmove(full, local, sizeof(float) * B * (size_t)T * W);
@@ -236,6 +279,28 @@ int rp_par_pos_shift(const rp_ctx *ctx) {
 float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev) {
     if (rp_par_fault(ctx, RP_INJECT_TIMESTEP_SKEW) && ctx->par->rank > 0 && eval == 1) return t_prev;
     return t;
+}
+
+/* ---- the approximate strategies: generation and forward bracketing ------------------- */
+
+void rp_par_generate_begin(rp_parallel *p) {
+    if (!p) return;
+    p->fwd_eval = -1;
+    p->fwd_slot = 0;
+    /* the faulty path keeps the previous generation's K/V: the bug is the missing reset */
+    if (p->pf && p->fault != RP_INJECT_PIPEFUSION_CACHE_LEAK) rp_par_pf_reset(p);
+    if (p->pp) rp_par_pp_reset(p);
+}
+
+rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
+                         rp_error *err) {
+    rp_parallel *p = ctx->par;
+    if (!p) return fn(user, ctx, out, err);
+    assert(eval >= 0);
+    p->fwd_slot = eval == p->fwd_eval ? p->fwd_slot + 1 : 0;
+    p->fwd_eval = eval;
+    if (p->pf) return rp_par_pf_forward(ctx, fn, user, out, n_out, err);
+    return fn(user, ctx, out, err);
 }
 
 /* ---- hooks -------------------------------------------------------------------------- */

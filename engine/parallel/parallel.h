@@ -93,6 +93,40 @@
  * of block a and the exit of block b - 1, and the K/V of each attention (to replace
  * by a per-rank cache). All NULL: every block, no stream exchange, fresh K/V.
  *
+ * ---- the approximate strategies (pipefusion.c, patch.c) ---------------------------
+ * Both keep state across the forwards of one generation (stale activations), so the
+ * denoisers run every model forward through rp_par_forward (which knows the evaluation
+ * = the sampling step) and rp_generate calls rp_par_generate_begin first (the reset).
+ * pipefusion  (xDiT PipeFusion) stage s = the pipefusion coordinate owns blocks [a_s, b_s)
+ *          (pipefusion_layers, or an even split with the remainder on the first stages).
+ *          Warmup steps (eval < warmup_steps): the whole image goes 0 -> 1 -> .. -> P-1
+ *          (the residual stream(s) sent stage to stage), every attention with fresh K/V
+ *          (exact up to reordering), and each stage stores its layers' image K/V. Later
+ *          steps (xDiT's _async_pipeline): the image tokens are cut into M =
+ *          num_pipeline_patch patches along the height (contiguous token rows); patch
+ *          m = 0 .. M-1 flows through the stages in turn, and each attention writes patch
+ *          m's fresh K/V into the stage's cache and attends to the whole cache: patches
+ *          before m hold this step's K/V, patches after m the previous step's (stale) —
+ *          xDiT's in-place update_and_get_kv_cache. Text tokens (SD3, FLUX) go with every
+ *          patch and are always fresh. A patch whose K/V was never computed in this
+ *          generation (warmup 0, step 0) is left out of the keys. With ulysses / ring the
+ *          sp group of a stage shards each patch as it would the sequence (xDiT's hybrid).
+ *          The last stage's output is broadcast over the pipefusion group for the
+ *          sampler. The K/V cache is reset by rp_par_generate_begin (pipefusion-cache-leak:
+ *          not). The stages run different blocks, so the collective per-layer trace is off
+ *          (no records).
+ * patch    (DistriFusion, displaced patch parallelism) each rank of the patch group (the
+ *          sequence slot) owns a horizontal patch of the image tokens (the sequence
+ *          shard); text tokens are whole on every rank. Every attention allgathers the
+ *          fresh image K/V of all patches over the group; in warmup steps all of them are
+ *          used (exact up to reordering); later, the rank's own patch is fresh and the
+ *          others come from the previous step's exchange (stale; the real system overlaps
+ *          that exchange with the next step's compute, here it is synchronous but its
+ *          result is only used a step later). The outputs are allgathered as for sequence
+ *          parallelism. Its stale K/V is reset by rp_par_generate_begin.
+ * Both: slot = the forward's index within an evaluation (per-item batches run several),
+ * so every forward of a step has its own cache.
+ *
  * Errors inside a forward's trace points are sticky in the context (rp_par_check);
  * every other function returns its status. A context is used by one thread. */
 #ifndef REPRO_PARALLEL_H
@@ -167,7 +201,11 @@ typedef struct rp_par_hooks {
                         int W, rp_error *err);
     /* Before attention `layer`: may replace this rank's k, v (B, H, Tk, D) by its own
      * (*k_out, *v_out with *Tk_out keys, e.g. fresh keys + a stale K/V cache); leaving
-     * *k_out NULL keeps them. Only without sequence parallelism. NULL: no call. */
+     * *k_out NULL keeps them. The first kv_lead and the last kv_rep of the Tk tokens are
+     * text (rp_parallel.kv_lead / kv_rep, set for the call). k, v are this rank's tokens
+     * (patch parallelism: its patch); with ulysses, the head group's whole sequence after
+     * the all-to-all; with ring, the keys this rank passes around the ring (a ring
+     * rank's replaced keys must all have the same count). NULL: no call. */
     rp_status (*kv)(void *user, int layer, const float *k, const float *v, int B, int H, int Tk, int D,
                     const float **k_out, const float **v_out, int *Tk_out, rp_error *err);
 } rp_par_hooks;
@@ -179,6 +217,9 @@ typedef struct rp_par_group {
     int rank, size;
 } rp_par_group;
 
+typedef struct rp_par_pf rp_par_pf; /* pipefusion.c */
+typedef struct rp_par_pp rp_par_pp; /* patch.c */
+
 typedef struct rp_parallel {
     rp_par_degrees deg;
     int rank, world;
@@ -187,6 +228,13 @@ typedef struct rp_parallel {
     rp_par_group dp, cfg, pipefusion, sp, ulysses, ring, replica;
     rp_inject_id fault;       /* RP_INJECT_NONE in normal runs */
     rp_par_hooks hooks;
+    /* the approximate strategies' state (owned; NULL unless initialised) */
+    rp_par_pf *pf;            /* pipefusion.c */
+    rp_par_pp *pp;            /* patch.c */
+    /* the forward in progress (rp_par_forward), read by their hooks */
+    int fwd_eval;             /* the evaluation (= sampling step); -1 before the first */
+    int fwd_slot;             /* the forward's index within the evaluation */
+    int kv_lead, kv_rep;      /* the attention in progress: text tokens first / last (hook) */
     /* items: set by rp_par_dp_select */
     int n_items_total;        /* items of the whole run */
     int item_first;           /* position of this rank's first item in the run's list (the
@@ -218,10 +266,13 @@ int rp_par_fault(const rp_ctx *ctx, rp_inject_id id);
 /* sp group size (1 without par). */
 int rp_par_sp(const rp_ctx *ctx);
 /* This rank's contiguous token slice [*t0, *t0 + *n) of a sequence of T tokens sharded
- * over the sp group; [0, T) without sequence parallelism. T % sp != 0: RP_ERR_INVALID. */
+ * over the sp group; [0, T) without sequence parallelism. T % sp != 0: RP_ERR_INVALID.
+ * Under pipefusion the T (image) tokens are first cut into the pipeline patches and the
+ * slice is of the patch in progress (the whole sequence in warmup steps). */
 rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err);
 /* local (B, T/sp, W), this rank's shard -> full (B, T, W) in token order (allgather over
- * the sp group). full may be local itself (the gather goes through scratch). */
+ * the sp group). full may be local itself (the gather goes through scratch). Under a
+ * pipeline patch: local is the patch's shard; full gets every patch computed so far. */
 rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
                                rp_error *err);
 /* rope-offset: 1 on ranks > 0 when injected, else 0. */
@@ -246,6 +297,53 @@ void rp_par_block_range(const rp_ctx *ctx, int n_blocks, int *a, int *b);
 /* The stream hook (RP_OK without one). */
 rp_status rp_par_stream(const rp_ctx *ctx, int where, int block, float *x, size_t rows_x, float *c,
                         size_t rows_c, int W, rp_error *err);
+
+/* The text tokens [*l0, *l0 + *n) of L this rank keeps: sharded like the image under
+ * ulysses / ring (FLUX), whole on every rank under patch parallelism and for the pipeline
+ * patches (text goes with every patch). */
+rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error *err);
+
+/* ---- the approximate strategies (pipefusion.c, patch.c) ------------------------------- */
+
+/* Pipefusion on p (pipefusion degree > 1): num_patches pipeline patches (M >= the degree),
+ * layers (n_layers == degree: blocks per stage; 0: even split), warmup steps. Installs the
+ * hooks. RP_ERR_INVALID for counts that do not fit or with patch parallelism. With ulysses
+ * / ring each stage's sp group shards every pipeline patch (pipefusion.c). */
+rp_status rp_par_pipefusion_init(rp_parallel *p, int num_patches, const int *layers, int n_layers,
+                                 int warmup_steps, rp_error *err);
+/* Patch parallelism on p (patch degree > 1) with warmup steps. Installs the K/V hook. */
+rp_status rp_par_patch_init(rp_parallel *p, int warmup_steps, rp_error *err);
+/* Frees their state (rp_par_free calls these). */
+void rp_par_pipefusion_free(rp_parallel *p);
+void rp_par_patch_free(rp_parallel *p);
+
+/* Start of a generation: the first evaluation comes next, and the stale activations of
+ * the previous generation are dropped (pipefusion's K/V cache: not under
+ * pipefusion-cache-leak). p may be NULL. */
+void rp_par_generate_begin(rp_parallel *p);
+
+/* One model forward of the evaluation `eval` (the denoiser's count: the sampling step, one
+ * evaluation per step; under teacher forcing with skipped steps, the steps run so far):
+ * fn(user, ctx', out) computes the model output (n_out floats) into out. Without pipefusion: fn once with ctx (patch parallelism
+ * notes eval and slot for its hook). Pipefusion: fn once per pipeline patch (once in
+ * warmup) with ctx's trace removed, then out is broadcast from the last stage over the
+ * pipefusion group, so every stage holds the output. Without ctx->par: fn once. */
+typedef rp_status (*rp_par_forward_fn)(void *user, const rp_ctx *ctx, float *out, rp_error *err);
+rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
+                         rp_error *err);
+
+/* For parallel.c: the strategies' parts of rp_par_generate_begin and rp_par_forward
+ * (the reset of the stale activations; pipefusion's forward over its patches and stages),
+ * of rp_par_shard and of rp_par_gather_tokens. */
+void rp_par_pf_reset(rp_parallel *p);
+void rp_par_pp_reset(rp_parallel *p);
+rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
+                            rp_error *err);
+/* Is a pipeline patch in progress (1: patch *m of *M)? */
+int rp_par_pf_patch(const rp_parallel *p, int *m, int *M);
+/* patch (B, T / M, W), the patch in progress of a sequence of T -> full (B, T, W): the
+ * patches computed so far in this evaluation, this one included (full may be patch). */
+rp_status rp_par_pf_tokens(rp_parallel *p, float *full, const float *patch, int B, int T, int W, rp_error *err);
 
 /* ---- trace ------------------------------------------------------------------------- */
 

@@ -1,4 +1,7 @@
 /* sp_attention.c — attention under sequence parallelism: Ulysses, ring, and both (USP).
+ * The K/V hook (pipefusion's cache, parallel.h) applies after the first Ulysses all-to-all
+ * (on the head group's whole sequence) or, with ring, to the keys the ring passes; patch
+ * parallelism does not come here (its attention is the hook's, patch.c).
  *
  * Every sp rank holds q, k, v (B, H, T, D) for its tokens: the first Ts = T - Trep are
  * its shard of the sequence, the last Trep are the same on every rank (SD3's text
@@ -99,26 +102,27 @@ static void finish(float *out, const float *O, const double *l, int n, int D) {
         for (int d = 0; d < D; d++) out[(size_t)r * D + d] = (float)(O[(size_t)r * D + d] / l[r]);
 }
 
-/* Ring attention over Q, K, V (B, Hh, Tg, D), Tg = Ts + Trep (Ts sharded over the ring
- * group, Trep replicated), into out (B, Hh, Tg, D). */
+/* Ring attention of Q (B, Hh, Tg, D), Tg = Ts + Trep, over K, V (B, Hh, Tkg, D), Tkg =
+ * Tks + Trep (Ts queries and Tks keys sharded over the ring group: Tks = Ts unless a K/V
+ * hook replaced the keys; Trep replicated), into out (B, Hh, Tg, D). */
 static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V,
-                                int B, int Hh, int Ts, int Trep, int D, float scale, rp_error *err) {
+                                int B, int Hh, int Ts, int Tks, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
     rp_comm *c = p->ring.comm;
-    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep;
+    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
-    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D;    /* one of K or V's sharded part */
-    const int nmax = Ts > Trep ? Ts : Trep;
+    const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;   /* one of K or V's sharded part */
+    const int nmax = Ts > Trep ? Ts : Trep, nkmax = Tks > Trep ? Tks : Trep;
     const int nb = R + (Trep > 0);                           /* key blocks: ring + replicated */
 
-    float *kv = malloc(sizeof(float) * 4 * blk);             /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
-    float *S = malloc(sizeof(float) * (size_t)nmax * nmax);  /* (nq, nk) scores */
+    float *kv = malloc(sizeof(float) * 4 * blk);             /* 2 x [K (B,Hh,Tks,D) | V (B,Hh,Tks,D)] */
+    float *S = malloc(sizeof(float) * (size_t)nmax * nkmax); /* (nq, nk) scores */
     float *mb = malloc(sizeof(float) * nmax);                /* (nq) */
     double *lb = malloc(sizeof(double) * nmax);              /* (nq) */
     float *Ob = malloc(sizeof(float) * (size_t)nmax * D);    /* (nq, D) */
     float *m = malloc(sizeof(float) * BH * Ts);              /* (B, Hh, Ts) running max */
     double *l = malloc(sizeof(double) * BH * Ts);            /* (B, Hh, Ts) running sum */
-    float *O = malloc(sizeof(float) * blk);                  /* (B, Hh, Ts, D) running output */
+    float *O = malloc(sizeof(float) * BH * Ts * D);          /* (B, Hh, Ts, D) running output */
     /* replicated queries: each block's partial, merged in block order at the end */
     float *rm = Trep ? malloc(sizeof(float) * nb * BH * Trep) : NULL;          /* (nb, B, Hh, Trep) */
     double *rl = Trep ? malloc(sizeof(double) * nb * BH * Trep) : NULL;        /* (nb, B, Hh, Trep) */
@@ -131,18 +135,18 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
     }
     float *cur = kv, *next = kv + 2 * blk;
     for (size_t bh = 0; bh < BH; bh++) {
-        memcpy(cur + bh * Ts * D, K + bh * Tg * D, sizeof(float) * Ts * D);
-        memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
+        memcpy(cur + bh * Tks * D, K + bh * Tkg * D, sizeof(float) * Tks * D);
+        memcpy(cur + blk + bh * Tks * D, V + bh * Tkg * D, sizeof(float) * Tks * D);
     }
     for (int s = 0; s < R && st == RP_OK; s++) {
         const int src = ((ri - s) % R + R) % R; /* whose block is here */
         for (size_t bh = 0; bh < BH; bh++) {
-            const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
-            block_partial(ctx, q, k, v, Ts, Ts, D, scale, mb, lb, Ob, S);
+            const float *q = Q + bh * Tg * D, *k = cur + bh * Tks * D, *v = cur + blk + bh * Tks * D;
+            block_partial(ctx, q, k, v, Ts, Tks, D, scale, mb, lb, Ob, S);
             merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, s == 0, no_rescale);
             if (Trep) {
                 const size_t o = (size_t)src * BH + bh;
-                block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Ts, D, scale, rm + o * Trep, rl + o * Trep,
+                block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Tks, D, scale, rm + o * Trep, rl + o * Trep,
                               rO + o * Trep * D, S);
             }
         }
@@ -157,7 +161,7 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
     if (st != RP_OK) goto done;
     if (Trep) /* the replicated keys, block nb - 1 */
         for (size_t bh = 0; bh < BH; bh++) {
-            const float *q = Q + bh * Tg * D, *k = K + (bh * Tg + Ts) * D, *v = V + (bh * Tg + Ts) * D;
+            const float *q = Q + bh * Tg * D, *k = K + (bh * Tkg + Tks) * D, *v = V + (bh * Tkg + Tks) * D;
             block_partial(ctx, q, k, v, Ts, Trep, D, scale, mb, lb, Ob, S);
             merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, 0, no_rescale);
             const size_t o = (size_t)(nb - 1) * BH + bh;
@@ -184,28 +188,41 @@ done:
 
 /* ---- the entry point ------------------------------------------------------------------ */
 
-/* Without sequence parallelism: the K/V hook, then rp_attention. */
+/* The K/V hook (if any) on k, v (B, H, T, D) whose first Tlead and last Trep tokens are
+ * text: *kk, *vv (B, H, *Tk, D) are its keys and values, or k, v themselves (*Tk = T). */
+static rp_status kv_hook(const rp_ctx *ctx, int layer, const float *k, const float *v, int B, int H, int T,
+                         int Tlead, int Trep, int D, const float **kk, const float **vv, int *Tk, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    *kk = k;
+    *vv = v;
+    *Tk = T;
+    if (!p || !p->hooks.kv) return RP_OK;
+    p->kv_lead = Tlead;
+    p->kv_rep = Trep;
+    const float *ko = NULL, *vo = NULL;
+    int tko = T;
+    RP_TRY(p->hooks.kv(p->hooks.user, layer, k, v, B, H, T, D, &ko, &vo, &tko, err));
+    if (!ko) return RP_OK;
+    if (!vo || tko < Tlead + Trep + 1)
+        return RP_FAIL(err, RP_ERR_INVALID, "attention %d: the K/V hook gave %s with %d keys (%d + %d text)", layer,
+                       vo ? "keys" : "keys but no values", tko, Tlead, Trep);
+    *kk = ko;
+    *vv = vo;
+    *Tk = tko;
+    return RP_OK;
+}
+
+/* Without ulysses / ring (or with patch parallelism, whose attention is the K/V hook's:
+ * patch.c): the K/V hook, then rp_attention. */
 static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k, const float *v,
-                       const uint8_t *key_mask, int B, int H, int T, int D, float scale, rp_error *err) {
-    const rp_parallel *p = ctx->par;
-    const float *kk = k, *vv = v;
-    int Tk = T;
-    if (p && p->hooks.kv) {
-        const float *ko = NULL, *vo = NULL;
-        int tko = T;
-        RP_TRY(p->hooks.kv(p->hooks.user, layer, k, v, B, H, T, D, &ko, &vo, &tko, err));
-        if (ko) {
-            if (!vo || tko < 1)
-                return RP_FAIL(err, RP_ERR_INVALID, "attention %d: the K/V hook gave %s with %d keys", layer,
-                               vo ? "keys" : "keys but no values", tko);
-            if (key_mask && tko != T)
-                return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the "
-                               "key count (%d -> %d)", layer, T, tko);
-            kk = ko;
-            vv = vo;
-            Tk = tko;
-        }
-    }
+                       const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep, int D, float scale,
+                       rp_error *err) {
+    const float *kk, *vv;
+    int Tk;
+    RP_TRY(kv_hook(ctx, layer, k, v, B, H, T, Tlead, Trep, D, &kk, &vv, &Tk, err));
+    if (key_mask && Tk != T)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the key "
+                       "count (%d -> %d)", layer, T, Tk);
     return rp_attention(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
 
@@ -216,22 +233,23 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
     assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
     if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
         scale = (float)(1.0 / sqrt((double)D + 1.0));
-    if (!p || p->sp.size == 1) return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, D, scale, err);
+    if (!p || p->sp.size == 1 || p->deg.patch > 1)
+        return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
 
     if (key_mask)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: key masks with sequence parallelism (no pipeline "
                        "passes one)", layer);
-    if (p->hooks.kv)
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a K/V hook with sequence parallelism", layer);
-    if (p->deg.patch > 1)
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: patch parallelism's attention is the patch "
-                       "strategy's, not sequence parallelism's", layer);
     const int u = p->ulysses.size, R = p->ring.size, Ts = T - Trep;
     if (H % u)
         return RP_FAIL(err, RP_ERR_INVALID, "ulysses=%d needs the head count divisible by %d; the model has %d heads",
                        u, u, H);
     if (Ts < 1) return RP_FAIL(err, RP_ERR_INVALID, "attention %d: no sharded tokens on rank %d", layer, p->rank);
-    if (u == 1) return ring_attention(ctx, out, q, k, v, B, H, Ts, Trep, D, scale, err);
+    if (u == 1) { /* the hook (pipefusion's cache) on this rank's shard; the ring passes its keys */
+        const float *kk, *vv;
+        int Tk;
+        RP_TRY(kv_hook(ctx, layer, k, v, B, H, T, Tlead, Trep, D, &kk, &vv, &Tk, err));
+        return ring_attention(ctx, out, q, kk, vv, B, H, Ts, Tk - Trep, Trep, D, scale, err);
+    }
 
     const int Hu = H / u, me = p->ulysses.rank, Tg = u * Ts + Trep, Tsec = Ts - Tlead;
     /* where rank pr's token j of the shard sits in the gathered sequence */
@@ -274,9 +292,14 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
                     memcpy(d + (size_t)u * Ts * D, src[j] + (((size_t)b * H + me * Hu + h) * T + Ts) * D,
                            sizeof(float) * Trep * D);
             }
-    /* attention over the whole sequence, this rank's head group */
-    if (R == 1) st = rp_attention(ctx, O, Q, K, V, NULL, B, Hu, Tg, Tg, D, scale, err);
-    else st = ring_attention(ctx, O, Q, K, V, B, Hu, u * Ts, Trep, D, scale, err);
+    /* attention over the whole sequence, this rank's head group, after the hook (pipefusion's
+     * cache, here of the head group's whole sequence: text first in the u Tlead tokens) */
+    const float *KK, *VV;
+    int Tgk;
+    st = kv_hook(ctx, layer, K, V, B, Hu, Tg, u * Tlead, Trep, D, &KK, &VV, &Tgk, err);
+    if (st != RP_OK) goto done;
+    if (R == 1) st = rp_attention(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
+    else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
     if (st != RP_OK) goto done;
     /* all-to-all 2: head groups -> token shards (send reused: same size) */
     for (int pr = 0; pr < u; pr++)

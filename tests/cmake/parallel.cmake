@@ -24,3 +24,30 @@ endif()
 if(TEST unit.test_parallel)
   set_property(TEST unit.test_parallel APPEND PROPERTY LABELS parallel)
 endif()
+# The approximate strategies (engine/parallel/pipefusion.c, patch.c), label "parallel":
+#   parallel.<family>.approx   pipefusion / patch with warmup = steps against the single rank
+#                              (rounding bound), hybrids with dp, cfg, ulysses, ring, per-item;
+#                              fewer warmup steps beyond the bound; the per-generation reset;
+#                              configuration errors; pipefusion-cache-leak and the faults that
+#                              act on these layouts
+#   parallel.dit.monotone      the difference to the single rank shrinks as the warmup grows
+#                              (warmup 0, 2, 4, 8 of 16 steps, 4 seeds, 2 and 4 ranks)
+# (tests/parallel/approx.sh, same setup as parallel.sh).
+if(REPRO_HAVE_GLOO)
+  foreach(fam dit sd3 flux)
+    add_test(NAME parallel.${fam}.approx
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/approx.sh $<TARGET_FILE:repro>
+                     ${CMAKE_BINARY_DIR}/parallel-scratch/${fam}-approx ${fam} approx ${REPRO_PYTHON}
+                     $<TARGET_FILE:latents_cmp>)
+    set_tests_properties(parallel.${fam}.approx PROPERTIES
+      LABELS parallel SKIP_RETURN_CODE 77 TIMEOUT 300
+      ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+  endforeach()
+  add_test(NAME parallel.dit.monotone
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/approx.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/dit-monotone dit monotone ${REPRO_PYTHON}
+                   $<TARGET_FILE:latents_cmp>)
+  set_tests_properties(parallel.dit.monotone PROPERTIES
+    LABELS parallel SKIP_RETURN_CODE 77 TIMEOUT 180
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+endif()

@@ -1,0 +1,1263 @@
+/* classify.c — the classifier (see classify.h; the method is docs/classification.md).
+ *
+ * Two halves: pure functions over numbers (envelopes, ratios, first breaks, the
+ * assignment, the decision), tested with constructed data in tests/unit/test_classify.c;
+ * and the driver, which loads a case directory, its reference's and the twins', feeds
+ * those functions and writes classification.json. Every distance is computed in double
+ * in index order, so a classification is the same on every run. */
+#include "classify.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/image.h"
+#include "engine/parallel/parallel.h"
+#include "engine/safetensors.h"
+#include "harness/metrics.h"
+#include "harness/runner.h"
+
+#define PATHLEN 4096
+
+/* ---- options ------------------------------------------------------------------------- */
+
+void rp_classify_opts_default(rp_classify_opts *o) {
+    o->enabled = 1;
+    o->twins = RP_CLS_DEFAULT_TWINS;
+    o->factor = RP_CLS_DEFAULT_FACTOR;
+    o->approx_ssim = RP_CLS_DEFAULT_APPROX_SSIM;
+    o->approx_psnr = RP_CLS_DEFAULT_APPROX_PSNR;
+    o->teacher_steps = 0;
+    o->leak_check = 1;
+}
+
+void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap) {
+    snprintf(buf, cap, "twins=%d factor=%.17g ssim=%.17g psnr=%.17g teacher_steps=%d leak=%d", o->twins, o->factor,
+             o->approx_ssim, o->approx_psnr, o->teacher_steps, o->leak_check);
+}
+
+/* ---- twins ----------------------------------------------------------------------------- */
+
+/* What each twin changes: reduce_split flipped, threads 1 <-> 2, one ulp of noise. */
+static const struct {
+    const char *name;
+    int split, threads, noise;
+} TWINS[RP_CLS_MAX_TWINS] = {
+    {"reduce-split", 1, 0, 0},          {"threads", 0, 1, 0},           {"noise-ulp", 0, 0, 1},
+    {"reduce-split+noise-ulp", 1, 0, 1}, {"threads+noise-ulp", 0, 1, 1}, {"reduce-split+threads", 1, 1, 0},
+};
+
+const char *rp_cls_twin_name(int k) {
+    assert(k >= 0 && k < RP_CLS_MAX_TWINS);
+    return TWINS[k].name;
+}
+
+void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise) {
+    assert(ref && twin && k >= 0 && k < RP_CLS_MAX_TWINS);
+    *twin = *ref;
+    if (TWINS[k].split) twin->reduce_split = !ref->reduce_split;
+    if (TWINS[k].threads) twin->threads = ref->threads >= 2 ? 1 : 2;
+    twin->expect[0] = '\0';
+    snprintf(twin->name, sizeof twin->name, "twin %s: %.90s", TWINS[k].name, ref->name);
+    if (perturb_noise) *perturb_noise = TWINS[k].noise;
+}
+
+/* ---- teacher steps --------------------------------------------------------------------------- */
+
+int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned char *mask) {
+    assert(steps >= 1 && mask);
+    /* a multistep sampler's step depends on the one before: a step run alone would be
+     * another (first-order) step, so every step runs */
+    const int all = teacher_steps <= 0 || teacher_steps >= steps || multistep;
+    for (int k = 0; k < steps; k++) mask[k] = (unsigned char)all;
+    if (!all) {
+        if (teacher_steps == 1) mask[0] = 1; /* the one step nothing has amplified yet */
+        else
+            for (int j = 0; j < teacher_steps; j++)
+                mask[(int)lround((double)j * (steps - 1) / (teacher_steps - 1))] = 1;
+    }
+    int n = 0;
+    for (int k = 0; k < steps; k++) n += mask[k];
+    return n;
+}
+
+/* ---- numbers ------------------------------------------------------------------------------- */
+
+double rp_cls_unit_roundoff(const char *precision) {
+    if (precision && !strcmp(precision, "bf16")) return ldexp(1.0, -8);
+    if (precision && (!strcmp(precision, "fp16") || !strcmp(precision, "tf32"))) return ldexp(1.0, -11);
+    return ldexp(1.0, -24);
+}
+
+double rp_cls_rel_l2(const float *ref, const float *x, size_t n) {
+    double dd = 0.0, rr = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = ref[i], d = (double)x[i] - a;
+        dd += d * d;
+        rr += a * a;
+    }
+    if (isnan(dd) || isinf(dd)) return INFINITY;
+    if (rr == 0.0) return dd == 0.0 ? 0.0 : INFINITY;
+    return sqrt(dd / rr);
+}
+
+void rp_cls_rows_rel(const float *ref, const float *x, int rows, int B, size_t per, double *out) {
+    for (int k = 0; k < rows; k++) {
+        double m = 0.0;
+        for (int b = 0; b < B; b++) {
+            const size_t o = ((size_t)k * B + b) * per;
+            const double r = rp_cls_rel_l2(ref + o, x + o, per);
+            if (!(r <= m)) m = r; /* a NaN can only come as +inf from rel_l2 */
+        }
+        out[k] = m;
+    }
+}
+
+double rp_cls_layer_rel(const rp_trace_rec *ref, const rp_trace_rec *x) {
+    if (!ref || !x || ref->numel != x->numel || ref->nsample != x->nsample || ref->stride != x->stride)
+        return INFINITY;
+    if (isnan(x->l2) || isnan(x->maxabs)) return isnan(ref->l2) ? 0.0 : INFINITY;
+    double r = ref->nsample ? rp_cls_rel_l2(ref->sample, x->sample, (size_t)ref->nsample) : 0.0;
+    /* the norm covers the elements the strided sample skips */
+    const double dl = fabs(x->l2 - ref->l2);
+    const double rl = ref->l2 > 0 ? dl / ref->l2 : (dl == 0 ? 0.0 : INFINITY);
+    return rl > r ? rl : r;
+}
+
+double rp_cls_ratio(double value, double env, double floor) {
+    if (isnan(value)) return INFINITY;
+    const double e = env > floor ? env : floor;
+    return value / e;
+}
+
+int rp_cls_first_break(const double *value, const double *env, const unsigned char *mask, int n, double floor,
+                       double factor, double *ratio) {
+    for (int k = 0; k < n; k++) {
+        if (mask && !mask[k]) continue;
+        const double r = rp_cls_ratio(value[k], env ? env[k] : 0.0, floor);
+        if (r > factor) {
+            if (ratio) *ratio = r;
+            return k;
+        }
+    }
+    if (ratio) *ratio = 0.0;
+    return -1;
+}
+
+int rp_cls_assignment(const double *D, int B, double margin, int *perm) {
+    int mismatch = 0;
+    for (int i = 0; i < B; i++) {
+        int best = i;
+        for (int j = 0; j < B; j++)
+            if (D[(size_t)i * B + j] < D[(size_t)i * B + best]) best = j;
+        perm[i] = best;
+        if (best != i && D[(size_t)i * B + best] * margin < D[(size_t)i * B + i]) mismatch = 1;
+        else perm[i] = i; /* closer, but not "much" closer: not evidence of a swap */
+    }
+    return mismatch;
+}
+
+void rp_cls_assignment_message(const int *perm, int B, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < B && n < cap; i++) {
+        if (perm[i] == i) continue;
+        int w = snprintf(buf + n, cap - n, "%sitem %d matches reference item %d", n ? ", " : "", i, perm[i]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+/* ---- layer order ----------------------------------------------------------------------------- */
+
+typedef struct layer_key {
+    int stage, block, sub;
+} layer_key;
+
+/* Where a layer name sits in a forward (see rp_cls_sort_layers). */
+static layer_key key_of(const char *name) {
+    static const char *const EMBED[][2] = {{"x_embedder", "0"},     {"pos_embed", "0"},
+                                           {"t_embedder", "1"},     {"time_text_embed", "1"},
+                                           {"y_embedder", "2"},     {"context_embedder", "2"}};
+    layer_key k = {4, 0, 0};
+    for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
+        if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
+    if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};
+    if (!strcmp(name, "proj_out")) return (layer_key){3, 0, 1};
+    const char *rest = NULL;
+    int stage = 0;
+    if (!strncmp(name, "blocks.", 7)) rest = name + 7, stage = 1;
+    else if (!strncmp(name, "transformer_blocks.", 19)) rest = name + 19, stage = 1;
+    else if (!strncmp(name, "single_transformer_blocks.", 26)) rest = name + 26, stage = 2;
+    if (!rest || !isdigit((unsigned char)*rest)) return k;
+    char *end;
+    const long b = strtol(rest, &end, 10);
+    static const char *const SUB[] = {".attn", ".attn.context", ".mlp", ".ff", ".ff_context", "", ".context"};
+    static const int SUBK[] = {0, 1, 2, 2, 3, 4, 5};
+    k.stage = stage;
+    k.block = b > INT_MAX ? INT_MAX : (int)b;
+    k.sub = 6;
+    if (stage == 2) k.sub = !strcmp(end, ".proj_out") ? 0 : !strcmp(end, "") ? 1 : 6;
+    else
+        for (size_t i = 0; i < sizeof SUB / sizeof SUB[0]; i++)
+            if (!strcmp(end, SUB[i])) k.sub = SUBK[i];
+    return k;
+}
+
+static int cmp_rec(const void *pa, const void *pb) {
+    const rp_trace_rec *a = pa, *b = pb;
+    if (a->eval != b->eval) return a->eval < b->eval ? -1 : 1;
+    const layer_key ka = key_of(a->name), kb = key_of(b->name);
+    if (ka.stage != kb.stage) return ka.stage < kb.stage ? -1 : 1;
+    if (ka.block != kb.block) return ka.block < kb.block ? -1 : 1;
+    if (ka.sub != kb.sub) return ka.sub < kb.sub ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+void rp_cls_sort_layers(rp_trace_rec *recs, int n) {
+    if (n > 1) qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+}
+
+rp_status rp_cls_trace_load(const char *path, rp_trace *t, rp_error *err) {
+    rp_trace_init(t);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(path, &f, err));
+    rp_status st = RP_OK;
+    t->recs = calloc((size_t)(f->n ? f->n : 1), sizeof *t->recs);
+    if (!t->recs) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+    for (int i = 0; st == RP_OK && i < f->n; i++) {
+        const rp_st_tensor *ts = &f->tensors[i];
+        int ev = 0, off = 0;
+        if (sscanf(ts->name, "e%d/%n", &ev, &off) != 1 || off == 0) continue; /* not a record */
+        const char *meta = rp_st_meta(f, ts->name);
+        rp_trace_rec *r = &t->recs[t->n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "%s", ts->name + off);
+        r->eval = ev;
+        if (!meta || sscanf(meta, "numel=%zu,l2=%lg,maxabs=%lg,stride=%zu", &r->numel, &r->l2, &r->maxabs,
+                            &r->stride) != 4) {
+            /* "nan" is written by %.17g and read by %lg; anything else is a damaged file */
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: record '%s' has no statistics metadata", path, ts->name);
+            break;
+        }
+        if (ts->ndim != 1 || ts->numel > INT_MAX) {
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: record '%s' is not a 1-D sample", path, ts->name);
+            break;
+        }
+        r->nsample = (int)ts->numel;
+        r->sample = malloc(sizeof(float) * (ts->numel ? ts->numel : 1));
+        if (!r->sample) {
+            st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        const int64_t shape[1] = {(int64_t)ts->numel};
+        st = rp_st_read_f32(f, ts->name, 1, shape, r->sample, err);
+        t->n++;
+    }
+    t->cap = f->n;
+    rp_st_close(f);
+    if (st != RP_OK) {
+        rp_trace_free(t);
+        return st;
+    }
+    rp_cls_sort_layers(t->recs, t->n);
+    return RP_OK;
+}
+
+/* The record of name at eval in t, or NULL. */
+static const rp_trace_rec *trace_find(const rp_trace *t, int eval, const char *name) {
+    for (int i = 0; i < t->n; i++)
+        if (t->recs[i].eval == eval && !strcmp(t->recs[i].name, name)) return &t->recs[i];
+    return NULL;
+}
+
+/* ---- the decision ------------------------------------------------------------------------------ */
+
+void rp_cls_facts_init(rp_cls_facts *f) {
+    memset(f, 0, sizeof *f);
+    f->failed = RP_V_COUNT;
+    f->layer_break = -1;
+    f->step_break = -1;
+    f->psnr = f->ssim = NAN;
+}
+
+rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
+    assert(f && s && cap > 0);
+    s[0] = '\0';
+    if (f->failed != RP_V_COUNT) {
+        snprintf(s, cap, "%s", f->failed_reason[0] ? f->failed_reason : rp_verdict_name(f->failed));
+        return f->failed;
+    }
+    if (f->mismatch) {
+        snprintf(s, cap, "%s", f->mismatch_msg);
+        return RP_V_MISMATCH;
+    }
+    /* where a divergence began: the earliest step; within step 0 the noise comes before
+     * any layer, and the first evaluation's layers before the step's local error */
+    if (f->noise_break) {
+        snprintf(s, cap, "the initial noise differs from the reference's (x%.3g the noise envelope) at step 0%s%s",
+                 f->noise_ratio, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
+                 f->layer_break >= 0 ? f->layer_name : "");
+        return RP_V_BUG;
+    }
+    if (f->layer_break >= 0) {
+        snprintf(s, cap, "%s breaks the envelope x%.3g at step 0 (first evaluation)%s", f->layer_name, f->layer_ratio,
+                 f->step_break == 0 ? "" : f->step_break > 0 ? "; the first local error beyond it is later"
+                                                              : "; every local error stays within it");
+        return RP_V_BUG;
+    }
+    if (f->step_break >= 0) {
+        if (f->step_layer[0])
+            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (teacher-forced; local error x%.3g)",
+                     f->step_layer, f->step_layer_ratio, f->step_break, f->step_ratio);
+        else
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (teacher-forced)", f->step_ratio,
+                     f->step_break);
+        return RP_V_BUG;
+    }
+    if (f->approx && f->have_quality && !(f->ssim >= f->bound_ssim && f->psnr >= f->bound_psnr)) {
+        snprintf(s, cap, "approximate after warmup %d, below its bound: SSIM %.4f (>= %.4g), PSNR %.2f dB (>= %.4g)",
+                 f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr);
+        return RP_V_BUG;
+    }
+    if (f->repeats_differ) {
+        snprintf(s, cap, "repeats of the case differ (max-abs %.3g)%s", f->repeat_max_abs,
+                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+        return RP_V_NONDETERMINISTIC;
+    }
+    if (f->leak_differs) {
+        snprintf(s, cap, "the run after another case in the same worker differs from step %d (max-abs %.3g): state "
+                 "leaks between calls", f->leak_step, f->leak_max_abs);
+        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+    }
+    if (f->is_reference) {
+        snprintf(s, cap, "the reference");
+        return RP_V_IDENTICAL;
+    }
+    if (f->identical) {
+        snprintf(s, cap, "bitwise identical to the reference");
+        return RP_V_IDENTICAL;
+    }
+    if (f->approx) {
+        if (f->have_quality)
+            snprintf(s, cap, "approximate after warmup %d, within its bound: SSIM %.4f, PSNR %.2f dB", f->warmup,
+                     f->ssim, f->psnr);
+        else
+            snprintf(s, cap, "approximate after warmup %d (no images to hold to the bound)", f->warmup);
+        return RP_V_APPROX;
+    }
+    snprintf(s, cap, "every %s within the rounding envelope%s",
+             f->teacher_missing ? "layer" : "layer and local error",
+             f->teacher_missing ? " (no teacher-forcing run: steps not checked)" : "");
+    return RP_V_DRIFT;
+}
+
+int rp_cls_meets(rp_verdict expected, rp_verdict v) {
+    if (expected == v) return 1;
+    if (expected == RP_V_DRIFT) return v == RP_V_IDENTICAL;
+    if (expected == RP_V_APPROX) return v == RP_V_IDENTICAL || v == RP_V_DRIFT;
+    return 0;
+}
+
+int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict *verdict, int n) {
+    int count[RP_V_COUNT][RP_V_COUNT] = {{0}}, row[RP_V_COUNT] = {0}, col[RP_V_COUNT] = {0}, off = 0;
+    for (int i = 0; i < n; i++) {
+        assert(expected[i] < RP_V_COUNT && verdict[i] < RP_V_COUNT);
+        count[expected[i]][verdict[i]]++;
+        row[expected[i]] = col[verdict[i]] = col[expected[i]] = 1;
+        off += !rp_cls_meets(expected[i], verdict[i]);
+    }
+    if (!n) return 0;
+    fprintf(f, "confusion (expected label x verdict, %d labelled cases):\n  %-16s", n, "expected");
+    for (int v = 0; v < RP_V_COUNT; v++)
+        if (col[v]) fprintf(f, " %9s", rp_verdict_name((rp_verdict)v));
+    fputc('\n', f);
+    for (int e = 0; e < RP_V_COUNT; e++) {
+        if (!row[e]) continue;
+        fprintf(f, "  %-16s", rp_verdict_name((rp_verdict)e));
+        for (int v = 0; v < RP_V_COUNT; v++) {
+            if (!col[v]) continue;
+            const int w = (int)strlen(rp_verdict_name((rp_verdict)v));
+            fprintf(f, " %*d", w > 9 ? w : 9, count[e][v]);
+        }
+        fputc('\n', f);
+    }
+    if (off) fprintf(f, "confusion: NOT diagonal: %d case(s) off the diagonal\n", off);
+    else fprintf(f, "confusion: diagonal (identical counts as drift; identical and drift as approx)\n");
+    return off;
+}
+
+/* ---- the driver: loading -------------------------------------------------------------------------- */
+
+static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int path_fmt(char *buf, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, PATHLEN, fmt, ap);
+    va_end(ap);
+    return n < 0 || n >= PATHLEN;
+}
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* One run's trajectory file: (rows = steps + 1, B, per). */
+typedef struct traj {
+    int rows, B;
+    size_t per;
+    float *x;        /* (rows, B, per) */
+    float *mask;     /* teacher files: (rows - 1) steps run (1) or not (0); else NULL */
+} traj;
+
+static void traj_free(traj *t) {
+    free(t->x);
+    free(t->mask);
+    memset(t, 0, sizeof *t);
+}
+
+/* Reads tensor name (rows, B, C, h, w) of the safetensors file at path. */
+static rp_status traj_load(const char *path, const char *name, traj *t, rp_error *err) {
+    memset(t, 0, sizeof *t);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(path, &f, err));
+    const rp_st_tensor *ts = rp_st_find(f, name);
+    rp_status st = RP_OK;
+    if (!ts || ts->ndim != 5 || ts->shape[0] < 2 || ts->shape[1] < 1) {
+        st = RP_FAIL(err, RP_ERR_FORMAT, "%s: no '%s' tensor of (steps + 1, items, C, h, w)", path, name);
+    } else {
+        t->rows = (int)ts->shape[0];
+        t->B = (int)ts->shape[1];
+        t->per = (size_t)(ts->shape[2] * ts->shape[3] * ts->shape[4]);
+        t->x = malloc(sizeof(float) * ts->numel);
+        if (!t->x) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+        else st = rp_st_read_f32(f, name, 5, ts->shape, t->x, err);
+        const rp_st_tensor *ms = st == RP_OK ? rp_st_find(f, "steps") : NULL;
+        if (ms) {
+            const int64_t shape[1] = {t->rows - 1};
+            t->mask = malloc(sizeof(float) * (size_t)(t->rows - 1));
+            if (!t->mask) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+            else st = rp_st_read_f32(f, "steps", 1, shape, t->mask, err);
+        }
+    }
+    rp_st_close(f);
+    if (st != RP_OK) traj_free(t);
+    return st;
+}
+
+static int traj_same_shape(const traj *a, const traj *b) {
+    return a->rows == b->rows && a->B == b->B && a->per == b->per;
+}
+
+/* Status of an auxiliary run dir (twin, teacher, leak): its aux.json written by the
+ * runner, or, without one, "ok" when done.json exists. Returns RP_V_COUNT for ok, else the
+ * failing verdict, with the reason in why. */
+static rp_verdict aux_status(const char *dir, char *why, size_t cap) {
+    char p[PATHLEN];
+    why[0] = '\0';
+    path_fmt(p, "%s/aux.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    if (is_file(p) && rp_store_read_json(p, &j, &e) == RP_OK) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
+        const int v = cJSON_IsString(s) ? rp_verdict_parse(s->valuestring) : -1;
+        const int ok = cJSON_IsString(s) && !strcmp(s->valuestring, "ok");
+        if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
+        cJSON_Delete(j);
+        if (v == RP_V_CRASH || v == RP_V_HANG || v == RP_V_CONFIG_ERROR) return (rp_verdict)v;
+        if (!ok) return RP_V_CRASH;
+    }
+    path_fmt(p, "%s/done.json", dir);
+    if (!is_file(p)) {
+        if (!why[0]) snprintf(why, cap, "no done.json in %s", dir);
+        return RP_V_CRASH;
+    }
+    return RP_V_COUNT;
+}
+
+/* The case's own end from result.json (absent: ok when done.json is there). */
+static rp_verdict case_status(const char *dir, char *why, size_t cap) {
+    char p[PATHLEN];
+    why[0] = '\0';
+    path_fmt(p, "%s/result.json", dir);
+    cJSON *j = NULL;
+    rp_error e;
+    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return aux_status(dir, why, cap);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
+    rp_verdict v = RP_V_COUNT;
+    if (!cJSON_IsString(s)) v = RP_V_CRASH;
+    else if (strcmp(s->valuestring, "ok")) {
+        const int k = rp_verdict_parse(s->valuestring);
+        v = k >= 0 ? (rp_verdict)k : RP_V_CRASH;
+    }
+    cJSON_Delete(j);
+    return v;
+}
+
+/* 1 when the two latents files hold bitwise equal latents and trajectories. max_abs gets
+ * the largest difference of the final latents (0 when equal, NaN when unreadable). */
+static int latents_equal(const char *da, const char *db, double *max_abs) {
+    char pa[PATHLEN], pb[PATHLEN];
+    path_fmt(pa, "%s/latents.safetensors", da);
+    path_fmt(pb, "%s/latents.safetensors", db);
+    traj a, b;
+    rp_error e;
+    *max_abs = NAN;
+    if (traj_load(pa, "trajectory", &a, &e) != RP_OK) return 0;
+    if (traj_load(pb, "trajectory", &b, &e) != RP_OK) {
+        traj_free(&a);
+        return 0;
+    }
+    int eq = 0;
+    if (traj_same_shape(&a, &b)) {
+        const size_t n = (size_t)a.rows * a.B * a.per, last = (size_t)(a.rows - 1) * a.B * a.per;
+        eq = memcmp(a.x, b.x, sizeof(float) * n) == 0;
+        double m = 0;
+        for (size_t i = last; i < n; i++) {
+            const double d = fabs((double)a.x[i] - b.x[i]);
+            if (!(d <= m)) m = d;
+        }
+        *max_abs = m;
+    }
+    traj_free(&a);
+    traj_free(&b);
+    return eq;
+}
+
+/* The first trajectory row where the two runs' latents files differ (0 = the initial noise),
+ * or -1 when equal or unreadable. */
+static int first_diff_row(const char *da, const char *db) {
+    char pa[PATHLEN], pb[PATHLEN];
+    path_fmt(pa, "%s/latents.safetensors", da);
+    path_fmt(pb, "%s/latents.safetensors", db);
+    traj a, b;
+    rp_error e;
+    int k = -1;
+    if (traj_load(pa, "trajectory", &a, &e) != RP_OK) return -1;
+    if (traj_load(pb, "trajectory", &b, &e) == RP_OK && traj_same_shape(&a, &b)) {
+        const size_t row = (size_t)a.B * a.per;
+        for (int r = 0; r < a.rows && k < 0; r++)
+            if (memcmp(a.x + r * row, b.x + r * row, sizeof(float) * row)) k = r;
+    }
+    traj_free(&a);
+    traj_free(&b);
+    return k;
+}
+
+int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
+    double m;
+    return latents_equal(dir_a, dir_b, &m);
+}
+
+/* ---- the driver: JSON helpers ------------------------------------------------------------------ */
+
+/* JSON has no inf/nan: stored as the strings "inf", "-inf", "nan" (as metrics.json). */
+static cJSON *num(double v) {
+    if (isfinite(v)) return cJSON_CreateNumber(v);
+    return cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static void put(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num(v)); }
+
+static cJSON *num_array(const double *v, int n, const unsigned char *mask) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, mask && !mask[i] ? cJSON_CreateNull() : num(v[i]));
+    return a;
+}
+
+/* ---- the driver ---------------------------------------------------------------------------------- */
+
+
+typedef struct twin_data {
+    char name[64];
+    char dir[PATHLEN];
+    rp_verdict status;       /* RP_V_COUNT: ran */
+    char why[300];
+    traj main;               /* rows 0 when unreadable */
+    rp_trace trace;
+    int have_trace;
+    traj teacher;            /* rows 0 without a teacher run */
+    rp_trace teacher_trace;
+    int have_teacher_trace;
+} twin_data;
+
+/* Worst image metrics of the case against the reference (items with images in both). */
+typedef struct image_summary {
+    int n;
+    double psnr, ssim;       /* worst */
+    int identical;           /* every pair equal */
+    cJSON *arr;              /* per item */
+} image_summary;
+
+/* Everything one classification loads and derives. */
+typedef struct cls {
+    const rp_cls_inputs *in;
+    const rp_classify_opts *o;
+    rp_case c;
+    char cid[17], rid[17];
+    char base[PATHLEN];      /* the twins' reference */
+    double floor;            /* unit roundoff of the case's precision */
+    int N, B;                /* steps, items */
+    size_t per;              /* floats per item */
+    traj cm, rm, tb;         /* trajectories: case, reference (compared with), twins' base */
+    traj ct, bt;             /* teacher runs: the case's, the twins' base's own */
+    rp_trace ctr, rtr, tbtr; /* first-evaluation traces */
+    rp_trace cttr, bttr;     /* teacher traces: the case's, the base's */
+    int have_ctr, have_rtr, have_tbtr, have_bttr;
+    twin_data *tw;
+    int n_tw;
+    double *acc, *env_acc;   /* (N + 1) free-trajectory distance, and its envelope */
+    double *local, *env_step;/* (N) teacher-forced local errors, and their envelope */
+    image_summary im;
+    rp_cls_facts f;
+    double layer_rel, layer_env, step_layer_rel, step_layer_env;
+    cJSON *j, *ev, *mt, *envj;
+} cls;
+
+/* Records of evaluation eval in t. */
+static int trace_count(const rp_trace *t, int eval) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) n += t->recs[i].eval == eval;
+    return n;
+}
+
+/* Index of step k among the steps a teacher mask ran (= its trace's evaluation), or -1. */
+static int eval_of_step(const float *mask, int k) {
+    if (mask && mask[k] == 0.0f) return -1;
+    int e = 0;
+    for (int j = 0; mask && j < k; j++) e += mask[j] != 0.0f;
+    return mask ? e : k;
+}
+
+/* Loads twin t from dir (a failed or unreadable twin is recorded, not an error). */
+static void twin_load(twin_data *t, const char *dir) {
+    memset(t, 0, sizeof *t);
+    rp_trace_init(&t->trace);
+    rp_trace_init(&t->teacher_trace);
+    snprintf(t->dir, sizeof t->dir, "%s", dir);
+    const char *slash = strrchr(dir, '/');
+    snprintf(t->name, sizeof t->name, "%.63s", slash ? slash + 1 : dir);
+    t->status = aux_status(dir, t->why, sizeof t->why);
+    if (t->status != RP_V_COUNT) return;
+    char p[PATHLEN], td[PATHLEN], why[300];
+    rp_error e;
+    path_fmt(p, "%s/latents.safetensors", dir);
+    if (traj_load(p, "trajectory", &t->main, &e) != RP_OK) {
+        t->status = RP_V_CRASH;
+        snprintf(t->why, sizeof t->why, "%.290s", e.msg);
+        return;
+    }
+    path_fmt(p, "%s/trace.safetensors", dir);
+    t->have_trace = rp_cls_trace_load(p, &t->trace, &e) == RP_OK;
+    path_fmt(td, "%s/teacher", dir);
+    struct stat sb;
+    if (stat(td, &sb) != 0 || aux_status(td, why, sizeof why) != RP_V_COUNT) return;
+    path_fmt(p, "%s/teacher.safetensors", td);
+    if (traj_load(p, "teacher", &t->teacher, &e) != RP_OK) memset(&t->teacher, 0, sizeof t->teacher);
+    path_fmt(p, "%s/trace.safetensors", td);
+    t->have_teacher_trace = rp_cls_trace_load(p, &t->teacher_trace, &e) == RP_OK;
+}
+
+static void twin_free(twin_data *t) {
+    traj_free(&t->main);
+    traj_free(&t->teacher);
+    rp_trace_free(&t->trace);
+    rp_trace_free(&t->teacher_trace);
+}
+
+static rp_status images_compare(const char *rd, const char *cd, int B, image_summary *s, rp_error *err) {
+    s->n = 0;
+    s->psnr = INFINITY;
+    s->ssim = 1.0;
+    s->identical = 1;
+    s->arr = cJSON_CreateArray();
+    if (!s->arr) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < B; i++) {
+        char pa[PATHLEN], pb[PATHLEN];
+        path_fmt(pa, "%s/image-%d.png", rd, i);
+        path_fmt(pb, "%s/image-%d.png", cd, i);
+        if (!is_file(pa) || !is_file(pb)) continue;
+        uint8_t *a = NULL, *b = NULL;
+        int Wa, Ha, Wb, Hb;
+        rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
+        if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
+        if (st == RP_OK && (Wa != Wb || Ha != Hb))
+            st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
+        rp_image_metrics im;
+        if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, &im, err);
+        free(a);
+        free(b);
+        if (st != RP_OK) return st;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", i);
+        put(o, "psnr", im.psnr);
+        put(o, "ssim", im.ssim);
+        cJSON_AddNumberToObject(o, "max_abs", im.max_abs);
+        put(o, "changed", im.changed);
+        put(o, "changed8", im.changed_gt8);
+        cJSON_AddItemToArray(s->arr, o);
+        if (im.psnr < s->psnr) s->psnr = im.psnr;
+        if (!(im.ssim >= s->ssim)) s->ssim = im.ssim;
+        if (im.max_abs) s->identical = 0;
+        s->n++;
+    }
+    return RP_OK;
+}
+
+/* 1 when a and b name the same directory (a case compared with itself: a reference). */
+static int same_dir(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return !strcmp(a, b);
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* elementwise env[k] = max(env[k], v[k]) over finite v, for k with mask (NULL: all) */
+static void env_max(double *env, const double *v, int n, const float *mask) {
+    for (int k = 0; k < n; k++)
+        if ((!mask || mask[k] != 0.0f) && isfinite(v[k]) && v[k] > env[k]) env[k] = v[k];
+}
+
+/* The end of the case's run, and of the classifier's own runs of it (teacher, leak). */
+static void cls_status(cls *x) {
+    char why[600], td[PATHLEN];
+    rp_cls_facts *f = &x->f;
+    f->failed = case_status(x->in->case_dir, f->failed_reason, sizeof f->failed_reason);
+    if (f->failed != RP_V_COUNT) return;
+    struct stat sb;
+    if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
+    else path_fmt(td, "%s/teacher", x->in->case_dir);
+    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+        snprintf(f->failed_reason, sizeof f->failed_reason, "teacher-forcing run: %.560s", why);
+        return;
+    }
+    path_fmt(td, "%s/leak", x->in->case_dir);
+    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT)
+        snprintf(f->failed_reason, sizeof f->failed_reason, "leak-check run: %.560s", why);
+}
+
+/* The three trajectories, the first-evaluation traces, the images and the metrics. */
+static rp_status cls_load(cls *x, rp_error *err) {
+    char p[PATHLEN];
+    rp_error e;
+    path_fmt(p, "%s/latents.safetensors", x->in->case_dir);
+    RP_TRY(traj_load(p, "trajectory", &x->cm, err));
+    path_fmt(p, "%s/latents.safetensors", x->in->ref_dir);
+    RP_TRY(traj_load(p, "trajectory", &x->rm, err));
+    path_fmt(p, "%s/latents.safetensors", x->base);
+    RP_TRY(traj_load(p, "trajectory", &x->tb, err));
+    if (!traj_same_shape(&x->cm, &x->rm) || !traj_same_shape(&x->cm, &x->tb))
+        return RP_FAIL(err, RP_ERR_SHAPE, "%s: its trajectory (%d x %d x %zu: steps + 1, items, values) has another "
+                       "shape than its reference's %s (%d x %d x %zu) or the twins' %s: not the same steps and items",
+                       x->in->case_dir, x->cm.rows, x->cm.B, x->cm.per, x->in->ref_dir, x->rm.rows, x->rm.B, x->rm.per,
+                       x->base);
+    x->N = x->cm.rows - 1;
+    x->B = x->cm.B;
+    x->per = x->cm.per;
+    const int N = x->N;
+    x->acc = calloc((size_t)N + 1, sizeof *x->acc);
+    x->env_acc = calloc((size_t)N + 1, sizeof *x->env_acc);
+    x->local = calloc((size_t)N, sizeof *x->local);
+    x->env_step = calloc((size_t)N, sizeof *x->env_step);
+    if (!x->acc || !x->env_acc || !x->local || !x->env_step) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    rp_cls_rows_rel(x->rm.x, x->cm.x, N + 1, x->B, x->per, x->acc);
+    path_fmt(p, "%s/trace.safetensors", x->in->case_dir);
+    x->have_ctr = rp_cls_trace_load(p, &x->ctr, &e) == RP_OK;
+    path_fmt(p, "%s/trace.safetensors", x->in->ref_dir);
+    x->have_rtr = rp_cls_trace_load(p, &x->rtr, &e) == RP_OK;
+    path_fmt(p, "%s/trace.safetensors", x->base);
+    x->have_tbtr = rp_cls_trace_load(p, &x->tbtr, &e) == RP_OK;
+    RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
+    const size_t n = (size_t)(N + 1) * x->B * x->per, last = (size_t)N * x->B * x->per;
+    x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical;
+    rp_latent_metrics lm;
+    rp_latent_metrics_compute(x->rm.x + last, x->cm.x + last, (size_t)x->B * x->per, &lm);
+    cJSON *l = cJSON_AddObjectToObject(x->mt, "latents");
+    put(l, "max_abs", lm.max_abs);
+    put(l, "mean_abs", lm.mean_abs);
+    put(l, "rel_l2", lm.rel_l2);
+    put(l, "cosine", lm.cosine);
+    cJSON_AddBoolToObject(l, "bitwise_equal", memcmp(x->cm.x + last, x->rm.x + last, sizeof(float) * (n - last)) == 0);
+    cJSON_AddItemToObject(x->mt, "images", x->im.arr);
+    x->im.arr = NULL;
+    double *steps = malloc(sizeof(double) * (N + 1));
+    if (!steps) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    rp_trajectory_rel_l2(x->rm.x, x->cm.x, (size_t)N + 1, (size_t)x->B * x->per, steps);
+    cJSON_AddItemToObject(x->mt, "steps", num_array(steps, N + 1, NULL));
+    free(steps);
+    return RP_OK;
+}
+
+/* The twins against their reference: the envelope of the free trajectory and of the
+ * teacher-forced steps (the base's own teacher run included: the teacher procedure's own
+ * rounding, 0 for the samplers whose steps it repeats exactly). */
+static rp_status cls_twins(cls *x, rp_error *err) {
+    const rp_cls_inputs *in = x->in;
+    const int nd = in->n_twins > 0 ? in->n_twins : x->o->twins;
+    x->tw = calloc((size_t)(nd > 0 ? nd : 1), sizeof *x->tw);
+    double *v = malloc(sizeof(double) * (x->N + 1));
+    if (!x->tw || !v) {
+        free(v);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    cJSON *twj = cJSON_AddArrayToObject(x->envj, "twins");
+    int n_ok = 0;
+    for (int t = 0; t < nd; t++) {
+        char d[PATHLEN];
+        if (in->n_twins > 0) snprintf(d, sizeof d, "%s", in->twin_dirs[t]);
+        else path_fmt(d, "%s/twins/%s", x->base, rp_cls_twin_name(t < RP_CLS_MAX_TWINS ? t : 0));
+        twin_data *w = &x->tw[x->n_tw++];
+        twin_load(w, d);
+        if (w->status == RP_V_COUNT && !traj_same_shape(&w->main, &x->tb)) {
+            w->status = RP_V_CRASH;
+            snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", w->name);
+        cJSON_AddStringToObject(o, "status", w->status == RP_V_COUNT ? "ok" : rp_verdict_name(w->status));
+        if (w->why[0]) cJSON_AddStringToObject(o, "reason", w->why);
+        cJSON_AddBoolToObject(o, "teacher", w->teacher.rows > 0);
+        cJSON_AddItemToArray(twj, o);
+        if (w->status != RP_V_COUNT) continue;
+        n_ok++;
+        rp_cls_rows_rel(x->tb.x, w->main.x, x->N + 1, x->B, x->per, v);
+        env_max(x->env_acc, v, x->N + 1, NULL);
+        if (w->teacher.rows && traj_same_shape(&w->teacher, &x->tb)) {
+            rp_cls_rows_rel(x->tb.x, w->teacher.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_step, v + 1, x->N, w->teacher.mask);
+        }
+    }
+    cJSON_AddNumberToObject(x->envj, "twins_ok", n_ok);
+    char td[PATHLEN], p[PATHLEN], why[300];
+    rp_error e;
+    path_fmt(td, "%s/teacher", x->base);
+    path_fmt(p, "%s/teacher.safetensors", td);
+    struct stat sb;
+    if (stat(td, &sb) == 0 && aux_status(td, why, sizeof why) == RP_V_COUNT &&
+        traj_load(p, "teacher", &x->bt, &e) == RP_OK) {
+        if (traj_same_shape(&x->bt, &x->tb)) {
+            rp_cls_rows_rel(x->tb.x, x->bt.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_step, v + 1, x->N, x->bt.mask);
+            cJSON_AddItemToObject(x->envj, "reference_teacher", num_array(v + 1, x->N, NULL));
+            path_fmt(p, "%s/trace.safetensors", td);
+            x->have_bttr = rp_cls_trace_load(p, &x->bttr, &e) == RP_OK;
+        } else {
+            traj_free(&x->bt);
+        }
+    }
+    free(v);
+    return RP_OK;
+}
+
+/* The envelope of layer `name` at evaluation `eval` of the base's trace (first evaluation:
+ * the twins' main traces; teacher == 1: their teacher traces at step k). */
+static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher, int k) {
+    double env = 0;
+    for (int t = 0; base && t < x->n_tw; t++) {
+        const twin_data *w = &x->tw[t];
+        if (w->status != RP_V_COUNT) continue;
+        const rp_trace_rec *r = NULL;
+        if (!teacher && w->have_trace) r = trace_find(&w->trace, 0, base->name);
+        if (teacher && w->have_teacher_trace && w->teacher.rows) {
+            const int e = eval_of_step(w->teacher.mask, k);
+            r = e >= 0 ? trace_find(&w->teacher_trace, e, base->name) : NULL;
+        }
+        const double v = r ? rp_cls_layer_rel(base, r) : 0;
+        if (isfinite(v) && v > env) env = v;
+    }
+    return env;
+}
+
+/* Evidence 2: the first evaluation, layer by layer. */
+static void cls_layers(cls *x) {
+    cJSON *layers = cJSON_AddArrayToObject(x->ev, "layers");
+    cJSON *envl = cJSON_AddArrayToObject(x->envj, "layers");
+    if (!x->have_rtr || !x->have_ctr || !x->have_tbtr) {
+        cJSON_AddStringToObject(x->ev, "layers_note", "no trace to compare (the case's, the reference's or the twins')");
+        return;
+    }
+    /* a layout whose ranks never all reach a layer (pipefusion's stages) records none */
+    if (trace_count(&x->ctr, 0) == 0) {
+        cJSON_AddStringToObject(x->ev, "layers_note", "the case recorded no per-layer trace (e.g. pipefusion: its "
+                                "stages run different blocks); layers not compared");
+        return;
+    }
+    /* an approximate case's first evaluation is exact only when it is a warmup step */
+    const int check = !x->f.approx || x->c.warmup_steps >= 1;
+    for (int i = 0; i < x->rtr.n; i++) {
+        const rp_trace_rec *r = &x->rtr.recs[i];
+        if (r->eval != 0) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&x->ctr, 0, r->name));
+        const double env = layer_envelope(x, trace_find(&x->tbtr, 0, r->name), 0, 0);
+        const double ratio = rp_cls_ratio(rel, env, x->floor);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        put(e, "rel", env);
+        cJSON_AddItemToArray(envl, e);
+        e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        put(e, "rel", rel);
+        put(e, "envelope", env);
+        put(e, "ratio", ratio);
+        cJSON_AddItemToArray(layers, e);
+        if (check && x->f.layer_break < 0 && ratio > x->o->factor) {
+            x->f.layer_break = i;
+            x->f.layer_ratio = ratio;
+            snprintf(x->f.layer_name, sizeof x->f.layer_name, "%s", r->name);
+            x->layer_rel = rel;
+            x->layer_env = env;
+        }
+    }
+}
+
+/* Evidence 1 at step 0: the initial noise, which no layout may change. */
+static void cls_noise(cls *x) {
+    const double r = rp_cls_ratio(x->acc[0], x->env_acc[0], x->floor);
+    cJSON *nz = cJSON_AddObjectToObject(x->ev, "initial_noise");
+    put(nz, "rel", x->acc[0]);
+    put(nz, "envelope", x->env_acc[0]);
+    put(nz, "ratio", r);
+    if (r > x->o->factor) {
+        x->f.noise_break = 1;
+        x->f.noise_ratio = r;
+    }
+}
+
+/* Evidence 3: the teacher-forced local error of each step, and at the first step beyond the
+ * envelope the first layer beyond it (the case's teacher trace against the base's own). */
+static rp_status cls_teacher(cls *x, rp_error *err) {
+    if (x->f.is_reference || x->f.identical) return RP_OK; /* nothing to localise */
+    char td[PATHLEN], p[PATHLEN];
+    rp_error e;
+    if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
+    else path_fmt(td, "%s/teacher", x->in->case_dir);
+    path_fmt(p, "%s/teacher.safetensors", td);
+    if (!is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
+        x->f.teacher_missing = 1;
+        cJSON_AddStringToObject(x->ev, "teacher_note", "no teacher-forcing run: local errors not checked");
+        return RP_OK;
+    }
+    if (!traj_same_shape(&x->ct, &x->cm))
+        return RP_FAIL(err, RP_ERR_SHAPE, "%s: the teacher trajectory has another shape than the case's", p);
+    const int N = x->N;
+    double *v = malloc(sizeof(double) * (N + 1));
+    unsigned char *ran = malloc((size_t)N), *checked = malloc((size_t)N);
+    if (!v || !ran || !checked) {
+        free(v), free(ran), free(checked);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    rp_cls_rows_rel(x->rm.x, x->ct.x, N + 1, x->B, x->per, v);
+    for (int k = 0; k < N; k++) {
+        x->local[k] = v[k + 1];
+        ran[k] = (unsigned char)(!x->ct.mask || x->ct.mask[k] != 0.0f);
+        /* approximate strategies: only the warmup steps are exact */
+        checked[k] = (unsigned char)(ran[k] && (!x->f.approx || k < x->c.warmup_steps));
+    }
+    cJSON_AddItemToObject(x->ev, "local_errors", num_array(x->local, N, ran));
+    cJSON *ch = cJSON_AddArrayToObject(x->ev, "checked_steps");
+    for (int k = 0; k < N; k++)
+        if (checked[k]) cJSON_AddItemToArray(ch, cJSON_CreateNumber(k));
+    double ratio = 0;
+    x->f.step_break = rp_cls_first_break(x->local, x->env_step, checked, N, x->floor, x->o->factor, &ratio);
+    x->f.step_ratio = ratio;
+    free(v);
+    free(ran);
+    free(checked);
+    const int k = x->f.step_break;
+    path_fmt(p, "%s/trace.safetensors", td);
+    if (k < 0 || !x->have_bttr || rp_cls_trace_load(p, &x->cttr, &e) != RP_OK) return RP_OK;
+    const int ec = eval_of_step(x->ct.mask, k), eb = eval_of_step(x->bt.mask, k);
+    if (ec < 0 || eb < 0 || trace_count(&x->cttr, ec) == 0) return RP_OK;
+    /* the base's own teacher run is the reference for the layers: same input x_k */
+    for (int i = 0; i < x->bttr.n; i++) {
+        const rp_trace_rec *r = &x->bttr.recs[i];
+        if (r->eval != eb) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&x->cttr, ec, r->name));
+        const double env = layer_envelope(x, r, 1, k);
+        const double ratio_l = rp_cls_ratio(rel, env, x->floor);
+        if (ratio_l > x->o->factor) {
+            snprintf(x->f.step_layer, sizeof x->f.step_layer, "%s", r->name);
+            x->f.step_layer_ratio = ratio_l;
+            x->step_layer_rel = rel;
+            x->step_layer_env = env;
+            break;
+        }
+    }
+    return RP_OK;
+}
+
+/* Where the divergence began, as decided: first_step and first_layer. */
+static void cls_first(cls *x) {
+    const rp_cls_facts *f = &x->f;
+    cJSON *fs = NULL, *fl = NULL;
+    if (f->noise_break) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", 0);
+        cJSON_AddStringToObject(fs, "what", "initial noise");
+        put(fs, "local", x->acc[0]);
+        put(fs, "envelope", x->env_acc[0]);
+        put(fs, "ratio", f->noise_ratio);
+    } else if (f->layer_break >= 0) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", 0);
+        cJSON_AddStringToObject(fs, "what", "first evaluation");
+        if (f->step_break == 0) {
+            put(fs, "local", x->local[0]);
+            put(fs, "envelope", x->env_step[0]);
+            put(fs, "ratio", f->step_ratio);
+        }
+    } else if (f->step_break >= 0) {
+        const int k = f->step_break;
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", k);
+        cJSON_AddStringToObject(fs, "what", "local error");
+        put(fs, "local", x->local[k]);
+        put(fs, "envelope", x->env_step[k]);
+        put(fs, "ratio", f->step_ratio);
+    } else if (f->leak_differs && !f->repeats_differ) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->leak_step);
+        cJSON_AddStringToObject(fs, "what", "leak check");
+    }
+    if (f->layer_break >= 0) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->layer_name);
+        cJSON_AddNumberToObject(fl, "step", 0);
+        put(fl, "rel", x->layer_rel);
+        put(fl, "envelope", x->layer_env);
+        put(fl, "ratio", f->layer_ratio);
+    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0]) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->step_layer);
+        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        put(fl, "rel", x->step_layer_rel);
+        put(fl, "envelope", x->step_layer_env);
+        put(fl, "ratio", f->step_layer_ratio);
+    }
+}
+
+/* Evidence 5: each item against each reference item over the noise, the first step and the
+ * final state (the noise alone names an item; the last row keeps a late swap visible). */
+static rp_status cls_assignment(cls *x, rp_error *err) {
+    const int B = x->B, N = x->N;
+    if (B < 2) return RP_OK;
+    double *D = malloc(sizeof(double) * B * B);
+    int *perm = malloc(sizeof(int) * B);
+    if (!D || !perm) {
+        free(D), free(perm);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    const int rows[3] = {0, 1, N};
+    for (int i = 0; i < B; i++)
+        for (int j = 0; j < B; j++) {
+            double s = 0;
+            for (int r = 0; r < 3; r++)
+                s += rp_cls_rel_l2(x->rm.x + ((size_t)rows[r] * B + j) * x->per,
+                                   x->cm.x + ((size_t)rows[r] * B + i) * x->per, x->per);
+            D[(size_t)i * B + j] = s / 3;
+        }
+    x->f.mismatch = rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm);
+    cJSON *as = cJSON_AddObjectToObject(x->ev, "assignment");
+    cJSON *pa = cJSON_AddArrayToObject(as, "permutation");
+    for (int i = 0; i < B; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(perm[i]));
+    cJSON *da = cJSON_AddArrayToObject(as, "distances");
+    for (int i = 0; i < B; i++) cJSON_AddItemToArray(da, num_array(D + (size_t)i * B, B, NULL));
+    put(as, "margin", RP_CLS_MISMATCH_MARGIN);
+    if (x->f.mismatch) rp_cls_assignment_message(perm, B, x->f.mismatch_msg, sizeof x->f.mismatch_msg);
+    cJSON_AddStringToObject(as, "message",
+                            x->f.mismatch ? x->f.mismatch_msg : "every item is closest to its own reference item");
+    free(D);
+    free(perm);
+    return RP_OK;
+}
+
+/* Evidence 4: an approximate case's final images against the bound. */
+static void cls_approx(cls *x, int warmup_exact) {
+    if (!warmup_exact) return;
+    rp_cls_facts *f = &x->f;
+    f->have_quality = x->im.n > 0;
+    f->ssim = x->im.ssim;
+    f->psnr = x->im.psnr;
+    f->bound_ssim = x->o->approx_ssim;
+    f->bound_psnr = x->o->approx_psnr;
+    cJSON *ap = cJSON_AddObjectToObject(x->ev, "approx");
+    put(ap, "ssim", x->im.n ? x->im.ssim : NAN);
+    put(ap, "psnr", x->im.n ? x->im.psnr : NAN);
+    put(ap, "bound_ssim", f->bound_ssim);
+    put(ap, "bound_psnr", f->bound_psnr);
+    cJSON_AddNumberToObject(ap, "warmup", x->c.warmup_steps);
+    cJSON_AddBoolToObject(ap, "approximate", f->approx);
+}
+
+/* Evidence 6: repeats against run 1, and the run made after another case in one worker. */
+static void cls_determinism(cls *x) {
+    rp_cls_facts *f = &x->f;
+    cJSON *dj = cJSON_AddObjectToObject(x->ev, "determinism");
+    const int R = x->in->repeat > 1 ? x->in->repeat : 1;
+    cJSON_AddNumberToObject(dj, "repeats", R);
+    cJSON_AddBoolToObject(dj, "promised", f->promised);
+    double worst = 0;
+    for (int k = 2; k <= R; k++) {
+        char rd[PATHLEN];
+        path_fmt(rd, "%s/repeat-%d", x->in->case_dir, k);
+        double m;
+        if (!latents_equal(x->in->case_dir, rd, &m)) {
+            f->repeats_differ = 1;
+            if (!(m <= worst)) worst = m;
+        }
+    }
+    f->repeat_max_abs = worst;
+    put(dj, "max_abs", worst);
+    cJSON_AddBoolToObject(dj, "repeats_identical", !f->repeats_differ);
+    char ld[PATHLEN], msg[128];
+    path_fmt(ld, "%s/leak", x->in->case_dir);
+    struct stat sb;
+    if (stat(ld, &sb) != 0) {
+        cJSON_AddStringToObject(dj, "leak_check", "not run");
+        return;
+    }
+    double m;
+    f->leak_differs = !latents_equal(x->in->case_dir, ld, &m);
+    f->leak_max_abs = m;
+    if (f->leak_differs) {
+        /* row r differs: the step that produced it, r - 1 (row 0 is the noise: step 0) */
+        const int r = first_diff_row(x->in->case_dir, ld);
+        f->leak_step = r > 0 ? r - 1 : 0;
+        snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", f->leak_step, m);
+        cJSON_AddNumberToObject(dj, "leak_first_step", f->leak_step);
+    } else {
+        snprintf(msg, sizeof msg, "ok");
+    }
+    cJSON_AddStringToObject(dj, "leak_check", msg);
+}
+
+/* The case's expect label as a verdict, or -1. */
+static int expected_of(const rp_case *c) { return c->expect[0] ? rp_verdict_parse(c->expect) : -1; }
+
+/* Decides, completes the JSON and writes it; sets the outputs. */
+static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
+    char summary[900];
+    const rp_verdict v = rp_cls_decide(&x->f, summary, sizeof summary);
+    const int ex = expected_of(&x->c);
+    const int ok = ex >= 0 ? rp_cls_meets((rp_verdict)ex, v) : !rp_verdict_fails(v, x->f.promised);
+    cJSON *j = x->j;
+    cJSON_AddStringToObject(j, "verdict", rp_verdict_name(v));
+    if (ex >= 0) cJSON_AddStringToObject(j, "expected", rp_verdict_name((rp_verdict)ex));
+    else cJSON_AddNullToObject(j, "expected");
+    cJSON_AddBoolToObject(j, "pass", ok);
+    cJSON_AddStringToObject(j, "summary", summary);
+    /* the schema's order: evidence and metrics last */
+    cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
+    if (ev) cJSON_AddItemToObject(j, "evidence", ev);
+    if (mt) cJSON_AddItemToObject(j, "metrics", mt);
+    char p[PATHLEN];
+    path_fmt(p, "%s/%s", x->in->case_dir, x->in->out_name ? x->in->out_name : "classification.json");
+    RP_TRY(rp_store_write_json(p, j, err));
+    if (out) *out = v;
+    if (pass) *pass = ok;
+    return RP_OK;
+}
+
+static void cls_free(cls *x) {
+    cJSON_Delete(x->j);
+    cJSON_Delete(x->im.arr);
+    traj_free(&x->cm);
+    traj_free(&x->rm);
+    traj_free(&x->tb);
+    traj_free(&x->ct);
+    traj_free(&x->bt);
+    rp_trace_free(&x->ctr);
+    rp_trace_free(&x->rtr);
+    rp_trace_free(&x->tbtr);
+    rp_trace_free(&x->cttr);
+    rp_trace_free(&x->bttr);
+    for (int t = 0; t < x->n_tw; t++) twin_free(&x->tw[t]);
+    free(x->tw);
+    free(x->acc);
+    free(x->env_acc);
+    free(x->local);
+    free(x->env_step);
+    free(x);
+}
+
+rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, rp_error *err) {
+    assert(in && in->case_dir && in->ref_dir);
+    cls *x = calloc(1, sizeof *x);
+    if (!x) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    x->in = in;
+    x->o = &in->opts;
+    rp_trace_init(&x->ctr);
+    rp_trace_init(&x->rtr);
+    rp_trace_init(&x->tbtr);
+    rp_trace_init(&x->cttr);
+    rp_trace_init(&x->bttr);
+    rp_cls_facts_init(&x->f);
+    snprintf(x->base, sizeof x->base, "%s", in->twin_base_dir ? in->twin_base_dir : in->ref_dir);
+    x->j = cJSON_CreateObject();
+    rp_status st = x->j ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    char p[PATHLEN];
+    path_fmt(p, "%s/case.json", in->case_dir);
+    if (st == RP_OK) st = rp_case_load(p, &x->c, err);
+    if (st != RP_OK) {
+        cls_free(x);
+        return st;
+    }
+    rp_case_id(&x->c, x->cid);
+    rp_case rc;
+    rp_error e;
+    path_fmt(p, "%s/case.json", in->ref_dir);
+    if (rp_case_load(p, &rc, &e) == RP_OK) rp_case_id(&rc, x->rid);
+    else snprintf(x->rid, sizeof x->rid, "?");
+    cJSON_AddNumberToObject(x->j, "schema", 1);
+    cJSON_AddStringToObject(x->j, "case_id", x->cid);
+    cJSON_AddStringToObject(x->j, "reference_id", in->ref_label ? in->ref_label : x->rid);
+    char key[256];
+    rp_classify_opts_key(x->o, key, sizeof key);
+    cJSON_AddStringToObject(x->j, "options_key", key);
+    x->ev = cJSON_AddObjectToObject(x->j, "evidence");
+    x->mt = cJSON_AddObjectToObject(x->j, "metrics");
+    x->floor = rp_cls_unit_roundoff(x->c.precision);
+    const rp_par_degrees deg = {x->c.dp, x->c.cfg_parallel, x->c.pipefusion, x->c.ulysses, x->c.ring, x->c.patch};
+    const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
+    x->f.approx = warmup_exact && x->c.warmup_steps < x->c.steps;
+    x->f.warmup = x->c.warmup_steps;
+    x->f.promised = !strcmp(x->c.mode, "deterministic");
+    cJSON_AddStringToObject(x->ev, "exactness", warmup_exact ? "warmup-exact" : "exact");
+    cls_status(x);
+    if (x->f.failed == RP_V_COUNT) {
+        x->f.is_reference = !in->ref_label && same_dir(in->case_dir, in->ref_dir);
+        x->envj = cJSON_AddObjectToObject(x->ev, "envelope");
+        put(x->envj, "factor", x->o->factor);
+        put(x->envj, "floor", x->floor);
+        st = cls_load(x, err);
+        if (st == RP_OK) st = cls_twins(x, err);
+        if (st == RP_OK) {
+            cls_layers(x);
+            cJSON_AddItemToObject(x->envj, "steps", num_array(x->env_step, x->N, NULL));
+            cJSON_AddItemToObject(x->envj, "accumulated", num_array(x->env_acc, x->N + 1, NULL));
+            cJSON_AddItemToObject(x->ev, "accumulated", num_array(x->acc, x->N + 1, NULL));
+            cls_noise(x);
+            st = cls_teacher(x, err);
+        }
+        if (st == RP_OK) st = cls_assignment(x, err);
+        if (st == RP_OK) {
+            cls_approx(x, warmup_exact);
+            cls_determinism(x);
+            cls_first(x);
+        }
+    }
+    if (st == RP_OK) st = cls_finish(x, out, pass, err);
+    cls_free(x);
+    return st;
+}

@@ -1,0 +1,35 @@
+# classify.cmake — the classifier (harness/classify.c, its runner integration, `repro classify`).
+#   unit.test_classify     pure functions and the driver on constructed data (label unit;
+#                          registered by the tests/unit glob, scratch set here)
+#   cli.classify           `repro classify` and the worker's classifier modes: teacher forcing
+#                          reproduces each sampler's own trajectory, the noise twin moves one
+#                          ulp, the leak check, usage errors (tests/cli/classify_cli.sh, label cli)
+#   matrix.classify.drift  single rank vs dp 2/4, ulysses 2/4, ring 2/4, USP, cfg parallel,
+#                          attention math/split/subquad/flash, threads 2, OpenBLAS core types,
+#                          reduce_split, over dit-tiny, sd3-tiny, flux-tiny, 4 seeds as items:
+#                          every verdict identical or drift
+#   matrix.classify.bugs   every fault injection on every family where it applies: BUG
+#                          (dp-rank-layout: MISMATCH) at the right first step, the right layer
+#   matrix.classify.approx pipefusion and patch with warmup 0..steps: approx or drift, quality
+#                          improving with warmup (skips, 77, while those strategies are missing)
+#   the matrix tests print the confusion table and require it diagonal
+#   (tests/cli/classify_matrix.sh, tests/classify/*.yaml; label matrix)
+if(TARGET test_classify)
+  target_compile_definitions(test_classify PRIVATE
+                             REPRO_TEST_SCRATCH="${CMAKE_BINARY_DIR}/unit-scratch/classify")
+endif()
+set(_classify_env "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+add_test(NAME cli.classify
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_cli.sh $<TARGET_FILE:repro>
+                 ${CMAKE_BINARY_DIR}/cli-scratch/classify ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli.classify PROPERTIES
+  LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
+if(REPRO_HAVE_GLOO)
+  foreach(set drift bugs approx)
+    add_test(NAME matrix.classify.${set}
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
+                     ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})
+    set_tests_properties(matrix.classify.${set} PROPERTIES
+      LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${_classify_env}")
+  endforeach()
+endif()

@@ -1,0 +1,532 @@
+/* test_classify.c — harness/classify.c on constructed data: the options and twins, the
+ * teacher step mask, the distances (exact values worked by hand), envelope ratios and the
+ * first break, the assignment, the layer order and a trace round trip, the decision's
+ * precedence, and the driver on small directories written here (drift, a bug at a known
+ * step and layer, a swap, repeats that differ, a crashed run). */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/safetensors.h"
+#include "engine/trace.h"
+#include "harness/case.h"
+#include "harness/classify.h"
+#include "harness/runner.h"
+#include "harness/verdict.h"
+
+#ifndef REPRO_TEST_SCRATCH
+#define REPRO_TEST_SCRATCH "classify-unit-scratch"
+#endif
+
+/* ---- pure functions ------------------------------------------------------------------ */
+
+START_TEST(test_opts_and_twins) {
+    rp_classify_opts o;
+    rp_classify_opts_default(&o);
+    ck_assert(o.enabled && o.twins == 3 && o.factor == 64 && o.approx_ssim == 0.90 && o.approx_psnr == 25);
+    ck_assert(o.teacher_steps == 0 && o.leak_check == 1);
+    char a[256], b[256];
+    rp_classify_opts_key(&o, a, sizeof a);
+    o.factor = 32;
+    rp_classify_opts_key(&o, b, sizeof b);
+    ck_assert_str_ne(a, b);
+
+    rp_case ref, tw;
+    rp_case_defaults(&ref);
+    snprintf(ref.name, sizeof ref.name, "dp=1");
+    ref.threads = 0;
+    int noise = -1;
+    rp_cls_twin_case(&ref, 0, &tw, &noise);
+    ck_assert_str_eq(rp_cls_twin_name(0), "reduce-split");
+    ck_assert(tw.reduce_split == 1 && tw.threads == 0 && noise == 0);
+    ck_assert_str_eq(tw.name, "twin reduce-split: dp=1");
+    rp_cls_twin_case(&ref, 1, &tw, &noise);
+    ck_assert(tw.reduce_split == 0 && tw.threads == 2 && noise == 0); /* threads 0 counts as 1 */
+    rp_cls_twin_case(&ref, 2, &tw, &noise);
+    ck_assert(tw.reduce_split == 0 && tw.threads == 0 && noise == 1);
+    ref.reduce_split = 1;
+    ref.threads = 2;
+    snprintf(ref.expect, sizeof ref.expect, "drift");
+    rp_cls_twin_case(&ref, 5, &tw, &noise);
+    ck_assert(tw.reduce_split == 0 && tw.threads == 1 && noise == 0 && tw.expect[0] == '\0');
+    char id1[17], id2[17];
+    rp_case_id(&ref, id1);
+    rp_case_id(&tw, id2);
+    ck_assert_str_ne(id1, id2); /* a twin is another case */
+}
+END_TEST
+
+START_TEST(test_teacher_mask) {
+    unsigned char m[10];
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 0, 0, m), 10);
+    for (int k = 0; k < 10; k++) ck_assert(m[k] == 1);
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 4, 0, m), 4); /* round(j 9 / 3): 0 3 6 9 */
+    const unsigned char want[10] = {1, 0, 0, 1, 0, 0, 1, 0, 0, 1};
+    ck_assert(memcmp(m, want, 10) == 0);
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 1, 0, m), 1);
+    ck_assert(m[0] == 1);
+    /* multistep: a step alone would be another (first-order) step, so all of them */
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 4, 1, m), 10);
+    ck_assert_int_eq(rp_cls_teacher_mask(3, 7, 1, m), 3); /* more than the steps: all */
+}
+END_TEST
+
+START_TEST(test_distances) {
+    ck_assert(rp_cls_unit_roundoff("fp32") == 0x1p-24 && rp_cls_unit_roundoff("bf16") == 0x1p-8);
+    ck_assert(rp_cls_unit_roundoff("fp16") == 0x1p-11 && rp_cls_unit_roundoff(NULL) == 0x1p-24);
+    const float a[2] = {3, 4}, b[2] = {3, 5}, z[2] = {0, 0};
+    ck_assert(rp_cls_rel_l2(a, b, 2) == 1.0 / 5.0);
+    ck_assert(rp_cls_rel_l2(a, a, 2) == 0 && rp_cls_rel_l2(z, z, 2) == 0);
+    ck_assert(isinf(rp_cls_rel_l2(z, a, 2)));
+    const float n[2] = {3, NAN};
+    ck_assert(isinf(rp_cls_rel_l2(a, n, 2))); /* a NaN is never within an envelope */
+    /* rows (2 rows, 2 items, 2 values): max over items per row */
+    const float r[8] = {3, 4, 1, 0, 3, 4, 1, 0}, x[8] = {3, 4, 1, 1, 3, 5, 1, 0};
+    double out[2];
+    rp_cls_rows_rel(r, x, 2, 2, 2, out);
+    ck_assert(out[0] == 1.0 && out[1] == 0.2);
+
+    /* layers: the sample's rel-L2, or the norm's when the sample missed the change */
+    float s1[2] = {3, 4}, s2[2] = {3, 5};
+    rp_trace_rec ra = {.numel = 4, .l2 = 10, .maxabs = 4, .stride = 2, .nsample = 2, .sample = s1};
+    rp_trace_rec rb = ra;
+    rb.sample = s2;
+    ck_assert(rp_cls_layer_rel(&ra, &rb) == 0.2);
+    rb.sample = s1;
+    rb.l2 = 13; /* unsampled elements changed */
+    ck_assert(fabs(rp_cls_layer_rel(&ra, &rb) - 0.3) < 1e-15);
+    rb.numel = 5;
+    ck_assert(isinf(rp_cls_layer_rel(&ra, &rb)));
+    rb = ra;
+    rb.l2 = NAN;
+    ck_assert(isinf(rp_cls_layer_rel(&ra, &rb)));
+    ck_assert(isinf(rp_cls_layer_rel(&ra, NULL)));
+}
+END_TEST
+
+START_TEST(test_ratio_and_first_break) {
+    const double u = 0x1p-24;
+    ck_assert(rp_cls_ratio(2e-7, 1e-7, u) == 2);
+    ck_assert(rp_cls_ratio(u * 10, 0, u) == 10); /* an empty envelope is floored at one rounding */
+    ck_assert(isinf(rp_cls_ratio(NAN, 1, u)));
+    const double v[5] = {1e-7, 5e-7, 1e-4, 1e-3, 1}, env[5] = {1e-7, 1e-7, 1e-7, 1e-7, 1e-7};
+    double r;
+    ck_assert_int_eq(rp_cls_first_break(v, env, NULL, 5, u, 64, &r), 2);
+    ck_assert(r == 1e-4 / 1e-7);
+    const unsigned char mask[5] = {1, 1, 0, 1, 1};
+    ck_assert_int_eq(rp_cls_first_break(v, env, mask, 5, u, 64, &r), 3); /* step 2 not checked */
+    ck_assert_int_eq(rp_cls_first_break(v, env, NULL, 2, u, 64, &r), -1);
+    ck_assert(r == 0);
+    /* exactly factor x the envelope is still rounding: the test is "exceeds" */
+    const double edge[1] = {64e-7}, e1[1] = {1e-7};
+    ck_assert_int_eq(rp_cls_first_break(edge, e1, NULL, 1, u, 64, NULL), -1);
+}
+END_TEST
+
+START_TEST(test_assignment) {
+    int p[4];
+    char msg[256];
+    /* drift: the diagonal small */
+    const double d1[4] = {1e-6, 1.4, 1.4, 1e-6};
+    ck_assert_int_eq(rp_cls_assignment(d1, 2, 8, p), 0);
+    ck_assert(p[0] == 0 && p[1] == 1);
+    /* items come back as [0, 1, 0, 1] (dp-rank-layout): 2 and 3 are 0 and 1 */
+    const double d2[16] = {0, 1.4, 1.4, 1.4, 1.4, 0, 1.4, 1.4, 0, 1.4, 1.4, 1.4, 1.4, 0, 1.4, 1.4};
+    ck_assert_int_eq(rp_cls_assignment(d2, 4, 8, p), 1);
+    ck_assert(p[0] == 0 && p[1] == 1 && p[2] == 0 && p[3] == 1);
+    rp_cls_assignment_message(p, 4, msg, sizeof msg);
+    ck_assert_str_eq(msg, "item 2 matches reference item 0, item 3 matches reference item 1");
+    /* amplified drift: the own item is farther than a stranger, but not "much" */
+    const double d3[4] = {0.9, 0.5, 0.5, 0.9};
+    ck_assert_int_eq(rp_cls_assignment(d3, 2, 8, p), 0);
+    ck_assert(p[0] == 0 && p[1] == 1);
+    /* ties go to the item itself */
+    const double d4[4] = {0.5, 0.5, 0.5, 0.5};
+    ck_assert_int_eq(rp_cls_assignment(d4, 2, 8, p), 0);
+}
+END_TEST
+
+START_TEST(test_layer_order) {
+    static const char *const want[] = {"x_embedder", "t_embedder", "y_embedder",
+                                       "blocks.0.attn", "blocks.0.mlp", "blocks.0",
+                                       "blocks.2.attn", "blocks.2", "blocks.10.attn",
+                                       "single_transformer_blocks.0.proj_out", "single_transformer_blocks.0",
+                                       "final_layer", "proj_out", "zz_unknown"};
+    const int n = (int)(sizeof want / sizeof want[0]);
+    rp_trace_rec r[14];
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < n; i++) snprintf(r[i].name, sizeof r[i].name, "%s", want[(i * 5 + 3) % n]); /* shuffled */
+    rp_cls_sort_layers(r, n);
+    for (int i = 0; i < n; i++) ck_assert_str_eq(r[i].name, want[i]);
+    /* SD3's joint block: attention, its context half, feed-forwards, outputs */
+    static const char *const sd3[] = {"pos_embed", "time_text_embed", "context_embedder", "transformer_blocks.0.attn",
+                                      "transformer_blocks.0.attn.context", "transformer_blocks.0.ff",
+                                      "transformer_blocks.0.ff_context", "transformer_blocks.0",
+                                      "transformer_blocks.0.context", "proj_out"};
+    for (int i = 0; i < 10; i++) snprintf(r[i].name, sizeof r[i].name, "%s", sd3[9 - i]);
+    r[0].eval = 1; /* a later evaluation sorts after every layer of the first */
+    rp_cls_sort_layers(r, 10);
+    for (int i = 0; i < 9; i++) ck_assert_str_eq(r[i].name, sd3[i]);
+    ck_assert(r[9].eval == 1);
+}
+END_TEST
+
+START_TEST(test_trace_roundtrip) {
+    mkdir(REPRO_TEST_SCRATCH, 0777);
+    char path[512];
+    snprintf(path, sizeof path, "%s/trace.safetensors", REPRO_TEST_SCRATCH);
+    rp_trace t;
+    rp_trace_init(&t);
+    t.record_evals = 2;
+    float x[10];
+    for (int i = 0; i < 10; i++) x[i] = (float)i / 3.0f;
+    rp_trace_record(&t, "final_layer", x, 10);
+    rp_trace_record(&t, "blocks.1", x, 7);
+    rp_trace_record(&t, "x_embedder", x, 3);
+    rp_trace_next_eval(&t);
+    rp_trace_record(&t, "x_embedder", x + 1, 3);
+    rp_error e;
+    ck_assert(rp_trace_save(&t, path, &e) == RP_OK);
+    rp_trace l;
+    ck_assert(rp_cls_trace_load(path, &l, &e) == RP_OK);
+    ck_assert_int_eq(l.n, 4);
+    ck_assert_str_eq(l.recs[0].name, "x_embedder");
+    ck_assert_str_eq(l.recs[1].name, "blocks.1");
+    ck_assert_str_eq(l.recs[2].name, "final_layer");
+    ck_assert(l.recs[3].eval == 1);
+    ck_assert(l.recs[2].l2 == t.recs[0].l2 && l.recs[2].numel == 10 && l.recs[2].nsample == 10);
+    ck_assert(memcmp(l.recs[2].sample, x, sizeof x) == 0);
+    ck_assert(rp_cls_layer_rel(&t.recs[0], &l.recs[2]) == 0);
+    rp_trace_free(&l);
+    rp_trace_free(&t);
+}
+END_TEST
+
+START_TEST(test_decide) {
+    rp_cls_facts f;
+    char s[600];
+    rp_cls_facts_init(&f);
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_DRIFT);
+    f.identical = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_IDENTICAL);
+    f.identical = 0;
+    f.approx = 1;
+    f.have_quality = 1;
+    f.ssim = 0.95, f.psnr = 30, f.bound_ssim = 0.9, f.bound_psnr = 25;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_APPROX);
+    f.psnr = 20;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "below its bound"));
+    f.approx = 0;
+    /* determinism: promised -> the leak is a BUG; fast mode -> reported as NONDETERMINISTIC */
+    f.leak_differs = 1;
+    f.promised = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    f.promised = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    ck_assert(!rp_verdict_fails(RP_V_NONDETERMINISTIC, 0) && rp_verdict_fails(RP_V_NONDETERMINISTIC, 1));
+    f.repeats_differ = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    /* a step beyond the envelope, with the layer found in that step */
+    f.step_break = 3;
+    f.step_ratio = 1e5;
+    snprintf(f.step_layer, sizeof f.step_layer, "t_embedder");
+    f.step_layer_ratio = 4e6;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "t_embedder") && strstr(s, "at step 3"));
+    /* a layer of the first evaluation comes first */
+    f.layer_break = 4;
+    f.layer_ratio = 812;
+    snprintf(f.layer_name, sizeof f.layer_name, "blocks.3.attn");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_str_eq(s, "blocks.3.attn breaks the envelope x812 at step 0 (first evaluation); the first local error "
+                        "beyond it is later");
+    f.noise_break = 1;
+    f.noise_ratio = 1e9;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "initial noise") && strstr(s, "blocks.3.attn"));
+    f.mismatch = 1;
+    snprintf(f.mismatch_msg, sizeof f.mismatch_msg, "item 0 matches reference item 2");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_MISMATCH);
+    ck_assert_str_eq(s, "item 0 matches reference item 2");
+    f.failed = RP_V_HANG;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_HANG);
+    /* the labels */
+    ck_assert(rp_cls_meets(RP_V_DRIFT, RP_V_IDENTICAL) && rp_cls_meets(RP_V_APPROX, RP_V_DRIFT));
+    ck_assert(!rp_cls_meets(RP_V_BUG, RP_V_MISMATCH) && !rp_cls_meets(RP_V_DRIFT, RP_V_APPROX));
+    ck_assert(rp_cls_meets(RP_V_MISMATCH, RP_V_MISMATCH));
+}
+END_TEST
+
+/* ---- the driver on written directories ------------------------------------------------- */
+
+enum { N = 4, B = 2, PER = 8 }; /* steps, items, floats per item */
+
+/* A reproducible pseudo-random value in [-1, 1). */
+static float prand(unsigned *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((double)(*s >> 8) / (1 << 23) - 1.0);
+}
+
+/* The reference trajectory (N + 1, B, PER): per item its own noise, then a smooth decay. */
+static void ref_traj(float *x) {
+    unsigned s = 7;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < PER; j++) x[b * PER + j] = prand(&s);
+    for (int k = 1; k <= N; k++)
+        for (int i = 0; i < B * PER; i++) x[k * B * PER + i] = 0.8f * x[(k - 1) * B * PER + i] + 0.1f;
+}
+
+/* x += amp * (pseudo-random) on rows [k0, N] (a rounding-sized or a bug-sized change). */
+static void nudge(float *x, int k0, double amp, unsigned seed) {
+    for (int k = k0; k <= N; k++)
+        for (int i = 0; i < B * PER; i++) x[k * B * PER + i] += (float)(amp * prand(&seed)) * fabsf(x[k * B * PER + i]);
+}
+
+static void mkdirs(const char *d) {
+    rp_error e;
+    ck_assert_msg(rp_store_mkdirs(d, &e) == RP_OK, "%s", e.msg);
+}
+
+static void write_st(const char *dir, const char *file, const char *name, const float *traj, const float *steps) {
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/%.100s", dir, file);
+    rp_st_writer *w = rp_st_writer_new();
+    const int64_t shape[5] = {N + 1, B, 2, 2, 2}, ns[1] = {N};
+    rp_error e;
+    ck_assert(rp_st_writer_add(w, name, RP_DT_F32, 5, shape, traj, &e) == RP_OK);
+    if (steps) ck_assert(rp_st_writer_add(w, "steps", RP_DT_F32, 1, ns, steps, &e) == RP_OK);
+    ck_assert_msg(rp_st_writer_write(w, p, &e) == RP_OK, "%s", e.msg);
+    rp_st_writer_free(w);
+}
+
+/* A trace of two layers whose samples are the trajectory's row 0 (x_embedder) and row 0
+ * scaled by attn_scale (blocks.0.attn). */
+static void write_trace(const char *dir, const float *traj, float attn_scale) {
+    rp_trace t;
+    rp_trace_init(&t);
+    float y[B * PER];
+    for (int i = 0; i < B * PER; i++) y[i] = traj[i] * attn_scale;
+    rp_trace_record(&t, "x_embedder", traj, B * PER);
+    rp_trace_record(&t, "blocks.0.attn", y, B * PER);
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/trace.safetensors", dir);
+    rp_error e;
+    ck_assert(rp_trace_save(&t, p, &e) == RP_OK);
+    rp_trace_free(&t);
+}
+
+static void write_text(const char *dir, const char *file, const char *text) {
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/%.100s", dir, file);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A finished run in dir: case.json (model dit-tiny, N steps, expect label), its trajectory,
+ * trace, done.json, optionally a teacher run. */
+static void write_run(const char *dir, const char *expect, const float *traj, float attn_scale, const float *teacher) {
+    mkdirs(dir);
+    rp_case c;
+    rp_case_defaults(&c);
+    c.steps = N;
+    c.n_items = B;
+    c.items[1].seed = 1;
+    snprintf(c.expect, sizeof c.expect, "%s", expect);
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/case.json", dir);
+    rp_error e;
+    ck_assert(rp_case_save(&c, p, &e) == RP_OK);
+    write_st(dir, "latents.safetensors", "trajectory", traj, NULL);
+    write_trace(dir, traj, attn_scale);
+    write_text(dir, "done.json", "{}\n");
+    if (teacher) {
+        char td[2048];
+        snprintf(td, sizeof td, "%.1000s/teacher", dir);
+        mkdirs(td);
+        const float steps[N] = {1, 1, 1, 1};
+        write_st(td, "teacher.safetensors", "teacher", teacher, steps);
+        write_text(td, "done.json", "{}\n");
+    }
+}
+
+static rp_verdict classify(const char *cd, const char *rd, int repeat, cJSON **j) {
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = cd;
+    in.ref_dir = rd;
+    in.repeat = repeat;
+    rp_classify_opts_default(&in.opts);
+    rp_verdict v = RP_V_COUNT;
+    int pass = -1;
+    rp_error e;
+    ck_assert_msg(rp_classify_dir(&in, &v, &pass, &e) == RP_OK, "%s", e.msg);
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/classification.json", cd);
+    ck_assert(rp_store_read_json(p, j, &e) == RP_OK);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(*j, "pass")) == pass);
+    return v;
+}
+
+static const cJSON *path(const cJSON *j, const char *a, const char *b, const char *c) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
+    if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (c) x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return x;
+}
+
+START_TEST(test_driver) {
+    char root[512], ref[600], d[700];  /* sizes: the scratch path is short */
+    snprintf(root, sizeof root, "%s/driver", REPRO_TEST_SCRATCH);
+    rp_error e;
+    (void)rp_store_remove_tree(root, &e);
+    snprintf(ref, sizeof ref, "%s/ref", root);
+    static float r[(N + 1) * B * PER], x[(N + 1) * B * PER], t[(N + 1) * B * PER];
+    ref_traj(r);
+    write_run(ref, "", r, 0.5f, r); /* its own teacher run reproduces it */
+    /* twins: a rounding-sized change everywhere but the noise (and one noise twin) */
+    const char *names[3] = {"reduce-split", "threads", "noise-ulp"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(d, sizeof d, "%s/twins/%s", ref, names[k]);
+        memcpy(x, r, sizeof r);
+        nudge(x, k == 2 ? 0 : 1, 4e-7, 11 + k);
+        memcpy(t, r, sizeof r);
+        nudge(t, 1, 2e-7, 21 + k);
+        write_run(d, "", x, 0.5f * (1 + 3e-7f * (float)k), k == 2 ? NULL : t);
+    }
+    cJSON *j = NULL;
+
+    /* the reference itself */
+    ck_assert(classify(ref, ref, 1, &j) == RP_V_IDENTICAL);
+    cJSON_Delete(j);
+
+    /* drift: accumulated drift far beyond rounding, every local error at rounding */
+    snprintf(d, sizeof d, "%s/drift", root);
+    memcpy(x, r, sizeof r);
+    nudge(x, 1, 1e-2, 5); /* amplified: a large final difference */
+    memcpy(t, r, sizeof r);
+    nudge(t, 1, 3e-7, 6);
+    write_run(d, "drift", x, 0.5f, t);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pass")));
+    ck_assert_int_eq(cJSON_GetArraySize(path(j, "evidence", "envelope", "twins")), 3);
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "envelope", "twins_ok")) == 3);
+    cJSON_Delete(j);
+
+    /* a bug at step 2: the teacher-forced local error jumps there */
+    snprintf(d, sizeof d, "%s/bug", root);
+    memcpy(t, r, sizeof r);
+    nudge(t, 1, 3e-7, 7);
+    for (int i = 0; i < B * PER; i++) t[3 * B * PER + i] += 0.01f; /* row 3 = after step 2 */
+    memcpy(x, r, sizeof r);
+    nudge(x, 3, 1e-2, 8); /* (a run bitwise equal to the reference is identical: nothing to check) */
+    write_run(d, "BUG", x, 0.5f, t);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 2);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "local error");
+    cJSON_Delete(j);
+
+    /* a bug in the first evaluation: blocks.0.attn off by 1% */
+    snprintf(d, sizeof d, "%s/layer", root);
+    write_run(d, "BUG", x, 0.505f, r);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "blocks.0.attn");
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 0);
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "blocks.0.attn"));
+    cJSON_Delete(j);
+
+    /* items swapped: MISMATCH naming the permutation */
+    snprintf(d, sizeof d, "%s/swap", root);
+    for (int k = 0; k <= N; k++)
+        for (int b = 0; b < B; b++) memcpy(x + (k * B + b) * PER, r + (k * B + (1 - b)) * PER, sizeof(float) * PER);
+    write_run(d, "MISMATCH", x, 0.5f, x);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_MISMATCH);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "assignment", "message")),
+                     "item 0 matches reference item 1, item 1 matches reference item 0");
+    cJSON_Delete(j);
+
+    /* the initial noise changed: a bug at step 0 */
+    snprintf(d, sizeof d, "%s/noise", root);
+    memcpy(x, r, sizeof r);
+    for (int i = PER; i < 2 * PER; i++) x[i] += 0.5f; /* item 1's noise */
+    write_run(d, "", x, 0.5f, r);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "initial noise");
+    ck_assert(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pass"))); /* no label: BUG fails */
+    cJSON_Delete(j);
+
+    /* bitwise equal, but a repeat differs: NONDETERMINISTIC (deterministic mode: fails) */
+    snprintf(d, sizeof d, "%s/rep", root);
+    write_run(d, "", r, 0.5f, NULL);
+    char rd[800];
+    snprintf(rd, sizeof rd, "%s/repeat-2", d);
+    memcpy(x, r, sizeof r);
+    x[(N + 1) * B * PER - 1] += 1e-3f;
+    write_run(rd, "", x, 0.5f, NULL);
+    ck_assert(classify(d, ref, 2, &j) == RP_V_NONDETERMINISTIC);
+    ck_assert(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pass")));
+    cJSON_Delete(j);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_IDENTICAL); /* without the repeat */
+    cJSON_Delete(j);
+
+    /* a run that crashed (result.json), and a case whose teacher run hung */
+    snprintf(d, sizeof d, "%s/crash", root);
+    write_run(d, "", r, 0.5f, NULL);
+    write_text(d, "result.json", "{\"status\": \"CRASH\", \"reason\": \"rank 1 of 2: SIGSEGV\"}\n");
+    ck_assert(classify(d, ref, 1, &j) == RP_V_CRASH);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "rank 1 of 2: SIGSEGV");
+    cJSON_Delete(j);
+    snprintf(d, sizeof d, "%s/hang", root);
+    write_run(d, "", x, 0.5f, r);
+    snprintf(rd, sizeof rd, "%s/teacher", d);
+    write_text(rd, "aux.json", "{\"status\": \"HANG\", \"reason\": \"deadline\"}\n");
+    ck_assert(classify(d, ref, 1, &j) == RP_V_HANG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "teacher-forcing run: deadline");
+    cJSON_Delete(j);
+
+    /* another shape than the reference's is an error, not a verdict */
+    snprintf(d, sizeof d, "%s/shape", root);
+    write_run(d, "", r, 0.5f, NULL);
+    snprintf(rd, sizeof rd, "%s/latents.safetensors", d);
+    rp_st_writer *w = rp_st_writer_new();
+    const int64_t shape[5] = {N, B, 2, 2, 2};
+    ck_assert(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, shape, r, &e) == RP_OK);
+    ck_assert(rp_st_writer_write(w, rd, &e) == RP_OK);
+    rp_st_writer_free(w);
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = d;
+    in.ref_dir = ref;
+    rp_classify_opts_default(&in.opts);
+    ck_assert(rp_classify_dir(&in, NULL, NULL, &e) == RP_ERR_SHAPE);
+}
+END_TEST
+
+static Suite *classify_suite(void) {
+    Suite *s = suite_create("classify");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_opts_and_twins);
+    tcase_add_test(tc, test_teacher_mask);
+    tcase_add_test(tc, test_distances);
+    tcase_add_test(tc, test_ratio_and_first_break);
+    tcase_add_test(tc, test_assignment);
+    tcase_add_test(tc, test_layer_order);
+    tcase_add_test(tc, test_trace_roundtrip);
+    tcase_add_test(tc, test_decide);
+    tcase_add_test(tc, test_driver);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(classify_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
