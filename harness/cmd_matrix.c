@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "harness/args.h"
+#include "reports/report.h"
 #include "harness/commands.h"
 #include "harness/matrix.h"
 #include "harness/runner.h"
@@ -37,6 +38,7 @@ static void usage(FILE *f) {
             "                     field, id (a prefix) or name. Repeated: the same KEY is any of\n"
             "                     the values, different KEYs must all match\n"
             "  --golden DIR       also compare each case with the golden of its reference\n"
+            "  --history DB       append the run's verdicts and metrics to an SQLite history\n"
             "                     (recorded with `repro golden record`, matched by config)\n"
             "  --timeout S        per-run deadline in seconds (default: the matrix's timeout, 900)\n"
             "  --progress P       auto (a live line when stderr is a terminal), live, plain\n"
@@ -74,6 +76,7 @@ int rp_cmd_matrix(int argc, char **argv) {
     o.n_filters = rp_arg_strs(&a, "filter", filters, MAX_FILTERS);
     o.filters = filters;
     o.golden_dir = rp_arg_str(&a, "golden", NULL);
+    const char *history = rp_arg_str(&a, "history", NULL);
     o.timeout_s = rp_arg_double(&a, "timeout", 0);
     o.worker_exe = rp_arg_str(&a, "worker-exe", NULL);
     const char *progress = rp_arg_str(&a, "progress", "auto");
@@ -114,6 +117,10 @@ int rp_cmd_matrix(int argc, char **argv) {
         rc = st == RP_ERR_INVALID ? 2 : 1;
     } else {
         rc = o.dry_run ? 0 : rp_sweep_exit_code(&s);
+        /* the compact verdict summary (and the history row) once the sweep is stored */
+        if (!o.dry_run &&
+            rp_report_after_run(s.dir, history, stdout, rp_report_colour("auto", stdout), &err) != RP_OK)
+            rc = rp_report_error(&err);
     }
     rp_sweep_free(&s);
     rp_matrix_free(&m);
