@@ -33,3 +33,4 @@ if(REPRO_HAVE_GLOO)
       LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${_classify_env}")
   endforeach()
 endif()
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/classify)  # the unit test's mkdir is not recursive

@@ -31,3 +31,4 @@ foreach(mode smoke sigkill_resume)
   set_tests_properties(matrix.${mode} PROPERTIES
     LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "${_matrix_env}")
 endforeach()
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/matrix)  # the unit test's mkdir is not recursive

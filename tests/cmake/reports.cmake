@@ -44,3 +44,4 @@ add_test(NAME cli.reports.screenshot
 set_tests_properties(cli.reports.screenshot PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 FIXTURES_REQUIRED reports_tree
   ENVIRONMENT "${_reports_env}")
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/reports)  # the unit test's mkdir is not recursive
