@@ -8,6 +8,10 @@
 #ifndef REPRO_ERROR_H
 #define REPRO_ERROR_H
 
+#ifdef __cplusplus
+extern "C" { /* also included by the CUDA sources (engine/cuda/, compiled as C++) */
+#endif
+
 typedef enum rp_status {
     RP_OK = 0,
     RP_ERR_INVALID,     /* bad argument or config value */
@@ -40,5 +44,9 @@ const char *rp_status_name(rp_status s);
 
 /* Clears err to RP_OK with empty message. */
 void rp_error_clear(rp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

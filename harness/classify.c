@@ -748,6 +748,53 @@ static void cls_status(cls *x) {
 }
 
 /* The three trajectories, the first-evaluation traces, the images and the metrics. */
+/* What the auto attention selector chose in the run whose trace is dir/trace.safetensors,
+ * as one line into out, returning 1; else "<variant> (forced)" or "" (no trace), returning 0:
+ * "flash sdpa-mem-efficient q=64 kv=64 (profile cpu-avx2-8g (avx2, ...): ...; OpenBLAS
+ * Haswell)", with the choices for other attention shapes appended. */
+static int auto_choice(const char *dir, char *out, size_t cap) {
+    char p[4096];
+    out[0] = 0;
+    path_fmt(p, "%s/trace.safetensors", dir);
+    rp_st_file *f = NULL;
+    rp_error e;
+    if (rp_st_open(p, &f, &e) != RP_OK) return 0;
+    const char *att = rp_st_meta(f, "note/attention");
+    const char *sum = rp_st_meta(f, "note/attention.auto.summary");
+    const char *why = rp_st_meta(f, "note/attention.auto.reason");
+    const char *core = rp_st_meta(f, "note/openblas.core");
+    const int is_auto = att && !strcmp(att, "auto") && sum;
+    if (!is_auto && att) snprintf(out, cap, "%s (forced)", att);
+    if (is_auto) {
+        size_t n = (size_t)snprintf(out, cap, "%s", sum);
+        for (int i = 0; i < f->n_meta && n < cap; i++) {
+            const char *k = f->meta_keys[i];
+            int x = 0;
+            /* per-shape choices: "note/attention.auto.BxHxTqxTkxD" */
+            if (strncmp(k, "note/attention.auto.", 20) || !isdigit((unsigned char)k[20])) continue;
+            for (const char *c = k + 20; *c; c++) x += *c == 'x';
+            if (x != 4) continue;
+            n += (size_t)snprintf(out + n, cap - n, "; at %s: %s", k + 20, f->meta_values[i]);
+        }
+        if (n < cap) n += (size_t)snprintf(out + n, cap - n, " (%s%s%s)", why ? why : "no reason recorded",
+                                           core ? "; OpenBLAS " : "", core ? core : "");
+    }
+    rp_st_close(f);
+    return is_auto;
+}
+
+/* evidence.attention_auto: when the case or its reference ran attention=auto, what each
+ * chose and why, so a report can say "auto chose X here and Y there". */
+static void cls_attention_auto(cls *x) {
+    char a[1536], r[1536];
+    const int ca = auto_choice(x->in->case_dir, a, sizeof a);
+    const int ra = auto_choice(x->in->ref_dir, r, sizeof r);
+    if (!ca && !ra) return;
+    char line[3200];
+    snprintf(line, sizeof line, "this case: %s; the reference: %s", a[0] ? a : "no trace", r[0] ? r : "no trace");
+    cJSON_AddStringToObject(x->ev, "attention_auto", line);
+}
+
 static rp_status cls_load(cls *x, rp_error *err) {
     char p[PATHLEN];
     rp_error e;
@@ -778,6 +825,7 @@ static rp_status cls_load(cls *x, rp_error *err) {
     x->have_rtr = rp_cls_trace_load(p, &x->rtr, &e) == RP_OK;
     path_fmt(p, "%s/trace.safetensors", x->base);
     x->have_tbtr = rp_cls_trace_load(p, &x->tbtr, &e) == RP_OK;
+    cls_attention_auto(x);
     RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
     const size_t n = (size_t)(N + 1) * x->B * x->per, last = (size_t)N * x->B * x->per;
     x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical;
@@ -1075,8 +1123,35 @@ static rp_status cls_assignment(cls *x, rp_error *err) {
     for (int i = 0; i < B; i++) cJSON_AddItemToArray(da, num_array(D + (size_t)i * B, B, NULL));
     put(as, "margin", RP_CLS_MISMATCH_MARGIN);
     if (x->f.mismatch) rp_cls_assignment_message(perm, B, x->f.mismatch_msg, sizeof x->f.mismatch_msg);
-    cJSON_AddStringToObject(as, "message",
-                            x->f.mismatch ? x->f.mismatch_msg : "every item is closest to its own reference item");
+    if (x->f.mismatch) {
+        /* the long form names what each swapped image was asked for and what it shows */
+        size_t cap = 512 + (size_t)B * (2 * RP_CASE_MAX_STR + 96), n = 0;
+        char *m = malloc(cap);
+        if (m) {
+            m[0] = 0;
+            for (int i = 0; i < B && n < cap; i++) {
+                if (perm[i] == i) continue;
+                const rp_case_item *a = &x->c.items[i], *g = &x->c.items[perm[i]];
+                int w;
+                if (strcmp(a->prompt, g->prompt)) /* prompts tell them apart */
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for prompt \"%s\", shows item %d's \"%s\"",
+                                 n ? "; " : "", i, a->prompt, perm[i], g->prompt);
+                else if (a->class_id != g->class_id)
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for class %d, shows item %d's class %d",
+                                 n ? "; " : "", i, a->class_id, perm[i], g->class_id);
+                else
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for seed %llu, shows item %d's seed %llu",
+                                 n ? "; " : "", i, (unsigned long long)a->seed, perm[i],
+                                 (unsigned long long)g->seed);
+                if (w < 0) break;
+                n += (size_t)w;
+            }
+            cJSON_AddStringToObject(as, "message", m);
+            free(m);
+        }
+    } else {
+        cJSON_AddStringToObject(as, "message", "every item is closest to its own reference item");
+    }
     free(D);
     free(perm);
     return RP_OK;

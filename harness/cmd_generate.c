@@ -45,7 +45,7 @@ static const char USAGE[] =
     "the resolution-dependent shift and embedded guidance), both sampled with Euler.\n"
     "\n"
     "Model and weights:\n"
-    "  --model M          dit-tiny | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
+    "  --model M          dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
     "                     flux-tiny | flux-dev\n"
     "  --depth N          override the preset's depth (real shapes, fewer blocks). FLUX: the\n"
     "                     double-stream blocks; the single-stream blocks follow the preset's\n"

@@ -325,7 +325,11 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
 }
 
 /* --leak-check: another case in this process first — the same layout and request with
- * every seed + 1 — so state one call leaves behind shows in the case's bits. */
+ * every seed + 1, and at most RP_LEAK_PRELUDE_STEPS sampling steps — so state one call
+ * leaves behind shows in the case's bits. Any state a call leaves (a cache, a step counter,
+ * a sampler's history) is written by its first steps; a full-length prelude would double
+ * the cost of every classified case for no extra evidence. */
+#define RP_LEAK_PRELUDE_STEPS 4
 static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_error *err) {
     rp_gen_item *items = malloc(sizeof *items * (size_t)req->n_items);
     if (!items) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
@@ -336,6 +340,7 @@ static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_e
     rp_gen_request other = *req;
     rp_ctx quiet = *ctx;
     other.items = items;
+    if (other.steps > RP_LEAK_PRELUDE_STEPS) other.steps = RP_LEAK_PRELUDE_STEPS;
     other.decode = 0;
     other.teacher = NULL;
     quiet.trace = NULL;

@@ -1062,7 +1062,7 @@ static int safe_name(const char *s) {
 
 static rp_status read_root(pctx *x, const yaml_node_t *root, spec *sp, rp_matrix *m) {
     if (root->type != YAML_MAPPING_NODE) return wrong_type(x, root, "(top level)", "a mapping");
-    const yaml_node_t *prompts = NULL, *classes = NULL, *seeds = NULL;
+    const yaml_node_t *seeds = NULL;
     FOR_PAIRS(root, p) {
         const char *key;
         RP_TRY(map_key(x, root, p, "", &key));
@@ -1081,8 +1081,6 @@ static rp_status read_root(pctx *x, const yaml_node_t *root, spec *sp, rp_matrix
         } else if (!strcmp(key, "base")) {
             RP_TRY(read_fields(x, v, "base", &sp->base, 0, NULL, 0, NULL));
         } else if (!strcmp(key, "seeds") || !strcmp(key, "prompts") || !strcmp(key, "classes")) {
-            if (!strcmp(key, "prompts")) prompts = v;
-            if (!strcmp(key, "classes")) classes = v;
             if (!strcmp(key, "seeds")) seeds = v;
             RP_TRY(read_items(x, v, key, sp));
         } else if (!strcmp(key, "axes")) {
@@ -1116,13 +1114,14 @@ static rp_status read_root(pctx *x, const yaml_node_t *root, spec *sp, rp_matrix
             return unknown_key(x, node_at(x, p->key), "", key, TOP_KEYS, COUNT(TOP_KEYS));
         }
     }
-    if (prompts && classes)
-        return FAIL_AT(x, classes, "field 'classes': give prompts (SD3, FLUX) or classes (DiT), not both");
-    const int per_seed = sp->n_prompts ? sp->n_prompts : sp->n_classes ? sp->n_classes : 1;
+    /* A matrix may give both: DiT cases take the classes, SD3/FLUX cases the prompts (one
+     * file can then sweep every family, as nightly.yaml does). The item bound holds for both. */
+    const int per_seed = sp->n_prompts > sp->n_classes ? sp->n_prompts : sp->n_classes ? sp->n_classes : 1;
     const int n_items = (sp->n_seeds ? sp->n_seeds : 1) * per_seed;
     if (n_items > RP_CASE_MAX_ITEMS)
         return FAIL_AT(x, seeds, "field 'seeds': %d seeds x %d %s = %d items; a case holds at most %d",
-                       sp->n_seeds, per_seed, prompts ? "prompts" : "classes", n_items, RP_CASE_MAX_ITEMS);
+                       sp->n_seeds, per_seed, sp->n_prompts >= sp->n_classes ? "prompts" : "classes", n_items,
+                       RP_CASE_MAX_ITEMS);
     return RP_OK;
 }
 
@@ -1192,7 +1191,11 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
     if (cJSON_IsString(model)) (void)rp_model_family(model->valuestring, &fam, NULL);
     cJSON *items = cJSON_CreateArray();
     const int n_seeds = sp->n_seeds ? sp->n_seeds : 1;
-    const int per = sp->n_prompts ? sp->n_prompts : sp->n_classes ? sp->n_classes : 1;
+    /* which list: the family's own when the matrix gives both, else the one given (a DiT
+     * case given only prompts keeps them, so validation names the mistake) */
+    const int use_classes = sp->n_classes && (fam == RP_FAMILY_DIT || !sp->n_prompts);
+    const int use_prompts = sp->n_prompts && !use_classes;
+    const int per = use_prompts ? sp->n_prompts : use_classes ? sp->n_classes : 1;
     for (int p = 0; items && p < per; p++)
         for (int s = 0; s < n_seeds; s++) {
             cJSON *it = cJSON_CreateObject();
@@ -1206,9 +1209,9 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
                 cJSON_AddStringToObject(it, "seed", b);
             }
             /* class -1 marks "no class" for the text models; DiT without classes: class 0 */
-            const int cls = sp->n_classes ? sp->classes[p] : fam == RP_FAMILY_DIT ? 0 : -1;
+            const int cls = use_classes ? sp->classes[p] : fam == RP_FAMILY_DIT ? 0 : -1;
             cJSON_AddNumberToObject(it, "class", cls);
-            cJSON_AddStringToObject(it, "prompt", sp->n_prompts ? sp->prompts[p] : "");
+            cJSON_AddStringToObject(it, "prompt", use_prompts ? sp->prompts[p] : "");
         }
     if (st == RP_OK && (!items || !cJSON_ReplaceItemInObjectCaseSensitive(o, "items", items))) {
         cJSON_Delete(items);
@@ -1733,8 +1736,9 @@ void rp_matrix_help(FILE *f) {
 "  description: text\n"
 "  base: {FIELD: value}   the base case: every case starts from the defaults, then base\n"
 "  seeds: [0, 1]          the item seeds (default [0]); each case runs all items as one batch\n"
-"  prompts: [\"a\", \"b\"]    SD3/FLUX prompts, or\n"
-"  classes: [207, 360]    DiT class labels; items = for each prompt (class), each seed\n"
+"  prompts: [\"a\", \"b\"]    SD3/FLUX prompts, and/or\n"
+"  classes: [207, 360]    DiT class labels; items = for each prompt (class), each seed;\n"
+"                         with both, DiT cases take the classes and SD3/FLUX the prompts\n"
 "  axes:                  swept as a cartesian product, first axis outermost\n"
 "    dp: [1, 2]           FIELD: [values]\n"
 "    attention: [math, flash]\n"
@@ -1771,7 +1775,7 @@ void rp_matrix_help(FILE *f) {
 "\n"
 "Case fields (as in case.json; a value of the wrong type, an unknown key or an impossible\n"
 "value is an error FILE:LINE:COLUMN before anything runs):\n"
-"  model dit-tiny | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium | flux-tiny | flux-dev\n"
+"  model dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium | flux-tiny | flux-dev\n"
 "  depth single_depth weights weight_seed vae width height vae_scale_factor\n"
 "  steps sampler eta cfg guidance\n"
 "  precision (fp32 bf16 tf32 fp16)  attention (math split subquad flash auto)\n"

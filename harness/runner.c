@@ -1129,7 +1129,7 @@ static rp_case_status plan_case(const rp_case *c, const rp_validate_env *host, c
     rp_validate_env here = *host;
     here.world = world;
     if (rp_case_validate(c, &here, &e) != RP_OK) {
-        snprintf(reason, cap, "not on this machine: %.570s", e.msg);
+        snprintf(reason, cap, "valid config, not on this machine: %.560s", e.msg);
         return RP_CASE_SKIPPED;
     }
     return RP_CASE_OK;

@@ -77,6 +77,9 @@ typedef struct dit_preset {
 
 static const dit_preset PRESETS[] = {
     {"dit-tiny", 16, 2, 4, 96, 4, 4},        /* CI-sized; same code path as XL */
+    {"dit-xl-2-128", 16, 2, 4, 1152, 28, 16}, /* DiT-XL/2 widths at 128x128 (latent 16, 64 tokens):
+                                                 DiT(input_size=16); no released checkpoint,
+                                                 the CPU-sized DiT-XL/2 shape of the scenarios */
     {"dit-xl-2-256", 32, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 256x256 (latent 32) */
     {"dit-xl-2-512", 64, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 512x512 (latent 64) */
 };
@@ -99,7 +102,7 @@ rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err) {
         cfg->freq_dim = 256;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown DiT preset '%s' (known: dit-tiny dit-xl-2-256 dit-xl-2-512)",
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown DiT preset '%s' (known: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512)",
                    name);
 }
 

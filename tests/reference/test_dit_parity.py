@@ -35,6 +35,7 @@ CASES = [
     ("dit-tiny", None, 3, 1, 0, "fp32"),
     ("dit-tiny", None, 3, 2, 5, "fp32"),
     ("dit-xl-2-256", 2, 2, 3, 0, "fp32"),
+    ("dit-xl-2-128", 2, 2, 4, 0, "fp32"),
     ("dit-tiny", None, 3, 1, 0, "bf16"),
 ]
 

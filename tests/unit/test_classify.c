@@ -446,8 +446,12 @@ START_TEST(test_driver) {
         for (int b = 0; b < B; b++) memcpy(x + (k * B + b) * PER, r + (k * B + (1 - b)) * PER, sizeof(float) * PER);
     write_run(d, "MISMATCH", x, 0.5f, x);
     ck_assert(classify(d, ref, 1, &j) == RP_V_MISMATCH);
+    /* the summary names the permutation; the evidence's message what each image shows
+     * (these two items differ only by seed) */
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)),
+                     "item 0 matches reference item 1, item 1 matches reference item 0"));
     ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "assignment", "message")),
-                     "item 0 matches reference item 1, item 1 matches reference item 0");
+                     "image 0, asked for seed 0, shows item 1's seed 1; image 1, asked for seed 1, shows item 0's seed 0");
     cJSON_Delete(j);
 
     /* the initial noise changed: a bug at step 0 */

@@ -1,0 +1,139 @@
+#!/bin/sh
+# flux_dp.sh — matrices/flux_dp.yaml (ctest matrix.shipped.flux_dp, label matrix; the GPU
+# part: gpu.shipped.flux_dp, label gpu). Usage and modes: tests/matrices/lib.sh.
+#
+# Beyond the sweep's own expectations (exit 0: every layout drift or identical, ulysses 4/8
+# CONFIG_ERROR, dp-shared-noise BUG), checks that
+#   - no layout case is BUG, and every drift case has its local errors recorded (teacher
+#     forcing ran: the verdict rests on per-step evidence, not on the final PSNR);
+#   - dp-shared-noise is caught where it acts: the initial noise, step 0;
+# and prints the table the report is read for: final PSNR / SSIM / changed pixels per
+# layout and degree at each resolution, next to the largest local-error ratio (local error
+# over its rounding envelope; a bug needs > the classifier's factor, 64). It also draws that
+# table as SCRATCH/report/scenario/flux_dp_psnr.png (gnuplot, when installed): final PSNR
+# versus degree, one line per strategy and resolution, the planted bug left out (the
+# report's psnr_vs_degree plot keeps the worst case per degree over both resolutions, so
+# there the planted bug's 10 dB hides the dp line).
+. "$(dirname "$0")/lib.sh"
+run_matrix flux_dp
+
+"$py" - "$summary" "$mode" "$scratch/report/scenario" <<'EOF'
+import json, math, os, shutil, subprocess, sys
+s = json.load(open(sys.argv[1]))
+mode = sys.argv[2]
+plotdir = sys.argv[3]
+check = mode != "explain"
+bad = []
+
+def worst_ratio(c):
+    ev = c.get("evidence") or {}
+    loc = ev.get("local_errors") or []
+    env = ((ev.get("envelope") or {}).get("steps")) or []
+    fl = (ev.get("envelope") or {}).get("floor") or 0
+    r = 0.0
+    for k, v in enumerate(loc):
+        if v is None or k >= len(env) or not isinstance(v, (int, float)):
+            continue
+        r = max(r, v / max(env[k], fl) if max(env[k], fl) > 0 else 0)
+    return r, len([v for v in loc if v is not None])
+
+def num(x):
+    return float(x) if isinstance(x, (int, float)) else float(str(x))
+
+rows = {}
+for c in s["cases"]:
+    cfg = c.get("config")
+    if not cfg:
+        continue
+    res = cfg.get("width")
+    w = (c["metrics"].get("worst") or {})
+    ratio, nloc = worst_ratio(c)
+    layout = c["name"].rsplit(" ", 1)[0] if c["name"].endswith("px") else c["name"]
+    rows.setdefault(res, []).append((c["world"], c["degrees"], c["name"], c["verdict"], w.get("psnr"), w.get("ssim"),
+                                     w.get("changed"), ratio, nloc))
+    if not check:
+        continue
+    inj = cfg.get("inject") or ""
+    if c["status"] == "SKIPPED":
+        continue
+    if inj == "dp-shared-noise":
+        fs = (c.get("evidence") or {}).get("first_step") or {}
+        if c["verdict"] != "BUG":
+            bad.append("%s: verdict %s, not BUG" % (c["name"], c["verdict"]))
+        elif fs.get("step") != 0 or fs.get("what") not in ("initial noise", "first evaluation"):
+            bad.append("%s: BUG but first_step %s, not the initial noise at step 0" % (c["name"], fs))
+    elif c["verdict"] == "drift":
+        if nloc == 0:
+            bad.append("%s: drift without teacher-forced local errors" % c["name"])
+    elif c["verdict"] not in ("identical", "CONFIG_ERROR"):
+        bad.append("%s: verdict %s" % (c["name"], c["verdict"]))
+
+def f(x, fmt):
+    if x is None:
+        return "-"
+    try:
+        v = num(x)
+    except ValueError:
+        return str(x)
+    return "inf" if math.isinf(v) else fmt % v
+
+print("\nflux_dp: final quality vs the serial run, per resolution (worst of the 8 images)")
+print("  %-5s %-30s %-10s %-12s %9s %8s %8s %12s" % ("px", "case", "degrees", "verdict", "PSNR dB", "SSIM",
+                                                     "changed", "local/env"))
+for res in sorted(rows):
+    for world, deg, name, verdict, p, ss, ch, ratio, nloc in sorted(rows[res], key=lambda r: (r[1] != "1", "".join(ch for ch in r[1] if not ch.isdigit()), r[0], r[2])):
+        print("  %-5s %-30s %-10s %-12s %9s %8s %8s %12s" % (res, name[:30], deg, verdict, f(p, "%.2f"), f(ss, "%.5f"),
+              f(None if ch is None else num(ch) * 100, "%.1f%%"), f(ratio if nloc else None, "x%.2f")))
+# the reporters' observation: the same layouts at the smaller size differ more
+means = {}
+for res, rs in rows.items():
+    ps = [num(r[4]) for r in rs if r[3] == "drift" and r[4] is not None and math.isfinite(num(r[4]))]
+    if ps:
+        means[res] = sum(ps) / len(ps)
+if means:
+    print("  mean PSNR of the drift cases: " + ", ".join("%s px %.2f dB" % (k, v) for k, v in sorted(means.items())))
+# the scenario plot: PSNR vs degree per strategy and resolution (drift cases and the serial runs)
+series = {}
+for res, rs in rows.items():
+    for world, deg, name, verdict, p, ss, ch, ratio, nloc in rs:
+        if verdict not in ("drift", "identical") or p is None or "noise" in name:
+            continue
+        strat = "".join(ch_ for ch_ in deg if not ch_.isdigit()).strip().replace(" ", "+") or "serial"
+        strat = {"dp": "dp", "u": "ulysses", "r": "ring", "u+r": "ulysses x ring (USP)"}.get(strat, strat)
+        if strat == "serial":
+            continue
+        series.setdefault((strat, res), []).append((world, num(p)))
+if series and shutil.which(os.environ.get("REPRO_GNUPLOT", "gnuplot") or "none"):
+    os.makedirs(plotdir, exist_ok=True)
+    dat, cmd = [], []
+    for k, ((strat, res), pts) in enumerate(sorted(series.items())):
+        dat.append("$s%d << EOD" % k)
+        dat += ["%d %.6g" % xy for xy in sorted(pts)]
+        dat.append("EOD")
+        cmd.append("$s%d using 1:2 with linespoints lw 2 pt %d dt %d lc %d title '%s, %s px'" %
+                   (k, 7 if res == min(r for _, r in series) else 5, 1 if res == min(r for _, r in series) else 2,
+                    ["dp", "ring", "ulysses", "ulysses x ring (USP)"].index(strat) + 1 if strat in
+                    ["dp", "ring", "ulysses", "ulysses x ring (USP)"] else 5, strat, res))
+    gp = "\n".join(dat) + """
+set terminal pngcairo size 720,460 font 'sans,10' noenhanced
+set output '%s/flux_dp_psnr.png'
+set title 'flux_dp (bf16): final PSNR vs the serial run, worst of 8 images (serial = identical = inf)'
+set xlabel 'parallel degree (ranks)'
+set ylabel 'PSNR (dB)'
+set logscale x 2
+set xrange [1.6:10]
+set xtics (2, 4, 8)
+set grid
+set key below maxrows 4
+plot %s
+""" % (plotdir, ", ".join(cmd))
+    open(plotdir + "/flux_dp_psnr.gp", "w").write(gp)
+    r = subprocess.run([os.environ.get("REPRO_GNUPLOT") or "gnuplot", plotdir + "/flux_dp_psnr.gp"],
+                       capture_output=True, text=True)
+    print("  plot: %s" % (plotdir + "/flux_dp_psnr.png" if r.returncode == 0 else "gnuplot failed: " + r.stderr[-300:]))
+if bad:
+    print("\n".join("FAIL: " + b for b in bad), file=sys.stderr)
+    sys.exit(1)
+EOF
+[ $? -eq 0 ] || exit 1
+echo ok
