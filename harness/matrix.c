@@ -397,6 +397,11 @@ static rp_status schema_init(pctx *x) {
         } else continue; /* a JSON type case.c does not use today */
         x->n_fields++;
     }
+    /* "items: N" in base / axes / include: the case runs the first N items of the matrix's
+     * list (seeds x prompts or classes), e.g. a 4-prompt batch next to the 8-prompt one */
+    assert(x->n_fields < MAX_FIELDS);
+    snprintf(x->fields[x->n_fields].key, sizeof x->fields[x->n_fields].key, "items");
+    x->fields[x->n_fields++].type = FT_INT;
     return RP_OK;
 }
 
@@ -503,6 +508,10 @@ static rp_status check_value(pctx *x, const fdesc *f, const cJSON *v, const yaml
                                RP_LAUNCH_MAX_RANKS);
         } else if (!strcmp(k, "steps")) {
             if (i < 1) return FAIL_AT(x, n, "field '%s': expected steps >= 1, got %d", path, i);
+        } else if (!strcmp(k, "items")) {
+            if (i < 1 || i > RP_CASE_MAX_ITEMS)
+                return FAIL_AT(x, n, "field '%s': the first N items of the list, 1 <= N <= %d; got %d", path,
+                               RP_CASE_MAX_ITEMS, i);
         } else if (in_list(k, NONNEG, COUNT(NONNEG)) && i < 0) {
             return FAIL_AT(x, n, "field '%s': expected an integer >= 0, got %d", path, i);
         }
@@ -657,7 +666,7 @@ static rp_status to_value(pctx *x, const fdesc *f, const yaml_node_t *n, const c
     }
     if (!v) return RP_FAIL(x->err, RP_ERR_NOMEM, "matrix: out of memory");
     rp_status st = check_value(x, f, v, n, path);
-    if (st == RP_OK) {
+    if (st == RP_OK && strcmp(f->key, "items") != 0) { /* items: N is the matrix's own (build_case) */
         /* the final word on a value is case.c's reader (lengths, anything it adds) */
         cJSON *o = cJSON_CreateObject();
         cJSON *d = cJSON_Duplicate(v, 1);
@@ -1189,6 +1198,9 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
     rp_family fam = RP_FAMILY_DIT;
     if (cJSON_IsString(model)) (void)rp_model_family(model->valuestring, &fam, NULL);
+    /* items: N (a number where the defaults hold the list): keep the first N */
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(o, "items");
+    int limit = cJSON_IsNumber(lim) ? lim->valueint : 0, n_built = 0;
     cJSON *items = cJSON_CreateArray();
     const int n_seeds = sp->n_seeds ? sp->n_seeds : 1;
     /* which list: the family's own when the matrix gives both, else the one given (a DiT
@@ -1196,8 +1208,11 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
     const int use_classes = sp->n_classes && (fam == RP_FAMILY_DIT || !sp->n_prompts);
     const int use_prompts = sp->n_prompts && !use_classes;
     const int per = use_prompts ? sp->n_prompts : use_classes ? sp->n_classes : 1;
-    for (int p = 0; items && p < per; p++)
-        for (int s = 0; s < n_seeds; s++) {
+    if (limit > per * n_seeds)
+        st = fail_mark(x, mark, RP_ERR_INVALID, "field 'items': %d, but the matrix gives %d items (%d seeds x %d %s)",
+                       limit, per * n_seeds, n_seeds, per, use_prompts ? "prompts" : use_classes ? "classes" : "item");
+    for (int p = 0; st == RP_OK && items && p < per; p++)
+        for (int s = 0; s < n_seeds && (!limit || n_built < limit); s++, n_built++) {
             cJSON *it = cJSON_CreateObject();
             if (!it) break;
             cJSON_AddItemToArray(items, it);
@@ -1255,7 +1270,8 @@ static void auto_name(const pctx *x, const rp_case *c, const int *vary, int n, c
     for (int i = 0; j && i < n; i++) {
         const char *key = x->fields[vary[i]].key;
         char v[96];
-        value_text(cJSON_GetObjectItemCaseSensitive(j, key), v, sizeof v);
+        if (!strcmp(key, "items")) snprintf(v, sizeof v, "%d", c->n_items); /* the count, not the list */
+        else value_text(cJSON_GetObjectItemCaseSensitive(j, key), v, sizeof v);
         append(out, cap, "%s%s=%s", out[0] ? " " : "", key, v);
     }
     cJSON_Delete(j);
@@ -1337,6 +1353,21 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         }
         /* in axis order, so a key two axes set takes the later axis's value */
         for (int i = 0; i < sp->n_axes && st == RP_OK; i++) st = aset_extend(x, &cb->a, &sp->axes[i].vals[pick[i]], 1);
+        /* names from several group axes join in axis order ("4 prompts" + "dp=2") */
+        char joined[RP_CASE_MAX_STR] = "";
+        int n_named = 0;
+        const assign *last_name = NULL;
+        for (int i = 0; i < sp->n_axes && st == RP_OK; i++) {
+            const assign *nm = aset_get(&sp->axes[i].vals[pick[i]], "name", 0);
+            if (!nm || !cJSON_IsString(nm->v)) continue;
+            append(joined, sizeof joined, "%s%s", n_named++ ? " " : "", nm->v->valuestring);
+            last_name = nm;
+        }
+        if (st == RP_OK && n_named > 1) {
+            cJSON *v = cJSON_CreateString(joined);
+            st = v ? aset_push(x, &cb->a, last_name->f, v, last_name->mark, 1)
+                   : RP_FAIL(x->err, RP_ERR_NOMEM, "matrix: out of memory");
+        }
         if (st != RP_OK) break;
         n_combos++;
         /* 2. exclude */
@@ -1415,7 +1446,10 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         cJSON *j = rp_case_to_json(&sw[i].c);
         aset own = {0};
         for (int f = 0; j && st == RP_OK && f < x->n_fields; f++) {
-            cJSON *v = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, x->fields[f].key), 1);
+            /* items: the case's are always the first n_items of the list; say so by count */
+            cJSON *v = !strcmp(x->fields[f].key, "items")
+                           ? cJSON_CreateNumber(sw[i].c.n_items)
+                           : cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(j, x->fields[f].key), 1);
             st = v ? aset_push(x, &own, &x->fields[f], v, sp->base.mark, 0)
                    : RP_FAIL(x->err, RP_ERR_NOMEM, "matrix: out of memory");
         }
@@ -1738,7 +1772,8 @@ void rp_matrix_help(FILE *f) {
 "  seeds: [0, 1]          the item seeds (default [0]); each case runs all items as one batch\n"
 "  prompts: [\"a\", \"b\"]    SD3/FLUX prompts, and/or\n"
 "  classes: [207, 360]    DiT class labels; items = for each prompt (class), each seed;\n"
-"                         with both, DiT cases take the classes and SD3/FLUX the prompts\n"
+"                         with both, DiT cases take the classes and SD3/FLUX the prompts;\n"
+"                         a case field items: N keeps the first N items (e.g. a smaller batch)\n"
 "  axes:                  swept as a cartesian product, first axis outermost\n"
 "    dp: [1, 2]           FIELD: [values]\n"
 "    attention: [math, flash]\n"

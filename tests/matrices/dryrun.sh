@@ -95,7 +95,7 @@ EOF
 }
 check flux_dp 38
 check attention_cross_device 24
-check sd3_batch 18
+check sd3_batch 33
 check dit_async_warmup 53
 check nightly 207
 echo ok
