@@ -247,7 +247,7 @@ START_TEST(yaml_types_are_strict) {
                                          "cfg guidance precision attention attn_q_chunk attn_kv_chunk device_profile "
                                          "threads blas_core reduce_split mode backend device dp cfg_parallel ulysses "
                                          "ring pipefusion patch num_pipeline_patch pipefusion_layers warmup_steps "
-                                         "batch_forward inject expect name resolution");
+                                         "batch_forward inject expect name items resolution");
     /* hex and octal integers are integers */
     rp_matrix m;
     parse_ok("base: {steps: 0x10, width: 0o200, weight_seed: 9007199254740993}\n", &m);
