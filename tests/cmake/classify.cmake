@@ -30,7 +30,7 @@ if(REPRO_HAVE_GLOO)
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
                      ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})
     set_tests_properties(matrix.classify.${set} PROPERTIES
-      LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${_classify_env}")
+      LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 COST 200 ENVIRONMENT "${_classify_env}")
   endforeach()
 endif()
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/classify)  # the unit test's mkdir is not recursive
