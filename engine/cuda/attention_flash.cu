@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(2 * BQ) flash_fwd_kernel(const FlashArgs a) {
             float rs = 0.f;
 #pragma unroll
             for (int j = 0; j < KJ; j++) {
-                const float p = live ? rp_expf_dev(__fsub_rn(acc[i][j], mnew)) : 0.f;
+                const float p = live ? rp_cuda_expf(__fsub_rn(acc[i][j], mnew)) : 0.f;
                 acc[i][j] = p;
                 rs = __fadd_rn(rs, p);
             }
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(2 * BQ) flash_fwd_kernel(const FlashArgs a) {
             rs = __fadd_rn(rs, __shfl_xor_sync(0xffffffffu, rs, 2));
             rs = __fadd_rn(rs, __shfl_xor_sync(0xffffffffu, rs, 4));
             if (live) {
-                const float alpha = rp_expf_dev(__fsub_rn(m[i], mnew));  // 0 on the first live tile
+                const float alpha = rp_cuda_expf(__fsub_rn(m[i], mnew));  // 0 on the first live tile
                 l[i] = __fadd_rn(__fmul_rn(alpha, l[i]), rs);
 #pragma unroll
                 for (int c = 0; c < 4 * NG; c++) o[i][c] = __fmul_rn(o[i][c], alpha);

@@ -74,7 +74,7 @@ softmax_rows_kernel(float *S, int rows_per_bh, int H, int Tk, const unsigned cha
     double sum = 0.0;
     for (int j = tid; j < Tk; j += SOFTMAX_THREADS) {
         const float x = (m && !m[j]) ? -INFINITY : row[j];
-        const float e = rp_expf_dev(__fsub_rn(x, M));  // masked: exp(-Inf) = 0
+        const float e = rp_cuda_expf(__fsub_rn(x, M));  // masked: exp(-Inf) = 0
         row[j] = e;
         sum = __dadd_rn(sum, (double)e);
     }
