@@ -644,3 +644,25 @@ out:
     free(scratch);
     return s;
 }
+
+rp_status rp_st_read_f32_alloc(const rp_st_file *f, const char *name, float **out, const rp_st_tensor **t,
+                               rp_error *err) {
+    *out = NULL;
+    *t = rp_st_find(f, name);
+    if (!*t) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s has no tensor '%s'", f->path, name);
+    *out = malloc(sizeof(float) * ((*t)->numel ? (*t)->numel : 1));
+    if (!*out) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory reading %s", f->path);
+    rp_status st = rp_st_read_f32(f, name, (*t)->ndim, (*t)->shape, *out, err);
+    if (st != RP_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+int rp_st_same_shape(const rp_st_tensor *a, const rp_st_tensor *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}

@@ -56,6 +56,14 @@ const char *rp_st_meta(const rp_st_file *f, const char *key);
 rp_status rp_st_read_f32(const rp_st_file *f, const char *name, int ndim, const int64_t *shape,
                          float *dst, rp_error *err);
 
+/* Tensor `name` of f read as floats into a new array (*out, the caller frees; NULL
+ * on failure) with its record in *t. Absent -> RP_ERR_NOT_FOUND naming file and tensor. */
+rp_status rp_st_read_f32_alloc(const rp_st_file *f, const char *name, float **out, const rp_st_tensor **t,
+                               rp_error *err);
+
+/* 1 when a and b have the same shape (rank and every dimension). */
+int rp_st_same_shape(const rp_st_tensor *a, const rp_st_tensor *b);
+
 size_t rp_dtype_size(rp_dtype dt);
 const char *rp_dtype_name(rp_dtype dt);
 

@@ -689,17 +689,8 @@ static rp_status images_compare(const char *rd, const char *cd, int B, image_sum
         path_fmt(pa, "%s/image-%d.png", rd, i);
         path_fmt(pb, "%s/image-%d.png", cd, i);
         if (!is_file(pa) || !is_file(pb)) continue;
-        uint8_t *a = NULL, *b = NULL;
-        int Wa, Ha, Wb, Hb;
-        rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
-        if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
-        if (st == RP_OK && (Wa != Wb || Ha != Hb))
-            st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
         rp_image_metrics im;
-        if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, &im, err);
-        free(a);
-        free(b);
-        if (st != RP_OK) return st;
+        RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "index", i);
         put(o, "psnr", im.psnr);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "engine/fastmath.h" /* RP_SIMD_CLONES */
+#include "engine/image.h"
 
 /* ---- latents --------------------------------------------------------------- */
 
@@ -363,4 +364,17 @@ int rp_diff_heatmap(const uint8_t *a, const uint8_t *b, int W, int H, uint8_t *o
         memcpy(out + 3 * p, lut[d], 3);
     }
     return scale;
+}
+
+rp_status rp_png_pair_metrics(const char *pa, const char *pb, rp_image_metrics *m, rp_error *err) {
+    uint8_t *a = NULL, *b = NULL;
+    int Wa, Ha, Wb, Hb;
+    rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
+    if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
+    if (st == RP_OK && (Wa != Wb || Ha != Hb))
+        st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
+    if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, m, err);
+    free(a);
+    free(b);
+    return st;
 }

@@ -65,6 +65,10 @@ rp_status rp_ssim_u8(const uint8_t *a, const uint8_t *b, int W, int H, int C, do
 rp_status rp_image_metrics_compute(const uint8_t *a, const uint8_t *b, int W, int H, rp_image_metrics *m,
                                    rp_error *err);
 
+/* All image metrics of the PNG files pa (the reference) and pb, which must have one
+ * size (else RP_ERR_SHAPE naming both files and sizes). */
+rp_status rp_png_pair_metrics(const char *pa, const char *pb, rp_image_metrics *m, rp_error *err);
+
 /* ---- diff heatmap -------------------------------------------------------- */
 
 /* Colour of t in [0, 1] (clamped) on an inferno-like ramp: black -> purple ->

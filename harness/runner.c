@@ -255,24 +255,6 @@ typedef struct cmp_summary {
     int n_images;
 } cmp_summary;
 
-/* Reads tensor name of f into a malloc'd float array (*n values). */
-static rp_status read_tensor(const rp_st_file *f, const char *name, float **out, size_t *n, const rp_st_tensor **t,
-                             rp_error *err) {
-    *t = rp_st_find(f, name);
-    if (!*t) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s has no tensor '%s'", f->path, name);
-    *n = (*t)->numel;
-    *out = malloc(sizeof(float) * (*n ? *n : 1));
-    if (!*out) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory reading %s", f->path);
-    return rp_st_read_f32(f, name, (*t)->ndim, (*t)->shape, *out, err);
-}
-
-static int same_shape(const rp_st_tensor *a, const rp_st_tensor *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return 0;
-    return 1;
-}
-
 /* Latents and trajectory of b against a (the reference) into o. */
 static rp_status cmp_latents(const char *da, const char *db, cJSON *o, cmp_summary *s, rp_error *err) {
     char pa[PATHLEN], pb[PATHLEN];
@@ -281,13 +263,14 @@ static rp_status cmp_latents(const char *da, const char *db, cJSON *o, cmp_summa
     rp_st_file *fa = NULL, *fb = NULL;
     float *a = NULL, *b = NULL, *ta = NULL, *tb = NULL;
     double *steps = NULL;
-    size_t na = 0, nb = 0;
+    size_t na = 0;
     const rp_st_tensor *t1, *t2;
     rp_status st = rp_st_open(pa, &fa, err);
     if (st == RP_OK) st = rp_st_open(pb, &fb, err);
-    if (st == RP_OK) st = read_tensor(fa, "latents", &a, &na, &t1, err);
-    if (st == RP_OK) st = read_tensor(fb, "latents", &b, &nb, &t2, err);
-    if (st == RP_OK && (!same_shape(t1, t2) || na == 0))
+    if (st == RP_OK) st = rp_st_read_f32_alloc(fa, "latents", &a, &t1, err);
+    if (st == RP_OK) st = rp_st_read_f32_alloc(fb, "latents", &b, &t2, err);
+    if (st == RP_OK) na = t1->numel;
+    if (st == RP_OK && (!rp_st_same_shape(t1, t2) || na == 0))
         st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", da, db);
     if (st == RP_OK) {
         rp_latent_metrics lm;
@@ -304,16 +287,15 @@ static rp_status cmp_latents(const char *da, const char *db, cJSON *o, cmp_summa
         s->identical = bitwise;
     }
     /* the trajectory is optional: compared when both have it with one shape */
-    size_t n1 = 0, n2 = 0;
     rp_error e2;
     if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
-        read_tensor(fa, "trajectory", &ta, &n1, &t1, &e2) == RP_OK &&
-        read_tensor(fb, "trajectory", &tb, &n2, &t2, &e2) == RP_OK && same_shape(t1, t2) && t1->ndim >= 1 &&
+        rp_st_read_f32_alloc(fa, "trajectory", &ta, &t1, &e2) == RP_OK &&
+        rp_st_read_f32_alloc(fb, "trajectory", &tb, &t2, &e2) == RP_OK && rp_st_same_shape(t1, t2) && t1->ndim >= 1 &&
         t1->shape[0] > 0) {
         const size_t T = (size_t)t1->shape[0];
         steps = malloc(sizeof(double) * T);
         if (steps) {
-            rp_trajectory_rel_l2(ta, tb, T, n1 / T, steps);
+            rp_trajectory_rel_l2(ta, tb, T, t1->numel / T, steps);
             cJSON *arr = cJSON_AddArrayToObject(o, "trajectory_rel_l2");
             for (size_t i = 0; i < T; i++) {
                 cJSON *tmp = cJSON_CreateObject();
@@ -344,17 +326,8 @@ static rp_status cmp_images(const char *da, const char *db, int n_items, cJSON *
         path_fmt(pa, "%s/image-%d.png", da, i);
         path_fmt(pb, "%s/image-%d.png", db, i);
         if (!is_file(pa) && !is_file(pb)) continue; /* a run without decoding */
-        uint8_t *a = NULL, *b = NULL;
-        int Wa, Ha, Wb, Hb;
-        rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
-        if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
-        if (st == RP_OK && (Wa != Wb || Ha != Hb))
-            st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
         rp_image_metrics im;
-        if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, &im, err);
-        free(a);
-        free(b);
-        if (st != RP_OK) return st;
+        RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "index", i);
         put_num(e, "psnr", im.psnr);

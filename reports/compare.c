@@ -17,24 +17,6 @@
 
 /* ---- two result directories ------------------------------------------------------------ */
 
-/* Tensor name of f as floats (malloc'd) with its record. */
-static rp_status read_f32(const rp_st_file *f, const char *name, float **out, const rp_st_tensor **t, rp_error *err) {
-    *out = NULL;
-    *t = rp_st_find(f, name);
-    if (!*t) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s has no tensor '%s'", f->path, name);
-    *out = malloc(sizeof(float) * ((*t)->numel ? (*t)->numel : 1));
-    if (!*out) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory reading %s", f->path);
-    return rp_st_read_f32(f, name, (*t)->ndim, (*t)->shape, *out, err);
-}
-
-/* 1 when both tensors have one shape. */
-static int same_shape(const rp_st_tensor *a, const rp_st_tensor *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return 0;
-    return 1;
-}
-
 /* A number array member that may hold inf/nan (stored as strings, as the runner does). */
 static void add_num_to_array(cJSON *arr, double v) {
     cJSON *x = isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
@@ -52,9 +34,9 @@ static rp_status cmp_latents(const char *da, const char *db, cJSON *o, int *iden
     const rp_st_tensor *ta = NULL, *tb = NULL;
     rp_status st = rp_st_open(pa, &fa, err);
     if (st == RP_OK) st = rp_st_open(pb, &fb, err);
-    if (st == RP_OK) st = read_f32(fa, "latents", &a, &ta, err);
-    if (st == RP_OK) st = read_f32(fb, "latents", &b, &tb, err);
-    if (st == RP_OK && (!same_shape(ta, tb) || ta->numel == 0))
+    if (st == RP_OK) st = rp_st_read_f32_alloc(fa, "latents", &a, &ta, err);
+    if (st == RP_OK) st = rp_st_read_f32_alloc(fb, "latents", &b, &tb, err);
+    if (st == RP_OK && (!rp_st_same_shape(ta, tb) || ta->numel == 0))
         st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", da, db);
     if (st == RP_OK) {
         rp_latent_metrics m;
@@ -74,8 +56,8 @@ static rp_status cmp_latents(const char *da, const char *db, cJSON *o, int *iden
     /* the trajectory is optional: compared when both have one of one shape */
     rp_error e2;
     if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
-        read_f32(fa, "trajectory", &a, &ta, &e2) == RP_OK && read_f32(fb, "trajectory", &b, &tb, &e2) == RP_OK &&
-        same_shape(ta, tb) && ta->ndim >= 1 && ta->shape[0] > 0) {
+        rp_st_read_f32_alloc(fa, "trajectory", &a, &ta, &e2) == RP_OK && rp_st_read_f32_alloc(fb, "trajectory", &b, &tb, &e2) == RP_OK &&
+        rp_st_same_shape(ta, tb) && ta->ndim >= 1 && ta->shape[0] > 0) {
         const size_t T = (size_t)ta->shape[0];
         double *steps = malloc(sizeof *steps * T);
         cJSON *arr = steps ? cJSON_AddArrayToObject(o, "trajectory_rel_l2") : NULL;
@@ -104,17 +86,8 @@ static rp_status cmp_images(const char *da, const char *db, cJSON *o, int *ident
         const int ha = rp_is_file(pa), hb = rp_is_file(pb);
         if (!ha && !hb) break;
         if (ha != hb) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s exists but %s does not", ha ? pa : pb, ha ? pb : pa);
-        uint8_t *a = NULL, *b = NULL;
-        int Wa, Ha, Wb, Hb;
-        rp_status st = rp_png_read(pa, &a, &Wa, &Ha, err);
-        if (st == RP_OK) st = rp_png_read(pb, &b, &Wb, &Hb, err);
-        if (st == RP_OK && (Wa != Wb || Ha != Hb))
-            st = RP_FAIL(err, RP_ERR_SHAPE, "%s is %dx%d but %s is %dx%d", pa, Wa, Ha, pb, Wb, Hb);
         rp_image_metrics m;
-        if (st == RP_OK) st = rp_image_metrics_compute(a, b, Wa, Ha, &m, err);
-        free(a);
-        free(b);
-        if (st != RP_OK) return st;
+        RP_TRY(rp_png_pair_metrics(pa, pb, &m, err));
         cJSON *e = cJSON_CreateObject();
         if (!e) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         cJSON_AddNumberToObject(e, "index", i);
