@@ -206,97 +206,41 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
     return RP_OK;
 }
 
-/* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row).
- * The step bodies repeat rp_sample's (engine/samplers/samplers.c) operation for operation,
- * because rp_sample owns its running state and cannot be restarted from a given latent; so
- * the reference's own config reproduces its trajectory bit for bit (Euler ancestral: to
- * rounding, as its VE state is rebuilt from the VP latent). tests/cli/classify_cli.sh holds
- * both copies to that. */
+/* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row),
+ * through the same rp_sampler_step, so the reference's own config reproduces its trajectory
+ * bit for bit (Euler ancestral: to rounding, as its VE state is rebuilt from the VP latent
+ * every step). */
 static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
                              const rp_noise_src *noise, const float *teacher, const unsigned char *mask, size_t n,
                              float *trajectory, double *timesteps, rp_error *err) {
     const int N = s->steps;
-    const int stochastic = rp_sampler_is_stochastic(cfg);
     RP_TRY(teacher_mask_check(mask, N, cfg->kind == RP_SAMPLER_DPMPP_2M, err));
-    if (stochastic && (!noise || !noise->fill))
+    if (rp_sampler_is_stochastic(cfg) && (!noise || !noise->fill))
         return RP_FAIL(err, RP_ERR_INVALID, "sampler %s needs an ancestral noise source", rp_sampler_name(cfg->kind));
-    const int want_var = cfg->kind == RP_SAMPLER_DDPM && d->has_var;
-    float *x = malloc(n * sizeof(float));                               /* (n) */
-    float *eps = malloc(n * sizeof(float));                             /* (n) */
-    float *var = want_var ? malloc(n * sizeof(float)) : NULL;           /* (n) */
-    float *z = stochastic ? malloc(n * sizeof(float)) : NULL;           /* (n) */
-    float *x0 = malloc(n * sizeof(float));                              /* (n) */
-    float *x0_last = malloc(n * sizeof(float));                         /* (n) */
-    float *xk = malloc(n * sizeof(float));                              /* (n) VE state */
-    rp_status st = RP_OK;
-    if (!x || !eps || (want_var && !var) || (stochastic && !z) || !x0 || !x0_last || !xk) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
-        goto done;
+    float *x = malloc(n * sizeof(float)); /* (n) */
+    if (!x) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
+    rp_sampler_state ss;
+    rp_status st = rp_sampler_state_init(&ss, cfg, d, n, err);
+    if (st != RP_OK) {
+        free(x);
+        return st;
     }
     memcpy(trajectory, teacher, n * sizeof(float));
-    int have_last = 0;
-    double abar_last = 0.0;
     for (int k = 0; k < N && st == RP_OK; k++) {
-        const int i = N - 1 - k;
-        const double t = s->timestep[i];
-        const double abar = s->alphas_cumprod[i], abar_prev = rp_schedule_abar_prev(s, i);
-        if (timesteps) timesteps[k] = t;
+        if (timesteps) timesteps[k] = s->timestep[N - 1 - k];
         float *out = trajectory + (size_t)(k + 1) * n;
         if (mask && !mask[k]) {
             memcpy(out, teacher + (size_t)(k + 1) * n, n * sizeof(float));
-            have_last = 0;
+            ss.have_last = 0; /* the multistep history is broken here */
             continue;
         }
         memcpy(x, teacher + (size_t)k * n, n * sizeof(float));
-        switch (cfg->kind) {
-        case RP_SAMPLER_DDIM: {
-            st = d->eval(d->self, x, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            const double sigma = rp_ddim_sigma(abar, abar_prev, cfg->eta);
-            if (sigma > 0.0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_ddim_step(x, x, eps, abar, abar_prev, cfg->eta, sigma > 0.0 ? z : NULL, n);
-            break;
-        }
-        case RP_SAMPLER_DDPM:
-            st = d->eval(d->self, x, i, t, eps, var, err);
-            if (st != RP_OK) break;
-            if (i > 0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_ddpm_step(x, x, eps, var, s, i, i > 0 ? z : NULL, n);
-            break;
-        case RP_SAMPLER_DPMPP_2M: {
-            st = d->eval(d->self, x, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            rp_predict_x0(x0, x, eps, abar, n);
-            rp_dpmpp_2m_step(x, x, x0, have_last ? x0_last : NULL, abar_last, abar, abar_prev, n);
-            float *tmp = x0_last; x0_last = x0; x0 = tmp;
-            abar_last = abar;
-            have_last = 1;
-            break;
-        }
-        case RP_SAMPLER_EULER_A: {
-            const double sigma = rp_schedule_sigma(s, i);
-            const double sigma_next = i > 0 ? rp_schedule_sigma(s, i - 1) : 0.0;
-            /* the VE state of the VP latent, as rp_sample's start: x sqrt(1 + sigma^2) */
-            const double scale = sqrt(1.0 + sigma * sigma);
-            for (size_t j = 0; j < n; j++) xk[j] = (float)((double)x[j] * scale);
-            const double c_in = 1.0 / sqrt(sigma * sigma + 1.0);
-            for (size_t j = 0; j < n; j++) x[j] = (float)((double)xk[j] * c_in);
-            st = d->eval(d->self, x, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            double down, up;
-            rp_ancestral_sigmas(sigma, sigma_next, cfg->eta, &down, &up);
-            const int add = sigma_next > 0.0 && up > 0.0;
-            if (add && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_euler_a_step(xk, xk, eps, sigma, sigma_next, cfg->eta, add ? z : NULL, n);
-            const double c_next = 1.0 / sqrt(sigma_next * sigma_next + 1.0);
-            for (size_t j = 0; j < n; j++) x[j] = sigma_next > 0.0 ? (float)((double)xk[j] * c_next) : xk[j];
-            break;
-        }
-        }
+        rp_sampler_state_restart(&ss, cfg, s, k, x);
+        st = rp_sampler_step(cfg, s, d, noise, k, x, &ss, err);
         if (st == RP_OK) memcpy(out, x, n * sizeof(float));
     }
-done:
-    free(x); free(eps); free(var); free(z); free(x0); free(x0_last); free(xk);
+    rp_sampler_state_free(&ss);
+    free(x);
     return st;
 }
 

@@ -164,6 +164,93 @@ void rp_euler_a_step(float *x_next, const float *x, const float *eps, double sig
     }
 }
 
+/* ---- one step ------------------------------------------------------------------------ */
+
+rp_status rp_sampler_state_init(rp_sampler_state *ss, const rp_sampler_cfg *cfg, const rp_denoiser *d, size_t n,
+                                rp_error *err) {
+    memset(ss, 0, sizeof *ss);
+    ss->n = n;
+    const int want_var = cfg->kind == RP_SAMPLER_DDPM && d->has_var;
+    const int need_x0 = cfg->kind == RP_SAMPLER_DPMPP_2M;
+    const int need_ve = cfg->kind == RP_SAMPLER_EULER_A;
+    const int stochastic = rp_sampler_is_stochastic(cfg);
+    ss->eps = malloc(n * sizeof(float));
+    if (want_var) ss->var = malloc(n * sizeof(float));
+    if (stochastic) ss->z = malloc(n * sizeof(float));
+    if (need_x0) ss->x0 = malloc(n * sizeof(float)), ss->x0_last = malloc(n * sizeof(float));
+    if (need_ve) ss->xk = malloc(n * sizeof(float)), ss->xin = malloc(n * sizeof(float));
+    if (!ss->eps || (want_var && !ss->var) || (stochastic && !ss->z) || (need_x0 && (!ss->x0 || !ss->x0_last)) ||
+        (need_ve && (!ss->xk || !ss->xin))) {
+        rp_sampler_state_free(ss);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for sampler buffers (%zu floats)", n);
+    }
+    return RP_OK;
+}
+
+void rp_sampler_state_free(rp_sampler_state *ss) {
+    free(ss->eps); free(ss->var); free(ss->z); free(ss->x0); free(ss->x0_last); free(ss->xk); free(ss->xin);
+    memset(ss, 0, sizeof *ss);
+}
+
+void rp_sampler_state_restart(rp_sampler_state *ss, const rp_sampler_cfg *cfg, const rp_schedule *s, int k,
+                              const float *x) {
+    if (cfg->kind != RP_SAMPLER_EULER_A) return;
+    const double sigma = rp_schedule_sigma(s, s->steps - 1 - k);
+    const double scale = sqrt(1.0 + sigma * sigma);
+    for (size_t j = 0; j < ss->n; j++) ss->xk[j] = (float)((double)x[j] * scale);
+}
+
+rp_status rp_sampler_step(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
+                          const rp_noise_src *noise, int k, float *x, rp_sampler_state *ss, rp_error *err) {
+    const size_t n = ss->n;
+    const int i = s->steps - 1 - k;
+    const double t = s->timestep[i];
+    const double abar = s->alphas_cumprod[i], abar_prev = rp_schedule_abar_prev(s, i);
+    rp_status st = RP_OK;
+    switch (cfg->kind) {
+    case RP_SAMPLER_DDIM: {
+        RP_TRY(d->eval(d->self, x, i, t, ss->eps, NULL, err));
+        const double sigma = rp_ddim_sigma(abar, abar_prev, cfg->eta);
+        if (sigma > 0.0) RP_TRY(noise->fill(noise->self, k, ss->z, err));
+        rp_ddim_step(x, x, ss->eps, abar, abar_prev, cfg->eta, sigma > 0.0 ? ss->z : NULL, n);
+        break;
+    }
+    case RP_SAMPLER_DDPM:
+        RP_TRY(d->eval(d->self, x, i, t, ss->eps, ss->var, err));
+        if (i > 0) RP_TRY(noise->fill(noise->self, k, ss->z, err));
+        rp_ddpm_step(x, x, ss->eps, ss->var, s, i, i > 0 ? ss->z : NULL, n);
+        break;
+    case RP_SAMPLER_DPMPP_2M: {
+        RP_TRY(d->eval(d->self, x, i, t, ss->eps, NULL, err));
+        rp_predict_x0(ss->x0, x, ss->eps, abar, n);
+        rp_dpmpp_2m_step(x, x, ss->x0, ss->have_last ? ss->x0_last : NULL, ss->abar_last, abar, abar_prev, n);
+        float *tmp = ss->x0_last;
+        ss->x0_last = ss->x0;
+        ss->x0 = tmp;
+        ss->abar_last = abar;
+        ss->have_last = 1;
+        break;
+    }
+    case RP_SAMPLER_EULER_A: {
+        const double sigma = rp_schedule_sigma(s, i);
+        const double sigma_next = i > 0 ? rp_schedule_sigma(s, i - 1) : 0.0;
+        const double c_in = 1.0 / sqrt(sigma * sigma + 1.0);
+        for (size_t j = 0; j < n; j++) ss->xin[j] = (float)((double)ss->xk[j] * c_in);
+        RP_TRY(d->eval(d->self, ss->xin, i, t, ss->eps, NULL, err));
+        double down, up;
+        rp_ancestral_sigmas(sigma, sigma_next, cfg->eta, &down, &up);
+        const int add = sigma_next > 0.0 && up > 0.0;
+        if (add) RP_TRY(noise->fill(noise->self, k, ss->z, err));
+        rp_euler_a_step(ss->xk, ss->xk, ss->eps, sigma, sigma_next, cfg->eta, add ? ss->z : NULL, n);
+        /* the VP view of the new state (exactly xk at sigma_next = 0) */
+        const double c_next = 1.0 / sqrt(sigma_next * sigma_next + 1.0);
+        for (size_t j = 0; j < n; j++) x[j] = sigma_next > 0.0 ? (float)((double)ss->xk[j] * c_next) : ss->xk[j];
+        break;
+    }
+    }
+    return st;
+}
+
 /* ---- the loop ---------------------------------------------------------------------- */
 
 rp_status rp_sample(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
@@ -180,91 +267,22 @@ rp_status rp_sample(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_de
     if (cfg->kind == RP_SAMPLER_DDIM && cfg->eta > 1.0)
         return RP_FAIL(err, RP_ERR_INVALID, "DDIM eta must be in [0, 1] (got %g)", cfg->eta);
 
-    const int want_var = cfg->kind == RP_SAMPLER_DDPM && d->has_var;
-    const int need_x0 = cfg->kind == RP_SAMPLER_DPMPP_2M;
-    const int need_ve = cfg->kind == RP_SAMPLER_EULER_A;
-    float *eps = malloc(n * sizeof(float));                             /* (n) */
-    float *var = want_var ? malloc(n * sizeof(float)) : NULL;           /* (n) */
-    float *z = stochastic ? malloc(n * sizeof(float)) : NULL;           /* (n) */
-    float *x0 = need_x0 ? malloc(n * sizeof(float)) : NULL;             /* (n) */
-    float *x0_last = need_x0 ? malloc(n * sizeof(float)) : NULL;        /* (n) */
-    float *xk = need_ve ? malloc(n * sizeof(float)) : NULL;             /* (n) VE state */
-    float *xin = need_ve ? malloc(n * sizeof(float)) : NULL;            /* (n) model input */
-    rp_status st = RP_OK;
-    if (!eps || (want_var && !var) || (stochastic && !z) || (need_x0 && (!x0 || !x0_last)) ||
-        (need_ve && (!xk || !xin))) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for sampler buffers (%zu floats)", n);
-        goto done;
-    }
-
+    rp_sampler_state ss;
+    RP_TRY(rp_sampler_state_init(&ss, cfg, d, n, err));
     if (trajectory) memcpy(trajectory, x, n * sizeof(float));
-    if (need_ve) {
-        /* k-diffusion starts at x = noise * sigma_max. We start at
-         * noise * sqrt(1 + sigma_max^2) instead, so that the VP latent the model
-         * sees first, x * c_in = x / sqrt(1 + sigma_max^2), is exactly the x_T
-         * the other samplers start from (the noise): the same seed then feeds the
-         * same first model input whatever the sampler. (sqrt(1 + sigma^2) =
-         * 1/sqrt(abar); the two starts differ by a factor sqrt(1 + 1/sigma_max^2)
-         * ~ 1 + 2e-5 at DiT's sigma_max ~ 157.) */
-        const double smax = rp_schedule_sigma(s, N - 1);
-        const double scale = sqrt(1.0 + smax * smax);
-        for (size_t j = 0; j < n; j++) xk[j] = (float)((double)x[j] * scale);
-    }
-
-    int have_last = 0;
-    double abar_last = 0.0;
+    /* Euler ancestral: k-diffusion starts at x = noise * sigma_max. We start at
+     * noise * sqrt(1 + sigma_max^2) instead (rp_sampler_state_restart), so that the VP
+     * latent the model sees first, x * c_in = x / sqrt(1 + sigma_max^2), is exactly the
+     * x_T the other samplers start from (the noise): the same seed then feeds the same
+     * first model input whatever the sampler. (sqrt(1 + sigma^2) = 1/sqrt(abar); the two
+     * starts differ by a factor sqrt(1 + 1/sigma_max^2) ~ 1 + 2e-5 at DiT's sigma_max ~ 157.) */
+    rp_sampler_state_restart(&ss, cfg, s, 0, x);
+    rp_status st = RP_OK;
     for (int k = 0; k < N && st == RP_OK; k++) {
-        const int i = N - 1 - k;
-        const double t = s->timestep[i];
-        const double abar = s->alphas_cumprod[i], abar_prev = rp_schedule_abar_prev(s, i);
-        if (timesteps) timesteps[k] = t;
-        switch (cfg->kind) {
-        case RP_SAMPLER_DDIM: {
-            st = d->eval(d->self, x, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            const double sigma = rp_ddim_sigma(abar, abar_prev, cfg->eta);
-            if (sigma > 0.0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_ddim_step(x, x, eps, abar, abar_prev, cfg->eta, sigma > 0.0 ? z : NULL, n);
-            break;
-        }
-        case RP_SAMPLER_DDPM:
-            st = d->eval(d->self, x, i, t, eps, var, err);
-            if (st != RP_OK) break;
-            if (i > 0 && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_ddpm_step(x, x, eps, var, s, i, i > 0 ? z : NULL, n);
-            break;
-        case RP_SAMPLER_DPMPP_2M: {
-            st = d->eval(d->self, x, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            rp_predict_x0(x0, x, eps, abar, n);
-            rp_dpmpp_2m_step(x, x, x0, have_last ? x0_last : NULL, abar_last, abar, abar_prev, n);
-            float *tmp = x0_last; x0_last = x0; x0 = tmp;
-            abar_last = abar;
-            have_last = 1;
-            break;
-        }
-        case RP_SAMPLER_EULER_A: {
-            const double sigma = rp_schedule_sigma(s, i);
-            const double sigma_next = i > 0 ? rp_schedule_sigma(s, i - 1) : 0.0;
-            const double c_in = 1.0 / sqrt(sigma * sigma + 1.0);
-            for (size_t j = 0; j < n; j++) xin[j] = (float)((double)xk[j] * c_in);
-            st = d->eval(d->self, xin, i, t, eps, NULL, err);
-            if (st != RP_OK) break;
-            double down, up;
-            rp_ancestral_sigmas(sigma, sigma_next, cfg->eta, &down, &up);
-            const int add = sigma_next > 0.0 && up > 0.0;
-            if (add && (st = noise->fill(noise->self, k, z, err)) != RP_OK) break;
-            rp_euler_a_step(xk, xk, eps, sigma, sigma_next, cfg->eta, add ? z : NULL, n);
-            /* the VP view of the new state (exactly xk at sigma_next = 0) */
-            const double c_next = 1.0 / sqrt(sigma_next * sigma_next + 1.0);
-            for (size_t j = 0; j < n; j++) x[j] = sigma_next > 0.0 ? (float)((double)xk[j] * c_next) : xk[j];
-            break;
-        }
-        }
+        if (timesteps) timesteps[k] = s->timestep[N - 1 - k];
+        st = rp_sampler_step(cfg, s, d, noise, k, x, &ss, err);
         if (st == RP_OK && trajectory) memcpy(trajectory + (size_t)(k + 1) * n, x, n * sizeof(float));
     }
-
-done:
-    free(eps); free(var); free(z); free(x0); free(x0_last); free(xk); free(xin);
+    rp_sampler_state_free(&ss);
     return st;
 }

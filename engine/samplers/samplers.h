@@ -171,6 +171,34 @@ rp_status rp_sample(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_de
                     const rp_noise_src *noise, float *x, size_t n, float *trajectory,
                     double *timesteps, rp_error *err);
 
+/* One step at a time (rp_sample's loop body; the classifier's teacher forcing restarts
+ * it from given latents). The state holds the step's scratch and what a sampler
+ * carries between steps: DPM-Solver++(2M)'s previous data prediction (have_last),
+ * Euler ancestral's VE state xk. */
+typedef struct rp_sampler_state {
+    size_t n;
+    float *eps, *var, *z;  /* (n) each: model output, DDPM variance, ancestral noise */
+    float *x0, *x0_last;   /* (n) DPM-Solver++(2M) data predictions */
+    float *xk, *xin;       /* (n) Euler ancestral: VE state and the model's VP input */
+    int have_last;         /* DPM-Solver++(2M): x0_last belongs to the previous step */
+    double abar_last;
+} rp_sampler_state;
+
+/* Allocates the buffers cfg needs for n floats; RP_ERR_NOMEM on failure. */
+rp_status rp_sampler_state_init(rp_sampler_state *ss, const rp_sampler_cfg *cfg, const rp_denoiser *d, size_t n,
+                                rp_error *err);
+void rp_sampler_state_free(rp_sampler_state *ss);
+
+/* Euler ancestral: sets the VE state from the VP latent x (n) at loop step k,
+ * xk = x sqrt(1 + sigma^2). A no-op for the other samplers. */
+void rp_sampler_state_restart(rp_sampler_state *ss, const rp_sampler_cfg *cfg, const rp_schedule *s, int k,
+                              const float *x);
+
+/* Loop step k (model timestep index steps - 1 - k): x (n, VP) in, x after the step out.
+ * noise as for rp_sample (already checked by the caller). */
+rp_status rp_sampler_step(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
+                          const rp_noise_src *noise, int k, float *x, rp_sampler_state *ss, rp_error *err);
+
 /* Whether (kind, eta) draws ancestral noise at all. */
 int rp_sampler_is_stochastic(const rp_sampler_cfg *cfg);
 
