@@ -49,30 +49,7 @@ esac
 # ranks into out-NAME, with the worker options in $wopt; returns the launcher's exit code
 # (errors shown unless quiet=1).
 wopt=''
-run() {
-    r_name=$1 r_n=$2 r_bk=',"backend":"gloo"'
-    [ "$r_n" = 1 ] && r_bk=''
-    printf '{%s%s,"steps":%d,"threads":1,"items":%s%s}\n' "$base" "$r_bk" "$steps" "$items" "$3" > "$r_name.json"
-    rm -rf "out-$r_name" "run-$r_name"
-    "$repro" launch -n "$r_n" --timeout 240 --run-dir "run-$r_name" -- worker --job case --case-file "$r_name.json" \
-        --out-dir "out-$r_name" $wopt > "run-$r_name.log" 2>&1
-    r_rc=$?
-    if [ $r_rc != 0 ] && [ "${quiet:-0}" = 0 ]; then
-        echo "  $r_name: launch exit $r_rc"
-        cat "run-$r_name.log"
-        tail -n 5 "run-$r_name"/rank*.err 2>/dev/null
-    fi
-    return $r_rc
-}
-must_run() { run "$@" || fail "$1 ($2 ranks$3) did not run"; }
-
-maxabs() { "$repro" diff "out-$1/latents.safetensors" "out-$2/latents.safetensors" | awk '$1 == "max_abs" { print $2 }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a == a + 0 && b == b + 0 && a + 0 <= b + 0) }'; }
-gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a == a + 0 && b == b + 0 && a + 0 > b + 0) }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "-" }'; }
-bitwise() {
-    for i in 0 1 2 3; do "$cmp" "out-$1/latents.safetensors" $i "out-$2/latents.safetensors" $i >/dev/null || return 1; done
-}
+. "$here/lib.sh"  # run, must_run, maxabs, le, gt, ratio, bitwise
 
 # ---- monotone: quality against warmup -------------------------------------------------
 if [ "$mode" = monotone ]; then
