@@ -16,3 +16,8 @@ rp_status rp_atomic_target_ok(const char *path, rp_error *err) {
                        "temporary name and renamed over the target)", path);
     return RP_OK;
 }
+
+int rp_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}

@@ -10,4 +10,7 @@
  * symlink to one), else RP_ERR_IO naming the path. */
 rp_status rp_atomic_target_ok(const char *path, rp_error *err);
 
+/* 1 when path names a regular file (following links). */
+int rp_is_file(const char *path);
+
 #endif

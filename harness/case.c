@@ -158,8 +158,7 @@ cJSON *rp_case_to_json(const rp_case *c) {
 
 /* ---- strict reading ------------------------------------------------------------ */
 
-/* Levenshtein distance of a and b (keys are short: < 64 chars). */
-static int edit_distance(const char *a, const char *b) {
+int rp_edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63) la = 63;
     if (lb > 63) lb = 63;
@@ -185,7 +184,7 @@ static rp_status unknown_key(const char *origin, const char *where, const char *
     const char *best = NULL;
     int best_d = INT_MAX;
     for (size_t i = 0; i < n_known; i++) {
-        int d = edit_distance(key, known[i]);
+        int d = rp_edit_distance(key, known[i]);
         if (d < best_d) { best_d = d; best = known[i]; }
     }
     int limit = (int)strlen(key) / 3;

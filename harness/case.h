@@ -85,6 +85,10 @@ typedef struct rp_case {
  * guidance (FluxPipeline's default is 3.5). */
 void rp_case_defaults(rp_case *c);
 
+/* Levenshtein distance of a and b, each clipped at 63 characters (for "did you mean"
+ * suggestions on keys and names). */
+int rp_edit_distance(const char *a, const char *b);
+
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/parallel/parallel.h"
 #include "engine/safetensors.h"
@@ -406,11 +407,6 @@ static int path_fmt(char *buf, const char *fmt, ...) {
     return n < 0 || n >= PATHLEN;
 }
 
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* One run's trajectory file: (rows = steps + 1, B, per). */
 typedef struct traj {
     int rows, B;
@@ -467,7 +463,7 @@ static rp_verdict aux_status(const char *dir, char *why, size_t cap) {
     path_fmt(p, "%s/aux.json", dir);
     cJSON *j = NULL;
     rp_error e;
-    if (is_file(p) && rp_store_read_json(p, &j, &e) == RP_OK) {
+    if (rp_is_file(p) && rp_store_read_json(p, &j, &e) == RP_OK) {
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
         const int v = cJSON_IsString(s) ? rp_verdict_parse(s->valuestring) : -1;
@@ -478,7 +474,7 @@ static rp_verdict aux_status(const char *dir, char *why, size_t cap) {
         if (!ok) return RP_V_CRASH;
     }
     path_fmt(p, "%s/done.json", dir);
-    if (!is_file(p)) {
+    if (!rp_is_file(p)) {
         if (!why[0]) snprintf(why, cap, "no done.json in %s", dir);
         return RP_V_CRASH;
     }
@@ -492,7 +488,7 @@ static rp_verdict case_status(const char *dir, char *why, size_t cap) {
     path_fmt(p, "%s/result.json", dir);
     cJSON *j = NULL;
     rp_error e;
-    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return aux_status(dir, why, cap);
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return aux_status(dir, why, cap);
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
     if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
@@ -688,7 +684,7 @@ static rp_status images_compare(const char *rd, const char *cd, int B, image_sum
         char pa[PATHLEN], pb[PATHLEN];
         path_fmt(pa, "%s/image-%d.png", rd, i);
         path_fmt(pb, "%s/image-%d.png", cd, i);
-        if (!is_file(pa) || !is_file(pb)) continue;
+        if (!rp_is_file(pa) || !rp_is_file(pb)) continue;
         rp_image_metrics im;
         RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
         cJSON *o = cJSON_CreateObject();
@@ -982,7 +978,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
     else path_fmt(td, "%s/teacher", x->in->case_dir);
     path_fmt(p, "%s/teacher.safetensors", td);
-    if (!is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
+    if (!rp_is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
         x->f.teacher_missing = 1;
         cJSON_AddStringToObject(x->ev, "teacher_note", "no teacher-forcing run: local errors not checked");
         return RP_OK;

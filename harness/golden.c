@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/fsutil.h"
 #include "harness/env.h"
 #include "harness/matrix.h"
 #include "harness/runner.h"
@@ -31,11 +32,6 @@ static char *config_key(const rp_case *c) {
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return s;
-}
-
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 void rp_golden_close(rp_golden_store *g) {
@@ -61,7 +57,7 @@ rp_status rp_golden_open(const char *dir, rp_golden_store **out, rp_error *err) 
     while (st == RP_OK && (de = readdir(d))) {
         if (de->d_name[0] == '.') continue; /* ., .., and recordings in progress */
         char p[PATHLEN];
-        if (snprintf(p, sizeof p, "%s/%s/case.json", dir, de->d_name) >= (int)sizeof p || !is_file(p)) continue;
+        if (snprintf(p, sizeof p, "%s/%s/case.json", dir, de->d_name) >= (int)sizeof p || !rp_is_file(p)) continue;
         rp_error e;
         rp_error_clear(&e);
         if (rp_case_load(p, c, &e) != RP_OK) {
@@ -139,7 +135,7 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
             st = RP_FAIL(err, RP_ERR_INVALID, "golden: path too long under %s", src);
             break;
         }
-        if (!is_file(a)) {
+        if (!rp_is_file(a)) {
             if (req) st = RP_FAIL(err, RP_ERR_NOT_FOUND, "golden: %s has no %s; not a finished case", src, name);
             continue;
         }
@@ -150,7 +146,7 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
         if (snprintf(a, sizeof a, "%s/image-%d.png", src, i) >= (int)sizeof a ||
             snprintf(b, sizeof b, "%s/image-%d.png", tmp, i) >= (int)sizeof b)
             st = RP_FAIL(err, RP_ERR_INVALID, "golden: path too long under %s", src);
-        else if (is_file(a))
+        else if (rp_is_file(a))
             st = rp_store_copy_file(a, b, err);
     }
     if (st == RP_OK) {

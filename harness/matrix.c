@@ -119,33 +119,13 @@ typedef struct pctx {
 
 /* ---- small helpers --------------------------------------------------------------- */
 
-/* Levenshtein distance of two short words (clipped at 63 characters). */
-static int edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63) la = 63;
-    if (lb > 63) lb = 63;
-    int prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            int m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(int) * (lb + 1));
-    }
-    return prev[lb];
-}
-
 /* The candidate nearest to word when it is close enough to be a typo
  * (distance <= max(2, len/3)), else NULL. */
 static const char *nearest(const char *word, const char *const *cands, int n) {
     const char *best = NULL;
     int best_d = INT_MAX;
     for (int i = 0; i < n; i++) {
-        int d = edit_distance(word, cands[i]);
+        int d = rp_edit_distance(word, cands[i]);
         if (d < best_d) {
             best_d = d;
             best = cands[i];

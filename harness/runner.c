@@ -83,11 +83,6 @@ static int path_fmt(char *buf, const char *fmt, ...) {
     return n < 0 || n >= PATHLEN;
 }
 
-static int is_file(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* ---- store helpers ---------------------------------------------------------------- */
 
 rp_status rp_store_mkdirs(const char *path, rp_error *err) {
@@ -325,7 +320,7 @@ static rp_status cmp_images(const char *da, const char *db, int n_items, cJSON *
         char pa[PATHLEN], pb[PATHLEN];
         path_fmt(pa, "%s/image-%d.png", da, i);
         path_fmt(pb, "%s/image-%d.png", db, i);
-        if (!is_file(pa) && !is_file(pb)) continue; /* a run without decoding */
+        if (!rp_is_file(pa) && !rp_is_file(pb)) continue; /* a run without decoding */
         rp_image_metrics im;
         RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
         cJSON *e = cJSON_CreateObject();
@@ -739,7 +734,7 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
             char done[PATHLEN];
             path_fmt(done, "%s/done.json", out);
             oc->status = RP_CASE_OK;
-            if (!is_file(done)) {
+            if (!rp_is_file(done)) {
                 oc->status = RP_CASE_CRASH;
                 snprintf(oc->reason, sizeof oc->reason, "every rank exited 0 but rank 0 wrote no done.json");
             }
@@ -894,7 +889,7 @@ static int classify_runs(runner *r, int i, const char *tmp) {
         case_dir(r, mc->ref, src);
         char done[PATHLEN];
         path_fmt(done, "%s/done.json", src);
-        if (is_file(done) && !rp_cls_runs_identical(src, tmp)) {
+        if (rp_is_file(done) && !rp_cls_runs_identical(src, tmp)) {
             const char *targs[] = {"--teacher-force", src, "--teacher-steps", nsteps, NULL};
             path_fmt(dir, "%s/teacher", tmp);
             cancelled = aux_run(r, &mc->c, cj, dir, "teacher", targs, &ok);
@@ -917,7 +912,7 @@ static void verdict_load(const char *dir, const char *file, int *have, int *verd
     rp_error e;
     *have = 0;
     path_fmt(p, "%s/%s", dir, file);
-    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return;
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return;
     const int v = rp_verdict_parse(get_str(j, "verdict", ""));
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "pass");
     if (v >= 0) {
@@ -942,7 +937,7 @@ static void classify_now(runner *r, int i, const char *dir, rp_case_outcome *oc)
     if (mc->ref == i) snprintf(ref, sizeof ref, "%s", dir);
     else case_dir(r, mc->ref, ref);
     path_fmt(done, "%s/done.json", ref);
-    if (oc->status == RP_CASE_OK && !is_file(done)) {
+    if (oc->status == RP_CASE_OK && !rp_is_file(done)) {
         snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "not classified: the reference did not run ok");
         return;
     }
@@ -972,7 +967,7 @@ static int classification_stale(const runner *r, const char *dir) {
     path_fmt(p, "%s/classification.json", dir);
     cJSON *j = NULL;
     rp_error e;
-    if (!is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return 1;
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return 1;
     rp_classify_opts_key(&r->m->cls, key, sizeof key);
     const int stale = strcmp(get_str(j, "options_key", ""), key) != 0;
     cJSON_Delete(j);

@@ -251,11 +251,6 @@ void rp_fmt_sci(double v, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.2e", v);
 }
 
-int rp_is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 int rp_is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
+#include "engine/fsutil.h" /* rp_is_file */
 
 /* A growing NUL-terminated string. Allocation failure is sticky (oom = 1):
  * later appends do nothing and rp_sb_write reports it, so writers need not
@@ -62,8 +63,7 @@ void rp_fmt_ssim(double v, char *buf, size_t cap);
 void rp_fmt_pct(double v, char *buf, size_t cap);
 void rp_fmt_sci(double v, char *buf, size_t cap);
 
-/* 1 when path is an existing regular file / directory. */
-int rp_is_file(const char *path);
+/* 1 when path is an existing directory (rp_is_file: engine/fsutil.h). */
 int rp_is_dir(const char *path);
 
 /* snprintf into buf (cap bytes); 1 when it did not fit. */
