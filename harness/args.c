@@ -83,6 +83,19 @@ int rp_arg_flag(rp_args *a, const char *name) {
     return found;
 }
 
+int rp_args_positional(rp_args *a, const char **out, int cap) {
+    int n = 0;
+    for (int i = 1; i < a->argc; i++)
+        if (!a->used[i] && strncmp(a->argv[i], "--", 2)) {
+            if (n < cap) {
+                out[n] = a->argv[i];
+                a->used[i] = 1;
+            }
+            n++;
+        }
+    return n;
+}
+
 rp_status rp_args_finish(rp_args *a, rp_error *err) {
     if (a->err.code != RP_OK) {
         if (err) *err = a->err;

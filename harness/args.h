@@ -27,6 +27,10 @@ int rp_arg_strs(rp_args *a, const char *name, const char **out, int cap);
 long long rp_arg_int(rp_args *a, const char *name, long long def);
 double rp_arg_double(rp_args *a, const char *name, double def);
 int rp_arg_flag(rp_args *a, const char *name);
+/* The operands: arguments no option has taken and not starting with "--" (call it after
+ * reading every option). Stores and marks used the first cap of them; returns how many
+ * there are in all (the rest stay unused, so rp_args_finish reports them). */
+int rp_args_positional(rp_args *a, const char **out, int cap);
 /* Returns RP_OK, or the first error: a bad value, or an unused (unknown) option. */
 rp_status rp_args_finish(rp_args *a, rp_error *err);
 

@@ -138,12 +138,9 @@ int rp_cmd_classify(int argc, char **argv) {
     in.twin_base_dir = rp_arg_str(&a, "twin-base", NULL);
     in.out_name = rp_arg_str(&a, "out", NULL);
     const char *pos[2 + RP_CLS_MAX_TWINS * 4];
-    int npos = 0;
-    for (int i = 1; i < a.argc; i++)
-        if (!a.used[i] && strncmp(a.argv[i], "--", 2) && npos < (int)(sizeof pos / sizeof pos[0])) {
-            pos[npos++] = a.argv[i];
-            a.used[i] = 1;
-        }
+    const int cap = (int)(sizeof pos / sizeof pos[0]);
+    int npos = rp_args_positional(&a, pos, cap);
+    if (npos > cap) npos = cap; /* the rest stay unused: rp_args_finish names them */
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {

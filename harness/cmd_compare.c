@@ -58,13 +58,7 @@ int rp_cmd_compare(int argc, char **argv) {
     const int quiet = rp_arg_flag(&a, "quiet");
     const char *colour = rp_arg_str(&a, "colour", "auto");
     const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 1; i < a.argc; i++)
-        if (!a.used[i] && strncmp(a.argv[i], "--", 2)) {
-            if (npos < 2) pos[npos] = a.argv[i];
-            npos++;
-            a.used[i] = npos <= 2;
-        }
+    const int npos = rp_args_positional(&a, pos, 2);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {

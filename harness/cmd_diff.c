@@ -310,12 +310,8 @@ int rp_cmd_diff(int argc, char **argv) {
     const char *smap = rp_arg_str(&a, "ssim-map", NULL);
     /* the two positional operands: arguments no option claimed */
     const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 1; i < a.argc && npos < 2; i++)
-        if (!a.used[i] && strncmp(a.argv[i], "--", 2)) {
-            pos[npos++] = a.argv[i];
-            a.used[i] = 1;
-        }
+    int npos = rp_args_positional(&a, pos, 2);
+    if (npos > 2) npos = 2; /* the rest stay unused: rp_args_finish names them */
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) { rp_report_error(&err); return 2; }

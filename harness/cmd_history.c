@@ -41,12 +41,7 @@ int rp_cmd_history(int argc, char **argv) {
     const char *metric = rp_arg_str(&a, "metric", "psnr");
     const int last = (int)rp_arg_int(&a, "last", 0);
     const char *db = NULL;
-    int npos = 0;
-    for (int i = 1; i < a.argc; i++)
-        if (!a.used[i] && strncmp(a.argv[i], "--", 2)) {
-            if (!npos++) db = a.argv[i];
-            a.used[i] = npos == 1;
-        }
+    const int npos = rp_args_positional(&a, &db, 1);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {

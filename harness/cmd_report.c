@@ -47,12 +47,7 @@ int rp_cmd_report(int argc, char **argv) {
     const int quiet = rp_arg_flag(&a, "quiet");
     const char *colour = rp_arg_str(&a, "colour", "auto");
     const char *dir = NULL;
-    int npos = 0;
-    for (int i = 1; i < a.argc; i++)
-        if (!a.used[i] && strncmp(a.argv[i], "--", 2)) {
-            if (!npos++) dir = a.argv[i];
-            a.used[i] = npos == 1;
-        }
+    const int npos = rp_args_positional(&a, &dir, 1);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {
