@@ -94,18 +94,6 @@ static void sleep_s(double s) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-/* Maps a failed status to the exit code the launcher classifies. */
-static int exit_for(rp_status st) {
-    switch (st) {
-    case RP_OK: return RP_WORKER_EXIT_OK;
-    case RP_ERR_TIMEOUT: return RP_WORKER_EXIT_COMM_TIMEOUT;
-    case RP_ERR_INVALID:
-    case RP_ERR_UNSUPPORTED:
-    case RP_ERR_NOT_FOUND: return RP_WORKER_EXIT_CONFIG;
-    default: return RP_WORKER_EXIT_FAIL;
-    }
-}
-
 /* Reports err prefixed with this rank (the lines of several ranks interleave
  * under mpirun and srun) and returns code. */
 static int fail(const rp_rankenv *re, const rp_error *err, int code) {
@@ -327,7 +315,7 @@ static int run_fault(const worker_opts *o, const rp_rankenv *re, rp_comm *c) {
         rp_error err;
         rp_error_clear(&err);
         rp_status st = c->ops->barrier(c, &err);
-        return st == RP_OK ? 0 : fail(re, &err, exit_for(st));
+        return st == RP_OK ? 0 : fail(re, &err, rp_worker_exit_code(st));
     }
     fprintf(stderr, "worker rank %d/%d: waiting %.1f s while rank %d fails\n", re->rank, re->world,
             o->others_seconds, o->crash_rank);
@@ -364,13 +352,13 @@ int rp_cmd_worker(int argc, char **argv) {
     rp_comm *c = NULL;
     if (o.use_comm) {
         rp_status st = rp_comm_create(&o.comm, &c, &err);
-        if (st != RP_OK) return fail(&re, &err, exit_for(st));
+        if (st != RP_OK) return fail(&re, &err, rp_worker_exit_code(st));
     }
     switch (o.job) {
     case JOB_SELFTEST: {
         rp_status st = selftest(c, &err);
         if (st != RP_OK) {
-            rc = fail(&re, &err, exit_for(st));
+            rc = fail(&re, &err, rp_worker_exit_code(st));
             break;
         }
         printf("rank %d/%d ok (%s, %s)\n", re.rank, re.world, c->ops->name, rp_rank_source_name(re.source));

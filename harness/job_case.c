@@ -33,18 +33,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The worker's classification of a failed status (as cmd_worker.c). */
-static int exit_for(rp_status st) {
-    switch (st) {
-    case RP_OK: return RP_WORKER_EXIT_OK;
-    case RP_ERR_TIMEOUT: return RP_WORKER_EXIT_COMM_TIMEOUT;
-    case RP_ERR_INVALID:
-    case RP_ERR_UNSUPPORTED:
-    case RP_ERR_NOT_FOUND: return RP_WORKER_EXIT_CONFIG;
-    default: return RP_WORKER_EXIT_FAIL;
-    }
-}
-
 /* Reports err prefixed with this rank; returns code. */
 static int fail(const rp_rankenv *re, const rp_error *err, int code) {
     rp_error e = *err;
@@ -389,7 +377,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     if (st == RP_OK) st = rp_ctx_ensure_coretype(ctx.blas_core, NULL, &err); /* may re-execute this rank */
     if (st != RP_OK) {
         free(c);
-        return fail(re, &err, exit_for(st) == RP_WORKER_EXIT_FAIL ? RP_WORKER_EXIT_CONFIG : exit_for(st));
+        return fail(re, &err, rp_worker_exit_code(st) == RP_WORKER_EXIT_FAIL ? RP_WORKER_EXIT_CONFIG : rp_worker_exit_code(st));
     }
     if (re->rank == 0 && (st = make_dir(o->out_dir, &err)) != RP_OK) {
         free(c);
@@ -523,7 +511,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         st = write_outputs(o->out_dir, c, &gathered, &trace, &par, t, t_start, &err);
 
 out:
-    if (st != RP_OK) rc = fail(re, &err, exit_for(st));
+    if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));
     rp_gen_result_free(&gathered);
     rp_gen_result_free(&res);
     rp_trace_free(&trace);

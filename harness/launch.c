@@ -682,3 +682,14 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     write_report(spec, res);
     return RP_OK;
 }
+
+int rp_worker_exit_code(rp_status st) {
+    switch (st) {
+    case RP_OK: return RP_WORKER_EXIT_OK;
+    case RP_ERR_TIMEOUT: return RP_WORKER_EXIT_COMM_TIMEOUT;
+    case RP_ERR_INVALID:
+    case RP_ERR_UNSUPPORTED:
+    case RP_ERR_NOT_FOUND: return RP_WORKER_EXIT_CONFIG;
+    default: return RP_WORKER_EXIT_FAIL;
+    }
+}

@@ -55,6 +55,10 @@ enum rp_worker_exit {
     RP_WORKER_EXIT_COMM_TIMEOUT = 4
 };
 
+/* The exit code a rank reports for a failed status: timeouts -> COMM_TIMEOUT; invalid,
+ * unsupported or missing things -> CONFIG (no rerun fixes them); the rest -> FAIL. */
+int rp_worker_exit_code(rp_status st);
+
 typedef enum rp_launch_status {
     RP_LAUNCH_OK = 0,
     RP_LAUNCH_CRASH,        /* first failure: a signal, or an exit code not listed below */
