@@ -61,6 +61,7 @@ typedef struct rp_device_profile {
 
 struct rp_trace;
 struct rp_parallel;
+struct rp_device;
 
 typedef struct rp_ctx {
     rp_precision precision;
@@ -76,6 +77,8 @@ typedef struct rp_ctx {
     struct rp_parallel *par; /* this rank's place in a parallel layout (engine/parallel/
                                 parallel.h; mutable, like the trace); NULL = a single rank,
                                 the models' plain path */
+    struct rp_device *dev;   /* where the models' forwards run (engine/device.h; mutable:
+                                its sticky error and mirrors); NULL = the CPU, plain path */
 } rp_ctx;
 
 /* A ctx with the defaults: fp32, no reduce_split, library threads and kernels,

@@ -121,4 +121,38 @@ void rp_to_heads(float *out, const float *x, int B, int T, int H, int D);
 /* x (B, H, T, D) -> out (B, T, H, D) */
 void rp_from_heads(float *out, const float *x, int B, int T, int H, int D);
 
+/* ---- generalised layouts and small ops (engine/ops_layout.c): the CPU side of the
+ * device ops of engine/device.h that have no older ops.h twin ---------------------- */
+
+/* out rows of stride ldo (M, w->out) = in (M, w->in) @ weight^T + bias: rp_linear's
+ * arithmetic (bias preloaded, beta = 1) with a strided output. ldo >= w->out. */
+void rp_linear_ld(const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w, int M);
+
+/* x (B, T, H, D) -> rows [s0, s0 + T) of every (b, h) of out (B, H, S, D); S >= s0 + T. */
+void rp_to_heads_rows(float *out, const float *x, int B, int T, int H, int D, int S, int s0);
+
+/* rows [s0, s0 + T) of x (B, H, S, D) -> out (B, T, ldo), columns [0, H*D) of each row. */
+void rp_from_heads_rows(float *out, int ldo, const float *x, int B, int S, int s0, int T, int H, int D);
+
+/* out (rows, ldo)[:, :cols] = act(x (rows, ldx)[:, :cols]), act 0 GELU(tanh), 1 GELU(erf),
+ * 2 SiLU (the contiguous ops per row). out may alias x when ldo == ldx. */
+void rp_act_2d(int act, float *out, int ldo, const float *x, int ldx, int rows, int cols);
+
+/* out (cols, rows) = x (rows, cols)^T */
+void rp_transpose(float *out, const float *x, int rows, int cols);
+
+/* x (rows, cols) += y^T, y (cols, rows): one fp32 add per element. */
+void rp_add_transposed(float *x, const float *y, int rows, int cols);
+
+/* out (n) = (x / div) + add, two fp32 roundings. out may alias x. */
+void rp_div_add(float *out, const float *x, float div, float add, size_t n);
+
+/* y (B, n) += x (n) for every b. */
+void rp_add_bcast(float *y, const float *x, int B, size_t n);
+
+/* FLUX RoPE, x (B, NH, T, D) in place, cosb, sinb (T, D), D even: for each pair
+ * (x0, x1) at j, j + 1: y0 = x0 cos[j] + (-x1) sin[j], y1 = x1 cos[j+1] + x0 sin[j+1],
+ * each product rounded before the sum. */
+void rp_rope_pairs(float *x, const float *cosb, const float *sinb, int B, int NH, int T, int D);
+
 #endif

@@ -4,6 +4,7 @@
  *   SD3 / FLUX: text encoder -> prompt states -> weights -> initial noise ->
  *               flow Euler loop -> VAE decode -> RGB8 */
 #include "pipeline.h"
+#include "device.h"
 
 #include <assert.h>
 #include <math.h>
@@ -378,6 +379,7 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     }
     if (st == RP_OK) { res->H = H; res->W = W; }
     free(img);
+    rp_d_unmirror_all(ctx); /* the device copy of the weights goes with them */
     rp_vae_free(vae);
     return st;
 }
@@ -856,6 +858,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     res->sample_seconds = now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_flow_gen_denoiser_free(&dd);
+    rp_d_unmirror_all(ctx);
     rp_sd3_free(sd3);
     rp_flux_free(flux);
     sd3 = NULL;
@@ -873,6 +876,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
 
 fail:
     rp_flow_gen_denoiser_free(&dd);
+    rp_d_unmirror_all(ctx);
     if (sd3) rp_sd3_free(sd3);
     if (flux) rp_flux_free(flux);
     flow_text_free(&text);
@@ -981,6 +985,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     res->sample_seconds = now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_dit_denoiser_free(&dd);
+    rp_d_unmirror_all(ctx);
     rp_dit_free(model);
     model = NULL;
     if (st != RP_OK) goto fail;
@@ -996,6 +1001,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
 fail:
     rp_dit_denoiser_free(&dd);
+    rp_d_unmirror_all(ctx);
     if (model) rp_dit_free(model);
     free(y);
     rp_schedule_free(&sched);

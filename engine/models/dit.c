@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "../attention/attention.h"
+#include "../device.h"
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
@@ -58,6 +59,7 @@ typedef struct dit_block {
 struct rp_dit {
     rp_dit_config cfg;
     float *params;            /* every parameter, one allocation */
+    size_t n_params;          /* floats in params (the block a device mirrors) */
     const float *pos_embed;   /* (1, T, C) */
     rp_linear_w x_embed;      /* conv weight (C, Cin, p, p) viewed as (C, Cin*p*p) */
     rp_linear_w t_mlp0;       /* (C, freq_dim) */
@@ -213,6 +215,7 @@ rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **ou
     }
     st = rp_params_load(&l, f, &m->params, ptrs, err);
     if (st != RP_OK) goto fail;
+    m->n_params = rp_params_total(&l);
 
     m->cfg = *cfg;
     m->blocks = blocks;
@@ -265,11 +268,15 @@ const rp_dit_config *rp_dit_cfg(const rp_dit *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
- * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
+ * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
+ * holds whole rows (T = n). */
 static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
-    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
+    if (!ctx->par && !ctx->trace) return;
+    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
+    if (!h) return; /* the device's error, reported at the forward's end */
+    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
+    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
 }
 
 rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const float *x,
@@ -294,6 +301,9 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
      * MLP hidden (B, T, M) is live and vice versa, so they share one region. */
     const size_t n_shared = BT * (size_t)(M > 4 * C ? M : 4 * C);
 
+    const size_t n_io = (size_t)B * Cin * S * S   /* xin */
+                        + (size_t)B * Cout * S * S  /* outd */
+                        + (size_t)B;                /* tdev */
     const size_t n_total = BT * P            /* patches */
                            + BT * C          /* xs */
                            + BT * C          /* h */
@@ -303,12 +313,17 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
                            + BT * Po         /* fin */
                            + (size_t)B * F   /* tfreq */
                            + (size_t)B * C * 5 /* th, temb, yemb, cvec, sc */
-                           + (size_t)B * 6 * C; /* mod */
-    float *mem = malloc(n_total * sizeof(float));
+                           + (size_t)B * 6 * C /* mod */
+                           + (ctx->dev ? n_io : 0);
+    /* On a device (engine/device.h) every buffer below is device memory and the
+     * parameters are read through their mirror; without one this is the CPU path. */
+    RP_TRY(rp_d_mirror(ctx, m->params, m->n_params * sizeof(float), err));
+    float *mem = rp_d_alloc(ctx, n_total, err);
     int *tok = ctx->par ? malloc(sizeof(int) * Tl) : NULL; /* (Tl) global token index, for the trace */
     if (!mem || (ctx->par && !tok)) {
-        free(mem);
+        rp_d_free(ctx, mem);
         free(tok);
+        rp_d_check(ctx, NULL);
         return RP_FAIL(err, RP_ERR_NOMEM, "DiT forward: cannot allocate %.1f MiB of activations for batch %d",
                        n_total * sizeof(float) / 1048576.0, B);
     }
@@ -333,35 +348,48 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     float *cvec = cur;    cur += (size_t)B * C; /* (B, C) conditioning c */
     float *sc = cur;      cur += (size_t)B * C; /* (B, C) silu(c), input of every adaLN */
     float *mod = cur;     cur += (size_t)B * 6 * C; /* (B, 6C) or (B, 2C) in the final layer */
+    const float *xin = x, *tin = t; /* (B, Cin, S, S), (B): the inputs where the ops read them */
+    float *outd = out;              /* (B, Cout, S, S): where unpatchify writes */
+    if (ctx->dev) {
+        float *xd = cur;  cur += (size_t)B * Cin * S * S;
+        outd = cur;       cur += (size_t)B * Cout * S * S;
+        float *td = cur;  cur += (size_t)B;
+        rp_d_upload(ctx, xd, x, (size_t)B * Cin * S * S);
+        rp_d_upload(ctx, td, t, (size_t)B);
+        xin = xd;
+        tin = td;
+    }
     assert((size_t)(cur - mem) == n_total);
 
     rp_status st = RP_OK;
     char name[96];
 
-    /* x_embedder: Conv2d(k = s = p) == patchify + linear; then + pos_embed. */
-    rp_patchify(patches, x, B, Cin, S, S, p);
-    rp_linear(ctx, xs, patches, &m->x_embed, (int)BT);
-    for (int b = 0; b < B; b++) rp_add(xs + (size_t)b * T * C, m->pos_embed, (size_t)T * C);
-    trace(ctx, "x_embedder", xs, B, T, C, NULL, T);
-    if (Tl < T) /* keep this rank's slice; item b's rows move down to b * Tl (never past their source) */
+    /* x_embedder: Conv2d(k = s = p) == patchify + linear; then + pos_embed. Under sequence
+     * parallelism the whole sequence is embedded into h, then this rank's slice copied. */
+    float *xe = Tl < T ? h : xs; /* (B, T, C) */
+    rp_d_patchify(ctx, patches, xin, B, Cin, S, S, p);
+    rp_d_linear(ctx, xe, patches, &m->x_embed, (int)BT);
+    rp_d_add_bcast(ctx, xe, m->pos_embed, B, (size_t)T * C);
+    trace(ctx, "x_embedder", xe, B, T, C, NULL, T);
+    if (Tl < T) /* keep this rank's slice: item b's rows [t0, t0 + Tl) to xs[b] */
         for (int b = 0; b < B; b++)
-            memmove(xs + (size_t)b * Tl * C, xs + ((size_t)b * T + t0) * C, sizeof(float) * Tl * C);
+            rp_d_copy(ctx, xs + (size_t)b * Tl * C, xe + ((size_t)b * T + t0) * C, (size_t)Tl * C);
 
     /* t_embedder */
-    rp_timestep_embedding(tfreq, t, B, F, 10000.0f, 0.0f);
-    rp_linear(ctx, th, tfreq, &m->t_mlp0, B);
-    rp_silu(th, th, (size_t)B * C);
-    rp_linear(ctx, temb, th, &m->t_mlp2, B);
+    rp_d_timestep_embedding(ctx, tfreq, tin, B, F, 10000.0f, 0.0f);
+    rp_d_linear(ctx, th, tfreq, &m->t_mlp0, B);
+    rp_d_silu(ctx, th, th, (size_t)B * C);
+    rp_d_linear(ctx, temb, th, &m->t_mlp2, B);
     trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
 
     /* y_embedder: a table lookup (labels are given already dropped to the null class). */
-    for (int b = 0; b < B; b++)
-        memcpy(yemb + (size_t)b * C, m->y_table + (size_t)y[b] * C, (size_t)C * sizeof(float));
+    for (int b = 0; b < B; b++) rp_d_copy(ctx, yemb + (size_t)b * C, m->y_table + (size_t)y[b] * C, (size_t)C);
     trace(ctx, "y_embedder", yemb, B, 1, C, NULL, 1);
 
     /* c = t + y; every adaLN_modulation starts with SiLU(c), computed once here. */
-    for (size_t i = 0; i < (size_t)B * C; i++) cvec[i] = temb[i] + yemb[i];
-    rp_silu(sc, cvec, (size_t)B * C);
+    rp_d_copy(ctx, cvec, temb, (size_t)B * C);
+    rp_d_add(ctx, cvec, yemb, (size_t)B * C);
+    rp_d_silu(ctx, sc, cvec, (size_t)B * C);
 
     const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
     const int ms = 6 * C;                                /* row stride of mod */
@@ -372,30 +400,30 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     for (int i = ba; i < bb; i++) {
         const dit_block *blk = &m->blocks[i];
         /* mod (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
-        rp_linear(ctx, mod, sc, &blk->ada, B);
+        rp_d_linear(ctx, mod, sc, &blk->ada, B);
 
         /* attention branch */
-        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-        rp_modulate(h, mod + 0 * C, mod + 1 * C, ms, B, Tl, C);
-        rp_linear(ctx, qkv, h, &blk->qkv, (int)BTl);
-        rp_split_qkv_heads(q, k, v, qkv, B, Tl, H, D);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_modulate(ctx, h, mod + 0 * C, mod + 1 * C, ms, B, Tl, C);
+        rp_d_linear(ctx, qkv, h, &blk->qkv, (int)BTl);
+        rp_d_split_qkv_heads(ctx, q, k, v, qkv, B, Tl, H, D);
         st = rp_par_attention(ctx, i, att, q, k, v, NULL, B, H, Tl, 0, 0, D, scale, err);
         if (st != RP_OK) goto done;
-        rp_from_heads(h, att, B, Tl, H, D); /* h (B, Tl, C) reused: its content is consumed */
-        rp_linear(ctx, ys, h, &blk->proj, (int)BTl);
+        rp_d_from_heads(ctx, h, C, att, B, Tl, 0, Tl, H, D); /* h (B, Tl, C) reused: its content is consumed */
+        rp_d_linear(ctx, ys, h, &blk->proj, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.attn", i);
         trace(ctx, name, ys, B, Tl, C, tok, T);
-        rp_gated_add(xs, mod + 2 * C, ms, ys, B, Tl, C);
+        rp_d_gated_add(ctx, xs, mod + 2 * C, ms, ys, B, Tl, C);
 
         /* MLP branch */
-        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-        rp_modulate(h, mod + 3 * C, mod + 4 * C, ms, B, Tl, C);
-        rp_linear(ctx, mh, h, &blk->fc1, (int)BTl);
-        rp_gelu_tanh(mh, mh, BTl * M);
-        rp_linear(ctx, ys, mh, &blk->fc2, (int)BTl);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_modulate(ctx, h, mod + 3 * C, mod + 4 * C, ms, B, Tl, C);
+        rp_d_linear(ctx, mh, h, &blk->fc1, (int)BTl);
+        rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
+        rp_d_linear(ctx, ys, mh, &blk->fc2, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.mlp", i);
         trace(ctx, name, ys, B, Tl, C, tok, T);
-        rp_gated_add(xs, mod + 5 * C, ms, ys, B, Tl, C);
+        rp_d_gated_add(ctx, xs, mod + 5 * C, ms, ys, B, Tl, C);
 
         snprintf(name, sizeof name, "blocks.%d", i);
         trace(ctx, name, xs, B, Tl, C, tok, T);
@@ -404,17 +432,22 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
 
     /* final_layer: mod (B, 2C) = [shift | scale] */
-    rp_linear(ctx, mod, sc, &m->final_ada, B);
-    rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-    rp_modulate(h, mod, mod + C, 2 * C, B, Tl, C);
-    rp_linear(ctx, fin, h, &m->final_linear, (int)BTl);
+    rp_d_linear(ctx, mod, sc, &m->final_ada, B);
+    rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+    rp_d_modulate(ctx, h, mod, mod + C, 2 * C, B, Tl, C);
+    rp_d_linear(ctx, fin, h, &m->final_linear, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
     trace(ctx, "final_layer", fin, B, T, Po, NULL, T);
-    rp_unpatchify(out, fin, B, Cout, S, S, p);
+    rp_d_unpatchify(ctx, outd, fin, B, Cout, S, S, p);
+    if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * S * S);
 
 done:
+    {
+        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+        if (st == RP_OK) st = dst;
+    }
     if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
-    free(mem);
+    rp_d_free(ctx, mem);
     free(tok);
     return st;
 }

@@ -55,7 +55,12 @@
  *
  * Memory: parameters live in one allocation (rp_params_load); each forward call makes
  * one activation allocation holding one block's working set (reused block after block)
- * and frees it before returning. */
+ * and frees it before returning. On a device (ctx->dev, engine/device.h) that allocation
+ * is device memory that also holds the uploaded inputs and the output, the parameters are
+ * read through their device mirror, and every activation moves through rp_d_* ops; the
+ * host only builds the RoPE tables, joint key mask and scaled timesteps (uploaded) and
+ * reads traced tensors through rp_d_host_view. Without a device every rp_d_* call is the
+ * CPU op: the plain path, bit for bit. */
 #include "flux.h"
 
 #include <assert.h>
@@ -65,6 +70,7 @@
 #include <string.h>
 
 #include "../attention/attention.h"
+#include "../device.h"
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
@@ -94,6 +100,7 @@ typedef struct flux_single {
 struct rp_flux {
     rp_flux_config cfg;
     float *params;         /* every parameter, one allocation */
+    size_t n_params;       /* floats in params (the block a device mirrors) */
     rp_linear_w t_lin1;    /* time_text_embed.timestep_embedder.linear_1 (C, 256) */
     rp_linear_w t_lin2;    /* (C, C) */
     rp_linear_w g_lin1;    /* guidance_embedder.linear_1 (C, 256); weight NULL without guidance */
@@ -315,6 +322,7 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
     }
     st = rp_params_load(&l, f, &m->params, ptrs, err);
     if (st != RP_OK) goto fail;
+    m->n_params = rp_params_total(&l);
 
     m->cfg = *cfg;
     m->doubles = doubles;
@@ -422,18 +430,22 @@ void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W)
 
 /* ---- forward helpers ------------------------------------------------------------------ */
 
-/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
- * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
+ * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
+ * holds whole rows (T = n). */
 static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
-    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
+    if (!ctx->par && !ctx->trace) return;
+    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
+    if (!h) return; /* the device's error, reported at the forward's end */
+    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
+    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
 }
 
 /* cos, sin (L + Ni, D): FluxPosEmbed of the ids [text (0,0,0) x L; image (0, r, c) of
  * image tokens n0 .. n0 + Ni - 1 of the gh x gw grid, row-major], as diffusers computes
  * them on CPU: frequencies and angles in float64, cos/sin rounded once to float, each
  * repeated for its pair. shift (the rope-offset fault; else 0) gives image token g the
- * position of token (g + shift) mod gh gw. */
+ * position of token (g + shift) mod gh gw. Host memory (uploaded on a device). */
 static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int L, int n0, int Ni, int gh, int gw,
                        int shift) {
     const int D = cfg->head_dim, T = L + Ni;
@@ -461,51 +473,13 @@ static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int 
     }
 }
 
-/* x (B, NH, T, D) in place: apply_rotary_emb(use_real, unbind -1). Each product is
- * rounded before the sum, as torch evaluates x * cos + x_rot * sin. */
-static void apply_rope(float *x, const float *cosb, const float *sinb, int B, int NH, int T, int D) {
-    for (size_t bh = 0; bh < (size_t)B * NH; bh++)
-        for (int t = 0; t < T; t++) {
-            float *r = x + (bh * T + t) * D;
-            const float *c = cosb + (size_t)t * D, *s = sinb + (size_t)t * D;
-            for (int j = 0; j < D; j += 2) {
-                float x0 = r[j], x1 = r[j + 1];
-                float a0 = x0 * c[j], b0 = -x1 * s[j];
-                float a1 = x1 * c[j + 1], b1 = x0 * s[j + 1];
-                r[j] = a0 + b0;
-                r[j + 1] = a1 + b1;
-            }
-        }
-}
-
-/* out rows of stride ldo (M, w->out) = in (M, w->in) @ weight^T + bias — rp_linear's
- * arithmetic (bias preloaded, beta = 1) with a strided output, so proj_mlp can write
- * straight into its half of the single block's cat buffer. */
-static void linear_ld(const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w, int M) {
-    assert(ldo >= w->out);
-    float beta = 0.0f;
-    if (w->bias) {
-        for (int i = 0; i < M; i++) memcpy(out + (size_t)i * ldo, w->bias, (size_t)w->out * sizeof(float));
-        beta = 1.0f;
-    }
-    rp_gemm(ctx, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo);
-}
-
-/* x (B, NH, T, D) -> out rows of stride ldo: out[(b*T + t) * ldo + h*D + d]. */
-static void from_heads_ld(float *out, int ldo, const float *x, int B, int T, int NH, int D) {
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++)
-                memcpy(out + ((size_t)b * T + t) * ldo + (size_t)h * D, x + (((size_t)b * NH + h) * T + t) * D,
-                       (size_t)D * sizeof(float));
-}
-
 /* Sizes of the activation allocation, shared by the forward and rp_flux_activation_bytes. */
 typedef struct flux_dims {
     int N, T, C, M, P, F;
     size_t n_shared; /* floats of the region shared by q, k, v and the MLP hidden / cat */
     size_t n_mask;   /* floats reserved for the (B, T) uint8 joint key mask */
-    size_t n_total;  /* floats */
+    size_t n_total;  /* floats, without a device */
+    size_t n_io;     /* floats a device adds: the uploaded x, context, pooled and the output */
 } flux_dims;
 
 static flux_dims dims_of(const rp_flux_config *cfg, int B, int H, int W, int L, int with_mask) {
@@ -532,6 +506,9 @@ static flux_dims dims_of(const rp_flux_config *cfg, int B, int H, int W, int L, 
                 + 2 * (size_t)B             /* tsc, gsc */
                 + 4 * (size_t)B * C         /* e1, temb, tmp, stemb */
                 + 2 * (size_t)B * 6 * C;    /* mod[0], mod[1] */
+    d.n_io = 2 * (size_t)B * cfg->in_channels * H * W  /* x, out */
+             + (size_t)B * L * cfg->joint_attention_dim /* context */
+             + (size_t)B * cfg->pooled_dim;             /* pooled */
     return d;
 }
 
@@ -562,6 +539,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     const flux_dims dm = dims_of(cfg, B, H, W, L, mask != NULL);
     const int N = dm.N, T = dm.T, C = dm.C, M = dm.M, P = dm.P, F = dm.F;
     const int NH = cfg->heads, D = cfg->head_dim, Cin = cfg->in_channels, gw = W / 2;
+    const int Dctx = cfg->joint_attention_dim, Dpool = cfg->pooled_dim;
     /* this rank's text tokens [l0, l0 + Ll) and image tokens [n0, n0 + Nl) (sequence
      * parallelism; else all), kept per item as [text; image], Tl rows */
     int l0, Ll, n0, Nl;
@@ -572,16 +550,27 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     const int n_s[2] = {Ll, Nl};  /* tokens per item of stream s: [0] text, [1] image */
     const int off_s[2] = {0, Ll}; /* first row of stream s within an item */
 
-    float *mem = malloc(dm.n_total * sizeof(float));
+    /* On a device (engine/device.h) every buffer below is device memory, the inputs and
+     * the output have their own rows at the end of the block, and the parameters are
+     * read through their mirror; without one this is the CPU path. What is computed on
+     * the host (RoPE tables, joint key mask, scaled timesteps) is built in host scratch
+     * then and uploaded. */
+    const size_t n_total = dm.n_total + (ctx->dev ? dm.n_io : 0);
+    const size_t n_host = ctx->dev ? 2 * (size_t)Tl * D + dm.n_mask + 2 * (size_t)B : 0;
+    RP_TRY(rp_d_mirror(ctx, m->params, m->n_params * sizeof(float), err));
+    float *mem = rp_d_alloc(ctx, n_total, err);
+    float *hs = n_host ? calloc(n_host, sizeof(float)) : NULL; /* host scratch (device only) */
     /* trace token maps: gtok (Tl) index in the joint [text; image] sequence of T, itok (Nl)
      * index among the N image tokens */
     int *gtok = ctx->par ? malloc(sizeof(int) * (Tl + Nl + 1)) : NULL, *itok = gtok ? gtok + Tl : NULL;
-    if (!mem || (ctx->par && !gtok)) {
-        free(mem);
+    if (!mem || (ctx->par && !gtok) || (n_host && !hs)) {
+        rp_d_free(ctx, mem);
+        free(hs);
         free(gtok);
+        rp_d_check(ctx, NULL);
         return RP_FAIL(err, RP_ERR_NOMEM,
                        "FLUX forward: cannot allocate %.1f MiB of activations for batch %d, %dx%d latent, %d text tokens",
-                       dm.n_total * sizeof(float) / 1048576.0, B, H, W, L);
+                       n_total * sizeof(float) / 1048576.0, B, H, W, L);
     }
     for (int j = 0; gtok && j < Tl; j++) gtok[j] = j < Ll ? l0 + j : L + n0 + (j - Ll);
     for (int j = 0; itok && j < Nl; j++) itok[j] = n0 + j;
@@ -599,7 +588,8 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     float *cat = shared;                           /* (B, T, C + M) single block [attn, mlp] */
     float *cosb = cur;   cur += (size_t)T * D;     /* (Tl, D) used: this rank's tokens */
     float *sinb = cur;   cur += (size_t)T * D;     /* (Tl, D) used */
-    uint8_t *jmask = mask ? (uint8_t *)cur : NULL; cur += dm.n_mask; /* (B, T) joint key mask */
+    float *jmaskf = cur; cur += dm.n_mask;         /* (B, T) uint8 joint key mask */
+    uint8_t *jmask = mask ? (uint8_t *)jmaskf : NULL;
     float *tfreq = cur;  cur += (size_t)B * F;     /* (B, F) sinusoidal embedding */
     float *tsc = cur;    cur += B;                 /* (B) 1000 t */
     float *gsc = cur;    cur += B;                 /* (B) 1000 guidance */
@@ -611,52 +601,89 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     mod[0] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) text stream / single (B, 3C) / final (B, 2C) */
     mod[1] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) image stream */
     assert((size_t)(cur - mem) == dm.n_total);
+    /* the inputs where the ops read them, the output where unpacking writes it */
+    const float *xin = x, *ctxin = context, *poolin = pooled;
+    float *outd = out;
+    /* where the host builds the RoPE tables, joint mask and scaled timesteps */
+    float *hcos = cosb, *hsin = sinb, *hmask = jmaskf, *htsc = tsc, *hgsc = gsc;
+    if (ctx->dev) {
+        float *xd = cur;   cur += (size_t)B * Cin * H * W;
+        outd = cur;        cur += (size_t)B * Cin * H * W;
+        float *cd = cur;   cur += (size_t)B * L * Dctx;
+        float *pd = cur;   cur += (size_t)B * Dpool;
+        assert((size_t)(cur - mem) == n_total);
+        rp_d_upload(ctx, xd, x, (size_t)B * Cin * H * W);
+        if (L > 0) rp_d_upload(ctx, cd, context, (size_t)B * L * Dctx);
+        rp_d_upload(ctx, pd, pooled, (size_t)B * Dpool);
+        xin = xd;
+        ctxin = cd;
+        poolin = pd;
+        float *hc = hs;
+        hcos = hc;  hc += (size_t)Tl * D;
+        hsin = hc;  hc += (size_t)Tl * D;
+        hmask = hc; hc += dm.n_mask;
+        htsc = hc;  hc += B;
+        hgsc = hc;  hc += B;
+        assert((size_t)(hc - hs) == n_host);
+    }
+
+    /* Host-built inputs: the x1000 of time_text_embed happens in float, as diffusers'
+     * `timestep.to(dtype) * 1000`; RoPE tables for this rank's tokens; the joint key mask. */
+    for (int b = 0; b < B; b++) htsc[b] = t[b] * 1000.0f;
+    if (cfg->guidance_embeds)
+        for (int b = 0; b < B; b++) hgsc[b] = guidance[b] * 1000.0f;
+    build_rope(hcos, hsin, cfg, Ll, n0, Nl, H / 2, gw, rp_par_pos_shift(ctx));
+    if (mask) {
+        uint8_t *hm = (uint8_t *)hmask;
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < T; j++) hm[(size_t)b * T + j] = j < L ? (mask[(size_t)b * L + j] != 0) : 1;
+    }
+    if (ctx->dev) {
+        rp_d_upload(ctx, tsc, htsc, (size_t)B);
+        if (cfg->guidance_embeds) rp_d_upload(ctx, gsc, hgsc, (size_t)B);
+        rp_d_upload(ctx, cosb, hcos, (size_t)Tl * D);
+        rp_d_upload(ctx, sinb, hsin, (size_t)Tl * D);
+        if (mask) rp_d_upload(ctx, jmaskf, hmask, dm.n_mask);
+    }
 
     rp_status st = RP_OK;
     char name[96];
     const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
 
-    /* x_embedder on the packed latents; context_embedder on the text. Both run into h
-     * (contiguous, for the trace) and are then placed in their rows of xs. */
-    rp_flux_pack(tok, x, B, Cin, H, W);
-    rp_linear(ctx, h, tok, &m->x_embed, B * N);
+    /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
+     * context_embedder on the text. Both run into h (contiguous, for the trace) and are
+     * then placed in their rows of xs. */
+    rp_d_patchify(ctx, tok, xin, B, Cin, H, W, 2);
+    rp_d_linear(ctx, h, tok, &m->x_embed, B * N);
     trace(ctx, "x_embedder", h, B, N, C, NULL, N);
     for (int b = 0; b < B; b++)
-        memcpy(xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C * sizeof(float));
+        rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
-    /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled).
-     * The x1000 happens in float, as diffusers' `timestep.to(dtype) * 1000`. */
-    for (int b = 0; b < B; b++) tsc[b] = t[b] * 1000.0f;
-    rp_timestep_embedding(tfreq, tsc, B, F, 10000.0f, 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
-    rp_linear(ctx, e1, tfreq, &m->t_lin1, B);
-    rp_silu(e1, e1, (size_t)B * C);
-    rp_linear(ctx, temb, e1, &m->t_lin2, B);
+    /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled). */
+    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, 10000.0f, 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
+    rp_d_silu(ctx, e1, e1, (size_t)B * C);
+    rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
     if (cfg->guidance_embeds) {
-        for (int b = 0; b < B; b++) gsc[b] = guidance[b] * 1000.0f;
-        rp_timestep_embedding(tfreq, gsc, B, F, 10000.0f, 0.0f);
-        rp_linear(ctx, e1, tfreq, &m->g_lin1, B);
-        rp_silu(e1, e1, (size_t)B * C);
-        rp_linear(ctx, tmp, e1, &m->g_lin2, B);
-        rp_add(temb, tmp, (size_t)B * C);
+        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, 10000.0f, 0.0f);
+        rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
+        rp_d_silu(ctx, e1, e1, (size_t)B * C);
+        rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
+        rp_d_add(ctx, temb, tmp, (size_t)B * C);
     }
-    rp_linear(ctx, e1, pooled, &m->p_lin1, B);
-    rp_silu(e1, e1, (size_t)B * C);
-    rp_linear(ctx, tmp, e1, &m->p_lin2, B);
-    rp_add(temb, tmp, (size_t)B * C);
+    rp_d_linear(ctx, e1, poolin, &m->p_lin1, B);
+    rp_d_silu(ctx, e1, e1, (size_t)B * C);
+    rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
+    rp_d_add(ctx, temb, tmp, (size_t)B * C);
     trace(ctx, "time_text_embed", temb, B, 1, C, NULL, 1);
-    rp_silu(stemb, temb, (size_t)B * C);
+    rp_d_silu(ctx, stemb, temb, (size_t)B * C);
 
     if (L > 0) {
-        rp_linear(ctx, h, context, &m->ctx_embed, B * L);
+        rp_d_linear(ctx, h, ctxin, &m->ctx_embed, B * L);
         trace(ctx, "context_embedder", h, B, L, C, NULL, L);
         for (int b = 0; b < B; b++)
-            memcpy(xs + (size_t)b * Tl * C, h + ((size_t)b * L + l0) * C, (size_t)Ll * C * sizeof(float));
+            rp_d_copy(ctx, xs + (size_t)b * Tl * C, h + ((size_t)b * L + l0) * C, (size_t)Ll * C);
     }
-
-    build_rope(cosb, sinb, cfg, Ll, n0, Nl, H / 2, gw, rp_par_pos_shift(ctx));
-    if (jmask)
-        for (int b = 0; b < B; b++)
-            for (int j = 0; j < T; j++) jmask[(size_t)b * T + j] = j < L ? (mask[(size_t)b * L + j] != 0) : 1;
 
     /* ---- double-stream blocks ---- */
     const int nd = cfg->n_double, nsg = cfg->n_single;
@@ -667,13 +694,14 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     for (int i = ba; i < (bb < nd ? bb : nd); i++) {
         const flux_double *blk = &m->doubles[i];
         /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
-        for (int s = 0; s < 2; s++) rp_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
+        for (int s = 0; s < 2; s++) rp_d_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
 
-        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
-                rp_modulate(h + ((size_t)b * Tl + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
+                rp_d_modulate(ctx, h + ((size_t)b * Tl + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
             }
 
         /* q, k, v: each stream through its own projection (and per-head RMSNorm), into
@@ -687,52 +715,56 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                     const rp_linear_w *lw = j == 0 ? &w->q : j == 1 ? &w->k : &w->v;
                     const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
                     const size_t r0 = (size_t)b * Tl + off_s[s];
-                    rp_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
-                    if (nw) rp_rmsnorm(ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
+                    rp_d_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
+                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
                 }
-            rp_to_heads(dst[j], ys, B, Tl, NH, D);
-            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, Tl, D);
+            rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
+            if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
         }
         st = rp_par_attention(ctx, i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
         if (st != RP_OK) goto done;
-        rp_from_heads(h, att, B, Tl, NH, D); /* h (B, T, C) reused: its content is consumed */
+        rp_d_from_heads(ctx, h, C, att, B, Tl, 0, Tl, NH, D); /* h (B, T, C) reused: its content is consumed */
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
+                rp_d_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
         trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
+                rp_d_gated_add(ctx, xs + r0 * C, mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, ys + r0 * C, 1, n_s[s],
+                               C);
             }
 
         /* feed-forward, per stream */
-        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_modulate(h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
-                rp_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
+                rp_d_modulate(ctx, h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
+                rp_d_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
             }
-        rp_gelu_tanh(mh, mh, BTl * M);
+        rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
+                rp_d_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
+                if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_gated_add(xs + r0 * C, mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, ys + r0 * C, 1, n_s[s], C);
+                rp_d_gated_add(ctx, xs + r0 * C, mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, ys + r0 * C, 1, n_s[s],
+                               C);
             }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
@@ -743,29 +775,29 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     for (int i = (ba > nd ? ba : nd) - nd; i < bb - nd; i++) {
         const flux_single *blk = &m->singles[i];
         float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
-        rp_linear(ctx, ms, stemb, &blk->mod, B);
-        rp_layernorm(h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-        rp_modulate(h, ms, ms + C, 3 * C, B, Tl, C);
+        rp_d_linear(ctx, ms, stemb, &blk->mod, B);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_modulate(ctx, h, ms, ms + C, 3 * C, B, Tl, C);
 
         const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
         const float *nw[3] = {blk->norm_q, blk->norm_k, NULL};
         float *dst[3] = {q, k, v};
         for (int j = 0; j < 3; j++) {
-            rp_linear(ctx, ys, h, lw[j], (int)BTl);
-            if (nw[j]) rp_rmsnorm(ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
-            rp_to_heads(dst[j], ys, B, Tl, NH, D);
-            if (j < 2) apply_rope(dst[j], cosb, sinb, B, NH, Tl, D);
+            rp_d_linear(ctx, ys, h, lw[j], (int)BTl);
+            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
+            rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
+            if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
         }
         st = rp_par_attention(ctx, nd + i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
         if (st != RP_OK) goto done;
         /* cat (B, T, C + M) = [attn | gelu(proj_mlp(h))]; it overwrites q, k, v (dead now) */
-        from_heads_ld(cat, C + M, att, B, Tl, NH, D);
-        linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BTl);
-        for (size_t r = 0; r < BTl; r++) rp_gelu_tanh(cat + r * (C + M) + C, cat + r * (C + M) + C, (size_t)M);
-        rp_linear(ctx, ys, cat, &blk->proj_out, (int)BTl);
+        rp_d_from_heads(ctx, cat, C + M, att, B, Tl, 0, Tl, NH, D);
+        rp_d_linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BTl);
+        rp_d_act_2d(ctx, RP_D_GELU_TANH, cat + C, C + M, cat + C, C + M, (int)BTl, M);
+        rp_d_linear(ctx, ys, cat, &blk->proj_out, (int)BTl);
         snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
         trace(ctx, name, ys, B, Tl, C, gtok, T);
-        rp_gated_add(xs, ms + 2 * C, 3 * C, ys, B, Tl, C);
+        rp_d_gated_add(ctx, xs, ms + 2 * C, 3 * C, ys, B, Tl, C);
         snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
         trace(ctx, name, xs, B, Tl, C, gtok, T);
     }
@@ -774,19 +806,25 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
      * into h as contiguous (B, N, C); then proj_out and unpack. */
     st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, NULL, 0, C, err);
     if (st != RP_OK || bb < nd + nsg) goto done; /* a later pipeline stage finishes the forward */
-    rp_linear(ctx, mod[0], stemb, &m->norm_out, B);
+    rp_d_linear(ctx, mod[0], stemb, &m->norm_out, B);
     for (int b = 0; b < B; b++)
-        rp_layernorm(h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
-    rp_modulate(h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
+        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
+    rp_d_modulate(ctx, h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
     trace(ctx, "norm_out", h, B, Nl, C, itok, N);
-    rp_linear(ctx, tok, h, &m->proj_out, B * Nl);
+    rp_d_linear(ctx, tok, h, &m->proj_out, B * Nl);
     if (Nl < N && (st = rp_par_gather_tokens(ctx, tok, tok, B, N, P, err)) != RP_OK) goto done;
     trace(ctx, "proj_out", tok, B, N, P, NULL, N);
-    rp_flux_unpack(out, tok, B, Cin, H, W);
+    rp_d_flux_unpack(ctx, outd, tok, B, Cin, H, W);
+    if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
 
 done:
+    {
+        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+        if (st == RP_OK) st = dst;
+    }
     if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
-    free(mem);
+    rp_d_free(ctx, mem);
+    free(hs);
     free(gtok);
     return st;
 }

@@ -100,8 +100,12 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                           const uint8_t *mask, const float *pooled, int B, int H, int W, int L,
                           rp_error *err);
 
-/* Bytes of the one activation allocation rp_flux_forward makes for these shapes
- * (the attention variant's own scratch, e.g. the math variant's (T, T) scores, is extra). */
+/* Bytes of the one activation allocation rp_flux_forward makes for these shapes on the
+ * CPU (ctx->dev NULL; the attention variant's own scratch, e.g. the math variant's (T, T)
+ * scores, is extra). On a device (engine/device.h) the block is device memory and also
+ * holds the uploaded inputs and the output: B (2 Cin H W + L Dctx + Dpool) floats more;
+ * the RoPE tables, joint mask and scaled timesteps are then built in a host scratch of
+ * about 2 T D + B T / 4 + 2 B floats and uploaded. */
 size_t rp_flux_activation_bytes(const rp_flux_config *cfg, int B, int H, int W, int L, int with_mask);
 
 /* Multiply-accumulates of one forward for one image of latent H x W with L text tokens. */

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "../attention/attention.h"
+#include "../device.h"
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
@@ -75,6 +76,7 @@ typedef struct sd3_block {
 struct rp_sd3 {
     rp_sd3_config cfg;
     float *params;            /* every parameter, one allocation */
+    size_t n_params;          /* floats in params (the block a device mirrors) */
     const float *pos_embed;   /* (1, M*M, D) */
     rp_linear_w patch_proj;   /* conv weight (D, Cin, p, p) viewed as (D, Cin*p*p) */
     rp_linear_w t_lin1;       /* (D, freq_dim) */
@@ -269,6 +271,7 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
     }
     st = rp_params_load(&l, f, &m->params, ptrs, err);
     if (st != RP_OK) goto fail;
+    m->n_params = rp_params_total(&l);
 
     m->cfg = *cfg;
     m->blocks = blocks;
@@ -340,41 +343,15 @@ const rp_sd3_config *rp_sd3_cfg(const rp_sd3 *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Records x (B, n, W) under name. tok (n): each token's index in the whole sequence of T
- * (sequence parallelism), or NULL when x holds whole rows (T = n). */
+/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
+ * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
+ * holds whole rows (T = n). */
 static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (ctx->par) rp_par_trace(ctx, name, x, B, n, W, tok, T);
-    else if (ctx->trace) rp_trace_record(ctx->trace, name, x, (size_t)B * n * W);
-}
-
-/* img (B, T, H, hd), txt (B, L, H, hd) -> out (B, H, T + L, hd): each head's rows are the
- * image tokens then the text tokens, the torch.cat([img, txt], dim=2) of JointAttnProcessor. */
-static void joint_to_heads(float *out, const float *img, const float *txt, int B, int T, int L, int H,
-                           int hd) {
-    const int S = T + L;
-    const size_t row = (size_t)hd * sizeof(float);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            float *o = out + ((size_t)b * H + h) * S * hd;
-            for (int t = 0; t < T; t++)
-                memcpy(o + (size_t)t * hd, img + (((size_t)b * T + t) * H + h) * hd, row);
-            for (int j = 0; j < L; j++)
-                memcpy(o + (size_t)(T + j) * hd, txt + (((size_t)b * L + j) * H + h) * hd, row);
-        }
-}
-
-/* The inverse: x (B, H, T + L, hd) -> img (B, T, H, hd), txt (B, L, H, hd). */
-static void joint_from_heads(float *img, float *txt, const float *x, int B, int T, int L, int H, int hd) {
-    const int S = T + L;
-    const size_t row = (size_t)hd * sizeof(float);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const float *s = x + ((size_t)b * H + h) * S * hd;
-            for (int t = 0; t < T; t++)
-                memcpy(img + (((size_t)b * T + t) * H + h) * hd, s + (size_t)t * hd, row);
-            for (int j = 0; j < L; j++)
-                memcpy(txt + (((size_t)b * L + j) * H + h) * hd, s + (size_t)(T + j) * hd, row);
-        }
+    if (!ctx->par && !ctx->trace) return;
+    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
+    if (!h) return; /* the device's error, reported at the forward's end */
+    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
+    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
 }
 
 rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const float *x,
@@ -408,6 +385,12 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     const size_t n_shared = n_attn > n_ff ? n_attn : n_ff;
     const size_t n_mask = (BS + sizeof(float) - 1) / sizeof(float); /* uint8 (B, S) in float units */
 
+    const int Djoint = cfg->joint_attention_dim, Dpool = cfg->pooled_projection_dim;
+    const size_t n_io = (size_t)B * Cin * H * W    /* xin */
+                        + (size_t)B * Cout * H * W  /* outd */
+                        + (size_t)B                 /* tin */
+                        + BL * Djoint               /* ctxin */
+                        + (size_t)B * Dpool;        /* poolin */
     const size_t n_total = BT * P                 /* patches */
                            + 3 * BT * D           /* xs, hx, yx */
                            + 3 * BL * D           /* cs, hc, yc */
@@ -416,12 +399,20 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
                            + (size_t)B * Fq       /* tfreq */
                            + (size_t)B * D * 4    /* th, ph, temb, stemb */
                            + (size_t)B * 6 * D * 2 /* modx, modc */
-                           + n_mask;
-    float *mem = malloc(n_total * sizeof(float));
+                           + n_mask
+                           + (ctx->dev ? n_io : 0);
+    /* On a device (engine/device.h) every buffer below is device memory and the
+     * parameters are read through their mirror; without one this is the CPU path. */
+    RP_TRY(rp_d_mirror(ctx, m->params, m->n_params * sizeof(float), err));
+    float *mem = rp_d_alloc(ctx, n_total, err);
     int *tok = ctx->par ? malloc(sizeof(int) * Tl) : NULL; /* (Tl) global image token index, for the trace */
-    if (!mem || (ctx->par && !tok)) {
-        free(mem);
+    /* the joint key mask is built on the host: in mem without a device, else staged here */
+    uint8_t *jmask_h = ctx->dev && context_mask ? calloc(n_mask, sizeof(float)) : NULL;
+    if (!mem || (ctx->par && !tok) || (ctx->dev && context_mask && !jmask_h)) {
+        rp_d_free(ctx, mem);
         free(tok);
+        free(jmask_h);
+        rp_d_check(ctx, NULL);
         return RP_FAIL(err, RP_ERR_NOMEM,
                        "SD3 forward: cannot allocate %.1f MiB of activations for batch %d, %d image and %d "
                        "text tokens",
@@ -458,49 +449,72 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     float *modx = cur;    cur += (size_t)B * 6 * D; /* (B, 6D) or (B, 2D) for norm_out */
     float *modc = cur;    cur += (size_t)B * 6 * D; /* (B, 6D), or (B, 2D) when pre_only */
     uint8_t *jmask = (uint8_t *)cur; cur += n_mask; /* (B, S) joint key mask; used iff context_mask */
+    /* the inputs where the ops read them, and where unpatchify writes */
+    const float *xin = x, *tin = t, *ctxin = context, *poolin = pooled;
+    float *outd = out;
+    if (ctx->dev) {
+        float *xd = cur;    cur += (size_t)B * Cin * H * W;
+        outd = cur;         cur += (size_t)B * Cout * H * W;
+        float *td = cur;    cur += (size_t)B;
+        float *cd = cur;    cur += BL * Djoint;
+        float *pd = cur;    cur += (size_t)B * Dpool;
+        rp_d_upload(ctx, xd, x, (size_t)B * Cin * H * W);
+        rp_d_upload(ctx, td, t, (size_t)B);
+        rp_d_upload(ctx, cd, context, BL * Djoint);
+        rp_d_upload(ctx, pd, pooled, (size_t)B * Dpool);
+        xin = xd;
+        tin = td;
+        ctxin = cd;
+        poolin = pd;
+    }
     assert((size_t)(cur - mem) == n_total);
 
     rp_status st = RP_OK;
     char name[96];
 
     /* pos_embed: Conv2d(k = s = p) == patchify + linear; then + the centre crop of the
-     * (M, M) table (diffusers cropped_pos_embed: top = (M - gh) // 2, left = (M - gw) // 2). */
-    rp_patchify(patches, x, B, Cin, H, W, p);
-    rp_linear(ctx, xs, patches, &m->patch_proj, (int)BT);
+     * (M, M) table (diffusers cropped_pos_embed: top = (M - gh) // 2, left = (M - gw) // 2),
+     * gathered into yx (free until the first block) as a (T, D) table. Under sequence
+     * parallelism the whole sequence is embedded into hx, then this rank's slice copied. */
+    float *xe = Tl < T ? hx : xs; /* (B, T, D) */
+    rp_d_patchify(ctx, patches, xin, B, Cin, H, W, p);
+    rp_d_linear(ctx, xe, patches, &m->patch_proj, (int)BT);
     {
         const int top = (Mx - gh) / 2, left = (Mx - gw) / 2;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < gh; i++)
-                for (int j = 0; j < gw; j++)
-                    rp_add(xs + ((size_t)b * T + (size_t)i * gw + j) * D,
-                           m->pos_embed + ((size_t)(top + i) * Mx + left + j) * D, (size_t)D);
+        for (int i = 0; i < gh; i++)
+            rp_d_copy(ctx, yx + (size_t)i * gw * D, m->pos_embed + ((size_t)(top + i) * Mx + left) * D,
+                      (size_t)gw * D);
+        rp_d_add_bcast(ctx, xe, yx, B, (size_t)T * D);
     }
-    trace(ctx, "pos_embed", xs, B, T, D, NULL, T);
-    if (Tl < T) /* keep this rank's slice; item b's rows move down to b * Tl (never past their source) */
+    trace(ctx, "pos_embed", xe, B, T, D, NULL, T);
+    if (Tl < T) /* keep this rank's slice: item b's rows [t0, t0 + Tl) to xs[b] */
         for (int b = 0; b < B; b++)
-            memmove(xs + (size_t)b * Tl * D, xs + ((size_t)b * T + t0) * D, sizeof(float) * Tl * D);
+            rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
-    rp_timestep_embedding(tfreq, t, B, Fq, 10000.0f, 0.0f);
-    rp_linear(ctx, th, tfreq, &m->t_lin1, B);
-    rp_silu(th, th, (size_t)B * D);
-    rp_linear(ctx, temb, th, &m->t_lin2, B);
-    rp_linear(ctx, ph, pooled, &m->p_lin1, B);
-    rp_silu(ph, ph, (size_t)B * D);
-    rp_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
-    rp_add(temb, stemb, (size_t)B * D);       /* timesteps_emb + pooled_projections */
+    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, 10000.0f, 0.0f);
+    rp_d_linear(ctx, th, tfreq, &m->t_lin1, B);
+    rp_d_silu(ctx, th, th, (size_t)B * D);
+    rp_d_linear(ctx, temb, th, &m->t_lin2, B);
+    rp_d_linear(ctx, ph, poolin, &m->p_lin1, B);
+    rp_d_silu(ctx, ph, ph, (size_t)B * D);
+    rp_d_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
+    rp_d_add(ctx, temb, stemb, (size_t)B * D);  /* timesteps_emb + pooled_projections */
     trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
-    rp_silu(stemb, temb, (size_t)B * D);
+    rp_d_silu(ctx, stemb, temb, (size_t)B * D);
 
-    rp_linear(ctx, cs, context, &m->ctx_embed, (int)BL);
+    rp_d_linear(ctx, cs, ctxin, &m->ctx_embed, (int)BL);
     trace(ctx, "context_embedder", cs, B, L, D, NULL, L);
 
     if (context_mask) {
-        /* Image tokens are always keys; text tokens as the caller's mask says. */
+        /* Image tokens are always keys; text tokens as the caller's mask says. Built on the
+         * host from the caller's host mask; on a device, staged and uploaded. */
+        uint8_t *jm = jmask_h ? jmask_h : jmask;
         for (int b = 0; b < B; b++) {
-            memset(jmask + (size_t)b * S, 1, (size_t)T);
-            for (int j = 0; j < L; j++) jmask[(size_t)b * S + T + j] = context_mask[(size_t)b * L + j] != 0;
+            memset(jm + (size_t)b * S, 1, (size_t)T);
+            for (int j = 0; j < L; j++) jm[(size_t)b * S + T + j] = context_mask[(size_t)b * L + j] != 0;
         }
+        if (jmask_h) rp_d_upload(ctx, (float *)jmask, (const float *)jmask_h, n_mask);
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
@@ -513,67 +527,74 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         const int ms = 6 * D, mcs = blk->pre_only ? 2 * D : 6 * D; /* row strides of modx, modc */
         /* modx (B, 6D) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp];
          * modc likewise, or (B, 2D) = [scale | shift] in the context_pre_only block. */
-        rp_linear(ctx, modx, stemb, &blk->norm1, B);
-        rp_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
+        rp_d_linear(ctx, modx, stemb, &blk->norm1, B);
+        rp_d_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
 
-        rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
-        rp_modulate(hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
-        rp_layernorm(hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_d_modulate(ctx, hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
+        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
         if (blk->pre_only)
-            rp_modulate(hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
+            rp_d_modulate(ctx, hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
         else
-            rp_modulate(hc, modc + 0 * D, modc + 1 * D, mcs, B, L, D);
+            rp_d_modulate(ctx, hc, modc + 0 * D, modc + 1 * D, mcs, B, L, D);
 
         /* joint attention */
-        rp_linear(ctx, qx, hx, &blk->to_q, (int)BTl);
-        rp_linear(ctx, kx, hx, &blk->to_k, (int)BTl);
-        rp_linear(ctx, vx, hx, &blk->to_v, (int)BTl);
-        rp_linear(ctx, qc, hc, &blk->add_q, (int)BL);
-        rp_linear(ctx, kc, hc, &blk->add_k, (int)BL);
-        rp_linear(ctx, vc, hc, &blk->add_v, (int)BL);
+        rp_d_linear(ctx, qx, hx, &blk->to_q, (int)BTl);
+        rp_d_linear(ctx, kx, hx, &blk->to_k, (int)BTl);
+        rp_d_linear(ctx, vx, hx, &blk->to_v, (int)BTl);
+        rp_d_linear(ctx, qc, hc, &blk->add_q, (int)BL);
+        rp_d_linear(ctx, kc, hc, &blk->add_k, (int)BL);
+        rp_d_linear(ctx, vc, hc, &blk->add_v, (int)BL);
         if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
-            rp_rmsnorm(qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
-            rp_rmsnorm(kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
-            rp_rmsnorm(qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
-            rp_rmsnorm(kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
         }
-        joint_to_heads(q, qx, qc, B, Tl, L, Hh, hd);
-        joint_to_heads(k, kx, kc, B, Tl, L, Hh, hd);
-        joint_to_heads(v, vx, vc, B, Tl, L, Hh, hd);
+        /* (B, H, Sl, hd): each head's rows are the image tokens then the text tokens, the
+         * torch.cat([img, txt], dim=2) of JointAttnProcessor */
+        rp_d_to_heads(ctx, q, qx, B, Tl, Hh, hd, Sl, 0);
+        rp_d_to_heads(ctx, q, qc, B, L, Hh, hd, Sl, Tl);
+        rp_d_to_heads(ctx, k, kx, B, Tl, Hh, hd, Sl, 0);
+        rp_d_to_heads(ctx, k, kc, B, L, Hh, hd, Sl, Tl);
+        rp_d_to_heads(ctx, v, vx, B, Tl, Hh, hd, Sl, 0);
+        rp_d_to_heads(ctx, v, vc, B, L, Hh, hd, Sl, Tl);
         st = rp_par_attention(ctx, i, att, q, k, v, context_mask ? jmask : NULL, B, Hh, Sl, 0, L, hd, scale, err);
         if (st != RP_OK) goto done;
-        joint_from_heads(hx, hc, att, B, Tl, L, Hh, hd); /* hx, hc reused: their content is consumed */
-        rp_linear(ctx, yx, hx, &blk->to_out, (int)BTl);
+        /* hx, hc reused: their content is consumed */
+        rp_d_from_heads(ctx, hx, D, att, B, Sl, 0, Tl, Hh, hd);
+        rp_d_from_heads(ctx, hc, D, att, B, Sl, Tl, L, Hh, hd);
+        rp_d_linear(ctx, yx, hx, &blk->to_out, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
         trace(ctx, name, yx, B, Tl, D, tok, T);
-        rp_gated_add(xs, modx + 2 * D, ms, yx, B, Tl, D);
+        rp_d_gated_add(ctx, xs, modx + 2 * D, ms, yx, B, Tl, D);
         if (!blk->pre_only) {
-            rp_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
+            rp_d_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
             trace(ctx, name, yc, B, L, D, NULL, L);
-            rp_gated_add(cs, modc + 2 * D, mcs, yc, B, L, D);
+            rp_d_gated_add(ctx, cs, modc + 2 * D, mcs, yc, B, L, D);
         }
 
         /* image FF */
-        rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
-        rp_modulate(hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
-        rp_linear(ctx, mh, hx, &blk->ff1, (int)BTl);
-        rp_gelu_tanh(mh, mh, BTl * F);
-        rp_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_d_modulate(ctx, hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
+        rp_d_linear(ctx, mh, hx, &blk->ff1, (int)BTl);
+        rp_d_gelu_tanh(ctx, mh, mh, BTl * F);
+        rp_d_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         trace(ctx, name, yx, B, Tl, D, tok, T);
-        rp_gated_add(xs, modx + 5 * D, ms, yx, B, Tl, D);
+        rp_d_gated_add(ctx, xs, modx + 5 * D, ms, yx, B, Tl, D);
 
         /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
         if (!blk->pre_only) {
-            rp_layernorm(hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
-            rp_modulate(hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
-            rp_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
-            rp_gelu_tanh(mh, mh, BL * F);
-            rp_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
+            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+            rp_d_modulate(ctx, hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
+            rp_d_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
+            rp_d_gelu_tanh(ctx, mh, mh, BL * F);
+            rp_d_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
             trace(ctx, name, yc, B, L, D, NULL, L);
-            rp_gated_add(cs, modc + 5 * D, mcs, yc, B, L, D);
+            rp_d_gated_add(ctx, cs, modc + 5 * D, mcs, yc, B, L, D);
         }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
@@ -588,18 +609,24 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
 
     /* norm_out: AdaLayerNormContinuous, modx (B, 2D) = [scale | shift] */
-    rp_linear(ctx, modx, stemb, &m->norm_out, B);
-    rp_layernorm(hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
-    rp_modulate(hx, modx + D, modx, 2 * D, B, Tl, D);
-    rp_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
+    rp_d_linear(ctx, modx, stemb, &m->norm_out, B);
+    rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+    rp_d_modulate(ctx, hx, modx + D, modx, 2 * D, B, Tl, D);
+    rp_d_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
     trace(ctx, "proj_out", fin, B, T, Po, NULL, T);
-    rp_unpatchify(out, fin, B, Cout, H, W, p);
+    rp_d_unpatchify(ctx, outd, fin, B, Cout, H, W, p);
+    if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * H * W);
 
 done:
+    {
+        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+        if (st == RP_OK) st = dst;
+    }
     if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
-    free(mem);
+    rp_d_free(ctx, mem);
     free(tok);
+    free(jmask_h);
     return st;
 }
 

@@ -3,6 +3,7 @@
  * pipeline hooks and the faults that act on positions and timesteps.
  * See parallel.h for the layout and the contracts. */
 #include "parallel.h"
+#include "../device.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -235,8 +236,35 @@ rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error 
     return RP_OK;
 }
 
+static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
+                                    rp_error *err);
+
+/* With a device: staged through the host (the collectives move host buffers); the
+ * models gather in place (full == local, a (B, T, W) device buffer), which is all this
+ * supports there. */
 rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
                                rp_error *err) {
+    if (!ctx->dev) return gather_tokens_host(ctx, full, local, B, T, W, err);
+    if (full != local)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "sequence gather on %s: only in place (full == local)",
+                       ctx->dev->name);
+    const size_t n = (size_t)B * T * W;
+    float *h = malloc(sizeof(float) * (n ? n : 1));
+    if (!h) return RP_FAIL(err, RP_ERR_NOMEM, "out of host memory staging %zu floats", n);
+    rp_d_download(ctx, h, full, n);
+    rp_status st = rp_d_check(ctx, err);
+    if (st == RP_OK) {
+        rp_ctx hc = *ctx;
+        hc.dev = NULL;
+        st = gather_tokens_host(&hc, h, h, B, T, W, err);
+    }
+    if (st == RP_OK) rp_d_upload(ctx, full, h, n);
+    free(h);
+    return st;
+}
+
+static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
+                                    rp_error *err) {
     int m, M;
     if (ctx->par && rp_par_pf_patch(ctx->par, &m, &M)) {
         /* the patch's shards first (T / M tokens), then the patch into the whole sequence */
@@ -246,7 +274,7 @@ rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *loca
             rp_parallel q = *ctx->par;
             q.pf = NULL; /* a plain sp gather of the T / M patch tokens */
             whole.par = &q;
-            RP_TRY(rp_par_gather_tokens(&whole, full, local, B, T / M, W, err));
+            RP_TRY(gather_tokens_host(&whole, full, local, B, T / M, W, err));
             local = full;
         }
         return rp_par_pf_tokens(ctx->par, full, local, B, T, W, err);
@@ -317,7 +345,23 @@ void rp_par_block_range(const rp_ctx *ctx, int n_blocks, int *a, int *b) {
 rp_status rp_par_stream(const rp_ctx *ctx, int where, int block, float *x, size_t rows_x, float *c, size_t rows_c,
                         int W, rp_error *err) {
     if (!ctx->par || !ctx->par->hooks.stream) return RP_OK;
-    return ctx->par->hooks.stream(ctx->par->hooks.user, where, block, x, rows_x, c, rows_c, W, err);
+    if (!ctx->dev) return ctx->par->hooks.stream(ctx->par->hooks.user, where, block, x, rows_x, c, rows_c, W, err);
+    /* a device forward: the hook (pipefusion's hand-over between stages) works on host
+     * copies of the streams, which go back up afterwards */
+    const size_t nx = rows_x * (size_t)W, nc = c ? rows_c * (size_t)W : 0;
+    float *h = malloc(sizeof(float) * (nx + nc + 1));
+    if (!h) return RP_FAIL(err, RP_ERR_NOMEM, "out of host memory staging %zu floats", nx + nc);
+    rp_d_download(ctx, h, x, nx);
+    if (c) rp_d_download(ctx, h + nx, c, nc);
+    rp_status st = rp_d_check(ctx, err);
+    if (st == RP_OK) st = ctx->par->hooks.stream(ctx->par->hooks.user, where, block, h, rows_x, c ? h + nx : NULL,
+                                                 rows_c, W, err);
+    if (st == RP_OK) {
+        rp_d_upload(ctx, x, h, nx);
+        if (c) rp_d_upload(ctx, c, h + nx, nc);
+    }
+    free(h);
+    return st;
 }
 
 /* ---- trace ----------------------------------------------------------------------------- */

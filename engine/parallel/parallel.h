@@ -235,6 +235,9 @@ typedef struct rp_parallel {
     int fwd_eval;             /* the evaluation (= sampling step); -1 before the first */
     int fwd_slot;             /* the forward's index within the evaluation */
     int kv_lead, kv_rep;      /* the attention in progress: text tokens first / last (hook) */
+    /* set while a device forward's parallel step runs host-staged (device_stage.c):
+     * the device the staged attention computes on; NULL otherwise */
+    struct rp_device *stage_dev;
     /* items: set by rp_par_dp_select */
     int n_items_total;        /* items of the whole run */
     int item_first;           /* position of this rank's first item in the run's list (the

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "../attention/attention.h"
+#include "../device.h"
 #include "../fastmath.h"
 #include "../ops.h"
 #include "parallel.h"
@@ -212,6 +213,32 @@ static rp_status kv_hook(const rp_ctx *ctx, int layer, const float *k, const flo
     return RP_OK;
 }
 
+/* rp_attention on host buffers; during a host-staged device forward (p->stage_dev) the
+ * computation itself runs on that device: q, k, v (and the mask) go up, out comes back,
+ * so the parallel layout's data movement is the host's and its arithmetic the device's. */
+static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                        const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
+    rp_device *dev = ctx->par ? ctx->par->stage_dev : NULL;
+    if (!dev) return rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+    rp_ctx dc = *ctx;
+    dc.dev = dev;
+    dc.par = NULL;
+    const size_t nq = (size_t)B * H * Tq * D, nk = (size_t)B * H * Tk * D;
+    const size_t nm = key_mask ? ((size_t)B * Tk + sizeof(float) - 1) / sizeof(float) : 0;
+    float *buf = rp_d_alloc(&dc, 2 * nq + 2 * nk + nm, err); /* q, k, v, out, mask */
+    if (!buf) return RP_ERR_NOMEM;
+    float *dq = buf, *dk = dq + nq, *dv = dk + nk, *dout = dv + nk, *dm = dout + nq;
+    rp_d_upload(&dc, dq, q, nq);
+    rp_d_upload(&dc, dk, k, nk);
+    rp_d_upload(&dc, dv, v, nk);
+    if (key_mask && dev->status == RP_OK) dev->ops->upload(dev, dm, key_mask, (size_t)B * Tk);
+    rp_d_attention(&dc, dout, dq, dk, dv, key_mask ? (const uint8_t *)dm : NULL, B, H, Tq, Tk, D, scale, err);
+    rp_d_download(&dc, out, dout, nq);
+    rp_status st = rp_d_check(&dc, err);
+    rp_d_free(&dc, buf);
+    return st;
+}
+
 /* Without ulysses / ring (or with patch parallelism, whose attention is the K/V hook's:
  * patch.c): the K/V hook, then rp_attention. */
 static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k, const float *v,
@@ -223,12 +250,13 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
     if (key_mask && Tk != T)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the key "
                        "count (%d -> %d)", layer, T, Tk);
-    return rp_attention(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
+    return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
 
-rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
-                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
-                           int D, float scale, rp_error *err) {
+/* rp_par_attention on host buffers (the whole algorithm above). */
+static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
+                                    const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead,
+                                    int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
     assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
     if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
@@ -298,7 +326,7 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
     int Tgk;
     st = kv_hook(ctx, layer, K, V, B, Hu, Tg, u * Tlead, Trep, D, &KK, &VV, &Tgk, err);
     if (st != RP_OK) goto done;
-    if (R == 1) st = rp_attention(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
+    if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
     if (st != RP_OK) goto done;
     /* all-to-all 2: head groups -> token shards (send reused: same size) */
@@ -336,5 +364,51 @@ done:
     free(recv);
     free(G);
     free(rep);
+    return st;
+}
+
+/* With a device (ctx->dev): no exchange and no K/V hook -> the device's attention on the
+ * device buffers directly; otherwise host-staged: q, k, v come down, the host algorithm
+ * above moves them (collectives on host buffers, the hooks' caches on the host) and each
+ * attention it computes runs on the device (attend), then out goes up. Ring attention's
+ * online-softmax merge is host arithmetic, so ring on a device is refused rather than
+ * silently computed on the CPU. */
+rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
+                           const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
+                           int D, float scale, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
+    const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
+    const int hooked = p && p->hooks.kv;
+    const int skew = p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1;
+    if (!exchange && !hooked) {
+        if (skew) scale = (float)(1.0 / sqrt((double)D + 1.0));
+        return rp_d_attention(ctx, out, q, k, v, key_mask, B, H, T, T, D, scale, err);
+    }
+    if (exchange && p->ring.size > 1)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
+                       "ring=%d on %s: ring attention's online-softmax merge runs on the host in this engine, "
+                       "so it is not offered on a GPU (ulysses, pipefusion, patch, dp and cfg are)",
+                       p->ring.size, ctx->dev->name);
+    RP_TRY(rp_d_check(ctx, err)); /* the forward's earlier ops, before their results are read */
+    const size_t n = (size_t)B * H * T * D;
+    float *h = malloc(sizeof(float) * 4 * n + (key_mask ? (size_t)B * T : 0)); /* q, k, v, out, mask */
+    if (!h) return RP_FAIL(err, RP_ERR_NOMEM, "attention %d: out of host memory staging %d x %d x %d", layer, B, H, T);
+    float *hq = h, *hk = hq + n, *hv = hk + n, *ho = hv + n;
+    uint8_t *hm = key_mask ? (uint8_t *)(ho + n) : NULL;
+    rp_d_download(ctx, hq, q, n);
+    rp_d_download(ctx, hk, k, n);
+    rp_d_download(ctx, hv, v, n);
+    if (key_mask && ctx->dev->status == RP_OK) ctx->dev->ops->download(ctx->dev, hm, rp_d_map(ctx, (const float *)key_mask), (size_t)B * T);
+    rp_status st = rp_d_check(ctx, err);
+    if (st == RP_OK) {
+        rp_ctx hc = *ctx;
+        hc.dev = NULL;
+        p->stage_dev = ctx->dev;
+        st = par_attention_host(&hc, layer, ho, hq, hk, hv, hm, B, H, T, Tlead, Trep, D, scale, err);
+        p->stage_dev = NULL;
+    }
+    if (st == RP_OK) rp_d_upload(ctx, out, ho, n);
+    free(h);
     return st;
 }

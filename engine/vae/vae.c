@@ -28,7 +28,10 @@
  * Memory: images are decoded one at a time (B never multiplies activation
  * memory). Per call: three activation buffers of the largest C*H*W any stage
  * holds, plus mid-attention scratch of 5 * C*h*w; rp_conv2d adds one image's
- * im2col (9 * IC * H * W) while it runs.
+ * im2col (9 * IC * H * W) while it runs. On a device (engine/device.h) these
+ * are device memory, plus one item's latent and image (the input uploaded and
+ * the output downloaded item by item), and the parameters are read through
+ * their mirror; without one every rp_d_* call is the CPU op (same bits).
  *
  * Not traced: the trace names in trace.h are the transformer's; the decoder runs
  * once after sampling, outside the model evaluations the classifier compares. */
@@ -43,6 +46,7 @@
 #include <string.h>
 
 #include "../attention/attention.h"
+#include "../device.h"
 #include "../ops.h"
 
 #define VAE_EPS 1e-6f
@@ -222,6 +226,7 @@ typedef struct vae_up {
 struct rp_vae {
     rp_vae_config cfg;
     float *block;                   /* every parameter, one allocation */
+    size_t n_block;                 /* floats in block (what a device mirrors) */
     vae_conv post_quant;            /* 1x1 Cl -> Cl; w NULL when unused */
     vae_conv conv_in;               /* 3x3 Cl -> Cm */
     vae_resnet mid_res[2];          /* Cm -> Cm */
@@ -299,6 +304,7 @@ rp_status rp_vae_load(const rp_vae_config *cfg, const rp_st_file *f, rp_vae **ou
         rp_params_free(&l);
         return s;
     }
+    m->n_block = rp_params_total(&l);
     m->cfg = *cfg;
     const int Cl = cfg->latent_channels, Cm = cfg->block_out[cfg->n_levels - 1];
     char n[112];
@@ -345,13 +351,13 @@ void rp_vae_free(rp_vae *m) {
 /* out (c->out, H, W) = conv(in (c->in, H, W)); 'same' padding (k/2), stride 1. */
 static void conv_fwd(const rp_ctx *ctx, const vae_conv *c, float *out, const float *in, int H, int W) {
     assert(c->w && c->b);
-    rp_conv2d(ctx, out, in, c->w, c->b, 1, c->in, H, W, c->out, c->k, 1, c->k / 2);
+    rp_d_conv2d(ctx, out, in, c->w, c->b, 1, c->in, H, W, c->out, c->k, 1, c->k / 2);
 }
 
 /* out (C, HW) = silu(groupnorm(x (C, HW))); out may alias x. */
-static void norm_silu(const vae_norm *n, float *out, const float *x, int C, int HW, int G) {
-    rp_groupnorm(out, x, n->w, n->b, 1, C, HW, G, VAE_EPS);
-    rp_silu(out, out, (size_t)C * HW);
+static void norm_silu(const rp_ctx *ctx, const vae_norm *n, float *out, const float *x, int C, int HW, int G) {
+    rp_d_groupnorm(ctx, out, x, n->w, n->b, 1, C, HW, G, VAE_EPS);
+    rp_d_silu(ctx, out, out, (size_t)C * HW);
 }
 
 static void swap_buf(float **a, float **b) { float *t = *a; *a = *b; *b = t; }
@@ -361,16 +367,16 @@ static void swap_buf(float **a, float **b) { float *t = *a; *a = *b; *b = t; }
 static void resnet_fwd(const rp_ctx *ctx, const vae_resnet *r, int G, float **x, float **t, float **h,
                        int H, int W) {
     const int HW = H * W;
-    norm_silu(&r->norm1, *t, *x, r->in, HW, G);           /* t (in, HW) */
+    norm_silu(ctx, &r->norm1, *t, *x, r->in, HW, G);           /* t (in, HW) */
     conv_fwd(ctx, &r->conv1, *h, *t, H, W);               /* h (out, HW) */
-    norm_silu(&r->norm2, *t, *h, r->out, HW, G);          /* t (out, HW) */
+    norm_silu(ctx, &r->norm2, *t, *h, r->out, HW, G);          /* t (out, HW) */
     conv_fwd(ctx, &r->conv2, *h, *t, H, W);               /* h (out, HW) */
     if (r->shortcut.w) {
         conv_fwd(ctx, &r->shortcut, *t, *x, H, W);        /* t (out, HW) = shortcut(x) */
-        rp_add(*t, *h, (size_t)r->out * HW);              /* t = shortcut(x) + h */
+        rp_d_add(ctx, *t, *h, (size_t)r->out * HW);              /* t = shortcut(x) + h */
         swap_buf(x, t);
     } else {
-        rp_add(*x, *h, (size_t)r->out * HW);              /* x = x + h */
+        rp_d_add(ctx, *x, *h, (size_t)r->out * HW);              /* x = x + h */
     }
 }
 
@@ -385,17 +391,16 @@ static rp_status attn_fwd(const rp_ctx *ctx, const vae_attn *a, int G, float *x,
     float *k = s + 2 * n;      /* (T, C) */
     float *v = s + 3 * n;      /* (T, C) */
     float *o = s + 4 * n;      /* (T, C) attention output; first (C, T) group-norm scratch */
-    rp_groupnorm(o, x, a->gn.w, a->gn.b, 1, C, T, G, VAE_EPS);   /* o (C, T) */
-    for (int c = 0; c < C; c++)                                    /* tok (T, C) = o^T */
-        for (int t = 0; t < T; t++) tok[(size_t)t * C + c] = o[(size_t)c * T + t];
-    rp_linear(ctx, q, tok, &a->q, T);
-    rp_linear(ctx, k, tok, &a->k, T);
-    rp_linear(ctx, v, tok, &a->v, T);
-    /* diffusers: one head with dim_head = C, scale dim_head^-0.5 */
-    RP_TRY(rp_attention(ctx, o, q, k, v, NULL, 1, 1, T, T, C, 1.0f / sqrtf((float)C), err));
-    rp_linear(ctx, tok, o, &a->o, T);                             /* tok (T, C) */
-    for (int c = 0; c < C; c++)                                    /* residual: x (C, T) += tok^T */
-        for (int t = 0; t < T; t++) x[(size_t)c * T + t] += tok[(size_t)t * C + c];
+    rp_d_groupnorm(ctx, o, x, a->gn.w, a->gn.b, 1, C, T, G, VAE_EPS); /* o (C, T) */
+    rp_d_transpose(ctx, tok, o, C, T);                               /* tok (T, C) = o^T */
+    rp_d_linear(ctx, q, tok, &a->q, T);
+    rp_d_linear(ctx, k, tok, &a->k, T);
+    rp_d_linear(ctx, v, tok, &a->v, T);
+    /* diffusers: one head with dim_head = C, scale dim_head^-0.5 (on a device a
+     * failure is the device's sticky error, reported by rp_vae_decode's rp_d_check) */
+    RP_TRY(rp_d_attention(ctx, o, q, k, v, NULL, 1, 1, T, T, C, 1.0f / sqrtf((float)C), err));
+    rp_d_linear(ctx, tok, o, &a->o, T);                              /* tok (T, C) */
+    rp_d_add_transposed(ctx, x, tok, C, T);                          /* residual: x (C, T) += tok^T */
     return RP_OK;
 }
 
@@ -430,26 +435,39 @@ rp_status rp_vae_decode(const rp_vae *m, const rp_ctx *ctx, float *img, const fl
                        cfg->preset, h, w, h * f, w * f);
     const size_t E = max_act(cfg, h, w);
     const size_t S = (size_t)5 * Cm * h * w;
-    float *bx = malloc(E * sizeof(float));   /* (C, H, W) current activation, C, H, W per stage */
-    float *bt = malloc(E * sizeof(float));   /* (C, H, W) scratch */
-    float *bh = malloc(E * sizeof(float));   /* (C, H, W) scratch */
-    float *sa = malloc(S * sizeof(float));   /* 5 x (h*w, Cm) mid-attention scratch */
-    rp_status st = RP_OK;
-    if (!bx || !bt || !bh || !sa) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "VAE '%s': out of memory for %zu MB of activations at latent %dx%d",
-                     cfg->preset, (3 * E + S) * sizeof(float) >> 20, h, w);
-        goto done;
+    const size_t n_z = (size_t)Cl * h * w;                  /* one item's latent */
+    const size_t n_img = (size_t)3 * (h * f) * (w * f);     /* one item's image */
+    const size_t n_total = 3 * E + S + (ctx->dev ? n_z + n_img : 0);
+    /* On a device every buffer below is device memory and the parameters are read
+     * through their mirror; without one this is the CPU path. */
+    RP_TRY(rp_d_mirror(ctx, m->block, m->n_block * sizeof(float), err));
+    float *mem = rp_d_alloc(ctx, n_total, err);
+    if (!mem) {
+        rp_d_check(ctx, NULL); /* clears the device's record of the failure */
+        return RP_FAIL(err, RP_ERR_NOMEM, "VAE '%s': out of memory for %zu MB of activations at latent %dx%d",
+                       cfg->preset, n_total * sizeof(float) >> 20, h, w);
     }
+    float *bx = mem;                     /* (C, H, W) current activation, C, H, W per stage */
+    float *bt = bx + E;                  /* (C, H, W) scratch */
+    float *bh = bt + E;                  /* (C, H, W) scratch */
+    float *sa = bh + E;                  /* 5 x (h*w, Cm) mid-attention scratch */
+    float *zd = ctx->dev ? sa + S : NULL;        /* (Cl, h, w) the item's latent, on a device */
+    float *od = ctx->dev ? zd + n_z : NULL;      /* (3, H, W) the item's image, on a device */
+    rp_status st = RP_OK;
     for (int b = 0; b < B && st == RP_OK; b++) {
-        const float *zb = z + (size_t)b * Cl * h * w;           /* (Cl, h, w) */
+        const float *zb = z + (size_t)b * n_z;                  /* (Cl, h, w) */
+        float *ib = img + (size_t)b * n_img;                    /* (3, h*f, w*f) */
         float *x = bx, *t = bt, *u = bh;
         int H = h, W = w;
+        if (ctx->dev) {
+            rp_d_upload(ctx, zd, zb, n_z);
+            zb = zd;
+        }
         /* StableDiffusion3Pipeline / FluxPipeline: latents = latents / scaling_factor +
          * shift_factor (SD and DiT: shift 0, so x + 0 leaves the quotient's bits).
          * A true division, as torch's CPU kernel does it (not a reciprocal multiply),
          * then the float32 add: two roundings, in that order. */
-        for (size_t i = 0; i < (size_t)Cl * h * w; i++)
-            x[i] = zb[i] / cfg->scaling_factor + cfg->shift_factor; /* x (Cl, h, w) */
+        rp_d_div_add(ctx, x, zb, cfg->scaling_factor, cfg->shift_factor, n_z); /* x (Cl, h, w) */
         if (m->post_quant.w) {
             conv_fwd(ctx, &m->post_quant, t, x, H, W);          /* t (Cl, h, w) */
             swap_buf(&x, &t);
@@ -465,21 +483,22 @@ rp_status rp_vae_decode(const rp_vae *m, const rp_ctx *ctx, float *img, const fl
             for (int j = 0; j < up->n_res; j++)
                 resnet_fwd(ctx, &up->res[j], G, &x, &t, &u, H, W); /* x (up->out, H, W) */
             if (up->up.w) {
-                rp_upsample_nearest2x(t, x, 1, up->out, H, W);  /* t (out, 2H, 2W) */
+                rp_d_upsample_nearest2x(ctx, t, x, 1, up->out, H, W); /* t (out, 2H, 2W) */
                 H *= 2;
                 W *= 2;
                 conv_fwd(ctx, &up->up, x, t, H, W);             /* x (out, H, W) */
             }
         }
         assert(H == h * f && W == w * f);
-        norm_silu(&m->norm_out, t, x, cfg->block_out[0], H * W, G);        /* t (block_out[0], H, W) */
-        conv_fwd(ctx, &m->conv_out, img + (size_t)b * 3 * H * W, t, H, W); /* img[b] (3, H, W) */
+        norm_silu(ctx, &m->norm_out, t, x, cfg->block_out[0], H * W, G); /* t (block_out[0], H, W) */
+        conv_fwd(ctx, &m->conv_out, ctx->dev ? od : ib, t, H, W);         /* img[b] (3, H, W) */
+        if (ctx->dev) rp_d_download(ctx, ib, od, n_img);
     }
-done:
-    free(bx);
-    free(bt);
-    free(bh);
-    free(sa);
+    {
+        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+        if (st == RP_OK) st = dst;
+    }
+    rp_d_free(ctx, mem);
     return st;
 }
 
