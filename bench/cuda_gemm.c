@@ -25,7 +25,14 @@
  *
  * Fairness notes: in bf16/fp16 rp_cuda_gemm takes fp32 inputs and rounds them on the
  * device at every call (two conversion kernels, included in its time); the baseline is
- * handed inputs converted once beforehand. FP32 in fast mode computes as TF32 (the
+ * handed inputs converted once beforehand.
+ *
+ * Constant-operand cache (when bf16 is among the precisions): one DiT-XL/2-like linear,
+ * M = 512 (a 256x256 image's 256 tokens x 2, a CFG pair), N = 4608, K = 1152 (mlp.fc1),
+ * timed three ways per mode: rp_cuda_gemm (A and the weight B
+ * rounded at every call), rp_cuda_gemm_const (B rounded once at the first, untimed,
+ * warmup call, then only A per call) and cublasGemmEx on pre-converted inputs; plus
+ * whether the two of ours gave bitwise the same C. FP32 in fast mode computes as TF32 (the
  * module's contract), so its baseline is cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32.
  *
  * Linking: bench/<name>.c link repro_core, which links repro_cuda (cudart, cublas,
@@ -91,7 +98,8 @@ static void CUDART_CB hold_stream(void *arg) {
 /* ---- the two contenders ------------------------------------------------------------ */
 
 typedef struct runner {
-    int ours;                 /* 1: rp_cuda_gemm; 0: cublasGemmEx */
+    int ours;                 /* 1: rp_cuda_gemm (rp_cuda_gemm_const when cnst); 0: cublasGemmEx */
+    int cnst;
     rp_cuda_gemm_ctx *g;
     cublasHandle_t h;
     cublasComputeType_t ct;
@@ -105,9 +113,11 @@ static int run_once(const runner *r) {
     const float alpha = 1.0f, beta = 0.0f;
     if (r->ours) {
         rp_error err = {0};
-        if (rp_cuda_gemm(r->g, 0, 1, r->M, r->N, r->K, alpha, (const float *)r->A, r->K, (const float *)r->B, r->K,
-                         beta, r->C, r->N, &err) != RP_OK) {
-            fprintf(stderr, "cuda_gemm: rp_cuda_gemm %dx%dx%d: %s (%s)\n", r->M, r->N, r->K, err.msg, err.where);
+        if ((r->cnst ? rp_cuda_gemm_const : rp_cuda_gemm)(r->g, 0, 1, r->M, r->N, r->K, alpha, (const float *)r->A,
+                                                          r->K, (const float *)r->B, r->K, beta, r->C, r->N,
+                                                          &err) != RP_OK) {
+            fprintf(stderr, "cuda_gemm: %s %dx%dx%d: %s (%s)\n", r->cnst ? "rp_cuda_gemm_const" : "rp_cuda_gemm",
+                    r->M, r->N, r->K, err.msg, err.where);
             return 1;
         }
         return 0;
@@ -259,7 +269,10 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) shapes[ns++] = (bshape){"flux", "-", flux_m, flux_nk[i], flux_nk[j]};
     }
-    size_t max_a = 0, max_b = 0, max_c = 0;
+    /* the constant-operand cache row: a DiT-XL/2 mlp.fc1 */
+    const bshape cshape = {"dit-xl-2", "mlp.fc1", 512, 4608, 1152};
+    size_t max_a = (size_t)cshape.M * cshape.K, max_b = (size_t)cshape.N * cshape.K,
+           max_c = (size_t)cshape.M * cshape.N;
     for (int i = 0; i < ns; i++) {
         size_t a = (size_t)shapes[i].M * shapes[i].K, b = (size_t)shapes[i].N * shapes[i].K,
                c = (size_t)shapes[i].M * shapes[i].N;
@@ -314,7 +327,7 @@ int main(int argc, char **argv) {
             int n_ratio = 0;
             for (int i = 0; i < ns; i++) {
                 const bshape *s = &shapes[i];
-                runner ours = {1, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
+                runner ours = {1, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
                 runner base = ours;
                 base.ours = 0;
                 base.ct = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -351,6 +364,69 @@ int main(int argc, char **argv) {
             cublasSetStream(h, NULL); /* the ctx's stream dies with it */
             rp_cuda_gemm_destroy(g);
         }
+    }
+    if (in_list(precs, "bf16")) {
+        const bshape *s = &cshape;
+        const rp_cuda_prec prec = RP_CUDA_PREC_BF16;
+        printf("\nconstant-operand cache (rp_cuda_gemm_const): B = the weight, rounded once instead of per call\n");
+        printf("%-9s %-16s %5s %6s %6s %-4s %-13s %9s %9s %9s %8s %9s %9s  %s\n", "model", "layer", "M", "N", "K",
+               "prec", "mode", "convert", "cached", "cuBLAS", "speedup", "TF/s", "cache B", "C bitwise");
+        float *c1 = malloc(sizeof(float) * (size_t)s->M * s->N), *c2 = malloc(sizeof(float) * (size_t)s->M * s->N);
+        if (!c1 || !c2) return 1;
+        for (int m = 0; m < RP_CUDA_GEMM_MODE_COUNT; m++) {
+            rp_cuda_gemm_mode mode = (rp_cuda_gemm_mode)m;
+            if (!in_list(modes, rp_cuda_gemm_mode_name(mode))) continue;
+            rp_cuda_gemm_opts o = rp_cuda_gemm_opts_default();
+            o.precision = prec;
+            o.mode = mode;
+            rp_cuda_gemm_ctx *g = NULL;
+            if (rp_cuda_gemm_create(&o, &g, &err) != RP_OK) {
+                fprintf(stderr, "cuda_gemm: %s\n", err.msg);
+                return 1;
+            }
+            cudaStream_t st = rp_cuda_gemm_stream(g);
+            cublasSetStream(h, st);
+            runner plain = {1, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
+            runner cached = plain, base = plain;
+            cached.cnst = 1;
+            base.ours = 0;
+            base.ab = CUDA_R_16BF;
+            if (rp_cuda_convert_f32(dA16, s->K, prec, dA, s->M, s->K, s->K, st, &err) != RP_OK ||
+                rp_cuda_convert_f32(dB16, s->K, prec, dB, s->N, s->K, s->K, st, &err) != RP_OK) {
+                fprintf(stderr, "cuda_gemm: %s\n", err.msg);
+                return 1;
+            }
+            base.A = dA16;
+            base.B = dB16;
+            double ms_p = 0, ms_c = 0, ms_b = 0, hu = 0;
+            if (measure(&plain, st, warmup, repeat, ev, &ms_p, &hu)) {
+                failed = 1;
+            } else {
+                CU(cudaMemcpy(c1, dC, sizeof(float) * (size_t)s->M * s->N, cudaMemcpyDeviceToHost));
+                if (measure(&cached, st, warmup, repeat, ev, &ms_c, &hu) ||
+                    measure(&base, st, warmup, repeat, ev, &ms_b, &hu)) {
+                    failed = 1;
+                } else {
+                    /* the last timed calls wrote C: rerun the cached one alone to compare */
+                    if (run_once(&cached)) return 1;
+                    CU(cudaStreamSynchronize(st));
+                    CU(cudaMemcpy(c2, dC, sizeof(float) * (size_t)s->M * s->N, cudaMemcpyDeviceToHost));
+                    const int same = memcmp(c1, c2, sizeof(float) * (size_t)s->M * s->N) == 0;
+                    const double fl = 2.0 * s->M * (double)s->N * s->K;
+                    printf("%-9s %-16s %5d %6d %6d %-4s %-13s %7.4fms %7.4fms %7.4fms %7.2fx %9.1f %7.1fMB  %s\n",
+                           s->model, s->layer, s->M, s->N, s->K, rp_cuda_prec_name(prec),
+                           rp_cuda_gemm_mode_name(mode), ms_p, ms_c, ms_b, ms_p / ms_c, fl / (ms_c * 1e-3) / 1e12,
+                           rp_cuda_gemm_const_bytes(g) / 1e6,
+                           same ? "identical" : (mode == RP_CUDA_GEMM_FAST ? "differs (fast mode)" : "DIFFERS"));
+                    if (!same && mode == RP_CUDA_GEMM_DETERMINISTIC) failed = 1;
+                    fflush(stdout);
+                }
+            }
+            cublasSetStream(h, NULL);
+            rp_cuda_gemm_destroy(g);
+        }
+        free(c1);
+        free(c2);
     }
     for (int i = 0; i < 2 * repeat; i++) cudaEventDestroy(ev[i]);
     free(ev);

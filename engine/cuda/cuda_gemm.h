@@ -27,7 +27,8 @@
  *         accumulation (CUBLAS_COMPUTE_32F), fp32 C.
  *   FP16  as BF16 with IEEE half (round to nearest even); the CPU has no fp16 mode.
  *   The rounded copies are packed (leading dimension rounded up to 8 elements, so
- *   16-byte aligned rows) into scratch the ctx owns, on every call.
+ *   16-byte aligned rows) into scratch the ctx owns, on every call; rp_cuda_gemm_const
+ *   keeps B's rounded copy instead (the constant-operand cache, below).
  *
  * Modes:
  *   DETERMINISTIC  the algorithm of each key (transA, transB, M, N, K, lda, ldb, ldc,
@@ -47,7 +48,8 @@
  * one given at create, or a blocking stream the ctx creates, which therefore
  * orders itself after work on the legacy default stream such as cudaMemcpy).
  * Nothing here synchronises except rp_cuda_gemm_sync, a scratch buffer that must
- * grow (it waits for the stream before freeing the old one) and destroy.
+ * grow (it waits for the stream before freeing the old one), forgetting or capping
+ * constant-operand copies (when one is freed) and destroy.
  *
  * Errors: rp_status + rp_error (engine/error.h). Bad arguments: RP_ERR_INVALID with
  * the value named; CUDA / cuBLASLt failures: RP_ERR_UNSUPPORTED or RP_ERR_NOMEM with
@@ -109,8 +111,8 @@ typedef struct rp_cuda_gemm_ctx rp_cuda_gemm_ctx; /* opaque */
  * range: RP_ERR_INVALID. On failure *out is NULL and nothing leaks. */
 rp_status rp_cuda_gemm_create(const rp_cuda_gemm_opts *opts, rp_cuda_gemm_ctx **out, rp_error *err);
 
-/* Waits for the ctx's stream, frees everything (NULL: no-op). The caller's stream is
- * not destroyed. */
+/* Waits for the ctx's stream, frees everything, constant-operand copies included
+ * (NULL: no-op). The caller's stream is not destroyed. */
 void rp_cuda_gemm_destroy(rp_cuda_gemm_ctx *ctx);
 
 /* Change the precision / mode of later calls (the cache is keyed by both, so earlier
@@ -131,6 +133,60 @@ rp_status rp_cuda_gemm_sync(rp_cuda_gemm_ctx *ctx, rp_error *err);
 rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *ctx, int transA, int transB, int M, int N, int K,
                        float alpha, const float *A, int lda, const float *B, int ldb,
                        float beta, float *C, int ldc, rp_error *err);
+
+/* ---- constant operands: B rounded once, not at every call -------------------------- */
+
+/* rp_cuda_gemm for a B whose contents the caller promises not to change (a model
+ * weight: out = in @ W^T is transB = 1, B = W) until it calls rp_cuda_gemm_forget_const
+ * (or _forget_all_const) for a range containing B, and not to free it before that
+ * either (a later allocation at the same address would hit the stale copy).
+ *   BF16/FP16: the first call with a key (B pointer, stored rows and cols of B, ldb,
+ *   precision) rounds B into a 16-bit copy the ctx owns (one cudaMalloc per copy,
+ *   packed exactly as rp_cuda_gemm's scratch: leading dimension rounded up to 8
+ *   elements, 256-byte aligned buffer); later calls use that copy and convert only A.
+ *   The copy holds the same bits as rp_cuda_gemm's per-call conversion, the algorithm
+ *   cache key (caller's lda/ldb, pointer alignment 256 for either 16-bit copy) and the
+ *   matrix layouts are the same, so in DETERMINISTIC mode C is bitwise rp_cuda_gemm's
+ *   on the same inputs, and both share one cache entry and algorithm. The key is the
+ *   stored matrix, so transB = 0 and 1 calls on one (N == K) B share a copy.
+ *   FP32/TF32: nothing is converted; exactly rp_cuda_gemm.
+ * Memory: one 16-bit copy per distinct key, rows x round_up(cols, 8) x 2 bytes: for a
+ * model whose every weight goes through here, about half its fp32 weights (DiT-XL/2:
+ * ~1.35 GB; FLUX: ~24 GB), held until forgotten or destroy; a second 16-bit precision
+ * on the same ctx keeps a second set. rp_cuda_gemm_set_const_cap bounds it. A copy that
+ * would pass the cap, or that cudaMalloc has no memory for, is not made: that call
+ * (and later ones with its key, while it does not fit) converts B per call as
+ * rp_cuda_gemm, with the same result; copies already made are kept (first come, first
+ * kept: for a forward pass that walks its weights in the same order every time this
+ * hits on the first cap's worth, where LRU eviction would hit on none).
+ * Same arguments, validation and errors as rp_cuda_gemm (messages say
+ * "rp_cuda_gemm_const"); B is converted asynchronously on the ctx's stream like every
+ * other input, so the usual ordering rules apply to the first call. */
+rp_status rp_cuda_gemm_const(rp_cuda_gemm_ctx *ctx, int transA, int transB, int M, int N, int K,
+                             float alpha, const float *A, int lda, const float *B, int ldb,
+                             float beta, float *C, int ldc, rp_error *err);
+
+/* Drops (frees) every cached copy whose fp32 source, the bytes [B, B + ((rows - 1) ldb
+ * + cols) floats), overlaps [lo, lo + bytes): so a range containing B always drops its
+ * copies, and so does one covering only part of B. Call it before changing or freeing
+ * the source; later rp_cuda_gemm_const calls convert the new contents. When something
+ * is dropped it first waits for the ctx's stream (queued GEMMs may still read the
+ * copy); it switches to the ctx's device for that and back. A failure there (an
+ * earlier asynchronous error, which rp_cuda_gemm_sync reports) is not reported here;
+ * the copy is forgotten all the same. NULL ctx or bytes == 0: nothing. */
+void rp_cuda_gemm_forget_const(rp_cuda_gemm_ctx *ctx, const void *lo, size_t bytes);
+/* Drops every cached copy (as above). */
+void rp_cuda_gemm_forget_all_const(rp_cuda_gemm_ctx *ctx);
+
+/* Bounds the device bytes the cache holds (0: unlimited, the default). A cap below
+ * what is held now keeps copies in order of creation while their total fits and drops
+ * the rest (as forget). NULL ctx: nothing. */
+void rp_cuda_gemm_set_const_cap(rp_cuda_gemm_ctx *ctx, size_t bytes);
+size_t rp_cuda_gemm_const_cap(const rp_cuda_gemm_ctx *ctx);
+/* Device bytes the cached copies hold (the sum of rows x round_up(cols, 8) x 2; each
+ * cudaMalloc may round up further), and how many copies there are. NULL ctx: 0. */
+size_t rp_cuda_gemm_const_bytes(const rp_cuda_gemm_ctx *ctx);
+int rp_cuda_gemm_const_count(const rp_cuda_gemm_ctx *ctx);
 
 /* ---- which kernel ran (for the trace: two GPUs may pick different ones) ---------- */
 

@@ -108,6 +108,7 @@ static void cd_release(rp_device *d, void *p) {
     for (int i = 0; i < c->n_live; i++)
         if (c->live[i].p == p) {
             struct cached_block b = c->live[i];
+            rp_cuda_gemm_forget_const(c->gemm, b.p, b.bytes); /* its contents may change from now on */
             c->live[i] = c->live[--c->n_live];
             if (c->n_cache < (int)(sizeof c->cache / sizeof *c->cache)) {
                 c->cache[c->n_cache++] = b; /* later work on the one stream orders after earlier uses */
@@ -149,6 +150,16 @@ static void cd_gemm(rp_device *d, const rp_ctx *ctx, int tA, int tB, int M, int 
     RUN(rp_cuda_gemm(CD->gemm, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err));
 }
 
+/* 1 when p lies in the device copy of a mirrored host block (device.h) */
+static int in_mirror(const rp_device *d, const void *p) {
+    const char *c = p;
+    for (int i = 0; i < d->n_mirrors; i++) {
+        const char *m = d->mirrors[i].dev;
+        if (c >= m && c < m + d->mirrors[i].bytes) return 1;
+    }
+    return 0;
+}
+
 static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w,
                       int M) {
     (void)ctx;
@@ -158,7 +169,14 @@ static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, cons
         RUN(rp_cuda_fill_rows(out, ldo, w->bias, M, w->out, CD->stream, err));
         beta = 1.0f;
     }
-    RUN(rp_cuda_gemm(CD->gemm, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo, err));
+    /* weights read through a mirror never change while mirrored: their 16-bit copy is
+     * made once (rp_cuda_gemm_const; bitwise the per-call conversion) and dropped when
+     * the block is released (cd_release) */
+    if (in_mirror(d, w->weight))
+        RUN(rp_cuda_gemm_const(CD->gemm, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo,
+                               err));
+    else
+        RUN(rp_cuda_gemm(CD->gemm, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo, err));
 }
 
 /* ---- normalisation and elementwise --------------------------------------------------------------- */

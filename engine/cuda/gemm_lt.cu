@@ -5,6 +5,10 @@
 // Per call:
 //   1. validate (rp_gemm's rules, each failure naming the value);
 //   2. BF16/FP16: round A and B into packed 16-bit scratch (gemm_convert.cu);
+//      rp_cuda_gemm_const: B's rounded copy comes from the constant-operand cache
+//      instead (made at the first call with that key, by the same conversion into
+//      the same packed layout and a 256-byte aligned buffer like the scratch, so
+//      step 3's key, layouts and algorithm are the ones rp_cuda_gemm uses);
 //   3. look the key up (transA, transB, M, N, K, lda, ldb, ldc, precision, mode and the
 //      alignment of the pointers cuBLASLt will see); a new key gets its matmul
 //      descriptor and matrix layouts built once;
@@ -13,6 +17,7 @@
 //      reduction none); FAST: the heuristic's first result, asked now;
 //   5. cublasLtMatmul on the ctx's stream with the ctx's workspace.
 #include <cerrno>
+#include <climits>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -67,6 +72,17 @@ struct GemmEntry {
     cublasLtMatmulAlgo_t algo;  // DETERMINISTIC: the cached choice
     bool have_algo;
     rp_cuda_gemm_algo info;     // the latest algorithm of this key
+};
+
+// One cached 16-bit copy of a constant B (rp_cuda_gemm_const): the stored matrix
+// src (rows, cols, ld) rounded to prec, packed with leading dimension packed_ld(cols)
+// into its own cudaMalloc buffer (256-byte aligned, as the scratch it replaces).
+struct ConstEntry {
+    const float *src;
+    int rows, cols, ld, prec;
+    uintptr_t lo, hi;  // the source's bytes: [src, src + ((rows-1) ld + cols) floats)
+    void *dev;
+    size_t bytes;      // rows * packed_ld(cols) * 2, exactly what dev holds
 };
 
 // Packed 16-bit leading dimension: a multiple of 8 elements (16-byte rows).
@@ -189,6 +205,10 @@ struct rp_cuda_gemm_ctx {
     size_t scratch_bytes[2];
     GemmEntry *entries;      // the algorithm cache, in order of first use
     int n_entries, cap_entries;
+    ConstEntry *consts;      // the constant-operand cache, in order of creation
+    int n_consts, cap_consts;
+    size_t const_bytes;      // sum of consts[i].bytes
+    size_t const_cap;        // 0: unlimited
     rp_cuda_gemm_algo last;
 };
 
@@ -281,6 +301,8 @@ extern "C" void rp_cuda_gemm_destroy(rp_cuda_gemm_ctx *c) {
                     cudaSetDevice(c->device) == cudaSuccess;
     if (c->stream || c->own_stream) cudaStreamSynchronize(c->stream);
     free_entries(c);
+    for (int i = 0; i < c->n_consts; i++) cudaFree(c->consts[i].dev);
+    free(c->consts);
     for (int i = 0; i < 2; i++) cudaFree(c->scratch[i]);
     cudaFree(c->workspace);
     if (c->lt) cublasLtDestroy(c->lt);
@@ -378,17 +400,70 @@ static rp_status ensure_scratch(rp_cuda_gemm_ctx *c, int i, size_t bytes, rp_err
 }
 
 // "A=0x.. is host memory cuBLASLt cannot read" for pointers the device cannot address.
-static rp_status check_device_ptr(const void *p, const char *name, rp_error *err) {
+static rp_status check_device_ptr(const char *fn, const void *p, const char *name, rp_error *err) {
     cudaPointerAttributes at;
     cudaError_t e = cudaPointerGetAttributes(&at, p);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: %s=%p is not a CUDA pointer (%s)", name, p,
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: %s=%p is not a CUDA pointer (%s)", fn, name, p,
                        cudaGetErrorString(e));
     }
     if (at.type == cudaMemoryTypeUnregistered)
-        return RP_FAIL(err, RP_ERR_INVALID,
-                       "rp_cuda_gemm: %s=%p is unregistered host memory; pass device memory", name, p);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: %s=%p is unregistered host memory; pass device memory", fn,
+                       name, p);
+    return RP_OK;
+}
+
+// The rounded copy of the constant B (stored rows x cols, leading dimension ld, fp32)
+// in precision prec: *out is the cached copy, made now (conversion queued on the
+// stream) when the key (src, rows, cols, ld, prec) is new. *out stays NULL, and the
+// caller converts into scratch as rp_cuda_gemm does, when the copy would pass the
+// cap or the device has no memory left for it (the cache is an optimisation: the
+// result is the same either way).
+static rp_status const_get(rp_cuda_gemm_ctx *c, const float *src, int rows, int cols, int ld, int prec,
+                           const void **out, rp_error *err) {
+    *out = NULL;
+    for (int i = 0; i < c->n_consts; i++) {
+        const ConstEntry &e = c->consts[i];
+        if (e.src == src && e.rows == rows && e.cols == cols && e.ld == ld && e.prec == prec) {
+            *out = e.dev;
+            return RP_OK;
+        }
+    }
+    const int ldp = packed_ld(cols);
+    const size_t bytes = (size_t)rows * (size_t)ldp * 2;
+    if (c->const_cap && (bytes > c->const_cap || c->const_bytes > c->const_cap - bytes)) return RP_OK;
+    if (c->n_consts == c->cap_consts) {
+        int cap = c->cap_consts ? 2 * c->cap_consts : 64;
+        ConstEntry *ne = (ConstEntry *)realloc(c->consts, sizeof(ConstEntry) * (size_t)cap);
+        if (!ne) return RP_OK;  // no host memory for the table: convert per call
+        c->consts = ne;
+        c->cap_consts = cap;
+    }
+    void *dev = NULL;
+    cudaError_t me = cudaMalloc(&dev, bytes);
+    if (me == cudaErrorMemoryAllocation) {
+        cudaGetLastError();  // not sticky; clear it so later calls do not see it
+        return RP_OK;
+    }
+    RP_CUDA_TRY(err, me);
+    rp_status s = rp_cuda_convert_f32(dev, ldp, (rp_cuda_prec)prec, src, rows, cols, ld, c->stream, err);
+    if (s != RP_OK) {
+        cudaFree(dev);  // nothing was queued that reads it (the launch failed)
+        return s;
+    }
+    ConstEntry &e = c->consts[c->n_consts++];
+    e.src = src;
+    e.rows = rows;
+    e.cols = cols;
+    e.ld = ld;
+    e.prec = prec;
+    e.lo = (uintptr_t)src;
+    e.hi = e.lo + ((size_t)(rows - 1) * (size_t)ld + (size_t)cols) * sizeof(float);
+    e.dev = dev;
+    e.bytes = bytes;
+    c->const_bytes += bytes;
+    *out = dev;
     return RP_OK;
 }
 
@@ -532,32 +607,34 @@ static rp_status find_entry(rp_cuda_gemm_ctx *c, const GemmKey &k, int ld_a, int
     return RP_OK;
 }
 
-extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, int M, int N, int K,
-                                  float alpha, const float *A, int lda, const float *B, int ldb,
-                                  float beta, float *C, int ldc, rp_error *err) {
-    if (!c) return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: ctx is NULL");
+// rp_cuda_gemm and rp_cuda_gemm_const (const_b: B's rounded copy from the cache);
+// fn names the entry point in messages.
+static rp_status gemm_impl(rp_cuda_gemm_ctx *c, const char *fn, bool const_b, int transA, int transB, int M,
+                           int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                           float *C, int ldc, rp_error *err) {
+    if (!c) return RP_FAIL(err, RP_ERR_INVALID, "%s: ctx is NULL", fn);
     transA = transA != 0;
     transB = transB != 0;
     if (M < 0 || N < 0 || K < 0)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: M=%d N=%d K=%d: sizes must be >= 0", M, N, K);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: M=%d N=%d K=%d: sizes must be >= 0", fn, M, N, K);
     // rp_gemm's rules exactly (engine/gemm.c); with M, N, K >= 1 they also give
     // cuBLASLt's ld >= rows >= 1.
     if (ldc < N)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: ldc=%d must be >= N=%d", ldc, N);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: ldc=%d must be >= N=%d", fn, ldc, N);
     if (transA ? lda < M : lda < K)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: lda=%d must be >= %s=%d (transA=%d: A is (%s) row-major)",
-                       lda, transA ? "M" : "K", transA ? M : K, transA, transA ? "K, M" : "M, K");
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: lda=%d must be >= %s=%d (transA=%d: A is (%s) row-major)",
+                       fn, lda, transA ? "M" : "K", transA ? M : K, transA, transA ? "K, M" : "M, K");
     if (transB ? ldb < K : ldb < N)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: ldb=%d must be >= %s=%d (transB=%d: B is (%s) row-major)",
-                       ldb, transB ? "K" : "N", transB ? K : N, transB, transB ? "N, K" : "K, N");
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: ldb=%d must be >= %s=%d (transB=%d: B is (%s) row-major)",
+                       fn, ldb, transB ? "K" : "N", transB ? K : N, transB, transB ? "N, K" : "K, N");
     if (M == 0 || N == 0) return RP_OK;
-    if (!C) return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: C is NULL for a %d x %d result", M, N);
+    if (!C) return RP_FAIL(err, RP_ERR_INVALID, "%s: C is NULL for a %d x %d result", fn, M, N);
     int dev = -1;
     RP_CUDA_TRY(err, cudaGetDevice(&dev));
     if (dev != c->device)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: current device is %d but the ctx was created on "
-                       "device %d", dev, c->device);
-    RP_TRY(check_device_ptr(C, "C", err));
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: current device is %d but the ctx was created on "
+                       "device %d", fn, dev, c->device);
+    RP_TRY(check_device_ptr(fn, C, "C", err));
     if (K == 0) {  // empty sum: C = beta * C, as rp_gemm
         const long long n = (long long)M * N;
         long long blocks = (n + 255) / 256;
@@ -566,10 +643,10 @@ extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, i
         return RP_OK;
     }
     if (!A || !B)
-        return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_gemm: %s is NULL (M=%d N=%d K=%d)", !A ? "A" : "B", M, N,
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: %s is NULL (M=%d N=%d K=%d)", fn, !A ? "A" : "B", M, N,
                        K);
-    RP_TRY(check_device_ptr(A, "A", err));
-    RP_TRY(check_device_ptr(B, "B", err));
+    RP_TRY(check_device_ptr(fn, A, "A", err));
+    RP_TRY(check_device_ptr(fn, B, "B", err));
 
     const int prec = c->prec, mode = c->mode;
     const void *pa = A, *pb = B;
@@ -578,14 +655,24 @@ extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, i
         // Round the stored matrices (not op()) into packed scratch, as rp_gemm does.
         const int ar = transA ? K : M, ac = transA ? M : K;
         const int br = transB ? N : K, bc = transB ? K : N;
+        if (ac > INT_MAX - 7 || bc > INT_MAX - 7)
+            return RP_FAIL(err, RP_ERR_INVALID, "%s: %s has %d columns: the packed 16-bit copy's leading "
+                           "dimension would overflow int", fn, ac > INT_MAX - 7 ? "A" : "B",
+                           ac > INT_MAX - 7 ? ac : bc);
         ld_a = packed_ld(ac);
         ld_b = packed_ld(bc);
+        const void *cached = NULL;  // B's rounded copy from the constant-operand cache
+        if (const_b) RP_TRY(const_get(c, B, br, bc, ldb, prec, &cached, err));
         RP_TRY(ensure_scratch(c, 0, (size_t)ar * (size_t)ld_a * 2, err));
-        RP_TRY(ensure_scratch(c, 1, (size_t)br * (size_t)ld_b * 2, err));
         RP_TRY(rp_cuda_convert_f32(c->scratch[0], ld_a, (rp_cuda_prec)prec, A, ar, ac, lda, c->stream, err));
-        RP_TRY(rp_cuda_convert_f32(c->scratch[1], ld_b, (rp_cuda_prec)prec, B, br, bc, ldb, c->stream, err));
         pa = c->scratch[0];
-        pb = c->scratch[1];
+        if (cached) {
+            pb = cached;
+        } else {
+            RP_TRY(ensure_scratch(c, 1, (size_t)br * (size_t)ld_b * 2, err));
+            RP_TRY(rp_cuda_convert_f32(c->scratch[1], ld_b, (rp_cuda_prec)prec, B, br, bc, ldb, c->stream, err));
+            pb = c->scratch[1];
+        }
     }
 
     GemmKey k;
@@ -596,7 +683,7 @@ extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, i
     k.N = N;
     k.K = K;
     k.lda = lda;  // the caller's: the packed ones are a function of the shape
-    k.ldb = ldb;
+    k.ldb = ldb;  // (and the same whether B's copy is scratch or cached)
     k.ldc = ldc;
     k.prec = prec;
     k.mode = mode;
@@ -636,6 +723,91 @@ extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, i
     c->last = e->info;
     return RP_OK;
 }
+
+extern "C" rp_status rp_cuda_gemm(rp_cuda_gemm_ctx *c, int transA, int transB, int M, int N, int K,
+                                  float alpha, const float *A, int lda, const float *B, int ldb,
+                                  float beta, float *C, int ldc, rp_error *err) {
+    return gemm_impl(c, "rp_cuda_gemm", false, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                     err);
+}
+
+extern "C" rp_status rp_cuda_gemm_const(rp_cuda_gemm_ctx *c, int transA, int transB, int M, int N, int K,
+                                        float alpha, const float *A, int lda, const float *B, int ldb,
+                                        float beta, float *C, int ldc, rp_error *err) {
+    return gemm_impl(c, "rp_cuda_gemm_const", true, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                     ldc, err);
+}
+
+// ---- the constant-operand cache: forgetting, cap, size ------------------------------
+
+// Makes the ctx's device current for a function that cannot report a failure to
+// switch; restores the previous one on scope exit.
+namespace {
+struct DeviceScope {
+    int prev = -1;
+    bool switched = false;
+    explicit DeviceScope(int dev) {
+        switched = cudaGetDevice(&prev) == cudaSuccess && prev != dev && cudaSetDevice(dev) == cudaSuccess;
+    }
+    ~DeviceScope() {
+        if (switched) cudaSetDevice(prev);
+    }
+    DeviceScope(const DeviceScope &) = delete;
+    DeviceScope &operator=(const DeviceScope &) = delete;
+};
+}  // namespace
+
+// Frees the entries for which drop(index, entry) is true, keeping the others in order
+// (the predicate sees each entry at its index before any is removed). The
+// stream is drained first (queued GEMMs may still read a copy); that and cudaFree
+// can only fail for an error the next rp_cuda_gemm_sync reports, so nothing is
+// cleared here and a copy that could not be freed is forgotten all the same.
+template <typename Pred>
+static void drop_consts(rp_cuda_gemm_ctx *c, Pred drop) {
+    bool any = false;
+    for (int i = 0; i < c->n_consts && !any; i++) any = drop(i, c->consts[i]);
+    if (!any) return;
+    DeviceScope scope(c->device);
+    cudaStreamSynchronize(c->stream);
+    int kept = 0;
+    for (int i = 0; i < c->n_consts; i++) {
+        if (drop(i, c->consts[i])) {  // consts[i] is still the original i-th: kept <= i
+            cudaFree(c->consts[i].dev);
+            c->const_bytes -= c->consts[i].bytes;
+        } else {
+            c->consts[kept++] = c->consts[i];
+        }
+    }
+    c->n_consts = kept;
+}
+
+extern "C" void rp_cuda_gemm_forget_const(rp_cuda_gemm_ctx *c, const void *lo, size_t bytes) {
+    if (!c || bytes == 0 || c->n_consts == 0) return;
+    const uintptr_t a = (uintptr_t)lo;
+    const uintptr_t b = a + bytes < a ? UINTPTR_MAX : a + bytes;  // saturate at the top
+    drop_consts(c, [a, b](int, const ConstEntry &e) { return e.lo < b && a < e.hi; });
+}
+
+extern "C" void rp_cuda_gemm_forget_all_const(rp_cuda_gemm_ctx *c) {
+    if (!c) return;
+    drop_consts(c, [](int, const ConstEntry &) { return true; });
+}
+
+extern "C" void rp_cuda_gemm_set_const_cap(rp_cuda_gemm_ctx *c, size_t bytes) {
+    if (!c) return;
+    c->const_cap = bytes;
+    if (bytes == 0 || c->const_bytes <= bytes) return;
+    // Keep the oldest copies that fit, drop from the newest (the order in which they
+    // would not have been made under this cap).
+    size_t total = 0;
+    int keep = 0;
+    while (keep < c->n_consts && total + c->consts[keep].bytes <= bytes) total += c->consts[keep++].bytes;
+    drop_consts(c, [keep](int i, const ConstEntry &) { return i >= keep; });
+}
+
+extern "C" size_t rp_cuda_gemm_const_cap(const rp_cuda_gemm_ctx *c) { return c ? c->const_cap : 0; }
+extern "C" size_t rp_cuda_gemm_const_bytes(const rp_cuda_gemm_ctx *c) { return c ? c->const_bytes : 0; }
+extern "C" int rp_cuda_gemm_const_count(const rp_cuda_gemm_ctx *c) { return c ? c->n_consts : 0; }
 
 // ---- records ------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
  * test-backend-ops style: every precision x mode x (transA, transB) over odd and
  * real shapes, leading dimensions larger than needed, beta 0 and not; plus the
  * conversion kernel bit for bit, K = 0 / M = 0, argument validation, the algorithm
- * cache and its records. Exits 77 ("SKIP: ...") without a CUDA build or device,
+ * cache and its records, and the constant-operand cache (rp_cuda_gemm_const: bitwise
+ * rp_cuda_gemm's result, one copy per key, forgetting, the cap). Exits 77 ("SKIP: ...") without a CUDA build or device,
  * 1 on any failure.
  *
  * Checks per case: no NaN/Inf in C; C's padding never written; beta == 0 never
@@ -470,6 +471,182 @@ static void test_cache(rp_cuda_gemm_ctx *g) {
     cudaFree(d);
 }
 
+static rp_cuda_gemm_ctx *make_ctx(rp_cuda_prec p, rp_cuda_gemm_mode m);
+
+/* Runs C = A op(B) (beta 0, C from NaN) with rp_cuda_gemm_const (cnst) or rp_cuda_gemm
+ * and downloads C into out. 0 on success. */
+static int run_c(rp_cuda_gemm_ctx *g, int cnst, int tB, int M, int N, int K, const float *dA, int lda,
+                 const float *dB, int ldb, float *dC, int ldc, float *out) {
+    rp_error err = {0};
+    const size_t bytes = sizeof(float) * (size_t)M * ldc;
+    CU(cudaMemset(dC, 0xff, bytes)); /* NaN: beta 0 must not read it */
+    CU(cudaDeviceSynchronize());
+    rp_status s = (cnst ? rp_cuda_gemm_const : rp_cuda_gemm)(g, 0, tB, M, N, K, 1.0f, dA, lda, dB, ldb, 0.0f, dC,
+                                                             ldc, &err);
+    if (s == RP_OK) s = rp_cuda_gemm_sync(g, &err);
+    CHECK(s == RP_OK, "%s %s tB=%d %dx%dx%d: %s (%s)", cnst ? "rp_cuda_gemm_const" : "rp_cuda_gemm",
+          rp_cuda_prec_name(rp_cuda_gemm_precision(g)), tB, M, N, K, err.msg, err.where);
+    if (s != RP_OK) return 1;
+    CU(cudaMemcpy(out, dC, bytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int bits_equal(const float *x, const float *y, size_t n) { return memcmp(x, y, sizeof(float) * n) == 0; }
+
+static size_t packed16(int rows, int cols) { return (size_t)rows * (size_t)((cols + 7) / 8 * 8) * 2; }
+
+/* rp_cuda_gemm_const in one precision on fresh deterministic ctxs. B (the weight) is
+ * (N, K) with transB = 1 (nn.Linear) and a second B2 (K, N2) with transB = 0, both at
+ * addresses that are not 256-byte aligned and with ldb > cols, so the cached copy's
+ * layout and alignment class must match the per-call scratch for the bits to agree. */
+static void test_const(rp_cuda_prec prec) {
+    enum { M = 37, N = 72, K = 53, LDA = K + 1, LDB = K + 3, N2 = 29, LDB2 = N2 + 2, LDC = 80 };
+    const int half = prec == RP_CUDA_PREC_BF16 || prec == RP_CUDA_PREC_FP16;
+    const size_t na = (size_t)M * LDA, nb = (size_t)N * LDB, nb2 = (size_t)K * LDB2, nc = (size_t)M * LDC;
+    float *A = xmalloc(sizeof(float) * na), *B = xmalloc(sizeof(float) * nb), *B2 = xmalloc(sizeof(float) * nb2);
+    float *o[6];
+    for (int i = 0; i < 6; i++) o[i] = xmalloc(sizeof(float) * nc);
+    uint64_t s = 4242 + (uint64_t)prec;
+    for (size_t i = 0; i < na; i++) A[i] = rng_unif(&s);
+    for (size_t i = 0; i < nb; i++) B[i] = rng_unif(&s);
+    for (size_t i = 0; i < nb2; i++) B2[i] = rng_unif(&s);
+    float *dA = NULL, *dW = NULL, *dC = NULL;
+    CU(cudaMalloc((void **)&dA, sizeof(float) * na));
+    CU(cudaMalloc((void **)&dW, sizeof(float) * (nb + nb2 + 8)));
+    CU(cudaMalloc((void **)&dC, sizeof(float) * nc));
+    /* 4- and 16-byte aligned; B's last element is 3 floats before B2's first */
+    float *dB = dW + 1, *dB2 = dW + 1 + nb + 3;
+    CU(cudaMemcpy(dA, A, sizeof(float) * na, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dB, B, sizeof(float) * nb, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(dB2, B2, sizeof(float) * nb2, cudaMemcpyHostToDevice));
+    const char *pn = rp_cuda_prec_name(prec);
+    rp_cuda_gemm_ctx *g = make_ctx(prec, RP_CUDA_GEMM_DETERMINISTIC);
+    rp_cuda_gemm_ctx *g2 = make_ctx(prec, RP_CUDA_GEMM_DETERMINISTIC); /* rp_cuda_gemm only */
+    const size_t want1 = half ? packed16(N, K) : 0, want2 = half ? packed16(K, N2) : 0;
+    int bad = 0;
+
+    /* plain, const (makes the copy), const (uses it), plain on another ctx: same bits */
+    char a_plain[400], a_const[400];
+    CHECK(rp_cuda_gemm_const_bytes(g) == 0 && rp_cuda_gemm_const_count(g) == 0, "%s const: fresh ctx holds %zu", pn,
+          rp_cuda_gemm_const_bytes(g));
+    bad |= run_c(g, 0, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[0]);
+    rp_cuda_gemm_last_algo(g, a_plain, sizeof a_plain);
+    const int n_algo = rp_cuda_gemm_cache_size(g);
+    CHECK(rp_cuda_gemm_const_bytes(g) == 0, "%s const: rp_cuda_gemm cached %zu bytes", pn,
+          rp_cuda_gemm_const_bytes(g));
+    bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[1]);
+    rp_cuda_gemm_last_algo(g, a_const, sizeof a_const);
+    CHECK(rp_cuda_gemm_const_bytes(g) == want1 && rp_cuda_gemm_const_count(g) == (half ? 1 : 0),
+          "%s const: after the first call %zu bytes in %d copies, want %zu in %d", pn, rp_cuda_gemm_const_bytes(g),
+          rp_cuda_gemm_const_count(g), want1, half ? 1 : 0);
+    bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[2]);
+    CHECK(rp_cuda_gemm_const_bytes(g) == want1, "%s const: the second call changed the bytes to %zu", pn,
+          rp_cuda_gemm_const_bytes(g));
+    CHECK(rp_cuda_gemm_cache_size(g) == n_algo, "%s const: algorithm cache %d -> %d entries (want the same key)",
+          pn, n_algo, rp_cuda_gemm_cache_size(g));
+    CHECK(strcmp(a_plain, a_const) == 0, "%s const: ran \"%s\", rp_cuda_gemm \"%s\"", pn, a_const, a_plain);
+    bad |= run_c(g2, 0, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[3]);
+    if (!bad) {
+        CHECK(bits_equal(o[0], o[1], nc), "%s const: first rp_cuda_gemm_const differs bitwise from rp_cuda_gemm", pn);
+        CHECK(bits_equal(o[0], o[2], nc), "%s const: second rp_cuda_gemm_const differs bitwise from rp_cuda_gemm",
+              pn);
+        CHECK(bits_equal(o[0], o[3], nc), "%s const: rp_cuda_gemm on a second ctx differs bitwise", pn);
+    }
+
+    /* transB = 0 operand: a second copy; bitwise rp_cuda_gemm */
+    bad |= run_c(g, 1, 0, M, N2, K, dA, LDA, dB2, LDB2, dC, LDC, o[4]);
+    bad |= run_c(g2, 0, 0, M, N2, K, dA, LDA, dB2, LDB2, dC, LDC, o[5]);
+    CHECK(rp_cuda_gemm_const_bytes(g) == want1 + want2 && rp_cuda_gemm_const_count(g) == (half ? 2 : 0),
+          "%s const: two operands hold %zu bytes in %d copies, want %zu", pn, rp_cuda_gemm_const_bytes(g),
+          rp_cuda_gemm_const_count(g), want1 + want2);
+    if (!bad) CHECK(bits_equal(o[4], o[5], nc), "%s const: transB=0 differs bitwise from rp_cuda_gemm", pn);
+
+    /* B changes without forget: the promise is broken, and the stale copy shows the
+     * cache is really used (16-bit precisions only) */
+    for (size_t i = 0; i < nb; i++) B[i] = -0.5f * B[i] + 0.25f;
+    CU(cudaMemcpy(dB, B, sizeof(float) * nb, cudaMemcpyHostToDevice));
+    bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[1]);
+    if (!bad)
+        CHECK(half ? bits_equal(o[1], o[0], nc) : !bits_equal(o[1], o[0], nc),
+              "%s const: B changed without forget: %s", pn,
+              half ? "the result changed (B was not cached)" : "the result did not follow B (fp32 caches nothing)");
+
+    /* forget a range that does not touch B: nothing dropped; then one covering only
+     * B's last byte: B's copy dropped, B2's kept */
+    rp_cuda_gemm_forget_const(g, dB + nb, sizeof(float) * 3);
+    CHECK(rp_cuda_gemm_const_bytes(g) == want1 + want2, "%s const: forgetting the gap after B dropped a copy", pn);
+    rp_cuda_gemm_forget_const(g, (const char *)(dB + (size_t)(N - 1) * LDB + K) - 1, 1);
+    CHECK(rp_cuda_gemm_const_bytes(g) == want2 && rp_cuda_gemm_const_count(g) == (half ? 1 : 0),
+          "%s const: forgetting B's last byte left %zu bytes, want %zu", pn, rp_cuda_gemm_const_bytes(g), want2);
+
+    /* after forget the result follows the new B, bitwise rp_cuda_gemm's */
+    bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[1]);
+    bad |= run_c(g2, 0, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[2]);
+    if (!bad) {
+        CHECK(bits_equal(o[1], o[2], nc), "%s const: after forget, differs bitwise from rp_cuda_gemm on the new B",
+              pn);
+        CHECK(!bits_equal(o[1], o[0], nc), "%s const: after forget, still the old B's result", pn);
+    }
+    CHECK(rp_cuda_gemm_const_bytes(g) == want1 + want2, "%s const: re-made copy: %zu bytes, want %zu", pn,
+          rp_cuda_gemm_const_bytes(g), want1 + want2);
+
+    /* the whole allocation forgotten at once, then forget_all */
+    rp_cuda_gemm_forget_const(g, dW, sizeof(float) * (nb + nb2 + 8));
+    CHECK(rp_cuda_gemm_const_bytes(g) == 0 && rp_cuda_gemm_const_count(g) == 0,
+          "%s const: forgetting the allocation left %zu bytes", pn, rp_cuda_gemm_const_bytes(g));
+    bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[3]);
+    rp_cuda_gemm_forget_all_const(g);
+    CHECK(rp_cuda_gemm_const_bytes(g) == 0 && rp_cuda_gemm_const_count(g) == 0, "%s const: forget_all left %zu bytes",
+          pn, rp_cuda_gemm_const_bytes(g));
+    if (!bad) CHECK(bits_equal(o[3], o[2], nc), "%s const: re-made copy differs bitwise", pn);
+
+    /* cap: a copy that does not fit is not made (same bits); lowering the cap keeps the
+     * oldest copies that fit */
+    if (half) {
+        rp_cuda_gemm_set_const_cap(g, want1 - 1);
+        CHECK(rp_cuda_gemm_const_cap(g) == want1 - 1, "%s const: cap reads %zu", pn, rp_cuda_gemm_const_cap(g));
+        bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[3]);
+        CHECK(rp_cuda_gemm_const_bytes(g) == 0, "%s const: a %zu-byte copy made under a cap of %zu", pn,
+              rp_cuda_gemm_const_bytes(g), want1 - 1);
+        if (!bad) CHECK(bits_equal(o[3], o[2], nc), "%s const: over the cap, differs bitwise from rp_cuda_gemm", pn);
+        rp_cuda_gemm_set_const_cap(g, 0);
+        bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[3]);   /* B: first */
+        bad |= run_c(g, 1, 0, M, N2, K, dA, LDA, dB2, LDB2, dC, LDC, o[4]); /* B2: second */
+        CHECK(rp_cuda_gemm_const_bytes(g) == want1 + want2, "%s const: uncapped: %zu bytes, want %zu", pn,
+              rp_cuda_gemm_const_bytes(g), want1 + want2);
+        rp_cuda_gemm_set_const_cap(g, want1 + want2 - 1);
+        CHECK(rp_cuda_gemm_const_bytes(g) == want1 && rp_cuda_gemm_const_count(g) == 1,
+              "%s const: lowering the cap left %zu bytes, want the oldest copy's %zu", pn, rp_cuda_gemm_const_bytes(g),
+              want1);
+        bad |= run_c(g, 1, 1, M, N, K, dA, LDA, dB, LDB, dC, LDC, o[3]);
+        if (!bad) CHECK(bits_equal(o[3], o[2], nc), "%s const: kept copy differs bitwise", pn);
+        rp_cuda_gemm_set_const_cap(g, 0);
+    }
+
+    /* validation as rp_cuda_gemm, naming the entry point and the value */
+    rp_error err = {0};
+    rp_status st = rp_cuda_gemm_const(g, 0, 1, M, N, K, 1.0f, dA, LDA, dB, K - 1, 0.0f, dC, LDC, &err);
+    CHECK(st == RP_ERR_INVALID && strstr(err.msg, "rp_cuda_gemm_const") && strstr(err.msg, "ldb="),
+          "%s const: bad ldb: status %s, \"%s\"", pn, rp_status_name(st), err.msg);
+    float host[4] = {0};
+    st = rp_cuda_gemm_const(g, 0, 1, 1, 1, 1, 1.0f, dA, 1, host, 1, 0.0f, dC, 1, &err);
+    CHECK(st == RP_ERR_INVALID && strstr(err.msg, "B="), "%s const: host B: status %s, \"%s\"", pn,
+          rp_status_name(st), err.msg);
+    CU(cudaGetLastError());
+
+    printf("const %s: rp_cuda_gemm_const x2 / rp_cuda_gemm bitwise %s; %zu + %zu bytes cached; forget, cap %s\n", pn,
+           bad ? "NOT RUN" : "checked", want1, want2, bad ? "-" : "checked");
+    rp_cuda_gemm_destroy(g); /* frees what it still holds (B's copy) */
+    rp_cuda_gemm_destroy(g2);
+    cudaFree(dA);
+    cudaFree(dW);
+    cudaFree(dC);
+    free(A);
+    free(B);
+    free(B2);
+    for (int i = 0; i < 6; i++) free(o[i]);
+}
+
 static rp_cuda_gemm_ctx *make_ctx(rp_cuda_prec p, rp_cuda_gemm_mode m) {
     rp_cuda_gemm_opts o = rp_cuda_gemm_opts_default();
     o.precision = p;
@@ -518,6 +695,7 @@ int main(void) {
     test_edges(G.det[RP_CUDA_PREC_BF16]);
     test_edges(G.fast[RP_CUDA_PREC_FP32]);
     test_cache(G.det[RP_CUDA_PREC_FP32]);
+    for (int p = 0; p < RP_CUDA_PREC_COUNT; p++) test_const((rp_cuda_prec)p);
 
     static const shape shapes[] = {
         {1, 1, 1, 0, 1.0f, 0.0f, "1x1x1"},
