@@ -88,11 +88,15 @@ static rp_status check_opts(const rp_comm_opts *o, rp_comm_opts *d, rp_error *er
             return RP_FAIL(err, RP_ERR_INVALID, "%s comm: redis port %d out of range", kn,
                            o->redis_port);
     }
-    if (o->kind == RP_COMM_NCCL && o->mem != RP_MEM_CUDA)
+    if (o->kind == RP_COMM_NCCL && o->mem != RP_MEM_CUDA && !o->host_staged)
         return RP_FAIL(err, RP_ERR_INVALID,
-                       "nccl comm: buffers must be CUDA device memory (mem = cuda); use gloo "
-                       "for host buffers");
-    if (o->mem == RP_MEM_CUDA && o->cuda_device < 0)
+                       "nccl comm: buffers must be CUDA device memory (mem = cuda), or host "
+                       "memory staged through the GPU (host_staged); use gloo for plain host "
+                       "buffers");
+    if (o->kind == RP_COMM_NCCL && o->host_staged && o->mem != RP_MEM_HOST)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "nccl comm: host_staged stages host buffers; it needs mem = host");
+    if ((o->mem == RP_MEM_CUDA || (o->kind == RP_COMM_NCCL && o->host_staged)) && o->cuda_device < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "%s comm: cuda device %d is negative", kn,
                        o->cuda_device);
     if (!(o->timeout_s > 0)) d->timeout_s = RP_COMM_DEFAULT_TIMEOUT_S;
@@ -137,16 +141,22 @@ rp_status rp_comm_create(const rp_comm_opts *o, rp_comm **out, rp_error *err) {
         s = rp_comm_gloo_create(&host, &c, err);
 #endif
         break;
-    case RP_COMM_NCCL:
+    case RP_COMM_NCCL: {
 #ifdef REPRO_HAVE_NCCL
-        s = rp_comm_nccl_create(&d, &c, err);
+        /* host_staged: NCCL itself always moves device buffers; the wrapper stages */
+        rp_comm_opts dev = d;
+        dev.mem = RP_MEM_CUDA;
+        dev.host_staged = 0;
+        s = rp_comm_nccl_create(&dev, &c, err);
 #endif
         break;
+    }
     }
     if (s != RP_OK) return s;
     assert(c && c->ops && c->rank == d.rank && c->world == d.world);
 #ifdef REPRO_HAVE_CUDA
     if (d.kind != RP_COMM_NCCL && d.mem == RP_MEM_CUDA) return rp_comm_stage_wrap(c, d.cuda_device, out, err);
+    if (d.kind == RP_COMM_NCCL && d.mem == RP_MEM_HOST) return rp_comm_host_stage_wrap(c, d.cuda_device, out, err);
 #endif
     *out = c;
     return RP_OK;

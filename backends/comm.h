@@ -31,7 +31,13 @@
  * mem = RP_MEM_CUDA. "nccl" requires RP_MEM_CUDA and uses device pointers
  * directly; "gloo" and "self" with RP_MEM_CUDA stage every buffer through host
  * memory (cudaMemcpy), which is correct but slow — it exists so CPU-transport
- * layouts can be compared with NCCL ones on the same GPU code path.
+ * layouts can be compared with NCCL ones on the same GPU code path. The
+ * inverse: "nccl" with mem = RP_MEM_HOST and host_staged = 1 takes HOST
+ * buffers and stages each call through one device scratch buffer per
+ * communicator on cuda_device (grown as needed; copied in before and out after
+ * the collective), for callers whose data lives on the host between device
+ * computations (the pipeline's CFG, dp and sequence exchanges). The bits that
+ * arrive are the same as with device buffers: only where they wait differs.
  * Counts are in elements of float unless the name says bytes.
  *
  * Reduction order (why results may differ between layouts): allreduce is
@@ -91,8 +97,11 @@ typedef struct rp_comm_opts {
                                 Both NULL: gloo resolves this machine's hostname.
                                 Single-machine launches should pass "127.0.0.1". */
     double timeout_s;        /* per wait, for collectives and rendezvous; <= 0: 60 */
-    rp_mem_kind mem;         /* nccl: must be RP_MEM_CUDA */
+    rp_mem_kind mem;         /* nccl: RP_MEM_CUDA, or RP_MEM_HOST with host_staged */
     int cuda_device;         /* nccl / mem = RP_MEM_CUDA: device ordinal of this rank */
+    int host_staged;         /* nccl with mem = RP_MEM_HOST: buffers are host memory, staged
+                                through a device scratch on cuda_device (above). Ignored by
+                                self and gloo, whose host buffers need no staging */
 } rp_comm_opts;
 
 typedef struct rp_comm rp_comm;

@@ -135,6 +135,18 @@ void rp_device_destroy(rp_device *d);
 /* A "host-check" device (contract at the top). Never NULL except out of memory. */
 rp_device *rp_device_host_check_create(void);
 
+/* The device `name` asks for (device_open.c): "cpu" or "" -> *out NULL (the plain path);
+ * "host-check"; "cuda", "cuda:<GPU name substring>", "cuda:#<ordinal>" -> the CUDA device
+ * (engine/cuda/device_cuda.h; among the matching GPUs number local_rank modulo their
+ * count) with GEMM precision `precision` (fp32 tf32 bf16 fp16; NULL = fp32) and gpu_mode
+ * (deterministic | fast; NULL = deterministic). *ordinal: the CUDA ordinal made current,
+ * -1 otherwise. Unknown names: RP_ERR_INVALID; cuda in a build without CUDA:
+ * RP_ERR_UNSUPPORTED; no matching GPU: RP_ERR_NOT_FOUND. */
+rp_status rp_device_open(const char *name, const char *precision, const char *gpu_mode, int local_rank,
+                         rp_device **out, int *ordinal, rp_error *err);
+/* 1 for "cuda" and "cuda:..." */
+int rp_device_name_is_cuda(const char *name);
+
 /* ---- the calls the models make (ctx->dev NULL: the CPU op) ---------------------------- */
 
 /* Returns and clears the device's sticky error (RP_OK without a device). */

@@ -10,8 +10,10 @@
  * the reader accepts both forms for a u64 field, so every seed round-trips.
  *
  * Id: FNV-1a 64 over cJSON_PrintUnformatted(normalised JSON without "expect" and
- * "name") followed by "\nrepro " REPRO_VERSION. FNV-1a is chosen because it is
- * stable across platforms and builds, needs no library, and 64 bits make a
+ * "name", and without the fields of id_optional[] while they hold their default:
+ * fields added after ids were first stored, so existing ids stay valid) followed
+ * by "\nrepro " REPRO_VERSION. FNV-1a is chosen because it is stable across
+ * platforms and builds, needs no library, and 64 bits make a
  * collision within one sweep (hundreds of cases) negligible; it is not meant to
  * resist deliberate collisions. cJSON prints doubles with the shortest of
  * %1.15g / %1.17g that round-trips, so the text, hence the id, is a function of
@@ -63,7 +65,7 @@ static const case_field case_fields[] = {
     FI("attn_kv_chunk", attn_kv_chunk), FS("device_profile", device_profile),
     FI("threads", threads), FS("blas_core", blas_core), FI("reduce_split", reduce_split),
     FS("mode", mode),
-    FS("backend", backend), FS("device", device),
+    FS("backend", backend), FS("device", device), FS("gpu_mode", gpu_mode),
     FI("dp", dp), FI("cfg_parallel", cfg_parallel), FI("ulysses", ulysses), FI("ring", ring),
     FI("pipefusion", pipefusion), FI("patch", patch), FI("num_pipeline_patch", num_pipeline_patch),
     FL("pipefusion_layers"),
@@ -96,6 +98,7 @@ void rp_case_defaults(rp_case *c) {
     set_str(c->mode, sizeof c->mode, "deterministic");
     set_str(c->backend, sizeof c->backend, "self");
     set_str(c->device, sizeof c->device, "cpu");
+    set_str(c->gpu_mode, sizeof c->gpu_mode, "deterministic");
     c->dp = c->cfg_parallel = c->ulysses = c->ring = c->pipefusion = c->patch = 1;
     c->warmup_steps = 1;
     set_str(c->batch_forward, sizeof c->batch_forward, "joint");
@@ -371,12 +374,23 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
     return h;
 }
 
+/* Fields hashed only when they differ from their default (see the top of the file). */
+static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}};
+
 void rp_case_id(const rp_case *c, char *out) {
     assert(c && out);
     cJSON *j = rp_case_to_json(c);
-    char *text = j ? (cJSON_DeleteItemFromObject(j, "expect"), cJSON_DeleteItemFromObject(j, "name"),
-                      cJSON_PrintUnformatted(j))
-                   : NULL;
+    char *text = NULL;
+    if (j) {
+        cJSON_DeleteItemFromObject(j, "expect");
+        cJSON_DeleteItemFromObject(j, "name");
+        for (size_t i = 0; i < sizeof id_optional / sizeof id_optional[0]; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, id_optional[i].key);
+            if (cJSON_IsString(v) && !strcmp(v->valuestring, id_optional[i].dflt))
+                cJSON_DeleteItemFromObject(j, id_optional[i].key);
+        }
+        text = cJSON_PrintUnformatted(j);
+    }
     cJSON_Delete(j);
     /* An id that silently hashed nothing would merge unrelated cases: running out
      * of memory for a few KiB of text is not something to carry on from. */

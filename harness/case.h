@@ -60,7 +60,10 @@ typedef struct rp_case {
     char mode[16];            /* deterministic | fast */
     /* placement */
     char backend[16];         /* self | gloo | nccl */
-    char device[64];          /* cpu | cuda | cuda:<name substring> */
+    char device[64];          /* cpu | cuda | cuda:<name substring> | cuda:#<ordinal> */
+    char gpu_mode[16];        /* the CUDA GEMMs: deterministic (fixed cuBLASLt algorithm, no
+                                 split-K) | fast (the heuristic's pick per call, TF32 allowed);
+                                 engine/cuda/cuda_gemm.h. Only meaningful with a cuda device */
     /* parallel degrees */
     int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
     int num_pipeline_patch;   /* pipefusion: latent patches along height; 0 = pipefusion degree */
@@ -80,7 +83,7 @@ typedef struct rp_case {
 } rp_case;
 
 /* Defaults: dit-tiny, 10 steps, ddim, cfg 4, guidance 0, fp32, math, deterministic,
- * self, cpu, all degrees 1, warmup 1, batch_forward joint, one item (seed 0, class 0).
+ * self, cpu, gpu_mode deterministic, all degrees 1, warmup 1, batch_forward joint, one item (seed 0, class 0).
  * They suit DiT; an SD3 case sets sampler euler, a FLUX case also cfg <= 1 and its
  * guidance (FluxPipeline's default is 3.5). */
 void rp_case_defaults(rp_case *c);
@@ -107,7 +110,9 @@ rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_e
 
 /* Hex id (16 chars) of the normalised JSON without expect/name, and the engine
  * version, into out (>= 17 bytes): FNV-1a 64 of cJSON_PrintUnformatted(json)
- * followed by "\nrepro " REPRO_VERSION. Stable across runs and machines. */
+ * followed by "\nrepro " REPRO_VERSION. Stable across runs and machines. Fields
+ * added after results were first stored leave the JSON hashed when they hold their
+ * default (gpu_mode "deterministic"), so the ids of existing cases do not change. */
 void rp_case_id(const rp_case *c, char *out);
 
 /* Writes/reads case.json (atomic write). */

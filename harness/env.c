@@ -12,7 +12,13 @@
 #include <yaml.h>
 
 #ifdef REPRO_HAVE_CUDA
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
 #include "engine/cuda/cuda_info.h"
+#endif
+#ifdef REPRO_HAVE_NCCL
+#include <nccl.h>
 #endif
 
 #ifndef REPRO_GLOO_VERSION
@@ -95,7 +101,25 @@ cJSON *rp_env_collect(void) {
     cJSON_AddStringToObject(libs, "libyaml", yaml_get_version_string());
     cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
     cJSON_AddStringToObject(libs, "gloo", REPRO_GLOO_VERSION);
-    cJSON_AddStringToObject(libs, "nccl", REPRO_NCCL_VERSION);
+    cJSON_AddStringToObject(libs, "nccl", REPRO_NCCL_VERSION); /* the nccl.h built against */
+#ifdef REPRO_HAVE_NCCL
+    { /* the libnccl loaded at run time (NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+         since 2.9, major*1000 + minor*100 + patch before) */
+        int v = 0;
+        if (ncclGetVersion(&v) == ncclSuccess) {
+            if (v >= 10000) snprintf(buf, sizeof buf, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+            else snprintf(buf, sizeof buf, "%d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+            cJSON_AddStringToObject(libs, "nccl_runtime", buf);
+        } else {
+            cJSON_AddStringToObject(libs, "nccl_runtime", "unknown (ncclGetVersion failed)");
+        }
+    }
+#else
+    cJSON_AddStringToObject(libs, "nccl_runtime", "not linked");
+#endif
+#ifdef REPRO_HAVE_CUDA
+    cJSON_AddNumberToObject(libs, "cublaslt", (double)cublasLtGetVersion());
+#endif
 
     cJSON *build = cJSON_AddObjectToObject(env, "build");
     cJSON_AddStringToObject(build, "repro_version", REPRO_VERSION);
@@ -108,6 +132,7 @@ cJSON *rp_env_collect(void) {
     cJSON_AddBoolToObject(build, "cuda", 0);
 #endif
 
+    /* every visible GPU (CUDA_VISIBLE_DEVICES applies), by ordinal */
     cJSON *gpus = cJSON_AddArrayToObject(env, "gpus");
 #ifdef REPRO_HAVE_CUDA
     int n = rp_cuda_device_count();
@@ -115,8 +140,14 @@ cJSON *rp_env_collect(void) {
         rp_cuda_device_info info;
         char msg[256];
         cJSON *g = cJSON_CreateObject();
+        cJSON_AddNumberToObject(g, "ordinal", d);
         if (rp_cuda_device_describe(d, &info, msg, sizeof msg) == 0) {
             cJSON_AddStringToObject(g, "name", info.name);
+            char bus[32];
+            if (cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d) == cudaSuccess)
+                cJSON_AddStringToObject(g, "pci_bus_id", bus);
+            else
+                cudaGetLastError();
             cJSON_AddNumberToObject(g, "sm_count", info.sm_count);
             snprintf(buf, sizeof buf, "%d.%d", info.cc_major, info.cc_minor);
             cJSON_AddStringToObject(g, "compute_capability", buf);
@@ -138,9 +169,12 @@ cJSON *rp_env_collect(void) {
     add_env_var(vars, "OPENBLAS_NUM_THREADS");
     add_env_var(vars, "OMP_NUM_THREADS");
     add_env_var(vars, "CUDA_VISIBLE_DEVICES");
+    add_env_var(vars, "CUDA_DEVICE_ORDER");
     add_env_var(vars, "CUBLAS_WORKSPACE_CONFIG");
+    add_env_var(vars, "NVIDIA_TF32_OVERRIDE");
     add_env_var(vars, "NCCL_ALGO");
     add_env_var(vars, "NCCL_PROTO");
+    add_env_var(vars, "REPRO_DEVICE");
     return env;
 }
 

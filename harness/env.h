@@ -1,9 +1,14 @@
 /* env.h — the environment record stored with every result (env.json).
  *
  * Everything that can change the numbers: CPU model and flags that select
- * OpenBLAS kernels, OpenBLAS version/config/core, GPU model, driver, CUDA,
- * cuBLAS, NCCL and Gloo versions, compiler, flags, git revision, and the
- * environment variables that steer the libraries. */
+ * OpenBLAS kernels, OpenBLAS version/config/core, compiler, flags, git revision;
+ * per visible GPU ("gpus", by ordinal) its name, PCI bus id, SM count, compute
+ * capability, total memory, driver, CUDA runtime and cuBLAS versions; the
+ * cuBLASLt version, NCCL's (libraries.nccl: the nccl.h built against;
+ * libraries.nccl_runtime: ncclGetVersion of the library loaded, "not linked"
+ * without NCCL) and Gloo's; and the environment variables that steer the
+ * libraries (CUDA_VISIBLE_DEVICES, CUBLAS_WORKSPACE_CONFIG, NVIDIA_TF32_OVERRIDE,
+ * NCCL_ALGO/PROTO, REPRO_DEVICE, ...). */
 #ifndef REPRO_ENV_H
 #define REPRO_ENV_H
 

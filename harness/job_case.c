@@ -13,6 +13,7 @@
 
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
+#include "engine/device.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/parallel/parallel.h"
@@ -26,6 +27,9 @@
 #include "harness/env.h"
 #include "harness/launch.h"
 #include "harness/validate.h"
+#ifdef REPRO_HAVE_CUDA
+#include "engine/cuda/device_cuda.h"
+#endif
 
 static double now_s(void) {
     struct timespec ts;
@@ -41,13 +45,18 @@ static int fail(const rp_rankenv *re, const rp_error *err, int code) {
     return code;
 }
 
-/* ctx from the case's numerics (validation has checked every value). */
+
+/* ctx from the case's numerics (validation has checked every value). On a CUDA device
+ * the case's precision is the GEMMs' (the device's, make_device); ctx->precision is what
+ * the host-side parts (the text encoder) run in: bf16 for bf16, fp32 for fp32, tf32, fp16. */
 static rp_status case_ctx(const rp_case *c, rp_ctx *ctx, rp_error *err) {
     *ctx = rp_ctx_default();
     ctx->threads = c->threads;
     ctx->reduce_split = c->reduce_split;
+    const int cuda = rp_device_name_is_cuda(c->device);
     if (!strcmp(c->precision, "fp32")) ctx->precision = RP_PREC_FP32;
     else if (!strcmp(c->precision, "bf16")) ctx->precision = RP_PREC_BF16;
+    else if (cuda && (!strcmp(c->precision, "tf32") || !strcmp(c->precision, "fp16"))) ctx->precision = RP_PREC_FP32;
     else return RP_FAIL(err, RP_ERR_UNSUPPORTED, "precision=%s: the CPU engine has fp32 and bf16", c->precision);
     RP_TRY(rp_attn_kind_parse(c->attention, &ctx->attn.kind, err));
     char q[32], kv[32];
@@ -56,6 +65,30 @@ static rp_status case_ctx(const rp_case *c, rp_ctx *ctx, rp_error *err) {
     return rp_ctx_configure(ctx, c->attn_q_chunk ? q : NULL, c->attn_kv_chunk ? kv : NULL,
                             c->blas_core[0] ? c->blas_core : NULL, c->device_profile[0] ? c->device_profile : NULL,
                             err);
+}
+
+/* The test hook REPRO_DEVICE (unset or "": none; "host-check": a device=cpu case runs its
+ * models on the checking host device of engine/device.h, whose results must be bitwise the
+ * plain CPU path's). Anything else is a configuration error naming the variable. */
+static rp_status device_hook(const rp_case *c, int *host_check, rp_error *err) {
+    const char *v = getenv("REPRO_DEVICE");
+    *host_check = 0;
+    if (!v || !*v) return RP_OK;
+    if (strcmp(v, "host-check"))
+        return RP_FAIL(err, RP_ERR_INVALID, "REPRO_DEVICE=%s: unknown (known: host-check, a test hook for device=cpu "
+                       "cases)", v);
+    *host_check = !strcmp(c->device, "cpu"); /* a cuda case runs on its GPU whatever the hook says */
+    return RP_OK;
+}
+
+/* The device the case's models run on: NULL for the plain CPU path, the host-check
+ * device under the hook, or the case's GPU (device cuda[:<name>|:#<i>], among the
+ * matching GPUs number local_rank modulo their count) with its precision and gpu_mode.
+ * *ordinal: the CUDA ordinal it made current (-1 without a GPU). */
+static rp_status make_device(const rp_case *c, int host_check, int local_rank, rp_device **out, int *ordinal,
+                             rp_error *err) {
+    return rp_device_open(host_check ? "host-check" : c->device, c->precision, c->gpu_mode, local_rank, out, ordinal,
+                          err);
 }
 
 /* mkdir -p */
@@ -160,7 +193,7 @@ static rp_status write_latents(const char *path, const rp_case *c, const char *i
 
 /* done.json: written last, so its presence means every other file is complete. */
 static rp_status write_done(const char *path, const rp_case *c, const char *id, const rp_gen_result *r,
-                            const rp_parallel *par, const double *t, rp_error *err) {
+                            const rp_parallel *par, const char *device, const double *t, rp_error *err) {
     cJSON *j = cJSON_CreateObject(), *tm = cJSON_CreateObject(), *lay = cJSON_CreateObject();
     if (!j || !tm || !lay) {
         cJSON_Delete(j); cJSON_Delete(tm); cJSON_Delete(lay);
@@ -204,6 +237,7 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
         cJSON_AddItemToArray(strat, o);
     }
     cJSON_AddStringToObject(j, "backend", c->backend);
+    cJSON_AddStringToObject(j, "device", device); /* what rank 0's models ran on */
     cJSON_AddStringToObject(j, "inject", c->inject);
     cJSON_AddNumberToObject(j, "items", r->B);
     cJSON_AddNumberToObject(j, "steps", r->steps);
@@ -224,7 +258,7 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
 
 /* Rank 0: every output file, done.json last. */
 static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_result *r, const rp_trace *trace,
-                               const rp_parallel *par, double *t, double t_start, rp_error *err) {
+                               const rp_parallel *par, const char *device, double *t, double t_start, rp_error *err) {
     const double t0 = now_s();
     char id[32], path[4200];
     rp_case_id(c, id);
@@ -244,7 +278,7 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     t[6] = now_s() - t0;
     t[7] = now_s() - t_start;
     snprintf(path, sizeof path, "%s/done.json", dir);
-    return write_done(path, c, id, r, par, t, err);
+    return write_done(path, c, id, r, par, device, t, err);
 }
 
 /* ---- the classifier's runs (job_case.h) ---- */
@@ -285,8 +319,8 @@ static rp_status teacher_load(const char *ref_dir, int steps, int n_all, int fir
 /* Rank 0 in teacher mode: teacher.safetensors, the trace of every evaluation, env.json,
  * done.json last. */
 static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_result *r, const unsigned char *mask,
-                               const char *ref_dir, const rp_trace *trace, const rp_parallel *par, double *t,
-                               double t_start, rp_error *err) {
+                               const char *ref_dir, const rp_trace *trace, const rp_parallel *par, const char *device,
+                               double *t, double t_start, rp_error *err) {
     char id[32], path[4200];
     rp_case_id(c, id);
     float *steps = malloc(sizeof(float) * r->steps);
@@ -309,7 +343,7 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     if (st == RP_OK) st = rp_env_write(path, err);
     t[7] = now_s() - t_start;
     snprintf(path, sizeof path, "%.4000s/done.json", dir);
-    return st == RP_OK ? write_done(path, c, id, r, par, t, err) : st;
+    return st == RP_OK ? write_done(path, c, id, r, par, device, t, err) : st;
 }
 
 /* --leak-check: another case in this process first — the same layout and request with
@@ -354,6 +388,15 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         free(c);
         return fail(re, &err, RP_WORKER_EXIT_CONFIG); /* a case file no rerun will fix */
     }
+#ifdef REPRO_HAVE_CUDA
+    /* CUBLAS_WORKSPACE_CONFIG must be in place before the first cuBLAS handle of this
+     * process, and listing the GPUs for validation (rp_validate_env_host) creates one */
+    if (rp_device_name_is_cuda(c->device) && !strcmp(c->gpu_mode, "deterministic") &&
+        (st = rp_cuda_gemm_workspace_config(&err)) != RP_OK) {
+        free(c);
+        return fail(re, &err, RP_WORKER_EXIT_FAIL);
+    }
+#endif
     /* ---- configuration: everything a rerun would not fix, before any rank waits ---- */
     rp_validate_env env;
     rp_validate_env_host(&env);
@@ -363,9 +406,9 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     rp_inject_id fault = RP_INJECT_NONE;
     rp_family fam = RP_FAMILY_DIT;
     rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    int host_check = 0;
     st = rp_case_validate(c, &env, &err);
-    if (st == RP_OK && strcmp(c->device, "cpu"))
-        st = RP_FAIL(&err, RP_ERR_UNSUPPORTED, "device=%s: the engine runs on the CPU in this build", c->device);
+    if (st == RP_OK) st = device_hook(c, &host_check, &err);
     if (st == RP_OK) st = rp_comm_kind_parse(c->backend, &kind, &err);
     if (st == RP_OK && o->backend_given && kind != o->comm.kind)
         st = RP_FAIL(&err, RP_ERR_INVALID, "--backend %s but the case says backend=%s",
@@ -384,6 +427,14 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         return fail(re, &err, RP_WORKER_EXIT_FAIL);
     }
     rp_ctx_apply(&ctx);
+    /* the device (after a possible re-exec above: no GPU context is made twice) */
+    rp_device *dev = NULL;
+    int ordinal = -1;
+    if ((st = make_device(c, host_check, re->local_rank, &dev, &ordinal, &err)) != RP_OK) {
+        free(c);
+        return fail(re, &err, rp_worker_exit_code(st));
+    }
+    ctx.dev = dev;
     t[0] = now_s() - t_start;
 
     /* ---- communicator and groups ---- */
@@ -392,6 +443,12 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     co.kind = kind;
     co.rank = re->rank;
     co.world = re->world;
+    /* The pipeline hands the comm host buffers on every backend (CFG allgather, dp gather,
+     * the exchanges staged through the host): gloo and self take them as they are, NCCL
+     * through a device scratch on this rank's GPU (backends/comm.h: host_staged). */
+    co.mem = RP_MEM_HOST;
+    co.host_staged = kind == RP_COMM_NCCL;
+    if (ordinal >= 0) co.cuda_device = ordinal;
     char id[32], prefix[64];
     rp_case_id(c, id);
     if (!co.prefix || !strcmp(co.prefix, "worker")) { /* the worker's default: a per-case namespace */
@@ -444,6 +501,13 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     ctx.par = &par;
     ctx.trace = &trace; /* every rank: the trace points are collective; rank 0's is saved */
     rp_ctx_trace_notes(&ctx, &trace);
+    const char *dev_name = dev ? dev->name : "cpu";
+    rp_trace_note(&trace, "device", dev_name);
+    if (host_check) rp_trace_note(&trace, "device.check", "host-check");
+    if (rp_device_name_is_cuda(c->device)) {
+        rp_trace_note(&trace, "device.precision", c->precision);
+        rp_trace_note(&trace, "device.gpu_mode", c->gpu_mode);
+    }
     {
         char v[256];
         rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
@@ -496,7 +560,11 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         req.decode = 0; /* the check compares latents */
         if ((st = leak_prelude(&req, &ctx, &err)) != RP_OK) goto out;
     }
-    if ((st = rp_generate(&req, &ctx, &res, &err)) != RP_OK) goto out;
+    st = rp_generate(&req, &ctx, &res, &err);
+#ifdef REPRO_HAVE_CUDA
+    rp_device_cuda_trace_notes(dev, &trace); /* GEMM algorithms and attention kernel (cuda only) */
+#endif
+    if (st != RP_OK) goto out;
     t[2] = res.encode_seconds;
     t[3] = res.sample_seconds;
     t[4] = res.decode_seconds;
@@ -506,9 +574,9 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     if ((st = rp_par_dp_gather(&par, &res, n_all, &gathered, &err)) != RP_OK) goto out;
     t[5] = now_s() - t5;
     if (par.rank == 0 && o->teacher_ref)
-        st = write_teacher(o->out_dir, c, &gathered, tmask, o->teacher_ref, &trace, &par, t, t_start, &err);
+        st = write_teacher(o->out_dir, c, &gathered, tmask, o->teacher_ref, &trace, &par, dev_name, t, t_start, &err);
     else if (par.rank == 0)
-        st = write_outputs(o->out_dir, c, &gathered, &trace, &par, t, t_start, &err);
+        st = write_outputs(o->out_dir, c, &gathered, &trace, &par, dev_name, t, t_start, &err);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));
@@ -523,6 +591,7 @@ out:
     free(strings);
     rp_par_free(&par);
     rp_comm_destroy(comm);
+    rp_device_destroy(dev); /* after everything that may hold device memory */
     free(c);
     return rc;
 }

@@ -515,6 +515,7 @@ static rp_status check_value(pctx *x, const fdesc *f, const cJSON *v, const yaml
         if (!strcmp(k, "vae")) return check_preset(x, n, path, s, 1);
         if (!strcmp(k, "precision")) return check_choice(x, n, path, s, PRECISIONS, COUNT(PRECISIONS));
         if (!strcmp(k, "mode")) return check_choice(x, n, path, s, MODES, COUNT(MODES));
+        if (!strcmp(k, "gpu_mode")) return check_choice(x, n, path, s, MODES, COUNT(MODES));
         if (!strcmp(k, "batch_forward")) return check_choice(x, n, path, s, BATCH_FORWARD, COUNT(BATCH_FORWARD));
         if (!strcmp(k, "attention")) {
             rp_attn_kind ak;
@@ -1795,8 +1796,11 @@ void rp_matrix_help(FILE *f) {
 "  steps sampler eta cfg guidance\n"
 "  precision (fp32 bf16 tf32 fp16)  attention (math split subquad flash auto)\n"
 "  attn_q_chunk attn_kv_chunk device_profile threads blas_core reduce_split\n"
-"  mode (deterministic fast)\n"
-"  backend (self gloo nccl)  device (cpu | cuda | cuda:<name substring>, e.g. cuda:H200)\n"
+"  mode (deterministic fast: with fast, repeats that differ are reported, not failed)\n"
+"  backend (self gloo nccl)  device (cpu | cuda | cuda:<name substring>, e.g. cuda:H200 |\n"
+"    cuda:#<ordinal>)  gpu_mode (deterministic fast: the CUDA GEMMs; fast needs a cuda device)\n"
+"  precision on cuda: fp32 tf32 bf16 fp16 (the GEMMs'; the text encoder runs on the CPU in\n"
+"    fp32, or bf16 for bf16)\n"
 "  dp cfg_parallel ulysses ring pipefusion patch num_pipeline_patch pipefusion_layers\n"
 "  warmup_steps batch_forward (joint per-item)\n"
 "  inject (testing only, a fault to plant):\n"

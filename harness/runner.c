@@ -1078,15 +1078,19 @@ static void *case_thread(void *p) {
  * machine cannot run it; RP_CASE_OK when it can run here. */
 static rp_case_status plan_case(const rp_case *c, const rp_validate_env *host, char *reason, size_t cap) {
     const int world = rp_case_world(c);
-    /* the machine the case asks for: a matching GPU per rank, every backend built */
+    /* the machine the case asks for: a matching GPU per rank (and, for cuda:#<i>, GPUs
+     * 0..i), every backend built. Whether ranks may share a GPU (gloo, self) or need one
+     * each (nccl) and what gpu_mode allows are validation's rules, the same here and there. */
     rp_validate_env want;
     memset(&want, 0, sizeof want);
     want.world = world;
     want.gloo_built = want.nccl_built = 1;
-    want.n_gpus = world < RP_VALIDATE_MAX_GPUS ? world : RP_VALIDATE_MAX_GPUS;
+    const int ordinal = strncmp(c->device, "cuda:#", 6) == 0 ? atoi(c->device + 6) : -1;
+    int gpus = world > ordinal ? world : ordinal + 1;
+    want.n_gpus = gpus < RP_VALIDATE_MAX_GPUS ? gpus : RP_VALIDATE_MAX_GPUS;
     for (int g = 0; g < want.n_gpus; g++)
         snprintf(want.gpu_names[g], sizeof want.gpu_names[g], "%s",
-                 strncmp(c->device, "cuda:", 5) == 0 ? c->device + 5 : "GPU");
+                 strncmp(c->device, "cuda:", 5) == 0 && ordinal < 0 ? c->device + 5 : "GPU");
     rp_error e;
     rp_error_clear(&e);
     reason[0] = '\0';

@@ -8,7 +8,9 @@
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backends/comm.h"
 #include "engine/attention/attention.h"
@@ -195,6 +197,9 @@ static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error
     rp_error e = {0};
     if (rp_attn_kind_parse(c->attention, &ak, &e) != RP_OK)
         return INVALID("attention=%s: unknown (known: math split subquad flash auto)", c->attention);
+    if (ak == RP_ATTN_SUBQUAD && is_cuda_device(c->device))
+        return INVALID("attention=subquad with device=%s: the engine has no CUDA sub-quadratic kernel (cuda has "
+                       "math, split, flash, auto)", c->device);
     if (c->attn_q_chunk < 0)
         return INVALID("attn_q_chunk=%d: must be >= 0 (0 = the variant's default)", c->attn_q_chunk);
     if (c->attn_kv_chunk < 0)
@@ -218,6 +223,11 @@ static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error
         return INVALID("reduce_split=%d: must be 0 or 1", c->reduce_split);
     static const char *const modes[] = {"deterministic", "fast"};
     if (!is_one_of(c->mode, modes, 2)) return INVALID("mode=%s: unknown (known: deterministic fast)", c->mode);
+    if (!is_one_of(c->gpu_mode, modes, 2))
+        return INVALID("gpu_mode=%s: unknown (known: deterministic fast)", c->gpu_mode);
+    if (strcmp(c->gpu_mode, "fast") == 0 && !is_cuda_device(c->device))
+        return INVALID("gpu_mode=fast: only meaningful with a CUDA device (device=%s): it picks the GPU's GEMM "
+                       "kernels; leave gpu_mode deterministic on the CPU", c->device);
     static const char *const bfs[] = {"joint", "per-item"};
     if (!is_one_of(c->batch_forward, bfs, 2))
         return INVALID("batch_forward=%s: unknown (known: joint per-item)", c->batch_forward);
@@ -238,6 +248,11 @@ static rp_status check_placement_names(const rp_case *c, const rp_validate_env *
     if (strcmp(c->device, "cpu") != 0 && !is_cuda_device(c->device))
         return INVALID("device=%s: unknown (known: cpu, cuda, cuda:<GPU name substring>)", c->device);
     if (strcmp(c->device, "cuda:") == 0) return INVALID("device=cuda:: the GPU name substring is empty");
+    if (strncmp(c->device, "cuda:#", 6) == 0) {
+        const char *p = c->device + 6;
+        if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 4)
+            return INVALID("device=%s: cuda:#<ordinal> takes a GPU number (0, 1, ...)", c->device);
+    }
     return RP_OK;
 }
 
@@ -447,12 +462,24 @@ static rp_status check_pipeline(const rp_case *c, const model_facts *m, int h, r
 
 /* ---- placement --------------------------------------------------------------------- */
 
-/* Visible GPUs the device string selects ("cuda": all; "cuda:<s>": names containing s). */
+/* Does hay contain needle, ignoring ASCII case? (as the cuda device matches names) */
+static int contains_ci(const char *hay, const char *needle) {
+    const size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0) return 1;
+    return n == 0;
+}
+
+/* Visible GPUs the device string selects, as the cuda device picks them
+ * (engine/cuda/device_cuda.h): "cuda": all; "cuda:#<i>": GPU i alone; "cuda:<s>":
+ * the names containing s, case-insensitively. Ranks take the selected GPUs in turn
+ * (local rank modulo their count), so several ranks may share one. */
 static int matching_gpus(const char *device, const rp_validate_env *env) {
     if (strcmp(device, "cuda") == 0) return env->n_gpus;
+    if (strncmp(device, "cuda:#", 6) == 0) return atoi(device + 6) < env->n_gpus ? 1 : 0;
     int n = 0;
     for (int i = 0; i < env->n_gpus && i < RP_VALIDATE_MAX_GPUS; i++)
-        if (strstr(env->gpu_names[i], device + 5)) n++;
+        if (contains_ci(env->gpu_names[i], device + 5)) n++;
     return n;
 }
 
@@ -467,6 +494,9 @@ static rp_status check_placement(const rp_case *c, const rp_validate_env *env, r
         const int n = matching_gpus(c->device, env);
         if (n == 0) {
             if (strcmp(c->device, "cuda") == 0) return INVALID("device=cuda: no visible GPU");
+            if (strncmp(c->device, "cuda:#", 6) == 0)
+                return INVALID("device=%s: no visible GPU %d (%d visible)", c->device, atoi(c->device + 6),
+                               env->n_gpus);
             char names[512] = "";
             size_t len = 0;
             for (int i = 0; i < env->n_gpus && len < sizeof names; i++)
@@ -474,6 +504,8 @@ static rp_status check_placement(const rp_case *c, const rp_validate_env *env, r
             return INVALID("device=%s: no visible GPU name contains '%s' (visible: %s)", c->device, c->device + 5,
                            env->n_gpus ? names : "none");
         }
+        /* gloo and self stage through host memory, so ranks may share a GPU (world 4 on one
+         * GPU is fine); NCCL refuses two ranks on one GPU */
         if (strcmp(c->backend, "nccl") == 0 && n < world)
             return INVALID("backend=nccl with world %d needs one GPU per rank; %d visible%s (device=%s)", world, n,
                            strcmp(c->device, "cuda") ? " match" : "", c->device);
@@ -567,10 +599,13 @@ const char *rp_validate_describe_rules(void) {
            "  attention     math split subquad flash auto; chunk sizes >= 0, none for math,\n"
            "                no kv chunk for split; device_profile a preset or spec\n"
            "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
+           "  gpu_mode      deterministic|fast (the CUDA GEMMs); fast only with a CUDA device\n"
            "  batch_forward joint|per-item (per-item: SD3/FLUX)\n"
            "  backend       self gloo nccl, compiled in; self only with world 1;\n"
-           "                nccl needs device cuda and one visible GPU per rank\n"
-           "  device        cpu cuda cuda:<GPU name substring> (matching a visible GPU)\n"
+           "                nccl needs device cuda and one visible GPU per rank (gloo ranks\n"
+           "                may share a GPU)\n"
+           "  device        cpu cuda cuda:<GPU name substring> cuda:#<ordinal> (matching a\n"
+           "                visible GPU; the substring ignores case)\n"
            "  width,height  DiT: fixed by the preset; SD3/FLUX: multiples of 2 x the VAE factor\n"
            "                (16) in [16, 16384]; SD3 within its position table\n"
            "  vae           a VAE preset with the model's latent channels\n"

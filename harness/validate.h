@@ -15,8 +15,10 @@
  *               (embedded guidance); guidance only for FLUX; precision fp32|bf16
  *               (tf32|fp16 need a CUDA device); attention kind and chunk sizes;
  *               device_profile; threads >= 0; blas_core a core name; reduce_split
- *               0|1; mode deterministic|fast; batch_forward joint|per-item (per-item:
- *               SD3/FLUX); backend self|gloo|nccl and built; device cpu|cuda|cuda:<name>;
+ *               0|1; mode deterministic|fast; gpu_mode deterministic|fast, fast only
+ *               with a CUDA device; batch_forward joint|per-item (per-item:
+ *               SD3/FLUX); backend self|gloo|nccl and built; device cpu|cuda|
+ *               cuda:<name>|cuda:#<ordinal>;
  *               depth / single_depth; width/height (DiT: fixed by the preset);
  *               vae preset with the model's latent channels.
  *   latent      vae_scale_factor, when set, equals the VAE's 2^(levels-1) (the
@@ -40,7 +42,8 @@
  *               pipefusion.
  *   placement   backend self only with world 1; nccl needs device cuda and one
  *               visible GPU (matching the device's name) per rank; a cuda device
- *               needs a matching visible GPU.
+ *               needs a matching visible GPU (names match case-insensitively, as
+ *               the device picks them); gloo and self ranks may share one GPU.
  *   testing     inject names a known fault that can act on this case.
  * Finally the engine's own request check (rp_gen_validate) runs as a backstop. */
 #ifndef REPRO_VALIDATE_H

@@ -108,7 +108,7 @@ axes:
   attention: [math, flash]
 include:
   - {dp: 3, attention: math, name: three}
-  - {dp: 2, attention: subquad, device: "cuda:NoSuchGPU-42", name: gpu}
+  - {dp: 2, attention: split, device: "cuda:NoSuchGPU-42", name: gpu}
 reference: {dp: 1, attention: math}
 timeout: 15
 expect:

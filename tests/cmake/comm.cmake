@@ -25,6 +25,7 @@ set(_comm_cases
   "gloo.stale|gloo|2|stale|10|"
   "gloo-cuda.w2|gloo|2|collectives|60|--mem cuda"
   "nccl.w1|nccl|1|collectives|60|"
+  "nccl-host.w1|nccl|1|collectives|60|--mem host-staged"
   "nccl.dupgpu|nccl|2|dupgpu|30|")
 foreach(c ${_comm_cases})
   string(REPLACE "|" ";" _f "${c}")

@@ -51,3 +51,15 @@ if(REPRO_HAVE_GLOO)
     LABELS parallel SKIP_RETURN_CODE 77 TIMEOUT 180
     ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
 endif()
+# The models' device wiring without a GPU (tests/parallel/device_check.sh): dit-tiny at a
+# single rank, dp 2, cfg 2, ulysses 2 and pipefusion 2, once on the plain CPU path and once
+# with REPRO_DEVICE=host-check (engine/device.h's checking host device); the latents files
+# must be byte for byte identical. Label parallel (CPU only).
+if(REPRO_HAVE_GLOO)
+  add_test(NAME parallel.dit.device_check
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/dit-device-check)
+  set_tests_properties(parallel.dit.device_check PROPERTIES
+    LABELS parallel TIMEOUT 600
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+endif()

@@ -7,7 +7,9 @@
  * With --spawn the ranks are forked from this process (before any backend is
  * touched) and each gets a fresh store directory D/run-XXXXXX, so reruns never
  * see old keys. Exit: 0 all ranks passed, 77 skipped (no backend / no CUDA
- * device), 1 anything else.
+ * device), 1 anything else. Buffers: host memory, or with --mem cuda device
+ * memory (nccl always; gloo/self then stage through the host), or with
+ * --mem host-staged host memory on nccl (staged through a device scratch).
  *
  * Inputs are built so the exact output is known, as nccl-tests does: small
  * integers in fp32 (rank r, element i of an allreduce is (r+1)*(i%7+1), so
@@ -65,6 +67,7 @@ typedef struct cfg {
     int redis_port;
     double timeout_s;
     int mem_cuda, verbose;
+    int host_staged;    /* --mem host-staged: nccl over host buffers (backends/comm.h) */
     int cuda_device;    /* -1: the rank */
 } cfg;
 
@@ -720,7 +723,8 @@ static rp_comm_opts make_opts(const cfg *g) {
     o.hostname = g->iface ? NULL : g->hostname;
     o.iface = g->iface;
     o.timeout_s = g->timeout_s;
-    o.mem = (g->kind == RP_COMM_NCCL || g->mem_cuda) ? RP_MEM_CUDA : RP_MEM_HOST;
+    o.mem = ((g->kind == RP_COMM_NCCL && !g->host_staged) || g->mem_cuda) ? RP_MEM_CUDA : RP_MEM_HOST;
+    o.host_staged = g->host_staged;
     o.cuda_device = g->cuda_device >= 0 ? g->cuda_device : g->rank;
     return o;
 }
@@ -1056,7 +1060,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: comm_check --backend self|gloo|nccl (--spawn N | --rank R --world W)\n"
             "                  --store-dir DIR [--redis-host H --redis-port P] [--prefix P]\n"
-            "                  [--timeout S] [--hostname ADDR | --iface IF] [--mem cuda] [--cuda-device D]\n"
+            "                  [--timeout S] [--hostname ADDR | --iface IF] [--mem cuda|host-staged] [--cuda-device D]\n"
             "                  [--scenario collectives|kill|stop|nojoin|stale|noredis|dupgpu]\n");
 }
 
@@ -1081,7 +1085,10 @@ int main(int argc, char **argv) {
         else if (ARG("--iface")) g.iface = v;
         else if (ARG("--scenario")) g.scenario = v;
         else if (ARG("--cuda-device")) g.cuda_device = atoi(v);
-        else if (ARG("--mem")) g.mem_cuda = !strcmp(v, "cuda");
+        else if (ARG("--mem")) {
+            g.mem_cuda = !strcmp(v, "cuda");
+            g.host_staged = !strcmp(v, "host-staged");
+        }
         else {
             usage();
             return 2;

@@ -50,6 +50,7 @@ START_TEST(defaults_and_world) {
     ck_assert_str_eq(c.mode, "deterministic");
     ck_assert_str_eq(c.backend, "self");
     ck_assert_str_eq(c.device, "cpu");
+    ck_assert_str_eq(c.gpu_mode, "deterministic");
     ck_assert_int_eq(c.warmup_steps, 1);
     ck_assert_str_eq(c.batch_forward, "joint");
     ck_assert_int_eq(c.n_items, 1);
@@ -117,9 +118,27 @@ START_TEST(id_stability) {
     snprintf(b.name, sizeof b.name, "another label");
     rp_case_id(&b, ib);
     ck_assert_str_eq(ia, ib);
+    /* a field added later (gpu_mode) is outside the id while it holds its default: the id
+     * is that of the same JSON without the key, as computed before the field existed */
+    {
+        cJSON *j = rp_case_to_json(&a);
+        cJSON_DeleteItemFromObject(j, "expect");
+        cJSON_DeleteItemFromObject(j, "name");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "gpu_mode")->valuestring, "deterministic");
+        cJSON_DeleteItemFromObject(j, "gpu_mode");
+        char *text = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        unsigned long long h = 0xcbf29ce484222325ULL;
+        for (const char *p = text; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+        for (const char *p = "\nrepro " REPRO_VERSION; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+        free(text);
+        char want[17];
+        snprintf(want, sizeof want, "%016llx", h);
+        ck_assert_str_eq(ia, want);
+    }
     /* every field does: one change per field, each id distinct from the base */
-    rp_case v[25];
-    for (int i = 0; i < 25; i++) v[i] = sample_case();
+    rp_case v[26];
+    for (int i = 0; i < 26; i++) v[i] = sample_case();
     int k = 0;
     snprintf(v[k++].model, 64, "flux-dev");
     v[k++].depth = 2;
@@ -146,9 +165,10 @@ START_TEST(id_stability) {
     v[k++].n_items = 1;
     v[k++].eta = 0.2;
     v[k++].pipefusion_layers[1] = 2;
-    ck_assert_int_eq(k, 25);
-    char ids[25][17];
-    for (int i = 0; i < 25; i++) {
+    snprintf(v[k++].gpu_mode, 16, "fast");
+    ck_assert_int_eq(k, 26);
+    char ids[26][17];
+    for (int i = 0; i < 26; i++) {
         rp_case_id(&v[i], ids[i]);
         ck_assert_msg(strcmp(ids[i], ia) != 0, "change %d kept the id", i);
         for (int m = 0; m < i; m++) ck_assert_msg(strcmp(ids[i], ids[m]) != 0, "changes %d and %d collide", i, m);

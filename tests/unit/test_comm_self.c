@@ -87,6 +87,13 @@ START_TEST(options_are_checked_first) {
         o.mem = RP_MEM_CUDA;
         o.cuda_device = -1;
         refused(o, RP_ERR_INVALID, "negative");
+        /* host buffers staged through the GPU: host memory only, and a device to stage on */
+        o.host_staged = 1;
+        o.cuda_device = 0;
+        refused(o, RP_ERR_INVALID, "host_staged stages host buffers; it needs mem = host");
+        o.mem = RP_MEM_HOST;
+        o.cuda_device = -1;
+        refused(o, RP_ERR_INVALID, "negative");
     } else {
         o = (rp_comm_opts){.kind = RP_COMM_NCCL, .rank = 0, .world = 1, .store_dir = "/tmp/x",
                            .mem = RP_MEM_CUDA};

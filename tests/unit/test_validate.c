@@ -228,6 +228,15 @@ START_TEST(numeric_values) {
     snprintf(c.mode, sizeof c.mode, "quick");
     EXPECT_INVALID(c, &env, "mode=quick: unknown (known: deterministic fast)");
     c = dit();
+    snprintf(c.gpu_mode, sizeof c.gpu_mode, "turbo");
+    EXPECT_INVALID(c, &env, "gpu_mode=turbo: unknown (known: deterministic fast)");
+    snprintf(c.gpu_mode, sizeof c.gpu_mode, "fast");
+    EXPECT_INVALID(c, &env,
+                   "gpu_mode=fast: only meaningful with a CUDA device (device=cpu): it picks the GPU's GEMM kernels; "
+                   "leave gpu_mode deterministic on the CPU");
+    snprintf(c.device, sizeof c.device, "cuda");
+    EXPECT_VALID(c, &env);
+    c = dit();
     snprintf(c.batch_forward, sizeof c.batch_forward, "split");
     EXPECT_INVALID(c, &env, "batch_forward=split: unknown (known: joint per-item)");
     snprintf(c.batch_forward, sizeof c.batch_forward, "per-item");
@@ -256,6 +265,14 @@ START_TEST(backend_and_device_names) {
     EXPECT_INVALID(c, &env, "device=tpu: unknown (known: cpu, cuda, cuda:<GPU name substring>)");
     snprintf(c.device, sizeof c.device, "cuda:");
     EXPECT_INVALID(c, &env, "device=cuda:: the GPU name substring is empty");
+    snprintf(c.device, sizeof c.device, "cuda:#x");
+    EXPECT_INVALID(c, &env, "device=cuda:#x: cuda:#<ordinal> takes a GPU number (0, 1, ...)");
+    snprintf(c.device, sizeof c.device, "cuda:#1");
+    EXPECT_VALID(c, &env);
+    snprintf(c.device, sizeof c.device, "cuda:#2"); /* two GPUs visible: 0 and 1 */
+    EXPECT_INVALID(c, &env, "device=cuda:#2: no visible GPU 2 (2 visible)");
+    snprintf(c.device, sizeof c.device, "cuda:h200"); /* names match as the device picks them: any case */
+    EXPECT_VALID(c, &env);
 }
 END_TEST
 
@@ -480,6 +497,19 @@ START_TEST(placement) {
     env = test_env();
     gloo(&c);
     EXPECT_VALID(c, &env);
+    snprintf(c.device, sizeof c.device, "cuda:#0"); /* all 4 ranks on GPU 0 */
+    EXPECT_VALID(c, &env);
+    env.n_gpus = 1;
+    snprintf(c.device, sizeof c.device, "cuda");
+    EXPECT_VALID(c, &env);
+    /* ... but NCCL needs one GPU per rank */
+    snprintf(c.backend, sizeof c.backend, "nccl");
+    c.dp = 2;
+    c.n_items = 2;
+    EXPECT_INVALID(c, &env, "backend=nccl with world 2 needs one GPU per rank; 1 visible (device=cuda)");
+    env = test_env();
+    snprintf(c.device, sizeof c.device, "cuda:#0");
+    EXPECT_INVALID(c, &env, "backend=nccl with world 2 needs one GPU per rank; 1 visible match (device=cuda:#0)");
 }
 END_TEST
 
