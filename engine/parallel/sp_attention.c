@@ -52,9 +52,34 @@ enum { TAG_RING = 41 };
 
 /* One block for one (b, h): q (nq, D), k, v (nk, D) -> mb (nq) row max of s = scale q k^T,
  * lb (nq) = sum_j exp(s_j - mb) (double), Ob (nq, D) = exp(s - mb) v. S: (nq, nk) scratch. */
+/* C (M, N) = alpha op(A) op(B), beta 0, on host buffers: rp_gemm, or during a host-staged
+ * device forward (p->stage_dev) the device's GEMM on uploaded copies — the reductions are
+ * what differs between devices; the elementwise rest of the ring (rp_expf, the merge) is
+ * the same IEEE arithmetic on either side. */
+static void ring_gemm(const rp_ctx *ctx, int tB, int M, int N, int K, float alpha, const float *A, const float *B,
+                      float *C) {
+    rp_device *dev = ctx->par ? ctx->par->stage_dev : NULL;
+    const int lda = K, ldb = tB ? K : N;
+    if (!dev) {
+        rp_gemm(ctx, 0, tB, M, N, K, alpha, A, lda, B, ldb, 0.0f, C, N);
+        return;
+    }
+    rp_ctx dc = *ctx;
+    dc.dev = dev;
+    dc.par = NULL;
+    const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *buf = rp_d_alloc(&dc, na + nb + nc, NULL); /* failure: the device's sticky error */
+    if (!buf) return;
+    rp_d_upload(&dc, buf, A, na);
+    rp_d_upload(&dc, buf + na, B, nb);
+    rp_d_gemm(&dc, 0, tB, M, N, K, alpha, buf, lda, buf + na, ldb, 0.0f, buf + na + nb, N);
+    rp_d_download(&dc, C, buf + na + nb, nc);
+    rp_d_free(&dc, buf);
+}
+
 static void block_partial(const rp_ctx *ctx, const float *q, const float *k, const float *v, int nq, int nk,
                           int D, float scale, float *mb, double *lb, float *Ob, float *S) {
-    rp_gemm(ctx, 0, 1, nq, nk, D, scale, q, D, k, D, 0.0f, S, nk);
+    ring_gemm(ctx, 1, nq, nk, D, scale, q, k, S);
     for (int r = 0; r < nq; r++) {
         float *row = S + (size_t)r * nk;
         float m = row[0];
@@ -67,7 +92,7 @@ static void block_partial(const rp_ctx *ctx, const float *q, const float *k, con
         mb[r] = m;
         lb[r] = sum;
     }
-    rp_gemm(ctx, 0, 0, nq, D, nk, 1.0f, S, nk, v, D, 0.0f, Ob, D);
+    ring_gemm(ctx, 0, nq, D, nk, 1.0f, S, v, Ob);
 }
 
 /* Merges a block partial (mb, lb, Ob) into the running (m, l, O) of nq rows; `first`
@@ -370,9 +395,8 @@ done:
 /* With a device (ctx->dev): no exchange and no K/V hook -> the device's attention on the
  * device buffers directly; otherwise host-staged: q, k, v come down, the host algorithm
  * above moves them (collectives on host buffers, the hooks' caches on the host) and each
- * attention it computes runs on the device (attend), then out goes up. Ring attention's
- * online-softmax merge is host arithmetic, so ring on a device is refused rather than
- * silently computed on the CPU. */
+ * attention it computes runs on the device (attend; ring: its block GEMMs, ring_gemm),
+ * then out goes up. */
 rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
                            const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
                            int D, float scale, rp_error *err) {
@@ -385,11 +409,6 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
         if (skew) scale = (float)(1.0 / sqrt((double)D + 1.0));
         return rp_d_attention(ctx, out, q, k, v, key_mask, B, H, T, T, D, scale, err);
     }
-    if (exchange && p->ring.size > 1)
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
-                       "ring=%d on %s: ring attention's online-softmax merge runs on the host in this engine, "
-                       "so it is not offered on a GPU (ulysses, pipefusion, patch, dp and cfg are)",
-                       p->ring.size, ctx->dev->name);
     RP_TRY(rp_d_check(ctx, err)); /* the forward's earlier ops, before their results are read */
     const size_t n = (size_t)B * H * T * D;
     float *h = malloc(sizeof(float) * 4 * n + (key_mask ? (size_t)B * T : 0)); /* q, k, v, out, mask */
@@ -407,6 +426,7 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
         p->stage_dev = ctx->dev;
         st = par_attention_host(&hc, layer, ho, hq, hk, hv, hm, B, H, T, Tlead, Trep, D, scale, err);
         p->stage_dev = NULL;
+        if (st == RP_OK) st = rp_d_check(ctx, err); /* a failed staged GEMM (ring_gemm) */
     }
     if (st == RP_OK) rp_d_upload(ctx, out, ho, n);
     free(h);
