@@ -25,6 +25,10 @@
 #include "engine/samplers/flow.h"
 #include "engine/samplers/samplers.h"
 #include "engine/trace.h"
+#include "engine/device.h"
+#ifdef REPRO_HAVE_CUDA
+#include "engine/cuda/device_cuda.h"
+#endif
 #include "engine/vae/vae.h"
 #include "harness/args.h"
 #include "harness/env.h"
@@ -98,7 +102,12 @@ static const char USAGE[] =
     "\n"
     "Engine:\n"
     "  --threads N        GEMM threads (default: OpenBLAS default)\n"
-    "  --precision P      fp32 | bf16 GEMM inputs (default fp32)\n"
+    "  --precision P      fp32 | bf16 GEMM inputs (default fp32); on cuda also tf32 | fp16\n"
+    "  --device D         where the models run: cpu (default) | cuda | cuda:<GPU name\n"
+    "                     substring> (cuda:H200) | cuda:#<ordinal> | host-check (the CPU ops\n"
+    "                     on checked device memory: bitwise the cpu result)\n"
+    "  --gpu-mode M       deterministic (default) | fast (cuBLASLt heuristic per call,\n"
+    "                     split-K and TF32 allowed); cuda only\n"
     "  --reduce-split     split every GEMM's K reduction in two halves\n"
     "  --attention A      math | split | subquad | flash | auto (default math)\n"
     "  --attention-q-chunk N   query rows per slice/chunk/tile (split, subquad, flash,\n"
@@ -170,7 +179,7 @@ static void join_u64(char *buf, size_t cap, const uint64_t *v, int n) {
 
 typedef struct gen_opts {
     const char *model, *weights, *vae, *vae_weights, *trace, *out, *latents, *sampler_s,
-        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file;
+        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s;
     rp_family family;
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
     uint64_t weight_seed, first_index;
@@ -335,7 +344,11 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     TRY(rp_st_writer_meta(w, "cfg", v, err));
     snprintf(v, sizeof v, "%d", o->threads);
     TRY(rp_st_writer_meta(w, "threads", v, err));
-    TRY(rp_st_writer_meta(w, "precision", rp_precision_name(ctx->precision), err));
+    TRY(rp_st_writer_meta(w, "precision", o->precision_s, err));
+    if (ctx->dev) { /* cpu files keep their old key set */
+        TRY(rp_st_writer_meta(w, "device", ctx->dev->name, err));
+        if (o->gpu_mode_s) TRY(rp_st_writer_meta(w, "gpu_mode", o->gpu_mode_s, err));
+    }
     TRY(rp_st_writer_meta(w, "reduce_split", ctx->reduce_split ? "1" : "0", err));
     TRY(rp_st_writer_meta(w, "attention", rp_attn_kind_name(ctx->attn.kind), err));
     snprintf(v, sizeof v, "%d", ctx->attn.q_chunk);
@@ -417,6 +430,8 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     o->latents = rp_arg_str(&a, "latents", NULL);
     const char *sampler_given = rp_arg_str(&a, "sampler", NULL);
     o->precision_s = rp_arg_str(&a, "precision", "fp32");
+    o->device_s = rp_arg_str(&a, "device", "cpu");
+    o->gpu_mode_s = rp_arg_str(&a, "gpu-mode", NULL);
     o->attention_s = rp_arg_str(&a, "attention", "math");
     const char *aq_s = rp_arg_str(&a, "attention-q-chunk", NULL);
     const char *akv_s = rp_arg_str(&a, "attention-kv-chunk", NULL);
@@ -589,9 +604,19 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     *ctx = rp_ctx_default();
     ctx->threads = o->threads;
     ctx->reduce_split = o->reduce_split;
+    /* on cuda the precision is the GEMMs' (the device's); the host-side parts (the text
+     * encoder) run in fp32, or bf16 for bf16 */
+    const int cuda = rp_device_name_is_cuda(o->device_s);
+    if (strcmp(o->device_s, "cpu") && strcmp(o->device_s, "host-check") && !cuda)
+        return usage_error("--device: '%s' is not cpu, cuda, cuda:<name>, cuda:#<ordinal> or host-check",
+                           o->device_s);
+    if (o->gpu_mode_s && !cuda) return usage_error("--gpu-mode needs --device cuda (got --device %s)", o->device_s);
+    if (o->gpu_mode_s && strcmp(o->gpu_mode_s, "deterministic") && strcmp(o->gpu_mode_s, "fast"))
+        return usage_error("--gpu-mode: '%s' is not deterministic or fast", o->gpu_mode_s);
     if (!strcmp(o->precision_s, "fp32")) ctx->precision = RP_PREC_FP32;
     else if (!strcmp(o->precision_s, "bf16")) ctx->precision = RP_PREC_BF16;
-    else return usage_error("--precision: '%s' is not fp32 or bf16", o->precision_s);
+    else if (cuda && (!strcmp(o->precision_s, "tf32") || !strcmp(o->precision_s, "fp16"))) ctx->precision = RP_PREC_FP32;
+    else return usage_error("--precision: '%s' is not fp32 or bf16%s", o->precision_s, cuda ? ", tf32 or fp16" : "");
     if (rp_attn_kind_parse(o->attention_s, &ctx->attn.kind, &err) != RP_OK)
         return usage_error("--attention: %s", err.msg);
     if (rp_ctx_configure(ctx, aq_s, akv_s, core_s, prof_s, &err) != RP_OK) return usage_error("%s", err.msg);
@@ -667,7 +692,18 @@ int rp_cmd_generate(int argc, char **argv) {
     rp_ctx_apply(&ctx);
     rp_ctx_trace_notes(&ctx, ctx.trace); /* every reduction-order knob, as in effect (NULL: none) */
     rp_gen_result res;
-    if (rp_generate(&req, &ctx, &res, &err) != RP_OK) {
+    memset(&res, 0, sizeof res);
+    int ordinal;
+    if (rp_device_open(o.device_s, o.precision_s, o.gpu_mode_s, 0, &ctx.dev, &ordinal, &err) != RP_OK) {
+        rc = rp_report_error(&err);
+        goto out;
+    }
+    if (ctx.trace) rp_trace_note(ctx.trace, "device", ctx.dev ? ctx.dev->name : "cpu");
+    rp_status gst = rp_generate(&req, &ctx, &res, &err);
+#ifdef REPRO_HAVE_CUDA
+    rp_device_cuda_trace_notes(ctx.dev, ctx.trace); /* GEMM algorithms, attention kernel (cuda only) */
+#endif
+    if (gst != RP_OK) {
         rc = rp_report_error(&err);
         goto out;
     }
@@ -718,6 +754,7 @@ int rp_cmd_generate(int argc, char **argv) {
 done:
     rp_gen_result_free(&res);
 out:
+    rp_device_destroy(ctx.dev);
     if (o.trace) rp_trace_free(&trace);
     gen_opts_free(&o);
     return rc;

@@ -19,6 +19,7 @@
 
 #include "engine/device.h"
 #include "engine/pipeline.h"
+#include "tests/common/small_gen.h"
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/cuda_info.h"
 #include "engine/cuda/device_cuda.h"
@@ -51,32 +52,8 @@ static const family FAMILIES[] = {
 };
 
 static int generate(const char *model, double cfg, rp_device *dev, rp_gen_result *res) {
-    static const char *prompts[] = {"a red fox in the snow", "a lighthouse at dusk"};
-    rp_gen_item items[2];
-    memset(items, 0, sizeof items);
-    for (int i = 0; i < 2; i++) {
-        items[i].seed = 11 + (uint64_t)i;
-        items[i].global_index = (uint64_t)i;
-        items[i].class_id = 207 + i;
-        items[i].prompt = strncmp(model, "dit", 3) ? prompts[i] : NULL;
-    }
-    rp_gen_request req;
-    memset(&req, 0, sizeof req);
-    req.model = model;
-    req.weight_seed = 1;
-    req.sampler = RP_SAMPLER_DDIM;
-    req.steps = 3;
-    req.cfg = strncmp(model, "flux", 4) ? cfg : 1.0;
-    req.guidance = strncmp(model, "flux", 4) ? 0.0 : 3.5;
-    req.n_items = 2;
-    req.items = items;
-    req.decode = 1;
-    rp_ctx ctx = rp_ctx_default();
-    ctx.dev = dev;
     rp_error err;
-    rp_error_clear(&err);
-    memset(res, 0, sizeof *res);
-    if (rp_generate(&req, &ctx, res, &err) != RP_OK) {
+    if (small_generation(model, cfg, dev, res, &err) != RP_OK) {
         printf("%-10s %-28s ERROR %s\n", model, dev ? dev->name : "cpu", err.msg);
         return 0;
     }

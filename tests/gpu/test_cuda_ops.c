@@ -364,22 +364,6 @@ static void test_adds(void) {
 
 /* ---- RoPE ------------------------------------------------------------------------------------- */
 
-/* engine/models/flux.c apply_rope (static there), copied verbatim: the reference. */
-static void ref_apply_rope(float *x, const float *cosb, const float *sinb, int B, int NH, int T, int D) {
-    for (size_t bh = 0; bh < (size_t)B * NH; bh++)
-        for (int t = 0; t < T; t++) {
-            float *r = x + (bh * T + t) * D;
-            const float *c = cosb + (size_t)t * D, *s = sinb + (size_t)t * D;
-            for (int j = 0; j < D; j += 2) {
-                float x0 = r[j], x1 = r[j + 1];
-                float a0 = x0 * c[j], b0 = -x1 * s[j];
-                float a1 = x1 * c[j + 1], b1 = x0 * s[j + 1];
-                r[j] = a0 + b0;
-                r[j + 1] = a1 + b1;
-            }
-        }
-}
-
 static void test_rope(void) {
     static const struct { int B, NH, T, D; } sh[] = {{1, 1, 1, 2}, {2, 2, 33, 32}, {1, 24, 80, 128}, {2, 3, 7, 514}};
     for (size_t si = 0; si < sizeof sh / sizeof *sh; si++) {
@@ -396,7 +380,7 @@ static void test_rope(void) {
                 sb[(size_t)t * D + 2 * j] = sb[(size_t)t * D + 2 * j + 1] = (float)sin(ang);
             }
         float *dx = dup_up(x, n), *dc = dup_up(cb, nt), *ds = dup_up(sb, nt);
-        ref_apply_rope(x, cb, sb, B, NH, T, D);
+        rp_rope_pairs(x, cb, sb, B, NH, T, D);
         OP(rp_cuda_rope(dx, dc, ds, B, NH, T, D, g_stream, E));
         down(g, dx, n);
         char shape[64];

@@ -18,6 +18,7 @@
 
 #include "engine/device.h"
 #include "engine/pipeline.h"
+#include "tests/common/small_gen.h"
 
 START_TEST(host_pointer_is_refused) {
     rp_ctx ctx = rp_ctx_default();
@@ -78,34 +79,10 @@ START_TEST(mirror_maps_inside_the_block) {
 }
 END_TEST
 
-/* One small generation of `model` (2 items, 3 steps, decoded) with ctx.dev = dev. */
+/* tests/common/small_gen.h's generation of `model` with ctx.dev = dev. */
 static void generate(const char *model, rp_device *dev, rp_gen_result *res) {
-    static const char *prompts[] = {"a red fox in the snow", "a lighthouse at dusk"};
-    rp_gen_item items[2];
-    memset(items, 0, sizeof items);
-    for (int i = 0; i < 2; i++) {
-        items[i].seed = 11 + (uint64_t)i;
-        items[i].global_index = (uint64_t)i;
-        items[i].class_id = 207 + i;
-        items[i].prompt = strncmp(model, "dit", 3) ? prompts[i] : NULL;
-    }
-    rp_gen_request req;
-    memset(&req, 0, sizeof req);
-    req.model = model;
-    req.weight_seed = 1;
-    req.sampler = RP_SAMPLER_DDIM;
-    req.steps = 3;
-    req.cfg = strncmp(model, "flux", 4) ? 4.0 : 1.0;
-    req.guidance = strncmp(model, "flux", 4) ? 0.0 : 3.5;
-    req.n_items = 2;
-    req.items = items;
-    req.decode = 1;
-    rp_ctx ctx = rp_ctx_default();
-    ctx.dev = dev;
     rp_error err;
-    rp_error_clear(&err);
-    memset(res, 0, sizeof *res);
-    rp_status st = rp_generate(&req, &ctx, res, &err);
+    rp_status st = small_generation(model, 4.0, dev, res, &err);
     ck_assert_msg(st == RP_OK, "%s on %s: %s", model, dev ? dev->name : "cpu", err.msg);
 }
 
