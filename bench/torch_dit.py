@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """bench/torch_dit.py — the PyTorch peer of build/bench/cuda_models for DiT-XL/2.
 
-An independent PyTorch DiT-XL/2 laid out like facebookresearch/DiT models.py (timm
+An independent PyTorch DiT-XL/2 (tests/reference/dit_ref.py, the reference the engine is
+parity-tested against, with its attention switched to SDPA), laid out like
+facebookresearch/DiT models.py (timm
 PatchEmbed conv, sinusoidal timestep MLP, label embedding with the null class, 28
 DiTBlocks with adaLN-Zero modulation, attention through
 torch.nn.functional.scaled_dot_product_attention, MLP with GELU(tanh), final layer,
@@ -28,23 +30,19 @@ not run (no torch.compile in this torch, a compile error) prints a RESULT line w
 Without a CUDA device (or with a torch built without CUDA, as Debian's python3-torch
 is) it prints "torch_dit: no CUDA device: skipped (...)" and exits 0.
 --cpu-smoke (no GPU needed): builds the model on the CPU at depth 2, checks the MAC
-count, runs fp32 and bf16 forwards, and checks the fp32 output against the
-independent reference tests/reference/dit_ref.py loaded with the same state_dict
-(the engine's DiT is parity-tested against that reference), so this model computes
-the same function as the one the C bench times.
+count, runs fp32 and bf16 forwards, and checks the SDPA attention against the
+reference's written-out one with the same state_dict, so this model computes the
+same function as the one the C bench times.
 """
 import argparse
 import importlib
 import json
-import math
 import os
 import statistics
 import sys
 import time
 
-import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 HAVE_SDPA = hasattr(F, "scaled_dot_product_attention")
@@ -73,154 +71,34 @@ def dit_macs(input_size, patch_size, in_channels, hidden_size, depth, num_heads,
     return macs
 
 
-# ---- the model (facebookresearch/DiT models.py structure and state_dict names) ----------
+# ---- the model: tests/reference/dit_ref.py (facebookresearch/DiT models.py structure and
+# state_dict names; the engine's DiT is parity-tested against it), attention through SDPA ----
 
-def modulate(x, shift, scale):
-    return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
-
-
-class PatchEmbed(nn.Module):
-    def __init__(self, img_size, patch_size, in_chans, embed_dim):
-        super().__init__()
-        self.grid_size = img_size // patch_size
-        self.num_patches = self.grid_size ** 2
-        self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size, bias=True)
-
-    def forward(self, x):
-        return self.proj(x).flatten(2).transpose(1, 2)  # (B, T, C)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+import dit_ref  # noqa: E402
 
 
-class TimestepEmbedder(nn.Module):
-    def __init__(self, hidden_size, frequency_embedding_size=256):
-        super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(frequency_embedding_size, hidden_size, bias=True), nn.SiLU(),
-                                 nn.Linear(hidden_size, hidden_size, bias=True))
-        self.frequency_embedding_size = frequency_embedding_size
-
-    @staticmethod
-    def timestep_embedding(t, dim, max_period=10000):
-        half = dim // 2
-        freqs = torch.exp(-math.log(max_period) * torch.arange(0, half, dtype=torch.float32, device=t.device) / half)
-        args = t[:, None].float() * freqs[None]
-        return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
-
-    def forward(self, t):
-        # upstream computes the frequencies in float32; the MLP runs in the model's dtype
-        return self.mlp(self.timestep_embedding(t, self.frequency_embedding_size).to(self.mlp[0].weight.dtype))
+def sdpa_attention_forward(self, x):
+    """timm Attention with torch.nn.functional.scaled_dot_product_attention (the fused
+    kernels a PyTorch deployment runs); the written-out form where torch has no SDPA."""
+    B, N, C = x.shape
+    qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+    q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, N, D)
+    if HAVE_SDPA:
+        x = F.scaled_dot_product_attention(q, k, v)
+    else:  # torch < 2.0 (Debian's 1.13): the same function written out
+        x = torch.softmax((q * self.scale) @ k.transpose(-2, -1), dim=-1) @ v
+    return self.proj(x.transpose(1, 2).reshape(B, N, C))
 
 
-class LabelEmbedder(nn.Module):
-    def __init__(self, num_classes, hidden_size):
-        super().__init__()
-        self.embedding_table = nn.Embedding(num_classes + 1, hidden_size)  # + the null (CFG) class
-
-    def forward(self, labels):
-        return self.embedding_table(labels)
-
-
-class Attention(nn.Module):
-    """timm Attention(qkv_bias=True) with the fused path: F.scaled_dot_product_attention."""
-
-    def __init__(self, dim, num_heads):
-        super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = dim // num_heads
-        self.qkv = nn.Linear(dim, dim * 3, bias=True)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        B, N, C = x.shape
-        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)  # (B, H, N, D)
-        if HAVE_SDPA:
-            x = F.scaled_dot_product_attention(q, k, v)
-        else:  # torch < 2.0 (Debian's 1.13): the same function written out
-            x = torch.softmax((q * self.head_dim ** -0.5) @ k.transpose(-2, -1), dim=-1) @ v
-        return self.proj(x.transpose(1, 2).reshape(B, N, C))
-
-
-class Mlp(nn.Module):
-    def __init__(self, in_features, hidden_features):
-        super().__init__()
-        self.fc1 = nn.Linear(in_features, hidden_features)
-        self.act = nn.GELU(approximate="tanh")
-        self.fc2 = nn.Linear(hidden_features, in_features)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
-
-
-class DiTBlock(nn.Module):
-    def __init__(self, hidden_size, num_heads, mlp_ratio=4.0):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
-        self.attn = Attention(hidden_size, num_heads)
-        self.norm2 = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
-        self.mlp = Mlp(hidden_size, int(hidden_size * mlp_ratio))
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden_size, 6 * hidden_size, bias=True))
-
-    def forward(self, x, c):
-        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.adaLN_modulation(c).chunk(6, dim=1)
-        x = x + gate_msa.unsqueeze(1) * self.attn(modulate(self.norm1(x), shift_msa, scale_msa))
-        x = x + gate_mlp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), shift_mlp, scale_mlp))
-        return x
-
-
-class FinalLayer(nn.Module):
-    def __init__(self, hidden_size, patch_size, out_channels):
-        super().__init__()
-        self.norm_final = nn.LayerNorm(hidden_size, elementwise_affine=False, eps=1e-6)
-        self.linear = nn.Linear(hidden_size, patch_size * patch_size * out_channels, bias=True)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden_size, 2 * hidden_size, bias=True))
-
-    def forward(self, x, c):
-        shift, scale = self.adaLN_modulation(c).chunk(2, dim=1)
-        return self.linear(modulate(self.norm_final(x), shift, scale))
-
-
-def get_2d_sincos_pos_embed(embed_dim, grid_size):
-    def one_d(dim, pos):
-        omega = 1.0 / 10000 ** (np.arange(dim // 2, dtype=np.float64) / (dim / 2.0))
-        out = np.einsum("m,d->md", pos.reshape(-1), omega)
-        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
-
-    g = np.arange(grid_size, dtype=np.float64)
-    grid = np.stack(np.meshgrid(g, g), axis=0).reshape(2, 1, grid_size, grid_size)  # w first, as upstream
-    return np.concatenate([one_d(embed_dim // 2, grid[0]), one_d(embed_dim // 2, grid[1])], axis=1)
-
-
-class DiT(nn.Module):
-    def __init__(self, input_size, patch_size, in_channels, hidden_size, depth, num_heads, mlp_ratio=4.0,
-                 num_classes=1000, learn_sigma=True):
-        super().__init__()
-        self.out_channels = in_channels * 2 if learn_sigma else in_channels
-        self.patch_size = patch_size
-        self.x_embedder = PatchEmbed(input_size, patch_size, in_channels, hidden_size)
-        self.t_embedder = TimestepEmbedder(hidden_size)
-        self.y_embedder = LabelEmbedder(num_classes, hidden_size)
-        T = self.x_embedder.num_patches
-        self.pos_embed = nn.Parameter(torch.zeros(1, T, hidden_size), requires_grad=False)
-        self.blocks = nn.ModuleList([DiTBlock(hidden_size, num_heads, mlp_ratio) for _ in range(depth)])
-        self.final_layer = FinalLayer(hidden_size, patch_size, self.out_channels)
-        pe = get_2d_sincos_pos_embed(hidden_size, self.x_embedder.grid_size)
-        self.pos_embed.data.copy_(torch.from_numpy(pe).float().unsqueeze(0))
-        # Upstream zero-initialises adaLN_modulation and the final layer (adaLN-Zero), which
-        # makes an untrained model's blocks identities; the default init keeps every block
-        # doing real work on real-looking values (the timing does not depend on them).
-
-    def unpatchify(self, x):
-        c, p = self.out_channels, self.patch_size
-        h = w = int(round(x.shape[1] ** 0.5))
-        x = x.reshape(x.shape[0], h, w, p, p, c)
-        x = torch.einsum("nhwpqc->nchpwq", x)
-        return x.reshape(x.shape[0], c, h * p, w * p)
-
-    def forward(self, x, t, y):
-        x = self.x_embedder(x) + self.pos_embed
-        c = self.t_embedder(t) + self.y_embedder(y)
-        for block in self.blocks:
-            x = block(x, c)
-        return self.unpatchify(self.final_layer(x, c))
+def DiT(**cfg):
+    """dit_ref.DiT(**cfg) in eval mode with every block's attention on SDPA. Default init
+    (upstream zero-initialises adaLN-Zero, which would make an untrained model's blocks
+    identities; the timing does not depend on the values)."""
+    model = dit_ref.DiT(**cfg).eval()
+    for block in model.blocks:
+        block.attn.forward = sdpa_attention_forward.__get__(block.attn)
+    return model
 
 
 # ---- benchmark ---------------------------------------------------------------------------
@@ -274,22 +152,15 @@ def cpu_smoke():
         out = model(x, t, y)
     assert out.shape == (2, 8, 32, 32) and torch.isfinite(out).all(), out.shape
     ok = True
-    # the independent reference (tests/reference/dit_ref.py, written-out attention), same state_dict
-    ref_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference")
-    sys.path.insert(0, ref_dir)
-    try:
-        import dit_ref
-    except Exception as e:  # noqa: BLE001
-        print("# reference check skipped: cannot import tests/reference/dit_ref.py (%s)" % e)
-    else:
-        ref = dit_ref.DiT(**cfg).eval()
-        ref.load_state_dict(model.state_dict(), strict=True)
-        with torch.no_grad():
-            r = ref(x, t, y)
-        rel = ((out - r).norm() / r.norm()).item()
-        print("# fp32 vs tests/reference/dit_ref.py (same weights): relative L2 %.3e (attention: %s)"
-              % (rel, "sdpa" if HAVE_SDPA else "written out, torch %s has no sdpa" % torch.__version__))
-        ok = rel < 1e-5
+    # the reference with its written-out attention, same state_dict: checks the SDPA swap
+    ref = dit_ref.DiT(**cfg).eval()
+    ref.load_state_dict(model.state_dict(), strict=True)
+    with torch.no_grad():
+        r = ref(x, t, y)
+    rel = ((out - r).norm() / r.norm()).item()
+    print("# fp32 vs tests/reference/dit_ref.py's own attention (same weights): relative L2 %.3e (attention: %s)"
+          % (rel, "sdpa" if HAVE_SDPA else "written out, torch %s has no sdpa" % torch.__version__))
+    ok = rel < 1e-5
     m16 = DiT(**cfg).eval()
     m16.load_state_dict(model.state_dict())
     m16 = m16.to(torch.bfloat16)
