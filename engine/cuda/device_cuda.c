@@ -17,6 +17,7 @@
 #include "device_cuda.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,8 @@ static void choose_auto(cuda_dev *c, int D, int masked, rp_cuda_attn_variant *v,
     }
 }
 
+static int misaligned(const void *p) { return ((uintptr_t)p & 15u) != 0; }
+
 static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const float *q, const float *k,
                          const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
                          rp_d_attn_note *note) {
@@ -332,7 +335,30 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
         return;
     }
     }
-    RUN(rp_cuda_attention(CD->attn, var, &o, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err));
+    /* the flash kernel reads q, k, v and writes out as 16-byte vectors; the models' activation
+     * blocks place them at any float offset, so a misaligned call runs on aligned copies
+     * (cudaMalloc gives 256-byte alignment; copies change no value) */
+    float *dq = NULL;
+    const size_t nq = (size_t)B * H * Tq * D, nk = (size_t)B * H * Tk * D;
+    if (var == RP_CUDA_ATTN_FLASH && (misaligned(out) || misaligned(q) || misaligned(k) || misaligned(v)) && nq) {
+        dq = cd_alloc(d, sizeof(float) * (2 * nq + 2 * nk));
+        if (!dq) {
+            rp_error e;
+            rp_error_clear(&e);
+            RP_FAIL(&e, RP_ERR_NOMEM, "%s: no memory for aligned attention copies", d->name);
+            rp_device_fail(d, RP_ERR_NOMEM, &e);
+            return;
+        }
+        float *dk = dq + nq, *dv = dk + nk, *dout = dv + nk;
+        cd_copy(d, dq, q, sizeof(float) * nq);
+        cd_copy(d, dk, k, sizeof(float) * nk);
+        cd_copy(d, dv, v, sizeof(float) * nk);
+        RUN(rp_cuda_attention(CD->attn, var, &o, dout, dq, dk, dv, key_mask, B, H, Tq, Tk, D, scale, err));
+        cd_copy(d, out, dout, sizeof(float) * nq);
+        cd_release(d, dq);
+    } else {
+        RUN(rp_cuda_attention(CD->attn, var, &o, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err));
+    }
     snprintf(note->kind, sizeof note->kind, "%s", rp_cuda_attn_variant_name(var));
     snprintf(note->desc, sizeof note->desc, "%s", rp_cuda_attn_last_desc(CD->attn));
     if (ctx->trace) {
