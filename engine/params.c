@@ -178,3 +178,35 @@ out:
     free(fills);
     return s;
 }
+
+/* ---- wiring a loaded list into a model ---------------------------------------------------- */
+
+const float *rp_param_take(rp_param_cursor *c, const char *name) {
+    char full[192];
+    snprintf(full, sizeof full, "%s%s", c->prefix ? c->prefix : "", name);
+    assert(c->i < c->l->n);
+    assert(strcmp(c->l->specs[c->i].name, full) == 0);
+    (void)full;
+    return c->ptrs[c->i++];
+}
+
+const float *rp_param_take_weight(rp_param_cursor *c, const char *module) {
+    char name[160];
+    snprintf(name, sizeof name, "%s.weight", module);
+    return rp_param_take(c, name);
+}
+
+void rp_param_take_wb(rp_param_cursor *c, const char *module, const float **w, const float **b) {
+    char name[160];
+    *w = rp_param_take_weight(c, module);
+    snprintf(name, sizeof name, "%s.bias", module);
+    *b = rp_param_take(c, name);
+}
+
+rp_linear_w rp_param_take_linear(rp_param_cursor *c, const char *module, int in, int out) {
+    rp_linear_w w = {0};
+    rp_param_take_wb(c, module, &w.weight, &w.bias);
+    w.in = in;
+    w.out = out;
+    return w;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "ops.h"
 #include "safetensors.h"
 
 typedef enum rp_init {
@@ -61,5 +62,25 @@ rp_status rp_params_write_synthetic(const rp_param_list *l, const char *model_na
 
 /* Version of the synthetic init rules; bump when they change (caches key on it). */
 #define RP_SYNTHETIC_INIT_VERSION "init-v1"
+
+/* ---- wiring a loaded list into a model ------------------------------------------------
+ * A model's loader walks its spec list in the order its param_specs function wrote it;
+ * each take names the parameter it expects (prefix + name), and the assert keeps the
+ * wiring and the spec list from drifting apart. */
+typedef struct rp_param_cursor {
+    const rp_param_list *l;
+    float **ptrs;      /* (l->n) from rp_params_load */
+    int i;             /* the next spec */
+    const char *prefix; /* prepended to every name ("" for none) */
+} rp_param_cursor;
+
+/* The next parameter, which must be named prefix + name. */
+const float *rp_param_take(rp_param_cursor *c, const char *name);
+/* "<module>.weight" */
+const float *rp_param_take_weight(rp_param_cursor *c, const char *module);
+/* "<module>.weight", then "<module>.bias" */
+void rp_param_take_wb(rp_param_cursor *c, const char *module, const float **w, const float **b);
+/* an nn.Linear: "<module>.weight" (out, in), then "<module>.bias" (out) */
+rp_linear_w rp_param_take_linear(rp_param_cursor *c, const char *module, int in, int out);
 
 #endif

@@ -173,32 +173,6 @@ void rp_dit_param_specs(const rp_dit_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* Walks the spec list in the order rp_dit_param_specs wrote it; the name check
- * keeps the wiring below and the spec list from drifting apart. */
-typedef struct cursor {
-    const rp_param_list *l;
-    float **ptrs;
-    int i;
-} cursor;
-
-static const float *take(cursor *c, const char *name) {
-    assert(c->i < c->l->n);
-    assert(strcmp(c->l->specs[c->i].name, name) == 0);
-    return c->ptrs[c->i++];
-}
-
-static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
-    char name[112];
-    rp_linear_w w = {0};
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    w.weight = take(c, name);
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    w.bias = take(c, name);
-    w.in = in;
-    w.out = out;
-    return w;
-}
-
 rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels, M = cfg->mlp_ratio * cfg->hidden;
@@ -219,28 +193,28 @@ rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **ou
 
     m->cfg = *cfg;
     m->blocks = blocks;
-    cursor c = {&l, ptrs, 0};
+    rp_param_cursor c = {&l, ptrs, 0, ""};
     char pre[96];
-    m->pos_embed = take(&c, "pos_embed");
-    m->x_embed = take_linear(&c, "x_embedder.proj", Cin * p * p, C);
-    m->t_mlp0 = take_linear(&c, "t_embedder.mlp.0", cfg->freq_dim, C);
-    m->t_mlp2 = take_linear(&c, "t_embedder.mlp.2", C, C);
-    m->y_table = take(&c, "y_embedder.embedding_table.weight");
+    m->pos_embed = rp_param_take(&c, "pos_embed");
+    m->x_embed = rp_param_take_linear(&c, "x_embedder.proj", Cin * p * p, C);
+    m->t_mlp0 = rp_param_take_linear(&c, "t_embedder.mlp.0", cfg->freq_dim, C);
+    m->t_mlp2 = rp_param_take_linear(&c, "t_embedder.mlp.2", C, C);
+    m->y_table = rp_param_take(&c, "y_embedder.embedding_table.weight");
     for (int i = 0; i < cfg->depth; i++) {
         dit_block *b = &blocks[i];
         snprintf(pre, sizeof pre, "blocks.%d.attn.qkv", i);
-        b->qkv = take_linear(&c, pre, C, 3 * C);
+        b->qkv = rp_param_take_linear(&c, pre, C, 3 * C);
         snprintf(pre, sizeof pre, "blocks.%d.attn.proj", i);
-        b->proj = take_linear(&c, pre, C, C);
+        b->proj = rp_param_take_linear(&c, pre, C, C);
         snprintf(pre, sizeof pre, "blocks.%d.mlp.fc1", i);
-        b->fc1 = take_linear(&c, pre, C, M);
+        b->fc1 = rp_param_take_linear(&c, pre, C, M);
         snprintf(pre, sizeof pre, "blocks.%d.mlp.fc2", i);
-        b->fc2 = take_linear(&c, pre, M, C);
+        b->fc2 = rp_param_take_linear(&c, pre, M, C);
         snprintf(pre, sizeof pre, "blocks.%d.adaLN_modulation.1", i);
-        b->ada = take_linear(&c, pre, C, 6 * C);
+        b->ada = rp_param_take_linear(&c, pre, C, 6 * C);
     }
-    m->final_linear = take_linear(&c, "final_layer.linear", C, Po);
-    m->final_ada = take_linear(&c, "final_layer.adaLN_modulation.1", C, 2 * C);
+    m->final_linear = rp_param_take_linear(&c, "final_layer.linear", C, Po);
+    m->final_ada = rp_param_take_linear(&c, "final_layer.adaLN_modulation.1", C, 2 * C);
     assert(c.i == l.n);
 
     free(ptrs);

@@ -273,38 +273,6 @@ void rp_flux_param_specs(const rp_flux_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* Walks the spec list in the order rp_flux_param_specs wrote it; the name check
- * keeps the wiring below and the spec list from drifting apart. */
-typedef struct cursor {
-    const rp_param_list *l;
-    float **ptrs;
-    int i;
-} cursor;
-
-static const float *take(cursor *c, const char *name) {
-    assert(c->i < c->l->n);
-    assert(strcmp(c->l->specs[c->i].name, name) == 0);
-    return c->ptrs[c->i++];
-}
-
-static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
-    char name[120];
-    rp_linear_w w = {0};
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    w.weight = take(c, name);
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    w.bias = take(c, name);
-    w.in = in;
-    w.out = out;
-    return w;
-}
-
-static const float *take_rms(cursor *c, const char *prefix) {
-    char name[120];
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    return take(c, name);
-}
-
 rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int C = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden, P = 4 * cfg->in_channels;
@@ -327,56 +295,56 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
     m->cfg = *cfg;
     m->doubles = doubles;
     m->singles = singles;
-    cursor c = {&l, ptrs, 0};
+    rp_param_cursor c = {&l, ptrs, 0, ""};
     char pre[112];
-    m->t_lin1 = take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, C);
-    m->t_lin2 = take_linear(&c, "time_text_embed.timestep_embedder.linear_2", C, C);
+    m->t_lin1 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, C);
+    m->t_lin2 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_2", C, C);
     if (cfg->guidance_embeds) {
-        m->g_lin1 = take_linear(&c, "time_text_embed.guidance_embedder.linear_1", cfg->freq_dim, C);
-        m->g_lin2 = take_linear(&c, "time_text_embed.guidance_embedder.linear_2", C, C);
+        m->g_lin1 = rp_param_take_linear(&c, "time_text_embed.guidance_embedder.linear_1", cfg->freq_dim, C);
+        m->g_lin2 = rp_param_take_linear(&c, "time_text_embed.guidance_embedder.linear_2", C, C);
     }
-    m->p_lin1 = take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_dim, C);
-    m->p_lin2 = take_linear(&c, "time_text_embed.text_embedder.linear_2", C, C);
-    m->ctx_embed = take_linear(&c, "context_embedder", cfg->joint_attention_dim, C);
-    m->x_embed = take_linear(&c, "x_embedder", P, C);
+    m->p_lin1 = rp_param_take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_dim, C);
+    m->p_lin2 = rp_param_take_linear(&c, "time_text_embed.text_embedder.linear_2", C, C);
+    m->ctx_embed = rp_param_take_linear(&c, "context_embedder", cfg->joint_attention_dim, C);
+    m->x_embed = rp_param_take_linear(&c, "x_embedder", P, C);
     for (int i = 0; i < cfg->n_double; i++) {
         flux_stream_w *tx = &doubles[i].s[0], *im = &doubles[i].s[1];
 #define DB(name) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s", i, (name)), pre)
-        im->mod = take_linear(&c, DB(MOD_NAME[1]), C, 6 * C);
-        tx->mod = take_linear(&c, DB(MOD_NAME[0]), C, 6 * C);
-        im->norm_q = take_rms(&c, DB(NQ_NAME[1]));
-        im->norm_k = take_rms(&c, DB(NK_NAME[1]));
-        im->q = take_linear(&c, DB(Q_NAME[1]), C, C);
-        im->k = take_linear(&c, DB(K_NAME[1]), C, C);
-        im->v = take_linear(&c, DB(V_NAME[1]), C, C);
-        tx->k = take_linear(&c, DB(K_NAME[0]), C, C);
-        tx->v = take_linear(&c, DB(V_NAME[0]), C, C);
-        tx->q = take_linear(&c, DB(Q_NAME[0]), C, C);
-        im->out = take_linear(&c, DB(OUT_NAME[1]), C, C);
-        tx->out = take_linear(&c, DB(OUT_NAME[0]), C, C);
-        tx->norm_q = take_rms(&c, DB(NQ_NAME[0]));
-        tx->norm_k = take_rms(&c, DB(NK_NAME[0]));
-        im->ff0 = take_linear(&c, DB(FF0_NAME[1]), C, M);
-        im->ff2 = take_linear(&c, DB(FF2_NAME[1]), M, C);
-        tx->ff0 = take_linear(&c, DB(FF0_NAME[0]), C, M);
-        tx->ff2 = take_linear(&c, DB(FF2_NAME[0]), M, C);
+        im->mod = rp_param_take_linear(&c, DB(MOD_NAME[1]), C, 6 * C);
+        tx->mod = rp_param_take_linear(&c, DB(MOD_NAME[0]), C, 6 * C);
+        im->norm_q = rp_param_take_weight(&c, DB(NQ_NAME[1]));
+        im->norm_k = rp_param_take_weight(&c, DB(NK_NAME[1]));
+        im->q = rp_param_take_linear(&c, DB(Q_NAME[1]), C, C);
+        im->k = rp_param_take_linear(&c, DB(K_NAME[1]), C, C);
+        im->v = rp_param_take_linear(&c, DB(V_NAME[1]), C, C);
+        tx->k = rp_param_take_linear(&c, DB(K_NAME[0]), C, C);
+        tx->v = rp_param_take_linear(&c, DB(V_NAME[0]), C, C);
+        tx->q = rp_param_take_linear(&c, DB(Q_NAME[0]), C, C);
+        im->out = rp_param_take_linear(&c, DB(OUT_NAME[1]), C, C);
+        tx->out = rp_param_take_linear(&c, DB(OUT_NAME[0]), C, C);
+        tx->norm_q = rp_param_take_weight(&c, DB(NQ_NAME[0]));
+        tx->norm_k = rp_param_take_weight(&c, DB(NK_NAME[0]));
+        im->ff0 = rp_param_take_linear(&c, DB(FF0_NAME[1]), C, M);
+        im->ff2 = rp_param_take_linear(&c, DB(FF2_NAME[1]), M, C);
+        tx->ff0 = rp_param_take_linear(&c, DB(FF0_NAME[0]), C, M);
+        tx->ff2 = rp_param_take_linear(&c, DB(FF2_NAME[0]), M, C);
 #undef DB
     }
     for (int i = 0; i < cfg->n_single; i++) {
         flux_single *b = &singles[i];
 #define SB(name) (snprintf(pre, sizeof pre, "single_transformer_blocks.%d.%s", i, (name)), pre)
-        b->mod = take_linear(&c, SB("norm.linear"), C, 3 * C);
-        b->proj_mlp = take_linear(&c, SB("proj_mlp"), C, M);
-        b->proj_out = take_linear(&c, SB("proj_out"), C + M, C);
-        b->norm_q = take_rms(&c, SB("attn.norm_q"));
-        b->norm_k = take_rms(&c, SB("attn.norm_k"));
-        b->q = take_linear(&c, SB("attn.to_q"), C, C);
-        b->k = take_linear(&c, SB("attn.to_k"), C, C);
-        b->v = take_linear(&c, SB("attn.to_v"), C, C);
+        b->mod = rp_param_take_linear(&c, SB("norm.linear"), C, 3 * C);
+        b->proj_mlp = rp_param_take_linear(&c, SB("proj_mlp"), C, M);
+        b->proj_out = rp_param_take_linear(&c, SB("proj_out"), C + M, C);
+        b->norm_q = rp_param_take_weight(&c, SB("attn.norm_q"));
+        b->norm_k = rp_param_take_weight(&c, SB("attn.norm_k"));
+        b->q = rp_param_take_linear(&c, SB("attn.to_q"), C, C);
+        b->k = rp_param_take_linear(&c, SB("attn.to_k"), C, C);
+        b->v = rp_param_take_linear(&c, SB("attn.to_v"), C, C);
 #undef SB
     }
-    m->norm_out = take_linear(&c, "norm_out.linear", C, 2 * C);
-    m->proj_out = take_linear(&c, "proj_out", C, P);
+    m->norm_out = rp_param_take_linear(&c, "norm_out.linear", C, 2 * C);
+    m->proj_out = rp_param_take_linear(&c, "proj_out", C, P);
     assert(c.i == l.n);
 
     free(ptrs);

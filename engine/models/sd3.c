@@ -222,39 +222,6 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* Walks the spec list in the order rp_sd3_param_specs wrote it; the name check
- * keeps the wiring below and the spec list from drifting apart. */
-typedef struct cursor {
-    const rp_param_list *l;
-    float **ptrs;
-    int i;
-} cursor;
-
-static const float *take(cursor *c, const char *name) {
-    assert(c->i < c->l->n);
-    assert(strcmp(c->l->specs[c->i].name, name) == 0);
-    (void)name;
-    return c->ptrs[c->i++];
-}
-
-static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
-    char name[112];
-    rp_linear_w w = {0};
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    w.weight = take(c, name);
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    w.bias = take(c, name);
-    w.in = in;
-    w.out = out;
-    return w;
-}
-
-static const float *take_rms(cursor *c, const char *prefix) {
-    char name[112];
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    return take(c, name);
-}
-
 rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
@@ -275,47 +242,47 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
 
     m->cfg = *cfg;
     m->blocks = blocks;
-    cursor c = {&l, ptrs, 0};
+    rp_param_cursor c = {&l, ptrs, 0, ""};
     char pre[96];
-    m->pos_embed = take(&c, "pos_embed.pos_embed");
-    m->patch_proj = take_linear(&c, "pos_embed.proj", cfg->in_channels * p * p, D);
-    m->t_lin1 = take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, D);
-    m->t_lin2 = take_linear(&c, "time_text_embed.timestep_embedder.linear_2", D, D);
-    m->p_lin1 = take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_projection_dim, D);
-    m->p_lin2 = take_linear(&c, "time_text_embed.text_embedder.linear_2", D, D);
-    m->ctx_embed = take_linear(&c, "context_embedder", cfg->joint_attention_dim, D);
+    m->pos_embed = rp_param_take(&c, "pos_embed.pos_embed");
+    m->patch_proj = rp_param_take_linear(&c, "pos_embed.proj", cfg->in_channels * p * p, D);
+    m->t_lin1 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, D);
+    m->t_lin2 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_2", D, D);
+    m->p_lin1 = rp_param_take_linear(&c, "time_text_embed.text_embedder.linear_1", cfg->pooled_projection_dim, D);
+    m->p_lin2 = rp_param_take_linear(&c, "time_text_embed.text_embedder.linear_2", D, D);
+    m->ctx_embed = rp_param_take_linear(&c, "context_embedder", cfg->joint_attention_dim, D);
     for (int i = 0; i < cfg->depth; i++) {
         sd3_block *b = &blocks[i];
         b->pre_only = i == cfg->depth - 1;
 #define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
-        b->norm1 = take_linear(&c, BLK("norm1.linear"), D, 6 * D);
-        b->norm1_ctx = take_linear(&c, BLK("norm1_context.linear"), D, (b->pre_only ? 2 : 6) * D);
+        b->norm1 = rp_param_take_linear(&c, BLK("norm1.linear"), D, 6 * D);
+        b->norm1_ctx = rp_param_take_linear(&c, BLK("norm1_context.linear"), D, (b->pre_only ? 2 : 6) * D);
         if (cfg->qk_norm) {
-            b->norm_q = take_rms(&c, BLK("attn.norm_q"));
-            b->norm_k = take_rms(&c, BLK("attn.norm_k"));
+            b->norm_q = rp_param_take_weight(&c, BLK("attn.norm_q"));
+            b->norm_k = rp_param_take_weight(&c, BLK("attn.norm_k"));
         }
-        b->to_q = take_linear(&c, BLK("attn.to_q"), D, D);
-        b->to_k = take_linear(&c, BLK("attn.to_k"), D, D);
-        b->to_v = take_linear(&c, BLK("attn.to_v"), D, D);
-        b->add_k = take_linear(&c, BLK("attn.add_k_proj"), D, D);
-        b->add_v = take_linear(&c, BLK("attn.add_v_proj"), D, D);
-        b->add_q = take_linear(&c, BLK("attn.add_q_proj"), D, D);
-        b->to_out = take_linear(&c, BLK("attn.to_out.0"), D, D);
-        if (!b->pre_only) b->to_add_out = take_linear(&c, BLK("attn.to_add_out"), D, D);
+        b->to_q = rp_param_take_linear(&c, BLK("attn.to_q"), D, D);
+        b->to_k = rp_param_take_linear(&c, BLK("attn.to_k"), D, D);
+        b->to_v = rp_param_take_linear(&c, BLK("attn.to_v"), D, D);
+        b->add_k = rp_param_take_linear(&c, BLK("attn.add_k_proj"), D, D);
+        b->add_v = rp_param_take_linear(&c, BLK("attn.add_v_proj"), D, D);
+        b->add_q = rp_param_take_linear(&c, BLK("attn.add_q_proj"), D, D);
+        b->to_out = rp_param_take_linear(&c, BLK("attn.to_out.0"), D, D);
+        if (!b->pre_only) b->to_add_out = rp_param_take_linear(&c, BLK("attn.to_add_out"), D, D);
         if (cfg->qk_norm) {
-            b->norm_added_q = take_rms(&c, BLK("attn.norm_added_q"));
-            b->norm_added_k = take_rms(&c, BLK("attn.norm_added_k"));
+            b->norm_added_q = rp_param_take_weight(&c, BLK("attn.norm_added_q"));
+            b->norm_added_k = rp_param_take_weight(&c, BLK("attn.norm_added_k"));
         }
-        b->ff1 = take_linear(&c, BLK("ff.net.0.proj"), D, F);
-        b->ff2 = take_linear(&c, BLK("ff.net.2"), F, D);
+        b->ff1 = rp_param_take_linear(&c, BLK("ff.net.0.proj"), D, F);
+        b->ff2 = rp_param_take_linear(&c, BLK("ff.net.2"), F, D);
         if (!b->pre_only) {
-            b->ffc1 = take_linear(&c, BLK("ff_context.net.0.proj"), D, F);
-            b->ffc2 = take_linear(&c, BLK("ff_context.net.2"), F, D);
+            b->ffc1 = rp_param_take_linear(&c, BLK("ff_context.net.0.proj"), D, F);
+            b->ffc2 = rp_param_take_linear(&c, BLK("ff_context.net.2"), F, D);
         }
 #undef BLK
     }
-    m->norm_out = take_linear(&c, "norm_out.linear", D, 2 * D);
-    m->proj_out = take_linear(&c, "proj_out", D, Po);
+    m->norm_out = rp_param_take_linear(&c, "norm_out.linear", D, 2 * D);
+    m->proj_out = rp_param_take_linear(&c, "proj_out", D, Po);
     assert(c.i == l.n);
 
     free(ptrs);

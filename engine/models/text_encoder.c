@@ -159,42 +159,6 @@ void rp_te_param_specs(const rp_te_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* Walks the spec list in the order rp_te_param_specs wrote it; the name check
- * keeps the wiring below and the spec list from drifting apart. */
-typedef struct cursor {
-    const rp_param_list *l;
-    float **ptrs;
-    int i;
-} cursor;
-
-static const float *take(cursor *c, const char *suffix) {
-    char name[128];
-    snprintf(name, sizeof name, "text_encoder.%s", suffix);
-    assert(c->i < c->l->n);
-    assert(strcmp(c->l->specs[c->i].name, name) == 0);
-    return c->ptrs[c->i++];
-}
-
-static rp_linear_w take_linear(cursor *c, const char *prefix, int in, int out) {
-    char name[112];
-    rp_linear_w w = {0};
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    w.weight = take(c, name);
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    w.bias = take(c, name);
-    w.in = in;
-    w.out = out;
-    return w;
-}
-
-static void take_ln(cursor *c, const char *prefix, const float **w, const float **b) {
-    char name[112];
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    *w = take(c, name);
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    *b = take(c, name);
-}
-
 rp_status rp_te_load(const rp_te_config *cfg, const rp_st_file *f, rp_te **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int D = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden;
@@ -214,28 +178,28 @@ rp_status rp_te_load(const rp_te_config *cfg, const rp_st_file *f, rp_te **out, 
 
     m->cfg = *cfg;
     m->layers = layers;
-    cursor c = {&l, ptrs, 0};
+    rp_param_cursor c = {&l, ptrs, 0, "text_encoder."};
     char pre[96];
-    m->tok_emb = take(&c, "token_embedding.weight");
-    m->pos_emb = take(&c, "position_embedding.weight");
+    m->tok_emb = rp_param_take(&c, "token_embedding.weight");
+    m->pos_emb = rp_param_take(&c, "position_embedding.weight");
     for (int i = 0; i < cfg->depth; i++) {
         te_layer *ly = &layers[i];
         snprintf(pre, sizeof pre, "layers.%d.ln1", i);
-        take_ln(&c, pre, &ly->ln1_w, &ly->ln1_b);
+        rp_param_take_wb(&c, pre, &ly->ln1_w, &ly->ln1_b);
         snprintf(pre, sizeof pre, "layers.%d.attn.qkv", i);
-        ly->qkv = take_linear(&c, pre, D, 3 * D);
+        ly->qkv = rp_param_take_linear(&c, pre, D, 3 * D);
         snprintf(pre, sizeof pre, "layers.%d.attn.proj", i);
-        ly->proj = take_linear(&c, pre, D, D);
+        ly->proj = rp_param_take_linear(&c, pre, D, D);
         snprintf(pre, sizeof pre, "layers.%d.ln2", i);
-        take_ln(&c, pre, &ly->ln2_w, &ly->ln2_b);
+        rp_param_take_wb(&c, pre, &ly->ln2_w, &ly->ln2_b);
         snprintf(pre, sizeof pre, "layers.%d.mlp.fc1", i);
-        ly->fc1 = take_linear(&c, pre, D, M);
+        ly->fc1 = rp_param_take_linear(&c, pre, D, M);
         snprintf(pre, sizeof pre, "layers.%d.mlp.fc2", i);
-        ly->fc2 = take_linear(&c, pre, M, D);
+        ly->fc2 = rp_param_take_linear(&c, pre, M, D);
     }
-    take_ln(&c, "final_ln", &m->lnf_w, &m->lnf_b);
-    m->proj_context = take_linear(&c, "proj_context", D, cfg->context_dim);
-    m->proj_pooled = take_linear(&c, "proj_pooled", D, cfg->pooled_dim);
+    rp_param_take_wb(&c, "final_ln", &m->lnf_w, &m->lnf_b);
+    m->proj_context = rp_param_take_linear(&c, "proj_context", D, cfg->context_dim);
+    m->proj_pooled = rp_param_take_linear(&c, "proj_pooled", D, cfg->pooled_dim);
     assert(c.i == l.n);
 
     free(ptrs);
