@@ -320,7 +320,21 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
     switch (ctx->attn.kind) {
     case RP_ATTN_MATH: var = RP_CUDA_ATTN_MATH; o.tf32 = tf32; break;
     case RP_ATTN_SPLIT: var = RP_CUDA_ATTN_SPLIT; o.tf32 = tf32; o.q_chunk = ctx->attn.q_chunk; break;
-    case RP_ATTN_FLASH: var = RP_CUDA_ATTN_FLASH; o.q_chunk = ctx->attn.q_chunk; o.kv_chunk = ctx->attn.kv_chunk; break;
+    case RP_ATTN_FLASH:
+        if (D > RP_CUDA_ATTN_FLASH_MAX_D || D % 4 != 0) {
+            /* our flash kernel takes head dims 4..128 in steps of 4; the VAE's single-head
+             * mid-block attention (D = 512) is beyond it: math, said in the trace */
+            var = RP_CUDA_ATTN_MATH;
+            o.tf32 = tf32;
+            snprintf(note->reason, sizeof note->reason,
+                     "flash asked, head dim %d outside the CUDA flash kernel's 4..%d (multiple of 4): math", D,
+                     RP_CUDA_ATTN_FLASH_MAX_D);
+        } else {
+            var = RP_CUDA_ATTN_FLASH;
+            o.q_chunk = ctx->attn.q_chunk;
+            o.kv_chunk = ctx->attn.kv_chunk;
+        }
+        break;
     case RP_ATTN_AUTO:
         choose_auto(CD, D, key_mask != NULL, &var, &o);
         if (var != RP_CUDA_ATTN_FLASH) o.tf32 = tf32;
@@ -363,7 +377,10 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
     snprintf(note->desc, sizeof note->desc, "%s", rp_cuda_attn_last_desc(CD->attn));
     if (ctx->trace) {
         rp_trace_note_once(ctx->trace, "cuda.attention", note->desc);
-        if (note->reason[0]) rp_trace_note_once(ctx->trace, "cuda.attention.auto.reason", note->reason);
+        if (note->reason[0])
+            rp_trace_note_once(ctx->trace,
+                               ctx->attn.kind == RP_ATTN_AUTO ? "cuda.attention.auto.reason" : "cuda.attention.fallback",
+                               note->reason);
     }
 }
 
