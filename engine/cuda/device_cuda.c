@@ -5,11 +5,12 @@
  *
  * Numerics: the kernels' (cuda_ops.h: elementwise ops bitwise the CPU's, reductions in
  * double, fixed order); GEMMs through cuBLASLt in the device's precision and mode
- * (cuda_gemm.h); ctx->precision and ctx->reduce_split are CPU knobs and do not apply
- * (the GPU's precision is the device's; a split-K choice is cuBLASLt's, recorded in
- * the algorithm notes). Attention: math / split / flash as the ctx asks (cuda_attention.h),
- * sub-quadratic has no CUDA kernel (an error naming it), auto picks as PyTorch's SDPA
- * does on a GPU (choose_auto below). Attention inputs stay fp32 in every precision: the
+ * (cuda_gemm.h); ctx->precision is a CPU knob (the GPU's precision is the device's);
+ * ctx->reduce_split splits every GEMM's K in two calls (gemm_any), the classifier's
+ * rounding twin on a GPU; cuBLASLt's own split-K choice is in the algorithm notes.
+ * Attention: math / split / flash as the ctx asks (cuda_attention.h), sub-quadratic
+ * has no CUDA kernel (an error naming it), auto picks as PyTorch's SDPA does on a GPU
+ * (choose_auto below). Attention inputs stay fp32 in every precision: the
  * bf16 and fp16 modes round the GEMM operands only (say so when comparing with a
  * framework that runs attention in half precision). */
 #ifdef REPRO_HAVE_CUDA
@@ -145,12 +146,6 @@ static void cd_destroy(rp_device *d) {
 
 /* ---- GEMM ------------------------------------------------------------------------------------ */
 
-static void cd_gemm(rp_device *d, const rp_ctx *ctx, int tA, int tB, int M, int N, int K, float alpha,
-                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    (void)ctx;
-    RUN(rp_cuda_gemm(CD->gemm, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err));
-}
-
 /* 1 when p lies in the device copy of a mirrored host block (device.h) */
 static int in_mirror(const rp_device *d, const void *p) {
     const char *c = p;
@@ -161,9 +156,32 @@ static int in_mirror(const rp_device *d, const void *p) {
     return 0;
 }
 
+/* One GEMM (cuda_gemm.h semantics); const_b: B is mirrored weight memory (its 16-bit copy
+ * is cached, rp_cuda_gemm_const). With ctx->reduce_split (the classifier's rounding twin)
+ * the K reduction runs as two halves, C = (beta C + alpha P0) + alpha P1: a split-K order
+ * on the GPU too, so a GPU reference's twin moves its rounding as the CPU's does (the
+ * CPU adds the halves first, alpha (P0 + P1) + beta C; either is a split-K order). */
+static void gemm_any(rp_device *d, int split, int tA, int tB, int M, int N, int K, float alpha, const float *A,
+                     int lda, const float *B, int ldb, float beta, float *C, int ldc, int const_b) {
+    if (split && K >= 2) {
+        const int K0 = K / 2;
+        const float *A1 = tA ? A + (size_t)K0 * lda : A + K0; /* op(A) columns K0.. */
+        const float *B1 = tB ? B + K0 : B + (size_t)K0 * ldb; /* op(B) rows K0.. */
+        gemm_any(d, 0, tA, tB, M, N, K0, alpha, A, lda, B, ldb, beta, C, ldc, const_b);
+        gemm_any(d, 0, tA, tB, M, N, K - K0, alpha, A1, lda, B1, ldb, 1.0f, C, ldc, const_b);
+        return;
+    }
+    if (const_b) RUN(rp_cuda_gemm_const(CD->gemm, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err));
+    else RUN(rp_cuda_gemm(CD->gemm, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err));
+}
+
+static void cd_gemm(rp_device *d, const rp_ctx *ctx, int tA, int tB, int M, int N, int K, float alpha,
+                    const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    gemm_any(d, ctx->reduce_split, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_mirror(d, B));
+}
+
 static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w,
                       int M) {
-    (void)ctx;
     if (M <= 0) return;
     float beta = 0.0f;
     if (w->bias) {
@@ -173,11 +191,8 @@ static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, cons
     /* weights read through a mirror never change while mirrored: their 16-bit copy is
      * made once (rp_cuda_gemm_const; bitwise the per-call conversion) and dropped when
      * the block is released (cd_release) */
-    if (in_mirror(d, w->weight))
-        RUN(rp_cuda_gemm_const(CD->gemm, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo,
-                               err));
-    else
-        RUN(rp_cuda_gemm(CD->gemm, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo, err));
+    gemm_any(d, ctx->reduce_split, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo,
+             in_mirror(d, w->weight));
 }
 
 /* ---- normalisation and elementwise --------------------------------------------------------------- */
