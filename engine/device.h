@@ -146,6 +146,10 @@ rp_status rp_device_open(const char *name, const char *precision, const char *gp
                          rp_device **out, int *ordinal, rp_error *err);
 /* 1 for "cuda" and "cuda:..." */
 int rp_device_name_is_cuda(const char *name);
+/* 1 when the device string selects the GPU of this ordinal and name: "cuda" every GPU,
+ * "cuda:#<i>" GPU i, "cuda:<s>" the names containing s (ASCII case ignored). The one
+ * rule for the cuda device's pick and for validation's count. */
+int rp_device_selects(const char *device, int ordinal, const char *gpu_name);
 
 /* ---- the calls the models make (ctx->dev NULL: the CPU op) ---------------------------- */
 

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "backends/comm.h"
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
+#include "engine/device.h"
 #include "engine/models/dit.h"
 #include "engine/models/flux.h"
 #include "engine/models/registry.h"
@@ -184,20 +184,19 @@ static rp_status check_sampling(const rp_case *c, const model_facts *m, rp_error
     return RP_OK;
 }
 
-static int is_cuda_device(const char *d) { return strcmp(d, "cuda") == 0 || strncmp(d, "cuda:", 5) == 0; }
 
 static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error *err) {
     static const char *const precisions[] = {"fp32", "bf16", "tf32", "fp16"};
     if (!is_one_of(c->precision, precisions, 4))
         return INVALID("precision=%s: unknown (known: fp32 bf16; on CUDA also tf32 fp16)", c->precision);
-    if ((strcmp(c->precision, "tf32") == 0 || strcmp(c->precision, "fp16") == 0) && !is_cuda_device(c->device))
+    if ((strcmp(c->precision, "tf32") == 0 || strcmp(c->precision, "fp16") == 0) && !rp_device_name_is_cuda(c->device))
         return INVALID("precision=%s: needs a CUDA device (device=%s); on CPU use fp32 or bf16", c->precision,
                        c->device);
     rp_attn_kind ak;
     rp_error e = {0};
     if (rp_attn_kind_parse(c->attention, &ak, &e) != RP_OK)
         return INVALID("attention=%s: unknown (known: math split subquad flash auto)", c->attention);
-    if (ak == RP_ATTN_SUBQUAD && is_cuda_device(c->device))
+    if (ak == RP_ATTN_SUBQUAD && rp_device_name_is_cuda(c->device))
         return INVALID("attention=subquad with device=%s: the engine has no CUDA sub-quadratic kernel (cuda has "
                        "math, split, flash, auto)", c->device);
     if (c->attn_q_chunk < 0)
@@ -225,7 +224,7 @@ static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error
     if (!is_one_of(c->mode, modes, 2)) return INVALID("mode=%s: unknown (known: deterministic fast)", c->mode);
     if (!is_one_of(c->gpu_mode, modes, 2))
         return INVALID("gpu_mode=%s: unknown (known: deterministic fast)", c->gpu_mode);
-    if (strcmp(c->gpu_mode, "fast") == 0 && !is_cuda_device(c->device))
+    if (strcmp(c->gpu_mode, "fast") == 0 && !rp_device_name_is_cuda(c->device))
         return INVALID("gpu_mode=fast: only meaningful with a CUDA device (device=%s): it picks the GPU's GEMM "
                        "kernels; leave gpu_mode deterministic on the CPU", c->device);
     static const char *const bfs[] = {"joint", "per-item"};
@@ -245,7 +244,7 @@ static rp_status check_placement_names(const rp_case *c, const rp_validate_env *
         return INVALID("backend=gloo: not built into this repro (libgloo-dev was missing at build time)");
     if (k == RP_COMM_NCCL && !env->nccl_built)
         return INVALID("backend=nccl: not built into this repro (needs a CUDA build with NCCL and gloo)");
-    if (strcmp(c->device, "cpu") != 0 && !is_cuda_device(c->device))
+    if (strcmp(c->device, "cpu") != 0 && !rp_device_name_is_cuda(c->device))
         return INVALID("device=%s: unknown (known: cpu, cuda, cuda:<GPU name substring>)", c->device);
     if (strcmp(c->device, "cuda:") == 0) return INVALID("device=cuda:: the GPU name substring is empty");
     if (strncmp(c->device, "cuda:#", 6) == 0) {
@@ -462,24 +461,12 @@ static rp_status check_pipeline(const rp_case *c, const model_facts *m, int h, r
 
 /* ---- placement --------------------------------------------------------------------- */
 
-/* Does hay contain needle, ignoring ASCII case? (as the cuda device matches names) */
-static int contains_ci(const char *hay, const char *needle) {
-    const size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0) return 1;
-    return n == 0;
-}
-
-/* Visible GPUs the device string selects, as the cuda device picks them
- * (engine/cuda/device_cuda.h): "cuda": all; "cuda:#<i>": GPU i alone; "cuda:<s>":
- * the names containing s, case-insensitively. Ranks take the selected GPUs in turn
- * (local rank modulo their count), so several ranks may share one. */
+/* Visible GPUs the device string selects (rp_device_selects, the cuda device's own rule).
+ * Ranks take the selected GPUs in turn (local rank modulo their count), so several ranks
+ * may share one. */
 static int matching_gpus(const char *device, const rp_validate_env *env) {
-    if (strcmp(device, "cuda") == 0) return env->n_gpus;
-    if (strncmp(device, "cuda:#", 6) == 0) return atoi(device + 6) < env->n_gpus ? 1 : 0;
     int n = 0;
-    for (int i = 0; i < env->n_gpus && i < RP_VALIDATE_MAX_GPUS; i++)
-        if (contains_ci(env->gpu_names[i], device + 5)) n++;
+    for (int i = 0; i < env->n_gpus && i < RP_VALIDATE_MAX_GPUS; i++) n += rp_device_selects(device, i, env->gpu_names[i]);
     return n;
 }
 
@@ -487,7 +474,7 @@ static rp_status check_placement(const rp_case *c, const rp_validate_env *env, r
     const int world = rp_case_world(c);
     if (strcmp(c->backend, "self") == 0 && world > 1)
         return INVALID("backend=self with world %d: self runs one rank; use gloo (or nccl) for world > 1", world);
-    const int cuda = is_cuda_device(c->device);
+    const int cuda = rp_device_name_is_cuda(c->device);
     if (strcmp(c->backend, "nccl") == 0 && !cuda)
         return INVALID("backend=nccl needs device=cuda (got device=%s): NCCL moves GPU buffers", c->device);
     if (cuda) {

@@ -17,7 +17,6 @@
 
 #include "device_cuda.h"
 
-#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -440,14 +439,6 @@ int rp_device_is_cuda(const rp_device *d) { return d && d->ops == &CUDA_OPS; }
 
 /* ---- creation ------------------------------------------------------------------------------------- */
 
-static int contains_ci(const char *hay, const char *needle) {
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (needle[i] && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
-        if (!needle[i]) return 1;
-    }
-    return !*needle;
-}
 
 /* The ordinal o->select and o->local_rank pick, or -1 with err set. */
 static int pick(const rp_cuda_device_opts *o, rp_error *err) {
@@ -455,15 +446,6 @@ static int pick(const rp_cuda_device_opts *o, rp_error *err) {
     if (n <= 0) {
         RP_FAIL(err, RP_ERR_NOT_FOUND, "device=%s: no CUDA device is visible (driver or GPU missing)", o->select);
         return -1;
-    }
-    const char *want = strncmp(o->select, "cuda:", 5) == 0 ? o->select + 5 : "";
-    if (want[0] == '#') {
-        int ord = atoi(want + 1);
-        if (ord < 0 || ord >= n) {
-            RP_FAIL(err, RP_ERR_NOT_FOUND, "device=%s: ordinal %d, %d GPU(s) visible", o->select, ord, n);
-            return -1;
-        }
-        return ord;
     }
     int match[64], m = 0;
     char seen[512] = "";
@@ -473,11 +455,10 @@ static int pick(const rp_cuda_device_opts *o, rp_error *err) {
         if (rp_cuda_device_describe(i, &info, msg, sizeof msg) != 0) continue;
         size_t l = strlen(seen);
         snprintf(seen + l, sizeof seen - l, "%s%d: %s", l ? ", " : "", i, info.name);
-        if (contains_ci(info.name, want)) match[m++] = i;
+        if (rp_device_selects(o->select, i, info.name)) match[m++] = i;
     }
     if (m == 0) {
-        RP_FAIL(err, RP_ERR_NOT_FOUND, "device=%s: no visible GPU's name contains '%s' (visible: %s)", o->select,
-                want, seen);
+        RP_FAIL(err, RP_ERR_NOT_FOUND, "device=%s selects none of the visible GPUs (%s)", o->select, seen);
         return -1;
     }
     return match[(o->local_rank < 0 ? 0 : o->local_rank) % m];

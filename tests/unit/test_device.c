@@ -79,6 +79,18 @@ START_TEST(mirror_maps_inside_the_block) {
 }
 END_TEST
 
+START_TEST(device_string_selects_gpus) {
+    ck_assert(rp_device_selects("cuda", 3, "NVIDIA L4"));
+    ck_assert(rp_device_selects("cuda:H200", 0, "NVIDIA H200"));
+    ck_assert(rp_device_selects("cuda:h200", 0, "NVIDIA H200")); /* ASCII case ignored */
+    ck_assert(!rp_device_selects("cuda:A30", 0, "NVIDIA H200"));
+    ck_assert(rp_device_selects("cuda:#1", 1, "NVIDIA H200"));
+    ck_assert(!rp_device_selects("cuda:#1", 0, "NVIDIA H200"));
+    ck_assert(!rp_device_selects("cpu", 0, "NVIDIA H200"));
+    ck_assert(rp_device_name_is_cuda("cuda:#0") && rp_device_name_is_cuda("cuda") && !rp_device_name_is_cuda("cpu"));
+}
+END_TEST
+
 /* tests/common/small_gen.h's generation of `model` with ctx.dev = dev. */
 static void generate(const char *model, rp_device *dev, rp_gen_result *res) {
     rp_error err;
@@ -123,6 +135,7 @@ int main(void) {
     tcase_add_test(tc, host_pointer_is_refused);
     tcase_add_test(tc, host_read_of_device_memory_faults);
     tcase_add_test(tc, mirror_maps_inside_the_block);
+    tcase_add_test(tc, device_string_selects_gpus);
     tcase_add_test(tc, dit_generation_bitwise);
     tcase_add_test(tc, sd3_generation_bitwise);
     tcase_add_test(tc, flux_generation_bitwise);
