@@ -36,6 +36,16 @@ void rp_ctx_apply(const rp_ctx *ctx) {
     if (ctx->threads > 0) openblas_set_num_threads(ctx->threads);
 }
 
+rp_status rp_precision_for_host(const char *name, int gpu, rp_precision *out, rp_error *err) {
+    if (!strcmp(name, "fp32")) *out = RP_PREC_FP32;
+    else if (!strcmp(name, "bf16")) *out = RP_PREC_BF16;
+    else if (gpu && (!strcmp(name, "tf32") || !strcmp(name, "fp16"))) *out = RP_PREC_FP32;
+    else
+        return RP_FAIL(err, RP_ERR_INVALID, "precision '%s': not fp32 or bf16%s", name,
+                       gpu ? ", tf32 or fp16" : " (tf32 and fp16 need a CUDA device)");
+    return RP_OK;
+}
+
 const char *rp_precision_name(rp_precision p) {
     switch (p) {
     case RP_PREC_FP32: return "fp32";

@@ -90,6 +90,10 @@ rp_ctx rp_ctx_default(void);
 void rp_ctx_apply(const rp_ctx *ctx);
 
 const char *rp_precision_name(rp_precision p);
+/* The host-side precision for a case / CLI precision name: fp32 and bf16 are themselves;
+ * on a GPU (gpu != 0) tf32 and fp16 are GEMM modes of the device and the host-side parts
+ * (the prompt encoder) run fp32. Anything else: RP_ERR_INVALID naming the value. */
+rp_status rp_precision_for_host(const char *name, int gpu, rp_precision *out, rp_error *err);
 const char *rp_attn_kind_name(rp_attn_kind k);
 const char *rp_simd_name(rp_simd_level s); /* "sse2" | "avx2" | "avx512" */
 

@@ -613,10 +613,8 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     if (o->gpu_mode_s && !cuda) return usage_error("--gpu-mode needs --device cuda (got --device %s)", o->device_s);
     if (o->gpu_mode_s && strcmp(o->gpu_mode_s, "deterministic") && strcmp(o->gpu_mode_s, "fast"))
         return usage_error("--gpu-mode: '%s' is not deterministic or fast", o->gpu_mode_s);
-    if (!strcmp(o->precision_s, "fp32")) ctx->precision = RP_PREC_FP32;
-    else if (!strcmp(o->precision_s, "bf16")) ctx->precision = RP_PREC_BF16;
-    else if (cuda && (!strcmp(o->precision_s, "tf32") || !strcmp(o->precision_s, "fp16"))) ctx->precision = RP_PREC_FP32;
-    else return usage_error("--precision: '%s' is not fp32 or bf16%s", o->precision_s, cuda ? ", tf32 or fp16" : "");
+    if (rp_precision_for_host(o->precision_s, cuda, &ctx->precision, &err) != RP_OK)
+        return usage_error("--precision: %s", err.msg);
     if (rp_attn_kind_parse(o->attention_s, &ctx->attn.kind, &err) != RP_OK)
         return usage_error("--attention: %s", err.msg);
     if (rp_ctx_configure(ctx, aq_s, akv_s, core_s, prof_s, &err) != RP_OK) return usage_error("%s", err.msg);

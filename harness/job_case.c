@@ -53,11 +53,7 @@ static rp_status case_ctx(const rp_case *c, rp_ctx *ctx, rp_error *err) {
     *ctx = rp_ctx_default();
     ctx->threads = c->threads;
     ctx->reduce_split = c->reduce_split;
-    const int cuda = rp_device_name_is_cuda(c->device);
-    if (!strcmp(c->precision, "fp32")) ctx->precision = RP_PREC_FP32;
-    else if (!strcmp(c->precision, "bf16")) ctx->precision = RP_PREC_BF16;
-    else if (cuda && (!strcmp(c->precision, "tf32") || !strcmp(c->precision, "fp16"))) ctx->precision = RP_PREC_FP32;
-    else return RP_FAIL(err, RP_ERR_UNSUPPORTED, "precision=%s: the CPU engine has fp32 and bf16", c->precision);
+    RP_TRY(rp_precision_for_host(c->precision, rp_device_name_is_cuda(c->device), &ctx->precision, err));
     RP_TRY(rp_attn_kind_parse(c->attention, &ctx->attn.kind, err));
     char q[32], kv[32];
     snprintf(q, sizeof q, "%d", c->attn_q_chunk);
