@@ -93,7 +93,7 @@ rp_status rp_cuda_div_add(float *out, const float *x, float div, float add, size
 rp_status rp_cuda_scale_f64(float *out, const float *x, double c, size_t n, cudaStream_t stream, rp_error *err);
 
 /* out (rows, ldo) columns [0, cols) = bias (cols) in every row: a linear's bias preload
- * (rp_linear_ld; ops_rows.cu). ldo >= cols. */
+ * (rp_linear_ld). ldo >= cols. */
 rp_status rp_cuda_fill_rows(float *out, int ldo, const float *bias, int rows, int cols, cudaStream_t stream,
                             rp_error *err);
 

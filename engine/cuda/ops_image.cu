@@ -1,5 +1,5 @@
-// ops_image.cu — patches, layouts, the timestep embedding and conv2d (im2col + cuBLAS)
-// (cuda_ops.h has the contracts).
+// ops_image.cu — patches, layouts, a linear's bias rows, the timestep embedding and conv2d
+// (im2col + cuBLAS) (cuda_ops.h has the contracts).
 //
 // The layout ops move floats and never compute with them, so they equal the CPU ops bit
 // for bit. Most kernels use a (rows, cols) grid: blockIdx.x walks rows (looping past the
@@ -267,6 +267,24 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
     return RP_OK;
 }
 
+// out[r][c] = bias[c]: a linear's bias preload (rp_cuda_fill_rows); a (rows, cols) grid.
+__global__ void fill_rows_kernel(float *out, int ldo, const float *bias, int rows, int cols) {
+    const int c = COL_INDEX();
+    if (c >= cols) return;
+    const float b = bias[c];
+    ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+}
+
+// The checks patchify and unpatchify share.
+rp_status check_patch_args(const char *op, const void *a, const void *b, int B, int C, int H, int W, int p,
+                           rp_error *err) {
+    ARG_CHECK(a && b, "%s: tokens and img (%p, %p) must be non-NULL device pointers", op, a, b);
+    ARG_CHECK(B > 0 && C > 0 && H > 0 && W > 0 && p > 0, "%s: B = %d, C = %d, H = %d, W = %d, p = %d must be > 0",
+              op, B, C, H, W, p);
+    ARG_CHECK(H % p == 0 && W % p == 0, "%s: image %d x %d is not divisible by the patch size %d", op, H, W, p);
+    return RP_OK;
+}
+
 }  // namespace
 
 // ================================ C API ===========================================================
@@ -274,11 +292,7 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
 extern "C" rp_status rp_cuda_patchify(float *tokens, const float *img, int B, int C, int H, int W, int p,
                                       cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_patchify";
-    ARG_CHECK(tokens && img, "%s: tokens %p and img %p must be non-NULL device pointers", op, (void *)tokens,
-              (const void *)img);
-    ARG_CHECK(B > 0 && C > 0 && H > 0 && W > 0 && p > 0, "%s: B = %d, C = %d, H = %d, W = %d, p = %d must be > 0",
-              op, B, C, H, W, p);
-    ARG_CHECK(H % p == 0 && W % p == 0, "%s: image %d x %d is not divisible by the patch size %d", op, H, W, p);
+    RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
     RowGrid rg;
     RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (patchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(tokens, img, C, H, W, p, B * C * H)));
@@ -288,11 +302,7 @@ extern "C" rp_status rp_cuda_patchify(float *tokens, const float *img, int B, in
 extern "C" rp_status rp_cuda_unpatchify(float *img, const float *tokens, int B, int C, int H, int W, int p,
                                         cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_unpatchify";
-    ARG_CHECK(tokens && img, "%s: img %p and tokens %p must be non-NULL device pointers", op, (void *)img,
-              (const void *)tokens);
-    ARG_CHECK(B > 0 && C > 0 && H > 0 && W > 0 && p > 0, "%s: B = %d, C = %d, H = %d, W = %d, p = %d must be > 0",
-              op, B, C, H, W, p);
-    ARG_CHECK(H % p == 0 && W % p == 0, "%s: image %d x %d is not divisible by the patch size %d", op, H, W, p);
+    RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
     RowGrid rg;
     RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (unpatchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(img, tokens, C, H, W, p,
@@ -454,4 +464,16 @@ extern "C" rp_status rp_cuda_conv2d(cublasHandle_t handle, float *out, const flo
         st = RP_FAIL(err, RP_ERR_UNSUPPORTED, "%s: cannot restore the cuBLAS handle's stream / pointer / math mode",
                      op);
     return st;
+}
+
+extern "C" rp_status rp_cuda_fill_rows(float *out, int ldo, const float *bias, int rows, int cols,
+                                       cudaStream_t stream, rp_error *err) {
+    const char *op = "rp_cuda_fill_rows";
+    ARG_CHECK(out && bias, "%s: out %p and bias %p must be non-NULL device pointers", op, (void *)out,
+              (const void *)bias);
+    ARG_CHECK(ldo >= cols, "%s: ldo %d < %d columns", op, ldo, cols);
+    RowGrid rg;
+    RP_TRY(row_grid(op, rows, cols, &rg, err));
+    RP_CUDA_LAUNCHED(err, (fill_rows_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, ldo, bias, rows, cols)));
+    return RP_OK;
 }

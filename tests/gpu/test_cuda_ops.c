@@ -362,6 +362,30 @@ static void test_adds(void) {
     }
 }
 
+/* a linear's bias preload (rp_linear_ld's memcpy per row): pure copies, bitwise */
+static void test_fill_rows(void) {
+    static const struct { int rows, cols, ldo; } sh[] = {{1, 1, 1}, {7, 33, 40}, {4097, 1152, 1152}, {3, 300, 1000}};
+    for (size_t si = 0; si < sizeof sh / sizeof *sh; si++) {
+        const int R = sh[si].rows, N = sh[si].cols, L = sh[si].ldo;
+        const size_t n = (size_t)R * L;
+        float *bias = hnew((size_t)N), *c = hnew(n), *g = hnew(n);
+        fill(bias, (size_t)N, 1.0f, 0.25f);
+        fill(c, n, 3.0f, 0.0f); /* the columns past N must keep their values */
+        float *dout = dup_up(c, n), *db = dup_up(bias, (size_t)N);
+        for (int r = 0; r < R; r++) memcpy(c + (size_t)r * L, bias, sizeof(float) * (size_t)N);
+        OP(rp_cuda_fill_rows(dout, L, db, R, N, g_stream, E));
+        down(g, dout, n);
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=%d cols=%d ldo=%d", R, N, L);
+        check("fill_rows", shape, c, g, n, THR_EXACT);
+        cudaFree(dout);
+        cudaFree(db);
+        free(bias);
+        free(c);
+        free(g);
+    }
+}
+
 /* ---- RoPE ------------------------------------------------------------------------------------- */
 
 static void test_rope(void) {
@@ -1074,6 +1098,7 @@ int main(void) {
     test_act2d();
     test_modulate_gated();
     test_adds();
+    test_fill_rows();
     test_rope();
     test_samplers();
     test_layernorm();
