@@ -242,17 +242,6 @@ const rp_dit_config *rp_dit_cfg(const rp_dit *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
- * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
- * holds whole rows (T = n). */
-static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (!ctx->par && !ctx->trace) return;
-    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
-    if (!h) return; /* the device's error, reported at the forward's end */
-    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
-    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
-}
-
 rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const float *x,
                          const float *t, const int *y, int B, rp_error *err) {
     assert(m && ctx && out && x && t && y);
@@ -344,7 +333,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_patchify(ctx, patches, xin, B, Cin, S, S, p);
     rp_d_linear(ctx, xe, patches, &m->x_embed, (int)BT);
     rp_d_add_bcast(ctx, xe, m->pos_embed, B, (size_t)T * C);
-    trace(ctx, "x_embedder", xe, B, T, C, NULL, T);
+    rp_par_trace(ctx, "x_embedder", xe, B, T, C, NULL, T);
     if (Tl < T) /* keep this rank's slice: item b's rows [t0, t0 + Tl) to xs[b] */
         for (int b = 0; b < B; b++)
             rp_d_copy(ctx, xs + (size_t)b * Tl * C, xe + ((size_t)b * T + t0) * C, (size_t)Tl * C);
@@ -354,11 +343,11 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_linear(ctx, th, tfreq, &m->t_mlp0, B);
     rp_d_silu(ctx, th, th, (size_t)B * C);
     rp_d_linear(ctx, temb, th, &m->t_mlp2, B);
-    trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
+    rp_par_trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
 
     /* y_embedder: a table lookup (labels are given already dropped to the null class). */
     for (int b = 0; b < B; b++) rp_d_copy(ctx, yemb + (size_t)b * C, m->y_table + (size_t)y[b] * C, (size_t)C);
-    trace(ctx, "y_embedder", yemb, B, 1, C, NULL, 1);
+    rp_par_trace(ctx, "y_embedder", yemb, B, 1, C, NULL, 1);
 
     /* c = t + y; every adaLN_modulation starts with SiLU(c), computed once here. */
     rp_d_copy(ctx, cvec, temb, (size_t)B * C);
@@ -386,7 +375,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_d_from_heads(ctx, h, C, att, B, Tl, 0, Tl, H, D); /* h (B, Tl, C) reused: its content is consumed */
         rp_d_linear(ctx, ys, h, &blk->proj, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.attn", i);
-        trace(ctx, name, ys, B, Tl, C, tok, T);
+        rp_par_trace(ctx, name, ys, B, Tl, C, tok, T);
         rp_d_gated_add(ctx, xs, mod + 2 * C, ms, ys, B, Tl, C);
 
         /* MLP branch */
@@ -396,11 +385,11 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         rp_d_linear(ctx, ys, mh, &blk->fc2, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.mlp", i);
-        trace(ctx, name, ys, B, Tl, C, tok, T);
+        rp_par_trace(ctx, name, ys, B, Tl, C, tok, T);
         rp_d_gated_add(ctx, xs, mod + 5 * C, ms, ys, B, Tl, C);
 
         snprintf(name, sizeof name, "blocks.%d", i);
-        trace(ctx, name, xs, B, Tl, C, tok, T);
+        rp_par_trace(ctx, name, xs, B, Tl, C, tok, T);
     }
     st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, NULL, 0, C, err);
     if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
@@ -411,7 +400,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_modulate(ctx, h, mod, mod + C, 2 * C, B, Tl, C);
     rp_d_linear(ctx, fin, h, &m->final_linear, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
-    trace(ctx, "final_layer", fin, B, T, Po, NULL, T);
+    rp_par_trace(ctx, "final_layer", fin, B, T, Po, NULL, T);
     rp_d_unpatchify(ctx, outd, fin, B, Cout, S, S, p);
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * S * S);
 

@@ -398,17 +398,6 @@ void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W)
 
 /* ---- forward helpers ------------------------------------------------------------------ */
 
-/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
- * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
- * holds whole rows (T = n). */
-static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (!ctx->par && !ctx->trace) return;
-    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
-    if (!h) return; /* the device's error, reported at the forward's end */
-    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
-    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
-}
-
 /* cos, sin (L + Ni, D): FluxPosEmbed of the ids [text (0,0,0) x L; image (0, r, c) of
  * image tokens n0 .. n0 + Ni - 1 of the gh x gw grid, row-major], as diffusers computes
  * them on CPU: frequencies and angles in float64, cos/sin rounded once to float, each
@@ -623,7 +612,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
      * then placed in their rows of xs. */
     rp_d_patchify(ctx, tok, xin, B, Cin, H, W, 2);
     rp_d_linear(ctx, h, tok, &m->x_embed, B * N);
-    trace(ctx, "x_embedder", h, B, N, C, NULL, N);
+    rp_par_trace(ctx, "x_embedder", h, B, N, C, NULL, N);
     for (int b = 0; b < B; b++)
         rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
@@ -643,12 +632,12 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_d_silu(ctx, e1, e1, (size_t)B * C);
     rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
     rp_d_add(ctx, temb, tmp, (size_t)B * C);
-    trace(ctx, "time_text_embed", temb, B, 1, C, NULL, 1);
+    rp_par_trace(ctx, "time_text_embed", temb, B, 1, C, NULL, 1);
     rp_d_silu(ctx, stemb, temb, (size_t)B * C);
 
     if (L > 0) {
         rp_d_linear(ctx, h, ctxin, &m->ctx_embed, B * L);
-        trace(ctx, "context_embedder", h, B, L, C, NULL, L);
+        rp_par_trace(ctx, "context_embedder", h, B, L, C, NULL, L);
         for (int b = 0; b < B; b++)
             rp_d_copy(ctx, xs + (size_t)b * Tl * C, h + ((size_t)b * L + l0) * C, (size_t)Ll * C);
     }
@@ -699,7 +688,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                 rp_d_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        trace(ctx, name, ys, B, Tl, C, gtok, T);
+        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
@@ -726,7 +715,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                 rp_d_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        trace(ctx, name, ys, B, Tl, C, gtok, T);
+        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
@@ -736,7 +725,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
             }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        trace(ctx, name, xs, B, Tl, C, gtok, T);
+        rp_par_trace(ctx, name, xs, B, Tl, C, gtok, T);
     }
 
     /* ---- single-stream blocks, over the joint [text; image] sequence ---- */
@@ -764,10 +753,10 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         rp_d_act_2d(ctx, RP_D_GELU_TANH, cat + C, C + M, cat + C, C + M, (int)BTl, M);
         rp_d_linear(ctx, ys, cat, &blk->proj_out, (int)BTl);
         snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
-        trace(ctx, name, ys, B, Tl, C, gtok, T);
+        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
         rp_d_gated_add(ctx, xs, ms + 2 * C, 3 * C, ys, B, Tl, C);
         snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
-        trace(ctx, name, xs, B, Tl, C, gtok, T);
+        rp_par_trace(ctx, name, xs, B, Tl, C, gtok, T);
     }
 
     /* norm_out (AdaLayerNormContinuous): mod (B, 2C) = [scale | shift], image tokens only,
@@ -778,10 +767,10 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     for (int b = 0; b < B; b++)
         rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
     rp_d_modulate(ctx, h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
-    trace(ctx, "norm_out", h, B, Nl, C, itok, N);
+    rp_par_trace(ctx, "norm_out", h, B, Nl, C, itok, N);
     rp_d_linear(ctx, tok, h, &m->proj_out, B * Nl);
     if (Nl < N && (st = rp_par_gather_tokens(ctx, tok, tok, B, N, P, err)) != RP_OK) goto done;
-    trace(ctx, "proj_out", tok, B, N, P, NULL, N);
+    rp_par_trace(ctx, "proj_out", tok, B, N, P, NULL, N);
     rp_d_flux_unpack(ctx, outd, tok, B, Cin, H, W);
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
 

@@ -310,17 +310,6 @@ const rp_sd3_config *rp_sd3_cfg(const rp_sd3 *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Records x (B, n, W) under name (a device tensor is copied to the host first). tok (n):
- * each token's index in the whole sequence of T (sequence parallelism), or NULL when x
- * holds whole rows (T = n). */
-static void trace(const rp_ctx *ctx, const char *name, const float *x, int B, int n, int W, const int *tok, int T) {
-    if (!ctx->par && !ctx->trace) return;
-    const float *h = rp_d_host_view(ctx, x, (size_t)B * n * W);
-    if (!h) return; /* the device's error, reported at the forward's end */
-    if (ctx->par) rp_par_trace(ctx, name, h, B, n, W, tok, T);
-    else rp_trace_record(ctx->trace, name, h, (size_t)B * n * W);
-}
-
 rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const float *x,
                          const float *t, const float *context, const uint8_t *context_mask,
                          const float *pooled, int B, int L, int H, int W, rp_error *err) {
@@ -453,7 +442,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
                       (size_t)gw * D);
         rp_d_add_bcast(ctx, xe, yx, B, (size_t)T * D);
     }
-    trace(ctx, "pos_embed", xe, B, T, D, NULL, T);
+    rp_par_trace(ctx, "pos_embed", xe, B, T, D, NULL, T);
     if (Tl < T) /* keep this rank's slice: item b's rows [t0, t0 + Tl) to xs[b] */
         for (int b = 0; b < B; b++)
             rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
@@ -467,11 +456,11 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     rp_d_silu(ctx, ph, ph, (size_t)B * D);
     rp_d_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
     rp_d_add(ctx, temb, stemb, (size_t)B * D);  /* timesteps_emb + pooled_projections */
-    trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
+    rp_par_trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
     rp_d_silu(ctx, stemb, temb, (size_t)B * D);
 
     rp_d_linear(ctx, cs, ctxin, &m->ctx_embed, (int)BL);
-    trace(ctx, "context_embedder", cs, B, L, D, NULL, L);
+    rp_par_trace(ctx, "context_embedder", cs, B, L, D, NULL, L);
 
     if (context_mask) {
         /* Image tokens are always keys; text tokens as the caller's mask says. Built on the
@@ -533,12 +522,12 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_from_heads(ctx, hc, D, att, B, Sl, Tl, L, Hh, hd);
         rp_d_linear(ctx, yx, hx, &blk->to_out, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        trace(ctx, name, yx, B, Tl, D, tok, T);
+        rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
         rp_d_gated_add(ctx, xs, modx + 2 * D, ms, yx, B, Tl, D);
         if (!blk->pre_only) {
             rp_d_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
-            trace(ctx, name, yc, B, L, D, NULL, L);
+            rp_par_trace(ctx, name, yc, B, L, D, NULL, L);
             rp_d_gated_add(ctx, cs, modc + 2 * D, mcs, yc, B, L, D);
         }
 
@@ -549,7 +538,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_gelu_tanh(ctx, mh, mh, BTl * F);
         rp_d_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        trace(ctx, name, yx, B, Tl, D, tok, T);
+        rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
         rp_d_gated_add(ctx, xs, modx + 5 * D, ms, yx, B, Tl, D);
 
         /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
@@ -560,15 +549,15 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_d_gelu_tanh(ctx, mh, mh, BL * F);
             rp_d_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
             snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
-            trace(ctx, name, yc, B, L, D, NULL, L);
+            rp_par_trace(ctx, name, yc, B, L, D, NULL, L);
             rp_d_gated_add(ctx, cs, modc + 5 * D, mcs, yc, B, L, D);
         }
 
         snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        trace(ctx, name, xs, B, Tl, D, tok, T);
+        rp_par_trace(ctx, name, xs, B, Tl, D, tok, T);
         if (!blk->pre_only) {
             snprintf(name, sizeof name, "transformer_blocks.%d.context", i);
-            trace(ctx, name, cs, B, L, D, NULL, L);
+            rp_par_trace(ctx, name, cs, B, L, D, NULL, L);
         }
     }
 
@@ -581,7 +570,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     rp_d_modulate(ctx, hx, modx + D, modx, 2 * D, B, Tl, D);
     rp_d_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
-    trace(ctx, "proj_out", fin, B, T, Po, NULL, T);
+    rp_par_trace(ctx, "proj_out", fin, B, T, Po, NULL, T);
     rp_d_unpatchify(ctx, outd, fin, B, Cout, H, W, p);
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * H * W);
 

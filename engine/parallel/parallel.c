@@ -401,9 +401,12 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
                   int T) {
     rp_parallel *p = ctx->par;
     rp_trace *t = ctx->trace;
-    assert(p && rows >= 0 && n >= 0 && W >= 0 && T >= n);
-    if (!t || t->eval >= t->record_evals || p->st != RP_OK) return;
-    if (p->world == 1) { /* the single-rank layout already */
+    assert(rows >= 0 && n >= 0 && W >= 0 && T >= n);
+    if (!t || t->eval >= t->record_evals || (p ? p->st != RP_OK : t->eval < 0)) return;
+    /* a device tensor comes down only for the evaluations that are recorded */
+    x = rp_d_host_view(ctx, x, (size_t)rows * n * W);
+    if (!x) return; /* the device's error, reported at the forward's end (rp_d_check) */
+    if (!p || p->world == 1) { /* the single-rank layout already */
         rp_trace_record(t, name, x, (size_t)rows * n * W);
         return;
     }

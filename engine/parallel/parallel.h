@@ -359,7 +359,9 @@ void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total);
  * token index of each of its n tokens in a sequence of T, or NULL when x holds the
  * whole sequence (then identical on every sp rank; only sp rank 0 sends it). Records
  * the assembled tensor on rank 0 (see the header comment); no-op when the current
- * evaluation is not recorded. Errors are sticky (rp_par_check). */
+ * evaluation is not recorded or ctx->trace is NULL. ctx->par NULL: the plain path, x
+ * recorded as is. x may be device memory (ctx->dev): it is copied to the host only for
+ * a recorded evaluation. Errors are sticky (rp_par_check; the device's: rp_d_check). */
 void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
                   int T);
 
