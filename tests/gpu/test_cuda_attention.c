@@ -61,6 +61,8 @@
 
 #include "engine/cuda/cuda_attention.h"
 #include "engine/cuda/cuda_info.h"
+#include "engine/ops.h"
+#include "tests/common/test_rng.h"
 
 static const double U32 = 0x1p-24, UTF32 = 0x1p-11;
 
@@ -73,28 +75,6 @@ static const double U32 = 0x1p-24, UTF32 = 0x1p-11;
             exit(1);                                                                                 \
         }                                                                                            \
     } while (0)
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 40) * 0x1p-23 - 1.0); }
-
-/* fp32 -> bf16 bits, round to nearest even (inputs are finite). */
-static uint16_t bf16_bits(float x) {
-    uint32_t b;
-    memcpy(&b, &x, 4);
-    b += 0x7fffu + ((b >> 16) & 1u);
-    return (uint16_t)(b >> 16);
-}
-static float bf16_value(uint16_t h) {
-    uint32_t b = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &b, 4);
-    return x;
-}
 
 typedef struct gcase {
     const char *label;
@@ -204,9 +184,9 @@ static void data_init(gdata *g, const gcase *c, uint64_t seed) {
     for (size_t i = 0; i < g->nk; i++) g->k[i] = rng_unif(&s);
     for (size_t i = 0; i < g->nk; i++) g->v[i] = rng_unif(&s);
     if (c->bf16) {
-        for (size_t i = 0; i < g->nq; i++) g->q[i] = bf16_value(bf16_bits(g->q[i]));
-        for (size_t i = 0; i < g->nk; i++) g->k[i] = bf16_value(bf16_bits(g->k[i]));
-        for (size_t i = 0; i < g->nk; i++) g->v[i] = bf16_value(bf16_bits(g->v[i]));
+        for (size_t i = 0; i < g->nq; i++) g->q[i] = rp_bf16_to_f32(rp_f32_to_bf16(g->q[i]));
+        for (size_t i = 0; i < g->nk; i++) g->k[i] = rp_bf16_to_f32(rp_f32_to_bf16(g->k[i]));
+        for (size_t i = 0; i < g->nk; i++) g->v[i] = rp_bf16_to_f32(rp_f32_to_bf16(g->v[i]));
     }
     if (c->mask) {
         g->mask = malloc((size_t)B * Tk + 1);
@@ -245,11 +225,11 @@ static void data_init(gdata *g, const gcase *c, uint64_t seed) {
     CK(cudaMalloc((void **)&g->dout, g->no * sizeof(float) + 16));
     if (c->bf16) {
         uint16_t *h = malloc(2 * (g->nq > g->nk ? g->nq : g->nk) + 2);
-        for (size_t i = 0; i < g->nq; i++) h[i] = bf16_bits(g->q[i]);
+        for (size_t i = 0; i < g->nq; i++) h[i] = rp_f32_to_bf16(g->q[i]);
         CK(cudaMemcpy(g->dq, h, g->nq * 2, cudaMemcpyHostToDevice));
-        for (size_t i = 0; i < g->nk; i++) h[i] = bf16_bits(g->k[i]);
+        for (size_t i = 0; i < g->nk; i++) h[i] = rp_f32_to_bf16(g->k[i]);
         CK(cudaMemcpy(g->dk, h, g->nk * 2, cudaMemcpyHostToDevice));
-        for (size_t i = 0; i < g->nk; i++) h[i] = bf16_bits(g->v[i]);
+        for (size_t i = 0; i < g->nk; i++) h[i] = rp_f32_to_bf16(g->v[i]);
         CK(cudaMemcpy(g->dv, h, g->nk * 2, cudaMemcpyHostToDevice));
         free(h);
         CK(cudaMalloc((void **)&g->dq32, g->nq * sizeof(float) + 16));

@@ -65,6 +65,7 @@ int main(void) {
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_gemm.h"
+#include "tests/common/test_rng.h"
 
 static int failures = 0;
 
@@ -88,15 +89,6 @@ static int failures = 0;
             exit(1);                                                                      \
         }                                                                                 \
     } while (0)
-
-/* splitmix64-based uniform floats in [-1, 1) (as tests/unit/test_gemm.c). */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 40) * 0x1p-23 - 1.0); }
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);

@@ -45,17 +45,10 @@
 #include "engine/rng.h"
 #include "engine/synthetic.h"
 #include "engine/trace.h"
+#include "tests/common/test_rng.h"
 
 static const double U32 = 0x1p-24;
 static double gamma_n(double n) { return n * U32 / (1.0 - n * U32); }
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 40) * 0x1p-23 - 1.0); }
 
 /* ---- a variant with explicit parameters ------------------------------------------ */
 

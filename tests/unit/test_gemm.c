@@ -23,19 +23,11 @@
 
 #include "engine/ctx.h"
 #include "engine/ops.h"
+#include "tests/common/test_rng.h"
 
 static const double U32 = 0x1p-24;
 
 static double gamma_n(int n) { return n * U32 / (1.0 - n * U32); }
-
-/* splitmix64-based uniform floats in [-1, 1): deterministic, no global state. */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 40) * 0x1p-23 - 1.0); }
 
 static float bf16r(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
 

@@ -17,6 +17,7 @@
 
 #include "engine/ctx.h"
 #include "engine/ops.h"
+#include "tests/common/test_rng.h"
 
 static const double U32 = 0x1p-24;
 static const double UD = 0x1p-53;
@@ -24,14 +25,6 @@ static const double TINY = 0x1p-148; /* two fp32 subnormal quanta (2^-149 each) 
 
 static double gamma_n(int n) { return n * U32 / (1.0 - n * U32); }
 static double gamma_d(int n) { return n * UD / (1.0 - n * UD); }
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 40) * 0x1p-23 - 1.0); }
 
 static uint32_t fbits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 static float bitsf(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
