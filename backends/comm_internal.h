@@ -27,7 +27,7 @@ rp_status rp_comm_cuda_check_device(const char *backend, int rank, int device, r
  * staged through host memory (comm_stage.c). Takes ownership of inner, also
  * on failure. */
 rp_status rp_comm_stage_wrap(rp_comm *inner, int cuda_device, rp_comm **out, rp_error *err);
-/* The inverse (comm_hstage.c): wraps a device-memory comm (nccl) so that every
+/* The inverse (comm_stage.c too): wraps a device-memory comm (nccl) so that every
  * buffer is HOST memory, staged through one device scratch buffer (grown as
  * needed) on cuda_device. Takes ownership of inner, also on failure. */
 rp_status rp_comm_host_stage_wrap(rp_comm *inner, int cuda_device, rp_comm **out, rp_error *err);

@@ -235,7 +235,7 @@ typedef struct rp_parallel {
     int fwd_eval;             /* the evaluation (= sampling step); -1 before the first */
     int fwd_slot;             /* the forward's index within the evaluation */
     int kv_lead, kv_rep;      /* the attention in progress: text tokens first / last (hook) */
-    /* set while a device forward's parallel step runs host-staged (device_stage.c):
+    /* set while a device forward's parallel step runs host-staged (sp_attention.c):
      * the device the staged attention computes on; NULL otherwise */
     struct rp_device *stage_dev;
     /* items: set by rp_par_dp_select */
