@@ -98,6 +98,12 @@ double rp_cls_unit_roundoff(const char *precision) {
     return ldexp(1.0, -24);
 }
 
+const char *rp_cls_effective_precision(const rp_case *c) {
+    if (!strcmp(c->precision, "fp32") && !strncmp(c->device, "cuda", 4) && !strcmp(c->gpu_mode, "fast"))
+        return "tf32";
+    return c->precision;
+}
+
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n) {
     double dd = 0.0, rr = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -287,6 +293,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->failed = RP_V_COUNT;
     f->layer_break = -1;
     f->step_break = -1;
+    f->replica_break = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -300,6 +307,14 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     if (f->mismatch) {
         snprintf(s, cap, "%s", f->mismatch_msg);
         return RP_V_MISMATCH;
+    }
+    /* copies of one tensor computed by the same code from the same bits must be equal:
+     * no envelope applies (fast mode allows nondeterministic kernels: not proof of a bug) */
+    const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
+    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (f->promised || !other_break)) {
+        snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
+                 f->promised ? "" : " (fast mode: reported, not failed)");
+        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     /* where a divergence began: the earliest step; within step 0 the noise comes before
      * any layer, and the first evaluation's layers before the step's local error */
@@ -334,9 +349,15 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
+    if (f->leak_differs && f->fresh_differs) {
+        snprintf(s, cap, "the run after another case differs from step %d (max-abs %.3g), and so does a fresh rerun "
+                 "of the case alone: the runs are nondeterministic%s", f->leak_step, f->leak_max_abs,
+                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+        return RP_V_NONDETERMINISTIC;
+    }
     if (f->leak_differs) {
-        snprintf(s, cap, "the run after another case in the same worker differs from step %d (max-abs %.3g): state "
-                 "leaks between calls", f->leak_step, f->leak_max_abs);
+        snprintf(s, cap, "the run after another case in the same worker differs from step %d (max-abs %.3g) while a "
+                 "fresh rerun is bitwise the case's: state leaks between calls", f->leak_step, f->leak_max_abs);
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     if (f->is_reference) {
@@ -730,8 +751,13 @@ static void cls_status(cls *x) {
         return;
     }
     path_fmt(td, "%s/leak", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT)
+    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "leak-check run: %.560s", why);
+        return;
+    }
+    path_fmt(td, "%s/fresh", x->in->case_dir);
+    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT)
+        snprintf(f->failed_reason, sizeof f->failed_reason, "fresh rerun: %.560s", why);
 }
 
 /* The three trajectories, the first-evaluation traces, the images and the metrics. */
@@ -1032,10 +1058,74 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     return RP_OK;
 }
 
+/* Evidence 7: the replica checks of the case's run, its teacher run and its leak-check run
+ * (<dir>/replicas.json, written by the worker's rank 0): the earliest copy that differs.
+ * Then whether it comes before every other break: an earlier step, or at the same step a
+ * tensor earlier in the forward (the initial noise first). */
+static void cls_replicas(cls *x) {
+    static const char *const RUN[] = {"", "teacher", "leak"};
+    static const char *const WHAT[] = {"case run", "teacher-forced run", "leak-check run"};
+    rp_cls_facts *f = &x->f;
+    cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
+    for (int i = 0; i < 3; i++) {
+        char d[PATHLEN], p[PATHLEN];
+        if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
+        else path_fmt(d, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
+        path_fmt(p, "%s/replicas.json", d);
+        cJSON *j = NULL;
+        rp_error e;
+        if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "run", WHAT[i]);
+        cJSON_AddNumberToObject(o, "checked", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "checked")));
+        const cJSON *fd = cJSON_GetObjectItemCaseSensitive(j, "first_difference");
+        const cJSON *un = cJSON_GetObjectItemCaseSensitive(j, "unchecked");
+        if (cJSON_IsString(un)) cJSON_AddStringToObject(o, "unchecked", un->valuestring);
+        if (cJSON_IsObject(fd)) {
+            cJSON_AddItemToObject(o, "first_difference", cJSON_Duplicate(fd, 1));
+            const int step = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "step"));
+            const cJSON *rk = cJSON_GetObjectItemCaseSensitive(fd, "ranks");
+            const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "tensor"));
+            const char *g = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "group"));
+            if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
+                f->replica_break = step;
+                snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
+                snprintf(f->replica_msg, sizeof f->replica_msg, "rank %d's copy differs from rank %d's (%s group, %s)",
+                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1)),
+                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)), g ? g : "?", WHAT[i]);
+            }
+        }
+        cJSON_AddItemToArray(rj, o);
+        cJSON_Delete(j);
+    }
+    if (f->replica_break < 0) return;
+    const char *other = f->layer_break >= 0 ? f->layer_name : f->step_layer;
+    const int other_step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break;
+    if (other_step < 0 || f->replica_break < other_step) f->replica_first = 1;
+    else if (f->replica_break == other_step && !f->noise_break) {
+        const layer_key a = key_of(f->replica_tensor), b = key_of(other[0] ? other : "~");
+        f->replica_first = a.stage != b.stage ? a.stage < b.stage
+                           : a.block != b.block ? a.block < b.block
+                                                : a.sub < b.sub;
+    } else if (f->replica_break == 0 && f->noise_break) {
+        f->replica_first = !strcmp(f->replica_tensor, "initial_noise");
+    }
+}
+
 /* Where the divergence began, as decided: first_step and first_layer. */
 static void cls_first(cls *x) {
     const rp_cls_facts *f = &x->f;
     cJSON *fs = NULL, *fl = NULL;
+    if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0))) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->replica_break);
+        cJSON_AddStringToObject(fs, "what", "replica");
+        cJSON_AddStringToObject(fs, "detail", f->replica_msg);
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->replica_tensor);
+        cJSON_AddNumberToObject(fl, "step", f->replica_break);
+        return;
+    }
     if (f->noise_break) {
         fs = cJSON_AddObjectToObject(x->ev, "first_step");
         cJSON_AddNumberToObject(fs, "step", 0);
@@ -1198,6 +1288,16 @@ static void cls_determinism(cls *x) {
         f->leak_step = r > 0 ? r - 1 : 0;
         snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", f->leak_step, m);
         cJSON_AddNumberToObject(dj, "leak_first_step", f->leak_step);
+        /* the runner reruns the case alone after a differing leak check: different again
+         * means the run itself is nondeterministic, equal means state leaked */
+        char fd[PATHLEN], fmsg[96];
+        path_fmt(fd, "%s/fresh", x->in->case_dir);
+        double fm = 0;
+        if (stat(fd, &sb) != 0) snprintf(fmsg, sizeof fmsg, "not run");
+        else if ((f->fresh_differs = !latents_equal(x->in->case_dir, fd, &fm)))
+            snprintf(fmsg, sizeof fmsg, "differs (max-abs %.3g)", fm);
+        else snprintf(fmsg, sizeof fmsg, "identical");
+        cJSON_AddStringToObject(dj, "fresh_rerun", fmsg);
     } else {
         snprintf(msg, sizeof msg, "ok");
     }
@@ -1289,7 +1389,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     cJSON_AddStringToObject(x->j, "options_key", key);
     x->ev = cJSON_AddObjectToObject(x->j, "evidence");
     x->mt = cJSON_AddObjectToObject(x->j, "metrics");
-    x->floor = rp_cls_unit_roundoff(x->c.precision);
+    x->floor = rp_cls_unit_roundoff(rp_cls_effective_precision(&x->c));
     const rp_par_degrees deg = {x->c.dp, x->c.cfg_parallel, x->c.pipefusion, x->c.ulysses, x->c.ring, x->c.patch};
     const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
     x->f.approx = warmup_exact && x->c.warmup_steps < x->c.steps;
@@ -1312,6 +1412,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             cls_noise(x);
             st = cls_teacher(x, err);
         }
+        if (st == RP_OK) cls_replicas(x);
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) {
             cls_approx(x, warmup_exact);

@@ -89,6 +89,10 @@ int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned ch
 /* Unit roundoff of a precision name: fp32 2^-24, tf32 and fp16 2^-11, bf16 2^-8;
  * unknown names 2^-24. */
 double rp_cls_unit_roundoff(const char *precision);
+/* The precision case c's GEMMs really run: its `precision`, except that an fp32 case on a
+ * CUDA device in gpu_mode fast lets cuBLAS use TF32 tensor cores (engine/cuda/gemm_lt.cu):
+ * "tf32". The envelope's floor follows it. */
+const char *rp_cls_effective_precision(const rp_case *c);
 
 /* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
  * is zero or x holds a NaN/inf where ref is finite. */
@@ -163,6 +167,13 @@ typedef struct rp_cls_facts {
     int leak_differs;         /* the run after another case differs from the case's run */
     int leak_step;            /* from this step on */
     double leak_max_abs;
+    int fresh_differs;        /* the leak check differed and a fresh rerun differs too: the
+                                 runs are nondeterministic, not leaking state */
+    /* replica consistency (engine/parallel/replica.c): a rank's copy of a replicated tensor */
+    int replica_break;        /* step where some copy differs from its leader's, or -1 */
+    int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */
+    char replica_tensor[96];
+    char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
 } rp_cls_facts;
 
 /* Initialises f to "ran, nothing found". */
@@ -171,10 +182,12 @@ void rp_cls_facts_init(rp_cls_facts *f);
 /* The verdict of the facts, first match wins:
  *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
  *   MISMATCH;
- *   BUG: the initial noise, a layer or a checked step breaks the envelope, or an approximate
- *        case below its bound;
- *   NONDETERMINISTIC: repeats differ;
- *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs;
+ *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
+ *        initial noise, a layer or a checked step breaks the envelope, or an approximate
+ *        case below its bound — the summary names the earliest of these;
+ *   NONDETERMINISTIC: repeats differ, or the leak check differs and so does a fresh rerun;
+ *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
+ *        a fresh rerun is bitwise the case's run (or was not made);
  *   identical (the reference itself, or bitwise equal to it); approx (an approximate case
  *   within its bound, not bitwise); drift.
  * summary (cap bytes) gets one line of the evidence that decided it. */

@@ -342,6 +342,55 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     return st == RP_OK ? write_done(path, c, id, r, par, device, t, err) : st;
 }
 
+/* The replica check of this run (engine/parallel/replica.c): every rank fingerprints each
+ * row of its trajectory (the dp group's latents after every step; in teacher mode, every
+ * one-step result), then rank 0 compares all ranks' fingerprints and writes
+ * <dir>/replicas.json:
+ *   {"checked": n, "first_difference": null | {"step": k, "tensor": s, "group": "sp" |
+ *    "replica", "ranks": [leader, rank], "other": s (opt)}, "unchecked": s (opt)}
+ * step: the sampling step of the evaluation (mask: a teacher run's steps; NULL: all). */
+static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *ctx, const rp_gen_result *res,
+                               int steps, const unsigned char *mask, const char *device, rp_error *err) {
+    if (par->world == 1) return RP_OK;
+    const size_t n = (size_t)res->B * res->C * res->h * res->w;
+    for (int k = 0, e = 0; k <= steps; k++) { /* row 0: the initial noise (or teacher x_0) */
+        if (k > 0 && mask && !mask[k - 1]) continue;
+        par->fwd_eval = k == 0 ? 0 : e++;
+        rp_par_replica_note(ctx, RP_PAR_RG_REPLICA, k == 0 ? "initial_noise" : "latents", res->trajectory + k * n, n);
+    }
+    char kernels[96];
+    snprintf(kernels, sizeof kernels, "%.40s/%.50s", rp_blas_core_loaded(), device);
+    rp_par_replica_report rep;
+    RP_TRY(rp_par_replica_collect(par, kernels, &rep, err));
+    if (par->rank != 0) return RP_OK;
+    cJSON *j = cJSON_CreateObject(), *fd = NULL;
+    if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    cJSON_AddNumberToObject(j, "checked", (double)rep.checked);
+    if (rep.first.eval >= 0) {
+        int step = rep.first.eval; /* the eval-th step the run made */
+        for (int k = 0, e = 0; mask && k < steps; k++)
+            if (mask[k] && e++ == rep.first.eval) step = k;
+        fd = cJSON_AddObjectToObject(j, "first_difference");
+        cJSON_AddNumberToObject(fd, "step", step);
+        cJSON_AddStringToObject(fd, "tensor", rep.first.name);
+        cJSON_AddStringToObject(fd, "group", rp_par_rgroup_name(rep.first.group));
+        cJSON *r = cJSON_AddArrayToObject(fd, "ranks");
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(rep.first.rank_a));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(rep.first.rank_b));
+        if (rep.first.other[0]) cJSON_AddStringToObject(fd, "other", rep.first.other);
+    } else {
+        cJSON_AddNullToObject(j, "first_difference");
+    }
+    if (rep.unchecked[0]) cJSON_AddStringToObject(j, "unchecked", rep.unchecked);
+    char *text = cJSON_Print(j), path[4200];
+    cJSON_Delete(j);
+    if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    snprintf(path, sizeof path, "%.4000s/replicas.json", dir);
+    rp_status st = write_atomic(path, text, err);
+    free(text);
+    return st;
+}
+
 /* --leak-check: another case in this process first — the same layout and request with
  * every seed + 1, and at most RP_LEAK_PRELUDE_STEPS sampling steps — so state one call
  * leaves behind shows in the case's bits. Any state a call leaves (a cache, a step counter,
@@ -555,6 +604,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     if (o->leak_check) {
         req.decode = 0; /* the check compares latents */
         if ((st = leak_prelude(&req, &ctx, &err)) != RP_OK) goto out;
+        rp_par_replica_free(&par); /* the replica check is the case's own */
     }
     st = rp_generate(&req, &ctx, &res, &err);
 #ifdef REPRO_HAVE_CUDA
@@ -564,6 +614,10 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     t[2] = res.encode_seconds;
     t[3] = res.sample_seconds;
     t[4] = res.decode_seconds;
+
+    if ((st = replica_check(o->out_dir, &par, &ctx, &res, c->steps, o->teacher_ref ? tmask : NULL, dev_name, &err)) !=
+        RP_OK)
+        goto out;
 
     /* ---- results to rank 0, in input order ---- */
     double t5 = now_s();

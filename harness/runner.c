@@ -848,7 +848,8 @@ static int has_dependents(const rp_matrix *m, int i) {
 
 /* The classifier's runs of case i, built in tmp (before it is published): a reference's
  * rounding twins with their teacher runs and its own teacher run; a case's teacher run
- * against its reference (unless bitwise identical to it); the leak check. A failed run is
+ * against its reference (unless bitwise identical to it); the leak check, and when it differs
+ * a fresh rerun of the case alone. A failed run is
  * recorded in its aux.json for the classifier, not a failure of the case. Returns 1 when
  * cancelled. */
 static int classify_runs(runner *r, int i, const char *tmp) {
@@ -899,6 +900,12 @@ static int classify_runs(runner *r, int i, const char *tmp) {
         const char *largs[] = {"--leak-check", NULL};
         path_fmt(dir, "%s/leak", tmp);
         cancelled = aux_run(r, &mc->c, cj, dir, "leak", largs, &ok);
+        /* it differs: a leak, or a run that is not deterministic at all? The case alone once
+         * more tells them apart (different again: nondeterministic; equal: state leaked) */
+        if (!cancelled && ok && !rp_cls_runs_identical(tmp, dir)) {
+            path_fmt(dir, "%s/fresh", tmp);
+            cancelled = aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
+        }
     }
     return cancelled;
 }

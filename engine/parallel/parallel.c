@@ -6,6 +6,7 @@
 #include "../device.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,7 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
     p->world_comm = world;
     p->fault = fault;
     p->fwd_eval = -1;
+    p->stale_from = INT_MAX;
     rp_par_coords_of(d, p->rank, &p->at);
     const rp_par_coords v_dp = {.dp = 1}, v_cfg = {.cfg = 1}, v_pf = {.pipefusion = 1};
     const rp_par_coords v_sp = {.ring = 1, .ulysses = 1, .patch = 1}, v_uly = {.ulysses = 1}, v_ring = {.ring = 1};
@@ -181,6 +183,7 @@ void rp_par_free(rp_parallel *p) {
     if (!p) return;
     rp_par_pipefusion_free(p);
     rp_par_patch_free(p);
+    rp_par_replica_free(p);
     rp_par_group *g[] = {&p->dp, &p->cfg, &p->pipefusion, &p->sp, &p->ulysses, &p->ring, &p->replica};
     for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
         rp_comm_destroy(g[i]->comm);
@@ -402,7 +405,11 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     rp_parallel *p = ctx->par;
     rp_trace *t = ctx->trace;
     assert(rows >= 0 && n >= 0 && W >= 0 && T >= n);
-    if (!t || t->eval >= t->record_evals || (p ? p->st != RP_OK : t->eval < 0)) return;
+    const int recorded = t && t->eval < t->record_evals && (p ? p->st == RP_OK : t->eval >= 0);
+    /* a whole-sequence tensor is replicated over the sp group: every copy is checked at
+     * every evaluation (on a device only at recorded ones: each check is a download) */
+    if (!tok && (recorded || !ctx->dev)) rp_par_replica_note(ctx, RP_PAR_RG_SP, name, x, (size_t)rows * n * W);
+    if (!recorded) return;
     /* a device tensor comes down only for the evaluations that are recorded */
     x = rp_d_host_view(ctx, x, (size_t)rows * n * W);
     if (!x) return; /* the device's error, reported at the forward's end (rp_d_check) */

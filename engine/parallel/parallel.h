@@ -218,6 +218,7 @@ typedef struct rp_par_group {
 } rp_par_group;
 
 typedef struct rp_par_pf rp_par_pf; /* pipefusion.c */
+typedef struct rp_par_rlog rp_par_rlog; /* replica.c */
 typedef struct rp_par_pp rp_par_pp; /* patch.c */
 
 typedef struct rp_parallel {
@@ -246,6 +247,9 @@ typedef struct rp_parallel {
     const int *trace_rows;    /* (n_trace_rows) single-rank trace row of each model row, or -1 */
     int n_trace_rows, trace_total_rows;
     int trace_incomplete;     /* rank 0: some assembled trace tensor had cells no rank sent */
+    int stale_from;           /* the first evaluation that may use stale activations (patch,
+                                 pipefusion: warmup_steps; INT_MAX for the exact layouts) */
+    rp_par_rlog *rlog;        /* fingerprints of this rank's replicated tensors (replica.c; owned) */
     /* sticky error of the trace points */
     rp_status st;
     rp_error err;
@@ -364,6 +368,47 @@ void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total);
  * a recorded evaluation. Errors are sticky (rp_par_check; the device's: rp_d_check). */
 void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
                   int T);
+
+/* ---- replica consistency (replica.c) ----------------------------------------------
+ * Tensors a layout keeps replicated are computed by the same code from the same bits on
+ * every rank that holds them, so every copy must be bitwise equal: a difference is a bug
+ * at that tensor, whatever rank 0's copy shows. Groups of copies:
+ *   SP       ranks that differ only in their sequence coordinate (ulysses, ring, patch):
+ *            the whole-sequence trace points (embedders, conditioning, gathered outputs)
+ *   REPLICA  ranks of one dp group: the guided prediction and the latents of every step */
+typedef enum rp_par_rgroup { RP_PAR_RG_SP = 0, RP_PAR_RG_REPLICA = 1 } rp_par_rgroup;
+#define RP_PAR_REPLICA_NAME 88
+#define RP_PAR_REPLICA_MAX_ENTRIES (1 << 20)
+
+/* "sp" | "replica" */
+const char *rp_par_rgroup_name(rp_par_rgroup g);
+/* Appends the fingerprint (FNV-1a 64 of the n floats' bytes) of this rank's copy of the
+ * replicated tensor `name` at the forward's evaluation to its log. No communication; a
+ * no-op without a layout, with world 1 or when the group has one rank. x may be device
+ * memory (it is viewed on the host). */
+void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n);
+
+typedef struct rp_par_replica_report {
+    long checked;              /* fingerprints compared */
+    struct {
+        int eval;              /* -1: every copy equal */
+        int index;             /* position of the entry in the leader's log */
+        rp_par_rgroup group;
+        int rank_a, rank_b;    /* the group leader and the rank whose copy differs */
+        char name[RP_PAR_REPLICA_NAME];
+        char other[RP_PAR_REPLICA_NAME]; /* rank_b's name when it noted another tensor there */
+    } first;
+    char unchecked[256];       /* why some copies could not be compared ("" none) */
+} rp_par_replica_report;
+
+/* Collective over the world: every rank's log to rank 0, which compares each rank's
+ * fingerprints with its group leader's in order and fills *out with the earliest
+ * difference (other ranks: *out zeroed, first.eval -1). kernels: this rank's BLAS
+ * kernel set and device ("Haswell/cpu"); a group whose ranks differ there is reported
+ * unchecked. Errors: the comm layer's, RP_ERR_NOMEM. */
+rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err);
+/* Frees the log (rp_par_free calls it). */
+void rp_par_replica_free(rp_parallel *p);
 
 /* ---- cfg parallelism (cfg_par.c) --------------------------------------------------- */
 

@@ -182,6 +182,7 @@ rp_status rp_par_patch_init(rp_parallel *p, int warmup_steps, rp_error *err) {
     rp_par_pp *pp = calloc(1, sizeof *pp);
     if (!pp) return RP_FAIL(err, RP_ERR_NOMEM, "patch parallel: out of memory");
     pp->warmup = warmup_steps;
+    p->stale_from = warmup_steps;
     p->pp = pp;
     p->hooks = (rp_par_hooks){p, NULL, NULL, pp_kv_hook};
     return RP_OK;

@@ -291,6 +291,7 @@ rp_status rp_par_pipefusion_init(rp_parallel *p, int num_patches, const int *lay
     pf->stage = p->pipefusion.rank;
     pf->M = num_patches;
     pf->warmup = warmup_steps;
+    p->stale_from = warmup_steps;
     pf->layers = ly;
     pf->patch = -1;
     p->pf = pf;

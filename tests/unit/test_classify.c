@@ -205,6 +205,56 @@ START_TEST(test_trace_roundtrip) {
 }
 END_TEST
 
+/* A rank's copy of a replicated tensor that differs is a BUG without any envelope; it is
+ * named first when it is the earliest evidence; fast mode reports it as NONDETERMINISTIC. */
+START_TEST(test_decide_replicas) {
+    rp_cls_facts f;
+    char s[600];
+    rp_cls_facts_init(&f);
+    f.promised = 1;
+    f.replica_break = 2;
+    snprintf(f.replica_tensor, sizeof f.replica_tensor, "guided_output");
+    snprintf(f.replica_msg, sizeof f.replica_msg, "rank 1's copy differs from rank 0's (replica group, case run)");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "guided_output") && strstr(s, "step 2") && strstr(s, "rank 1"));
+    f.promised = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    /* an earlier layer break is named instead (and decides, in fast mode too) */
+    f.layer_break = 4;
+    snprintf(f.layer_name, sizeof f.layer_name, "blocks.0.attn");
+    f.layer_ratio = 1e3;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "blocks.0.attn"));
+    f.promised = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "blocks.0.attn"));
+    f.replica_first = 1; /* the driver found the replica earlier (e.g. t_embedder at step 0) */
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "replicas differ"));
+    /* a MISMATCH still decides first */
+    f.mismatch = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_MISMATCH);
+}
+END_TEST
+
+/* The floor follows the precision the GEMMs really run: fp32 on a GPU in fast mode is TF32. */
+START_TEST(test_effective_precision) {
+    rp_case c;
+    rp_case_defaults(&c);
+    ck_assert_str_eq(rp_cls_effective_precision(&c), "fp32");
+    snprintf(c.device, sizeof c.device, "cuda:H100");
+    ck_assert_str_eq(rp_cls_effective_precision(&c), "fp32"); /* deterministic: no TF32 */
+    snprintf(c.gpu_mode, sizeof c.gpu_mode, "fast");
+    ck_assert_str_eq(rp_cls_effective_precision(&c), "tf32");
+    ck_assert(rp_cls_unit_roundoff(rp_cls_effective_precision(&c)) == 0x1p-11);
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    ck_assert_str_eq(rp_cls_effective_precision(&c), "bf16");
+    snprintf(c.precision, sizeof c.precision, "fp32");
+    snprintf(c.device, sizeof c.device, "cpu");
+    ck_assert_str_eq(rp_cls_effective_precision(&c), "fp32");
+}
+END_TEST
+
 START_TEST(test_decide) {
     rp_cls_facts f;
     char s[600];
@@ -228,6 +278,14 @@ START_TEST(test_decide) {
     f.promised = 0;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
     ck_assert(!rp_verdict_fails(RP_V_NONDETERMINISTIC, 0) && rp_verdict_fails(RP_V_NONDETERMINISTIC, 1));
+    /* the leak check differs and so does a fresh rerun: nondeterminism, in either mode */
+    f.fresh_differs = 1;
+    f.promised = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    ck_assert(strstr(s, "fresh rerun"));
+    f.fresh_differs = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    f.promised = 0;
     f.repeats_differ = 1;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
     /* a step beyond the envelope, with the layer found in that step */
@@ -521,6 +579,8 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_assignment);
     tcase_add_test(tc, test_layer_order);
     tcase_add_test(tc, test_trace_roundtrip);
+    tcase_add_test(tc, test_decide_replicas);
+    tcase_add_test(tc, test_effective_precision);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
     suite_add_tcase(s, tc);

@@ -570,6 +570,68 @@ START_TEST(dp_items_are_shared_and_verified) {
 }
 END_TEST
 
+/* ---- replica consistency -------------------------------------------------------------- */
+
+/* Scenario s on a (cfg 2, ulysses 2) layout of 4 ranks, every rank noting the same tensors:
+ *   0  every copy equal                    -> no difference
+ *   1  rank 3 perturbs its guided_output at eval 2 (one bit of one value)
+ *                                          -> eval 2, guided_output, ranks (0, 3), replica
+ *   2  rank 1 perturbs t_embedder at eval 1 -> eval 1, t_embedder, ranks (0, 1), sp
+ *      (rank 2's sp tensors differ from rank 0's by design: another cfg segment, other group)
+ *   3  ranks report other kernel sets      -> unchecked, never a difference */
+static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const int s = *(const int *)arg;
+    const rp_par_degrees d = {1, 2, 1, 2, 1, 1};
+    rp_parallel par;
+    rp_error err = {0};
+    if (rp_par_init(&par, c, &d, RP_INJECT_NONE, &err) != RP_OK) return 10;
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    float x[64];
+    int bad = 0;
+    for (int e = 0; e < 4; e++) {
+        par.fwd_eval = e;
+        for (int i = 0; i < 64; i++) x[i] = (float)(i + 100 * e + 1000 * par.at.cfg); /* per cfg segment */
+        if (s == 2 && rank == 1 && e == 1) x[5] = nextafterf(x[5], INFINITY);
+        rp_par_replica_note(&ctx, RP_PAR_RG_SP, "t_embedder", x, 64);
+        for (int i = 0; i < 64; i++) x[i] = (float)(i + 100 * e);                     /* combined: all equal */
+        if (s == 1 && rank == 3 && e == 2) x[7] = nextafterf(x[7], INFINITY);
+        rp_par_replica_note(&ctx, RP_PAR_RG_REPLICA, "guided_output", x, 64);
+    }
+    rp_par_replica_report rep;
+    const char *kern = s == 3 && rank == 2 ? "SkylakeX/cpu" : "Haswell/cpu";
+    if (rp_par_replica_collect(&par, kern, &rep, &err) != RP_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, err.msg);
+        bad = 11;
+    } else if (rank == 0) {
+        const int want_eval[] = {-1, 2, 1, -1};
+        if (rep.first.eval != want_eval[s]) bad = 12;
+        if (s == 1 && (strcmp(rep.first.name, "guided_output") || rep.first.rank_a != 0 || rep.first.rank_b != 3 ||
+                       rep.first.group != RP_PAR_RG_REPLICA))
+            bad = 13;
+        if (s == 2 && (strcmp(rep.first.name, "t_embedder") || rep.first.rank_a != 0 || rep.first.rank_b != 1 ||
+                       rep.first.group != RP_PAR_RG_SP))
+            bad = 14;
+        if (s == 3 && !strstr(rep.unchecked, "different kernels")) bad = 15;
+        /* per eval: sp copies of ranks 1, 3 against 0, 2; replica copies of 1, 2, 3 against 0 */
+        if (s != 3 && (rep.unchecked[0] || rep.checked != (2 + 3) * 4)) bad = 16;
+        if (bad) fprintf(stderr, "scenario %d: eval %d name %s ranks %d %d checked %ld unchecked '%s'\n", s,
+                         rep.first.eval, rep.first.name, rep.first.rank_a, rep.first.rank_b, rep.checked,
+                         rep.unchecked);
+    }
+    (void)world;
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(replica_copies_are_compared) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int scenario = _i;
+    const int failed = spawn(4, replica_rank_main, &scenario);
+    ck_assert_msg(failed == 0, "scenario %d: %d ranks failed", scenario, failed);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("parallel");
     TCase *tc = tcase_create("layout");
@@ -585,6 +647,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 180);
     tcase_add_loop_test(tc, sp_attention_ranks, 0, (int)(sizeof SP_CASES / sizeof *SP_CASES));
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
+    tcase_add_loop_test(tc, replica_copies_are_compared, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }

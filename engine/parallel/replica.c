@@ -1,0 +1,191 @@
+/* replica.c — replica consistency: every copy of a replicated tensor is the same bits.
+ *
+ * A layout keeps some tensors replicated: the latents of a dp group on every rank of
+ * the group after every step, the guided (cfg-combined) prediction, the conditioning
+ * and the other trace points that hold a whole sequence on every sp rank. Each copy is
+ * computed by the same code from the same bits, so in a correct implementation every
+ * copy is bitwise equal to every other — no envelope is needed, and a copy that
+ * differs is a bug at that tensor and step (a rank combining the cfg halves in another
+ * order, a constant perturbed on one rank), even when rank 0's own copy, the one the
+ * trace and the outputs see, is right. This is the check PyTorch's
+ * TORCH_DISTRIBUTED_DEBUG makes for collectives, made for the data.
+ *
+ * Each rank appends (evaluation, group, name, FNV-1a 64 of the bytes) to a log as the
+ * run goes (rp_par_replica_note: no communication), and at the end one gather brings
+ * every log to rank 0 (rp_par_replica_collect), which compares each rank's log with
+ * its group leader's entry by entry. Two ranks whose BLAS kernel sets or devices
+ * differ (a heterogeneous multi-node run) may legitimately round differently: such a
+ * group is reported unchecked, never a bug. */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallel.h"
+#include "../device.h"
+
+enum { TAG_REPLICA = 32 };
+
+/* One fingerprint, sent as raw bytes (every rank runs the same build). */
+typedef struct rp_par_rentry {
+    int32_t eval;
+    int32_t group;          /* rp_par_rgroup */
+    uint64_t hash;
+    char name[RP_PAR_REPLICA_NAME];
+} rp_par_rentry;
+
+struct rp_par_rlog {
+    rp_par_rentry *e;
+    int n, cap;
+    int overflow;           /* entries past RP_PAR_REPLICA_MAX_ENTRIES were dropped */
+};
+
+const char *rp_par_rgroup_name(rp_par_rgroup g) { return g == RP_PAR_RG_SP ? "sp" : "replica"; }
+
+void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n) {
+    rp_parallel *p = ctx->par;
+    if (!p || p->world == 1 || p->st != RP_OK) return;
+    if ((group == RP_PAR_RG_SP ? p->sp.size : p->replica.size) == 1) return; /* nothing replicated */
+    /* with stale activations (patch, pipefusion after warmup) each sp rank mixes its own
+     * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
+     * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
+    if (group == RP_PAR_RG_SP && p->fwd_eval >= p->stale_from) return;
+    rp_par_rlog *l = p->rlog;
+    if (!l && !(l = p->rlog = calloc(1, sizeof *l))) return; /* out of memory: the check is skipped */
+    if (l->n == l->cap) {
+        if (l->cap >= RP_PAR_REPLICA_MAX_ENTRIES) {
+            l->overflow = 1;
+            return;
+        }
+        const int cap = l->cap ? 2 * l->cap : 256;
+        rp_par_rentry *e = realloc(l->e, sizeof *e * (size_t)cap);
+        if (!e) {
+            l->overflow = 1;
+            return;
+        }
+        l->e = e;
+        l->cap = cap;
+    }
+    x = rp_d_host_view(ctx, x, n); /* a device tensor: its host copy */
+    if (!x) return;                 /* the device's sticky error reports it */
+    rp_par_rentry *e = &l->e[l->n++];
+    memset(e, 0, sizeof *e);
+    e->eval = p->fwd_eval;
+    e->group = group;
+    e->hash = rp_par_fnv1a64(x, sizeof(float) * n);
+    snprintf(e->name, sizeof e->name, "%s", name);
+}
+
+void rp_par_replica_free(rp_parallel *p) {
+    if (!p || !p->rlog) return;
+    free(p->rlog->e);
+    free(p->rlog);
+    p->rlog = NULL;
+}
+
+/* What every rank sends rank 0 before its entries. */
+typedef struct rhdr {
+    int32_t n, overflow;
+    char kernels[96];       /* "<BLAS kernel set>/<device>": ranks that differ may round differently */
+} rhdr;
+
+/* The group leader of rank r for group g: the rank with the same coordinates except
+ * sp (SP) or except everything but dp (REPLICA), and those coordinates 0. */
+static int leader_of(const rp_parallel *p, int r, rp_par_rgroup g) {
+    rp_par_coords c;
+    rp_par_coords_of(&p->deg, r, &c);
+    c.ulysses = c.ring = c.patch = 0;
+    if (g == RP_PAR_RG_REPLICA) c.cfg = c.pipefusion = 0;
+    return rp_par_rank_of(&p->deg, &c);
+}
+
+rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err) {
+    assert(p && out);
+    memset(out, 0, sizeof *out);
+    out->first.eval = -1;
+    if (p->world == 1) return RP_OK;
+    rp_comm *c = p->world_comm;
+    const rp_par_rlog *mine = p->rlog;
+    rhdr h;
+    memset(&h, 0, sizeof h);
+    h.n = mine ? mine->n : 0;
+    h.overflow = mine ? mine->overflow : 0;
+    snprintf(h.kernels, sizeof h.kernels, "%s", kernels ? kernels : "");
+    if (p->rank != 0) {
+        RP_TRY(c->ops->send(c, &h, sizeof h, 0, TAG_REPLICA, err));
+        if (h.n) RP_TRY(c->ops->send(c, mine->e, sizeof *mine->e * (size_t)h.n, 0, TAG_REPLICA, err));
+        return RP_OK;
+    }
+    /* rank 0: every rank's log, then each against its leader's */
+    rhdr *hs = calloc((size_t)p->world, sizeof *hs);
+    rp_par_rentry **logs = calloc((size_t)p->world, sizeof *logs);
+    rp_status st = hs && logs ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "replica check: out of memory");
+    if (st == RP_OK) {
+        hs[0] = h;
+        logs[0] = mine ? mine->e : NULL;
+    }
+    for (int r = 1; r < p->world && st == RP_OK; r++) {
+        st = c->ops->recv(c, &hs[r], sizeof hs[r], r, TAG_REPLICA, err);
+        if (st != RP_OK) break;
+        if (hs[r].n < 0 || hs[r].n > RP_PAR_REPLICA_MAX_ENTRIES) {
+            st = RP_FAIL(err, RP_ERR_COMM, "replica check: rank %d sent %d entries", r, hs[r].n);
+            break;
+        }
+        hs[r].kernels[sizeof hs[r].kernels - 1] = 0;
+        if (!hs[r].n) continue;
+        if (!(logs[r] = malloc(sizeof **logs * (size_t)hs[r].n))) {
+            st = RP_FAIL(err, RP_ERR_NOMEM, "replica check: out of memory for rank %d's %d entries", r, hs[r].n);
+            break;
+        }
+        st = c->ops->recv(c, logs[r], sizeof **logs * (size_t)hs[r].n, r, TAG_REPLICA, err);
+    }
+    for (int r = 1; r < p->world && st == RP_OK; r++) {
+        for (int g = 0; g < 2; g++) {
+            const int L = leader_of(p, r, (rp_par_rgroup)g);
+            if (L == r) continue;
+            if (strcmp(hs[r].kernels, hs[L].kernels)) {
+                snprintf(out->unchecked, sizeof out->unchecked,
+                         "ranks %d and %d run different kernels (%s vs %s): their copies may round differently", L,
+                         r, hs[L].kernels, hs[r].kernels);
+                continue;
+            }
+            if (hs[r].overflow || hs[L].overflow) {
+                snprintf(out->unchecked, sizeof out->unchecked, "more than %d fingerprints: the rest unchecked",
+                         RP_PAR_REPLICA_MAX_ENTRIES);
+            }
+            /* the k-th entry of group g on r against the k-th on its leader */
+            int i = 0, j = 0;
+            for (;;) {
+                while (i < hs[r].n && logs[r][i].group != g) i++;
+                while (j < hs[L].n && logs[L][j].group != g) j++;
+                if (i == hs[r].n || j == hs[L].n) {
+                    if (i != hs[r].n || j != hs[L].n)
+                        snprintf(out->unchecked, sizeof out->unchecked,
+                                 "ranks %d and %d noted different numbers of %s tensors", L, r,
+                                 rp_par_rgroup_name((rp_par_rgroup)g));
+                    break;
+                }
+                const rp_par_rentry *a = &logs[L][j], *b = &logs[r][i];
+                out->checked++;
+                const int differs = a->hash != b->hash || a->eval != b->eval || strcmp(a->name, b->name);
+                /* the earliest difference: by evaluation, then by position in the run */
+                if (differs && (out->first.eval < 0 || a->eval < out->first.eval ||
+                                (a->eval == out->first.eval && j < out->first.index))) {
+                    out->first.eval = a->eval;
+                    out->first.index = j;
+                    out->first.group = (rp_par_rgroup)g;
+                    out->first.rank_a = L;
+                    out->first.rank_b = r;
+                    snprintf(out->first.name, sizeof out->first.name, "%s", a->name);
+                    if (strcmp(a->name, b->name))
+                        snprintf(out->first.other, sizeof out->first.other, "%s", b->name);
+                }
+                i++, j++;
+            }
+        }
+    }
+    for (int r = 1; logs && r < p->world; r++) free(logs[r]);
+    free(logs);
+    free(hs);
+    return st;
+}
