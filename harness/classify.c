@@ -428,6 +428,20 @@ static int path_fmt(char *buf, const char *fmt, ...) {
     return n < 0 || n >= PATHLEN;
 }
 
+void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return;
+    cJSON_AddStringToObject(j, "kind", kind);
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON_AddStringToObject(j, "reason", reason);
+    cJSON_AddNumberToObject(j, "wall_s", wall_s);
+    char p[PATHLEN];
+    rp_error e;
+    path_fmt(p, "%s/aux.json", dir);
+    (void)rp_store_write_json(p, j, &e); /* a missing aux.json reads as "no done.json": a failed run */
+    cJSON_Delete(j);
+}
+
 /* One run's trajectory file: (rows = steps + 1, B, per). */
 typedef struct traj {
     int rows, B;
@@ -475,10 +489,7 @@ static int traj_same_shape(const traj *a, const traj *b) {
     return a->rows == b->rows && a->B == b->B && a->per == b->per;
 }
 
-/* Status of an auxiliary run dir (twin, teacher, leak): its aux.json written by the
- * runner, or, without one, "ok" when done.json exists. Returns RP_V_COUNT for ok, else the
- * failing verdict, with the reason in why. */
-static rp_verdict aux_status(const char *dir, char *why, size_t cap) {
+rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap) {
     char p[PATHLEN];
     why[0] = '\0';
     path_fmt(p, "%s/aux.json", dir);
@@ -509,7 +520,7 @@ static rp_verdict case_status(const char *dir, char *why, size_t cap) {
     path_fmt(p, "%s/result.json", dir);
     cJSON *j = NULL;
     rp_error e;
-    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return aux_status(dir, why, cap);
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return rp_cls_aux_status(dir, why, cap);
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
     if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
@@ -666,21 +677,25 @@ static void twin_load(twin_data *t, const char *dir) {
     snprintf(t->dir, sizeof t->dir, "%s", dir);
     const char *slash = strrchr(dir, '/');
     snprintf(t->name, sizeof t->name, "%.63s", slash ? slash + 1 : dir);
-    t->status = aux_status(dir, t->why, sizeof t->why);
-    if (t->status != RP_V_COUNT) return;
-    char p[PATHLEN], td[PATHLEN], why[300];
+    char p[PATHLEN], td[PATHLEN], aux[PATHLEN], why[300];
     rp_error e;
     path_fmt(p, "%s/latents.safetensors", dir);
-    if (traj_load(p, "trajectory", &t->main, &e) != RP_OK) {
+    path_fmt(td, "%s/teacher", dir);
+    path_fmt(aux, "%s/aux.json", dir);
+    /* a twin with other arithmetic may have run teacher-forced only (job_case.c): its first
+     * evaluation is its teacher run's step 0, from the same x_T; its status is that run's */
+    struct stat sb;
+    const int teacher_only = !rp_is_file(p) && !rp_is_file(aux) && stat(td, &sb) == 0;
+    t->status = rp_cls_aux_status(teacher_only ? td : dir, t->why, sizeof t->why);
+    if (t->status != RP_V_COUNT) return;
+    if (!teacher_only && traj_load(p, "trajectory", &t->main, &e) != RP_OK) {
         t->status = RP_V_CRASH;
         snprintf(t->why, sizeof t->why, "%.290s", e.msg);
         return;
     }
     path_fmt(p, "%s/trace.safetensors", dir);
-    t->have_trace = rp_cls_trace_load(p, &t->trace, &e) == RP_OK;
-    path_fmt(td, "%s/teacher", dir);
-    struct stat sb;
-    if (stat(td, &sb) != 0 || aux_status(td, why, sizeof why) != RP_V_COUNT) return;
+    t->have_trace = !teacher_only && rp_cls_trace_load(p, &t->trace, &e) == RP_OK;
+    if (stat(td, &sb) != 0 || rp_cls_aux_status(td, why, sizeof why) != RP_V_COUNT) return;
     path_fmt(p, "%s/teacher.safetensors", td);
     if (traj_load(p, "teacher", &t->teacher, &e) != RP_OK) memset(&t->teacher, 0, sizeof t->teacher);
     path_fmt(p, "%s/trace.safetensors", td);
@@ -746,17 +761,17 @@ static void cls_status(cls *x) {
     struct stat sb;
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
     else path_fmt(td, "%s/teacher", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "teacher-forcing run: %.560s", why);
         return;
     }
     path_fmt(td, "%s/leak", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "leak-check run: %.560s", why);
         return;
     }
     path_fmt(td, "%s/fresh", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = aux_status(td, why, sizeof why)) != RP_V_COUNT)
+    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT)
         snprintf(f->failed_reason, sizeof f->failed_reason, "fresh rerun: %.560s", why);
 }
 
@@ -880,7 +895,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         else path_fmt(d, "%s/twins/%s", x->base, rp_cls_twin_name(t < RP_CLS_MAX_TWINS ? t : 0));
         twin_data *w = &x->tw[x->n_tw++];
         twin_load(w, d);
-        if (w->status == RP_V_COUNT && !traj_same_shape(&w->main, &x->tb)) {
+        if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
             w->status = RP_V_CRASH;
             snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
         }
@@ -892,8 +907,10 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         cJSON_AddItemToArray(twj, o);
         if (w->status != RP_V_COUNT) continue;
         n_ok++;
-        rp_cls_rows_rel(x->tb.x, w->main.x, x->N + 1, x->B, x->per, v);
-        env_max(x->env_acc, v, x->N + 1, NULL);
+        if (w->main.rows) { /* a free run (not a teacher-only twin) */
+            rp_cls_rows_rel(x->tb.x, w->main.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_acc, v, x->N + 1, NULL);
+        }
         if (w->teacher.rows && traj_same_shape(&w->teacher, &x->tb)) {
             rp_cls_rows_rel(x->tb.x, w->teacher.x, x->N + 1, x->B, x->per, v);
             env_max(x->env_step, v + 1, x->N, w->teacher.mask);
@@ -905,7 +922,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
     path_fmt(td, "%s/teacher", x->base);
     path_fmt(p, "%s/teacher.safetensors", td);
     struct stat sb;
-    if (stat(td, &sb) == 0 && aux_status(td, why, sizeof why) == RP_V_COUNT &&
+    if (stat(td, &sb) == 0 && rp_cls_aux_status(td, why, sizeof why) == RP_V_COUNT &&
         traj_load(p, "teacher", &x->bt, &e) == RP_OK) {
         if (traj_same_shape(&x->bt, &x->tb)) {
             rp_cls_rows_rel(x->tb.x, x->bt.x, x->N + 1, x->B, x->per, v);
@@ -930,6 +947,8 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
         if (w->status != RP_V_COUNT) continue;
         const rp_trace_rec *r = NULL;
         if (!teacher && w->have_trace) r = trace_find(&w->trace, 0, base->name);
+        /* a teacher-only twin's first evaluation: its teacher run's step 0 (same x_T) */
+        if (!teacher && !w->have_trace && w->have_teacher_trace && w->teacher.rows) teacher = 1, k = 0;
         if (teacher && w->have_teacher_trace && w->teacher.rows) {
             const int e = eval_of_step(w->teacher.mask, k);
             r = e >= 0 ? trace_find(&w->teacher_trace, e, base->name) : NULL;

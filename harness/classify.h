@@ -206,6 +206,15 @@ int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict
 
 /* ---- the driver ---------------------------------------------------------------------- */
 
+/* Writes dir/aux.json, how one of the classifier's runs ended ({"kind", "status": "ok" or
+ * a verdict name, "reason", "wall_s"}), atomically; the classifier reads it back. A write
+ * that fails leaves no aux.json, which reads as a failed run. */
+void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s);
+/* Status of one of those runs' directory (twin, teacher, leak, fresh): its aux.json, or,
+ * without one, ok when done.json exists. Returns RP_V_COUNT for ok, else the failing
+ * verdict (CRASH for a missing directory), with the reason in why (cap bytes). */
+rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap);
+
 /* 1 when dir_a and dir_b hold bitwise equal latents and trajectories (latents.safetensors). */
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
 

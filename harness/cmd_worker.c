@@ -23,6 +23,7 @@
 #include "engine/error.h"
 #include "harness/args.h"
 #include "harness/commands.h"
+#include "harness/classify.h"
 #include "harness/job_case.h"
 #include "harness/launch.h"
 #include "harness/rankenv.h"
@@ -46,7 +47,8 @@ static void usage(FILE *f) {
             "                 rank 0 writes latents.safetensors, image-<i>.png, trace.safetensors,\n"
             "                 env.json and done.json last); the classifier's runs of a case:\n"
             "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise,\n"
-            "                 --leak-check (harness/job_case.h)\n"
+            "                 --leak-check; after the case in the same launch: --then-twins N,\n"
+            "                 --then-teacher REF_DIR, --then-leak (harness/job_case.h)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
             "  --backend B        self | gloo | nccl (default: self for one rank, else gloo)\n"
@@ -84,6 +86,8 @@ typedef struct worker_opts {
     const char *case_file, *out_dir; /* job case */
     const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
     int teacher_steps, perturb_noise, leak_check;
+    int then_twins, then_leak;       /* job case: the classifier's runs in the same launch */
+    const char *then_teacher;
     int backend_given;               /* --backend was given */
 } worker_opts;
 
@@ -201,9 +205,16 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->teacher_steps = (int)rp_arg_int(&a, "teacher-steps", 0);
     o->perturb_noise = rp_arg_flag(&a, "perturb-noise");
     o->leak_check = rp_arg_flag(&a, "leak-check");
+    o->then_twins = (int)rp_arg_int(&a, "then-twins", 0);
+    o->then_teacher = rp_arg_str(&a, "then-teacher", NULL);
+    o->then_leak = rp_arg_flag(&a, "then-leak");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
+    if (o->then_twins < 0 || o->then_twins > RP_CLS_MAX_TWINS) {
+        RP_FAIL(&err, RP_ERR_INVALID, "--then-twins %d: must be 0..%d", o->then_twins, RP_CLS_MAX_TWINS);
+        return fail(re, &err, RP_WORKER_EXIT_USAGE);
+    }
 
     if (!job) {
         RP_FAIL(&err, RP_ERR_INVALID, "--job is required (comm-selftest, sleep, crash, exit)");
@@ -346,7 +357,8 @@ int rp_cmd_worker(int argc, char **argv) {
     }
     if (o.job == JOB_CASE) { /* creates its communicator itself, once the case is validated */
         rp_job_case_opts jo = {o.case_file, o.out_dir, o.comm, o.backend_given,
-                               o.teacher_ref, o.teacher_steps, o.perturb_noise, o.leak_check};
+                               o.teacher_ref, o.teacher_steps, o.perturb_noise, o.leak_check,
+                               o.then_twins, o.then_teacher, o.then_leak};
         return rp_job_case(&re, &jo);
     }
     rp_comm *c = NULL;

@@ -418,12 +418,261 @@ static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_e
     return st;
 }
 
-int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
-    const double t_start = now_s();
+/* ---- one launch: the case's run, then the classifier's runs in the same process ---- */
+
+/* What one rank keeps across the runs of one launch: the case, its numerics, the
+ * communicator and its groups, the dp items and the device. */
+typedef struct job {
+    const rp_rankenv *re;
+    const rp_job_case_opts *o;
+    rp_case *c;
+    rp_ctx ctx;               /* the case's; runs copy it (twins change the rounding) */
+    rp_parallel par;
+    rp_family fam;
+    rp_sampler_kind sk;
+    rp_inject_id fault;
+    int host_check;
+    const char *dev_name;
+    rp_gen_item *local;       /* (count) this dp group's items */
+    int n_all, first, count;
+    double t_start;           /* the process's start */
+    double t_setup, t_rendezvous;
+} job;
+
+/* One run of the launch. */
+typedef struct run_spec {
+    const rp_case *c;         /* the case as run (a twin: its rounding changed) */
+    const char *out_dir;      /* rank 0 writes here */
+    const char *teacher_ref;  /* teacher forcing from this directory's trajectory; NULL: free */
+    int perturb_noise;        /* one ulp in each item's initial noise (a twin) */
+    int leak_prelude;         /* another case first (the leak check) */
+    int decode;               /* decode the images (each dp group's leader) */
+} run_spec;
+
+/* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
+ * rank 0, which writes s->out_dir (teacher mode: teacher.safetensors and the trace of every
+ * evaluation; else the case's outputs). Collective over the world. */
+static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
+    const rp_case *c = s->c;
+    const int main_run = s->out_dir == J->o->out_dir; /* the launch's own run: timed from the start */
+    const double t_run = main_run ? J->t_start : now_s();
     double t[8] = {0}; /* setup, rendezvous, encode, sample, decode, gather, write, total */
+    if (main_run) t[0] = J->t_setup, t[1] = J->t_rendezvous;
+    rp_ctx ctx;
+    RP_TRY(case_ctx(c, &ctx, err));
+    ctx.dev = J->ctx.dev;
+    ctx.par = &J->par;
+    rp_ctx_apply(&ctx); /* a twin's thread count; the case's again for the next run */
+    rp_trace trace;
+    rp_trace_init(&trace);
+    ctx.trace = &trace; /* every rank: the trace points are collective; rank 0's is saved */
+    rp_ctx_trace_notes(&ctx, &trace);
+    rp_trace_note(&trace, "device", J->dev_name);
+    if (J->host_check) rp_trace_note(&trace, "device.check", "host-check");
+    if (rp_device_name_is_cuda(c->device)) {
+        rp_trace_note(&trace, "device.precision", c->precision);
+        rp_trace_note(&trace, "device.gpu_mode", c->gpu_mode);
+    }
+    {
+        char v[256];
+        const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
+        rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
+        rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
+        rp_trace_note(&trace, "parallel.backend", c->backend);
+        if (J->fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
+        if (c->pipefusion > 1 || c->patch > 1) {
+            snprintf(v, sizeof v, "%d", c->warmup_steps);
+            rp_trace_note(&trace, "parallel.warmup_steps", v);
+        }
+        if (c->pipefusion > 1) /* each stage runs its own blocks: no rank reaches every trace point */
+            rp_trace_note(&trace, "parallel.trace", "off: pipefusion stages run different blocks");
+    }
+    rp_gen_request req;
+    memset(&req, 0, sizeof req);
+    req.model = c->model;
+    req.depth = c->depth;
+    req.single_depth = c->single_depth;
+    req.weights = c->weights[0] ? c->weights : NULL;
+    req.weight_seed = c->weight_seed;
+    req.vae = c->vae[0] ? c->vae : NULL;
+    req.sampler = J->sk;
+    req.eta = c->eta;
+    req.steps = c->steps;
+    req.cfg = c->cfg;
+    req.guidance = c->guidance;
+    req.width = c->width;
+    req.height = c->height;
+    req.per_item = !strcmp(c->batch_forward, "per-item");
+    req.n_items = J->count;
+    req.items = J->local;
+    req.decode = s->decode && J->par.replica.rank == 0; /* each dp group's leader decodes its items */
+    req.perturb_noise = s->perturb_noise;
+    float *teacher = NULL;       /* this rank's items of the reference trajectory */
+    unsigned char *tmask = NULL; /* (steps) the teacher steps */
+    rp_gen_result res, gathered;
+    memset(&res, 0, sizeof res);
+    memset(&gathered, 0, sizeof gathered);
+    rp_status st = RP_OK;
+    rp_par_replica_free(&J->par); /* each run's replica check is its own */
+    if (s->teacher_ref) {
+        /* the strategies with state across steps (pipefusion, patch) and the timestep fault
+         * key it by the evaluation index, so there every step runs */
+        const int every = c->pipefusion > 1 || c->patch > 1 || J->fault == RP_INJECT_TIMESTEP_SKEW;
+        if (!(tmask = malloc((size_t)c->steps))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+        if (st == RP_OK) {
+            trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : J->o->teacher_steps,
+                                                     J->fam == RP_FAMILY_DIT && J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+            st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
+        }
+        req.teacher = teacher;
+        req.teacher_steps = tmask;
+        req.decode = 0;
+    }
+    if (st == RP_OK && s->leak_prelude) {
+        req.decode = 0; /* the check compares latents */
+        st = leak_prelude(&req, &ctx, err);
+        rp_par_replica_free(&J->par); /* the replica check is the case's own */
+    }
+    if (st == RP_OK) st = rp_generate(&req, &ctx, &res, err);
+#ifdef REPRO_HAVE_CUDA
+    rp_device_cuda_trace_notes(ctx.dev, &trace); /* GEMM algorithms and attention kernel (cuda only) */
+#endif
+    if (st == RP_OK) {
+        t[2] = res.encode_seconds;
+        t[3] = res.sample_seconds;
+        t[4] = res.decode_seconds;
+        st = replica_check(s->out_dir, &J->par, &ctx, &res, c->steps, s->teacher_ref ? tmask : NULL, J->dev_name, err);
+    }
+    /* ---- results to rank 0, in input order ---- */
+    const double t5 = now_s();
+    if (st == RP_OK) st = rp_par_dp_gather(&J->par, &res, J->n_all, &gathered, err);
+    t[5] = now_s() - t5;
+    if (st == RP_OK && J->par.rank == 0 && s->teacher_ref)
+        st = write_teacher(s->out_dir, c, &gathered, tmask, s->teacher_ref, &trace, &J->par, J->dev_name, t, t_run,
+                           err);
+    else if (st == RP_OK && J->par.rank == 0)
+        st = write_outputs(s->out_dir, c, &gathered, &trace, &J->par, J->dev_name, t, t_run, err);
+    rp_gen_result_free(&gathered);
+    rp_gen_result_free(&res);
+    rp_trace_free(&trace);
+    free(teacher);
+    free(tmask);
+    return st;
+}
+
+/* Agreement after a run: every rank's status, so all go on or all stop together (a
+ * classifier run that failed on one rank must not leave the others in a collective). */
+static rp_status job_agree(job *J, rp_status mine, rp_error *err) {
+    if (J->par.world == 1) return mine;
+    float f = mine == RP_OK ? 0.0f : 1.0f;
+    rp_error e;
+    rp_comm *c = J->par.world_comm;
+    rp_status st = c->ops->allreduce(c, &f, 1, RP_REDUCE_MAX, &e);
+    if (st != RP_OK) {
+        if (mine == RP_OK) *err = e;
+        return mine != RP_OK ? mine : st;
+    }
+    if (mine == RP_OK && f != 0.0f) {
+        RP_FAIL(err, RP_ERR_COMM, "another rank failed in this run (its stderr has the reason)");
+        return RP_ERR_COMM;
+    }
+    return mine;
+}
+
+/* One of the classifier's runs of the launch into dir (created by rank 0 with `c` as its
+ * case.json when save_case), its end recorded in dir/aux.json (rp_cls_write_aux). Returns
+ * 0 when it finished ok on every rank, else 1 (the launch goes on with its case's result;
+ * the classifier reports the failed run). */
+static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
+    const double t0 = now_s();
     rp_error err;
     rp_error_clear(&err);
-    rp_case *c = malloc(sizeof *c);
+    rp_status st = RP_OK;
+    if (J->par.rank == 0) {
+        st = make_dir(s->out_dir, &err);
+        char p[4200];
+        snprintf(p, sizeof p, "%.4000s/case.json", s->out_dir);
+        if (st == RP_OK && save_case) st = rp_case_save(s->c, p, &err);
+    }
+    if ((st = job_agree(J, st, &err)) == RP_OK) st = job_run(J, s, &err);
+    st = job_agree(J, st, &err);
+    if (J->par.rank == 0)
+        rp_cls_write_aux(s->out_dir, kind, st == RP_OK ? "ok" : "CRASH", st == RP_OK ? "" : err.msg, now_s() - t0);
+    if (st != RP_OK) {
+        rp_error e = err;
+        snprintf(e.msg, sizeof e.msg, "worker rank %d/%d (%s run): %.960s", J->re->rank, J->re->world, kind, err.msg);
+        rp_report_error(&e);
+    }
+    return st != RP_OK;
+}
+
+/* 1 when dir's trajectory is bitwise this launch's (out_dir), decided on rank 0 and
+ * shared: a case bitwise equal to its reference needs no teacher run. */
+static int job_same_as(job *J, const char *dir) {
+    float same = 0.0f;
+    if (J->par.rank == 0) same = rp_cls_runs_identical(dir, J->o->out_dir) ? 1.0f : 0.0f;
+    if (J->par.world > 1) {
+        rp_error e;
+        rp_comm *c = J->par.world_comm;
+        if (c->ops->broadcast(c, &same, sizeof same, 0, &e) != RP_OK) return 0;
+    }
+    return same != 0.0f;
+}
+
+/* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
+ * their inputs exist: a reference's twins (and the teacher runs of the twins with other
+ * arithmetic) and its own teacher run, which read the case's trajectory; a case's teacher
+ * run against its reference; the leak check. Stops at the first run that fails. */
+static void job_classifier_runs(job *J) {
+    const rp_job_case_opts *o = J->o;
+    char dir[4200], tdir[4200];
+    if (J->par.world > 1) { /* rank 0 wrote the case's trajectory: every rank reads it */
+        rp_error e;
+        rp_comm *c = J->par.world_comm;
+        if (c->ops->barrier(c, &e) != RP_OK) return;
+    }
+    for (int k = 0; k < o->then_twins; k++) {
+        rp_case tc;
+        int noise = 0;
+        rp_cls_twin_case(J->c, k, &tc, &noise);
+        snprintf(dir, sizeof dir, "%.3900s/twins/%s", o->out_dir, rp_cls_twin_name(k));
+        /* A twin with other arithmetic runs teacher-forced only: its step 0 starts from the
+         * same x_T as a free run, so its first evaluation is the free run's, and its local
+         * errors are what the envelope needs; its free trajectory (amplified rounding) is
+         * not evidence. A twin that moves the noise runs free (its teacher run would repeat
+         * the case's own). */
+        const int other_math = tc.reduce_split != J->c->reduce_split || tc.threads != J->c->threads;
+        if (noise) {
+            const run_spec tw = {&tc, dir, NULL, noise, 0, 0};
+            if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return;
+        }
+        if (!other_math) continue;
+        snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
+        const run_spec tt = {&tc, tdir, o->out_dir, 0, 0, 0};
+        if (job_aux(J, "teacher", &tt, 1)) return;
+    }
+    const char *tref = o->then_twins > 0 ? o->out_dir : o->then_teacher;
+    if (tref && (tref == o->out_dir || !job_same_as(J, tref))) {
+        snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
+        const run_spec tt = {J->c, dir, tref, 0, 0, 0};
+        if (job_aux(J, "teacher", &tt, 0)) return;
+    }
+    if (o->then_leak) {
+        snprintf(dir, sizeof dir, "%.4000s/leak", o->out_dir);
+        const run_spec lk = {J->c, dir, NULL, 0, 1, 0};
+        (void)job_aux(J, "leak", &lk, 0);
+    }
+}
+
+int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
+    job J;
+    memset(&J, 0, sizeof J);
+    J.re = re;
+    J.o = o;
+    J.t_start = now_s();
+    rp_error err;
+    rp_error_clear(&err);
+    rp_case *c = J.c = malloc(sizeof *c);
     if (!c) {
         RP_FAIL(&err, RP_ERR_NOMEM, "out of memory");
         return fail(re, &err, RP_WORKER_EXIT_FAIL);
@@ -446,23 +695,20 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     rp_validate_env env;
     rp_validate_env_host(&env);
     env.world = re->world;
-    rp_ctx ctx;
     rp_comm_kind kind = RP_COMM_SELF;
-    rp_inject_id fault = RP_INJECT_NONE;
-    rp_family fam = RP_FAMILY_DIT;
-    rp_sampler_kind sk = RP_SAMPLER_DDIM;
-    int host_check = 0;
+    J.fam = RP_FAMILY_DIT;
+    J.sk = RP_SAMPLER_DDIM;
     st = rp_case_validate(c, &env, &err);
-    if (st == RP_OK) st = device_hook(c, &host_check, &err);
+    if (st == RP_OK) st = device_hook(c, &J.host_check, &err);
     if (st == RP_OK) st = rp_comm_kind_parse(c->backend, &kind, &err);
     if (st == RP_OK && o->backend_given && kind != o->comm.kind)
         st = RP_FAIL(&err, RP_ERR_INVALID, "--backend %s but the case says backend=%s",
                      rp_comm_kind_name(o->comm.kind), c->backend);
-    if (st == RP_OK) st = rp_inject_parse(c->inject, &fault, &err);
-    if (st == RP_OK) st = rp_model_family(c->model, &fam, &err);
-    if (st == RP_OK && fam == RP_FAMILY_DIT) st = rp_sampler_parse(c->sampler, &sk, &err);
-    if (st == RP_OK) st = case_ctx(c, &ctx, &err);
-    if (st == RP_OK) st = rp_ctx_ensure_coretype(ctx.blas_core, NULL, &err); /* may re-execute this rank */
+    if (st == RP_OK) st = rp_inject_parse(c->inject, &J.fault, &err);
+    if (st == RP_OK) st = rp_model_family(c->model, &J.fam, &err);
+    if (st == RP_OK && J.fam == RP_FAMILY_DIT) st = rp_sampler_parse(c->sampler, &J.sk, &err);
+    if (st == RP_OK) st = case_ctx(c, &J.ctx, &err);
+    if (st == RP_OK) st = rp_ctx_ensure_coretype(J.ctx.blas_core, NULL, &err); /* may re-execute this rank */
     if (st != RP_OK) {
         free(c);
         return fail(re, &err, rp_worker_exit_code(st) == RP_WORKER_EXIT_FAIL ? RP_WORKER_EXIT_CONFIG : rp_worker_exit_code(st));
@@ -471,19 +717,20 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         free(c);
         return fail(re, &err, RP_WORKER_EXIT_FAIL);
     }
-    rp_ctx_apply(&ctx);
+    rp_ctx_apply(&J.ctx);
     /* the device (after a possible re-exec above: no GPU context is made twice) */
     rp_device *dev = NULL;
     int ordinal = -1;
-    if ((st = make_device(c, host_check, re->local_rank, &dev, &ordinal, &err)) != RP_OK) {
+    if ((st = make_device(c, J.host_check, re->local_rank, &dev, &ordinal, &err)) != RP_OK) {
         free(c);
         return fail(re, &err, rp_worker_exit_code(st));
     }
-    ctx.dev = dev;
-    t[0] = now_s() - t_start;
+    J.ctx.dev = dev;
+    J.dev_name = dev ? dev->name : "cpu";
+    J.t_setup = now_s() - J.t_start;
+    const double t1 = now_s();
 
     /* ---- communicator and groups ---- */
-    double t1 = now_s();
     rp_comm_opts co = o->comm;
     co.kind = kind;
     co.rank = re->rank;
@@ -501,145 +748,51 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         co.prefix = prefix;
     }
     rp_comm *comm = NULL;
-    rp_parallel par;
-    memset(&par, 0, sizeof par);
-    rp_gen_item *mine = NULL, *all = NULL, *local = NULL;
+    rp_gen_item *mine = NULL, *all = NULL;
     char *strings = NULL;
-    rp_gen_result res, gathered;
-    memset(&res, 0, sizeof res);
-    memset(&gathered, 0, sizeof gathered);
-    rp_trace trace;
-    rp_trace_init(&trace);
-    float *teacher = NULL;       /* --teacher-force: this rank's items of the reference trajectory */
-    unsigned char *tmask = NULL; /* (steps) the teacher steps */
     int rc = 0;
     if ((st = rp_comm_create(&co, &comm, &err)) != RP_OK) goto out;
     const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
-    if ((st = rp_par_init(&par, comm, &deg, fault, &err)) != RP_OK) goto out;
+    if ((st = rp_par_init(&J.par, comm, &deg, J.fault, &err)) != RP_OK) goto out;
     if (c->pipefusion > 1)
-        st = rp_par_pipefusion_init(&par, c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion,
+        st = rp_par_pipefusion_init(&J.par, c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion,
                                     c->pipefusion_layers, c->n_pipefusion_layers, c->warmup_steps, &err);
     else if (c->patch > 1)
-        st = rp_par_patch_init(&par, c->warmup_steps, &err);
+        st = rp_par_patch_init(&J.par, c->warmup_steps, &err);
     if (st != RP_OK) goto out;
-    t[1] = now_s() - t1;
+    J.t_rendezvous = now_s() - t1;
 
     /* ---- items: rank 0's list, verified everywhere, this dp group's block ---- */
     const int n = c->n_items;
     mine = calloc((size_t)n, sizeof *mine);
-    local = calloc((size_t)n, sizeof *local);
-    if (!mine || !local) {
+    J.local = calloc((size_t)n, sizeof *J.local);
+    if (!mine || !J.local) {
         st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory for %d items", n);
         goto out;
     }
     for (int i = 0; i < n; i++) {
         mine[i].seed = c->items[i].seed;
         mine[i].global_index = (uint64_t)i;
-        mine[i].class_id = fam == RP_FAMILY_DIT ? c->items[i].class_id : 0;
-        mine[i].prompt = fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+        mine[i].class_id = J.fam == RP_FAMILY_DIT ? c->items[i].class_id : 0;
+        mine[i].prompt = J.fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
     }
-    int n_all = 0, first = 0, count = 0;
-    if ((st = rp_par_dp_share_items(&par, mine, n, &all, &n_all, &strings, &err)) != RP_OK) goto out;
-    if ((st = rp_par_dp_select(&par, all, n_all, local, &first, &count, &err)) != RP_OK) goto out;
+    if ((st = rp_par_dp_share_items(&J.par, mine, n, &all, &J.n_all, &strings, &err)) != RP_OK) goto out;
+    if ((st = rp_par_dp_select(&J.par, all, J.n_all, J.local, &J.first, &J.count, &err)) != RP_OK) goto out;
 
-    /* ---- generate this rank's part ---- */
-    ctx.par = &par;
-    ctx.trace = &trace; /* every rank: the trace points are collective; rank 0's is saved */
-    rp_ctx_trace_notes(&ctx, &trace);
-    const char *dev_name = dev ? dev->name : "cpu";
-    rp_trace_note(&trace, "device", dev_name);
-    if (host_check) rp_trace_note(&trace, "device.check", "host-check");
-    if (rp_device_name_is_cuda(c->device)) {
-        rp_trace_note(&trace, "device.precision", c->precision);
-        rp_trace_note(&trace, "device.gpu_mode", c->gpu_mode);
-    }
-    {
-        char v[256];
-        rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
-        rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
-        rp_trace_note(&trace, "parallel.backend", c->backend);
-        if (fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
-        if (c->pipefusion > 1 || c->patch > 1) {
-            snprintf(v, sizeof v, "%d", c->warmup_steps);
-            rp_trace_note(&trace, "parallel.warmup_steps", v);
-        }
-        if (c->pipefusion > 1) /* each stage runs its own blocks: no rank reaches every trace point */
-            rp_trace_note(&trace, "parallel.trace", "off: pipefusion stages run different blocks");
-    }
-    rp_gen_request req;
-    memset(&req, 0, sizeof req);
-    req.model = c->model;
-    req.depth = c->depth;
-    req.single_depth = c->single_depth;
-    req.weights = c->weights[0] ? c->weights : NULL;
-    req.weight_seed = c->weight_seed;
-    req.vae = c->vae[0] ? c->vae : NULL;
-    req.sampler = sk;
-    req.eta = c->eta;
-    req.steps = c->steps;
-    req.cfg = c->cfg;
-    req.guidance = c->guidance;
-    req.width = c->width;
-    req.height = c->height;
-    req.per_item = !strcmp(c->batch_forward, "per-item");
-    req.n_items = count;
-    req.items = local;
-    req.decode = par.replica.rank == 0; /* each dp group's leader decodes its items */
-    req.perturb_noise = o->perturb_noise;
-    if (o->teacher_ref) {
-        /* the strategies with state across steps (pipefusion, patch) and the timestep fault
-         * key it by the evaluation index, so there every step runs */
-        const int every = c->pipefusion > 1 || c->patch > 1 || fault == RP_INJECT_TIMESTEP_SKEW;
-        if (!(tmask = malloc((size_t)c->steps))) {
-            st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-        trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : o->teacher_steps,
-                                                 fam == RP_FAMILY_DIT && sk == RP_SAMPLER_DPMPP_2M, tmask);
-        if ((st = teacher_load(o->teacher_ref, c->steps, n_all, first, count, &teacher, &err)) != RP_OK) goto out;
-        req.teacher = teacher;
-        req.teacher_steps = tmask;
-        req.decode = 0;
-    }
-    if (o->leak_check) {
-        req.decode = 0; /* the check compares latents */
-        if ((st = leak_prelude(&req, &ctx, &err)) != RP_OK) goto out;
-        rp_par_replica_free(&par); /* the replica check is the case's own */
-    }
-    st = rp_generate(&req, &ctx, &res, &err);
-#ifdef REPRO_HAVE_CUDA
-    rp_device_cuda_trace_notes(dev, &trace); /* GEMM algorithms and attention kernel (cuda only) */
-#endif
-    if (st != RP_OK) goto out;
-    t[2] = res.encode_seconds;
-    t[3] = res.sample_seconds;
-    t[4] = res.decode_seconds;
-
-    if ((st = replica_check(o->out_dir, &par, &ctx, &res, c->steps, o->teacher_ref ? tmask : NULL, dev_name, &err)) !=
-        RP_OK)
-        goto out;
-
-    /* ---- results to rank 0, in input order ---- */
-    double t5 = now_s();
-    if ((st = rp_par_dp_gather(&par, &res, n_all, &gathered, &err)) != RP_OK) goto out;
-    t[5] = now_s() - t5;
-    if (par.rank == 0 && o->teacher_ref)
-        st = write_teacher(o->out_dir, c, &gathered, tmask, o->teacher_ref, &trace, &par, dev_name, t, t_start, &err);
-    else if (par.rank == 0)
-        st = write_outputs(o->out_dir, c, &gathered, &trace, &par, dev_name, t, t_start, &err);
+    /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
+    const run_spec main_run = {c, o->out_dir, o->teacher_ref, o->perturb_noise, o->leak_check,
+                               !o->teacher_ref && !o->leak_check};
+    if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
+    /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
+    if (o->then_twins > 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));
-    rp_gen_result_free(&gathered);
-    rp_gen_result_free(&res);
-    rp_trace_free(&trace);
-    free(teacher);
-    free(tmask);
     free(mine);
-    free(local);
+    free(J.local);
     free(all);
     free(strings);
-    rp_par_free(&par);
+    rp_par_free(&J.par);
     rp_comm_destroy(comm);
     rp_device_destroy(dev); /* after everything that may hold device memory */
     free(c);

@@ -28,6 +28,11 @@
  *   --perturb-noise      one ulp up on the first value of each item's initial noise
  *   --leak-check         before the case, the same layout runs another case (every seed + 1)
  *                        in this process; the case's outputs are written, not decoded
+ * The runner asks for them in the case's own launch instead (a launch, its rendezvous and
+ * its weights cost more than a tiny case's run): --then-twins N, --then-teacher REF_DIR,
+ * --then-leak run them after the case's outputs are written, each into its directory
+ * (twins/<name>/ [with teacher/], teacher/, leak/) with an aux.json saying how it ended; a
+ * failed one is recorded there, the later ones are skipped, and the launch still exits 0.
  * Exit codes: those of `repro worker` (harness/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */
@@ -48,6 +53,14 @@ typedef struct rp_job_case_opts {
     int teacher_steps;       /* --teacher-steps N: 0 every step, else N spread (rp_cls_teacher_mask) */
     int perturb_noise;       /* --perturb-noise: one ulp up in each item's initial noise (a twin) */
     int leak_check;          /* --leak-check: first run another case (every seed + 1) in this process */
+    /* the classifier's runs made by the same launch after the case's own run (its outputs
+       written first); each in its directory with aux.json (rp_cls_write_aux) */
+    int then_twins;          /* --then-twins N: the rounding twins 0..N-1 (OUT/twins/<name>/, with the
+                                teacher runs of those with other arithmetic) and the case's own
+                                teacher run (OUT/teacher/): a reference's runs */
+    const char *then_teacher;/* --then-teacher REF_DIR: teacher forcing from REF_DIR into OUT/teacher/,
+                                unless the case's trajectory is bitwise REF_DIR's */
+    int then_leak;           /* --then-leak: the leak check into OUT/leak/ */
 } rp_job_case_opts;
 
 /* Runs the case on this rank; returns a worker exit code (errors reported on stderr,

@@ -692,16 +692,16 @@ static void first_line(const char *text, char *out, size_t cap) {
  * terminated, or NULL); fills *oc's status, reason and failed rank, and appends the run's
  * record to runs (may be NULL); returns 1 when the run was cancelled. */
 static int launch_run(runner *r, const rp_case *c, const char *case_json, const char *out,
-                      const char *const *extra, rp_launch_result *res, rp_case_outcome *oc, cJSON *runs,
-                      char *report, size_t report_cap) {
+                      const char *const *extra, int planned, rp_launch_result *res, rp_case_outcome *oc,
+                      cJSON *runs, char *report, size_t report_cap) {
     char thr[64], omp[64];
     snprintf(thr, sizeof thr, "OPENBLAS_NUM_THREADS=%d", threads_of(c));
     snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%d", threads_of(c));
     const char *env[] = {thr, omp, NULL};
-    const char *argv[16] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out};
+    const char *argv[24] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out};
     int na = 8;
     for (int k = 0; extra && extra[k]; k++) {
-        assert(na < 15);
+        assert(na < 23);
         argv[na++] = extra[k];
     }
     argv[na] = NULL;
@@ -711,7 +711,8 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
     spec.exe = r->o->worker_exe;
     spec.argv = argv;
     spec.run_dir = out;
-    spec.timeout_s = r->timeout_s;
+    /* the classifier's runs in the same launch (planned) each get the case's own time */
+    spec.timeout_s = r->timeout_s * (1 + planned);
     spec.env = env;
     spec.cancel_fd = r->o->cancel_fd;
     rp_error e;
@@ -787,28 +788,16 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
     return st == RP_OK && res->status == RP_LAUNCH_CANCELLED;
 }
 
-/* One launch of case i (its own config) writing into out; see launch_run. */
-static int launch_once(runner *r, int i, const char *case_json, const char *out, rp_launch_result *res,
-                       rp_case_outcome *oc, cJSON *runs, char *report, size_t report_cap) {
-    return launch_run(r, &r->m->cases[i].c, case_json, out, NULL, res, oc, runs, report, report_cap);
+/* One launch of case i (its own config) writing into out, with the classifier's runs in
+ * the same launch (extra: the worker's --then-* arguments, planned: how many runs they
+ * are); see launch_run. */
+static int launch_once(runner *r, int i, const char *case_json, const char *out, const char *const *extra,
+                       int planned, rp_launch_result *res, rp_case_outcome *oc, cJSON *runs, char *report,
+                       size_t report_cap) {
+    return launch_run(r, &r->m->cases[i].c, case_json, out, extra, planned, res, oc, runs, report, report_cap);
 }
 
 /* ---- the classifier's runs and verdicts ---------------------------------------------------- */
-
-/* Writes dir/aux.json: how one of the classifier's runs ended. */
-static void write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s) {
-    cJSON *j = cJSON_CreateObject();
-    if (!j) return;
-    cJSON_AddStringToObject(j, "kind", kind);
-    cJSON_AddStringToObject(j, "status", status);
-    cJSON_AddStringToObject(j, "reason", reason);
-    cJSON_AddNumberToObject(j, "wall_s", wall_s);
-    char p[PATHLEN];
-    rp_error e;
-    path_fmt(p, "%s/aux.json", dir);
-    (void)rp_store_write_json(p, j, &e); /* a missing aux.json reads as "no done.json": a failed run */
-    cJSON_Delete(j);
-}
 
 /* One of the classifier's runs (kind: a twin, "teacher", "leak") of case c into dir with
  * extra worker arguments; dir/aux.json records its end. *ok = 1 when it finished ok.
@@ -824,14 +813,14 @@ static int aux_run(runner *r, const rp_case *c, const char *case_json, const cha
     int cancelled = 0;
     *ok = 0;
     if (!res || !report) {
-        write_aux(dir, kind, "CRASH", "runner: out of memory", 0);
+        rp_cls_write_aux(dir, kind, "CRASH", "runner: out of memory", 0);
     } else if (rp_store_mkdirs(dir, &e) != RP_OK) {
-        write_aux(dir, kind, "CRASH", e.msg, 0);
+        rp_cls_write_aux(dir, kind, "CRASH", e.msg, 0);
     } else {
-        cancelled = launch_run(r, c, case_json, dir, extra, res, &o, NULL, report, 4096);
+        cancelled = launch_run(r, c, case_json, dir, extra, 0, res, &o, NULL, report, 4096);
         if (!cancelled) {
             *ok = o.status == RP_CASE_OK;
-            write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
+            rp_cls_write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
         }
     }
     free(res);
@@ -846,68 +835,65 @@ static int has_dependents(const rp_matrix *m, int i) {
     return 0;
 }
 
-/* The classifier's runs of case i, built in tmp (before it is published): a reference's
- * rounding twins with their teacher runs and its own teacher run; a case's teacher run
- * against its reference (unless bitwise identical to it); the leak check, and when it differs
- * a fresh rerun of the case alone. A failed run is
- * recorded in its aux.json for the classifier, not a failure of the case. Returns 1 when
- * cancelled. */
-static int classify_runs(runner *r, int i, const char *tmp) {
+/* The classifier's runs of case i, made by its first launch after the case's own run
+ * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
+ * a reference's rounding twins with their teacher runs and its own teacher run; a case's
+ * teacher run against its reference (skipped by the worker when bitwise identical to it);
+ * the leak check. Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
+ * their text) and returns how many runs that is. */
+typedef struct cls_plan {
+    const char *argv[10];
+    char twins[16], steps[16], ref[PATHLEN];
+} cls_plan;
+
+static int classify_plan(runner *r, int i, cls_plan *p) {
     const rp_matrix *m = r->m;
     const rp_classify_opts *co = &m->cls;
     const rp_matrix_case *mc = &m->cases[i];
-    char cj[PATHLEN], dir[PATHLEN], src[PATHLEN], nsteps[32];
-    path_fmt(cj, "%s/case.json", tmp);
-    snprintf(nsteps, sizeof nsteps, "%d", co->teacher_steps);
-    int ok = 0, cancelled = 0;
+    int na = 0, planned = 0;
+    snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
     if (mc->ref == i && has_dependents(m, i)) {
-        for (int k = 0; k < co->twins && !cancelled; k++) {
-            rp_case tc;
-            int noise = 0;
-            rp_cls_twin_case(&mc->c, k, &tc, &noise);
-            char tcj[PATHLEN];
-            rp_error e;
-            path_fmt(dir, "%s/twins/%s", tmp, rp_cls_twin_name(k));
-            path_fmt(tcj, "%s/case.json", dir);
-            if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&tc, tcj, &e) != RP_OK) {
-                write_aux(dir, rp_cls_twin_name(k), "CRASH", e.msg, 0);
-                continue;
-            }
-            const char *with_noise[] = {"--perturb-noise", NULL};
-            cancelled = aux_run(r, &tc, tcj, dir, rp_cls_twin_name(k), noise ? with_noise : NULL, &ok);
-            /* the teacher run starts from the reference's latents: a twin that only moved the
-             * noise would repeat the reference's own teacher run */
-            const int other_math = tc.reduce_split != mc->c.reduce_split || tc.threads != mc->c.threads;
-            if (cancelled || !ok || !other_math) continue;
-            const char *targs[] = {"--teacher-force", tmp, "--teacher-steps", nsteps, NULL};
-            path_fmt(src, "%s/teacher", dir);
-            cancelled = aux_run(r, &tc, tcj, src, "teacher", targs, &ok);
-        }
-        const char *targs[] = {"--teacher-force", tmp, "--teacher-steps", nsteps, NULL};
-        path_fmt(dir, "%s/teacher", tmp);
-        if (!cancelled) cancelled = aux_run(r, &mc->c, cj, dir, "teacher", targs, &ok);
+        snprintf(p->twins, sizeof p->twins, "%d", co->twins);
+        p->argv[na++] = "--then-twins";
+        p->argv[na++] = p->twins;
+        planned += co->twins + (co->twins > 1 ? 2 : 1) + 1; /* twins, their teacher runs, its own */
     } else if (mc->ref != i) {
-        case_dir(r, mc->ref, src);
         char done[PATHLEN];
-        path_fmt(done, "%s/done.json", src);
-        if (rp_is_file(done) && !rp_cls_runs_identical(src, tmp)) {
-            const char *targs[] = {"--teacher-force", src, "--teacher-steps", nsteps, NULL};
-            path_fmt(dir, "%s/teacher", tmp);
-            cancelled = aux_run(r, &mc->c, cj, dir, "teacher", targs, &ok);
+        case_dir(r, mc->ref, p->ref);
+        path_fmt(done, "%s/done.json", p->ref);
+        if (rp_is_file(done)) {
+            p->argv[na++] = "--then-teacher";
+            p->argv[na++] = p->ref;
+            planned++;
         }
     }
-    if (co->leak_check && !cancelled) {
-        const char *largs[] = {"--leak-check", NULL};
-        path_fmt(dir, "%s/leak", tmp);
-        cancelled = aux_run(r, &mc->c, cj, dir, "leak", largs, &ok);
-        /* it differs: a leak, or a run that is not deterministic at all? The case alone once
-         * more tells them apart (different again: nondeterministic; equal: state leaked) */
-        if (!cancelled && ok && !rp_cls_runs_identical(tmp, dir)) {
-            path_fmt(dir, "%s/fresh", tmp);
-            cancelled = aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
-        }
+    if (na) {
+        p->argv[na++] = "--teacher-steps";
+        p->argv[na++] = p->steps;
     }
-    return cancelled;
+    if (co->leak_check) {
+        p->argv[na++] = "--then-leak";
+        planned++;
+    }
+    p->argv[na] = NULL;
+    return planned;
+}
+
+/* After the case's launch: when its leak check differs, the case alone once more, in a
+ * fresh launch (tmp/fresh): different again means the run is nondeterministic, equal
+ * means state leaked between calls. A failed run is recorded in its aux.json for the
+ * classifier, not a failure of the case. Returns 1 when cancelled. */
+static int classify_runs(runner *r, int i, const char *tmp) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char cj[PATHLEN], dir[PATHLEN], why[300];
+    path_fmt(cj, "%s/case.json", tmp);
+    path_fmt(dir, "%s/leak", tmp);
+    int ok = 0;
+    if (!r->m->cls.leak_check || rp_cls_aux_status(dir, why, sizeof why) != RP_V_COUNT ||
+        rp_cls_runs_identical(tmp, dir))
+        return 0;
+    path_fmt(dir, "%s/fresh", tmp);
+    return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
 }
 
 /* Reads <dir>/<file> (a classification) into the verdict fields: *have, *verdict, *pass
@@ -1020,7 +1006,9 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
                 snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
                 break;
             }
-            cancelled = launch_once(r, i, cj, out, res, oc, runs, report, 8192);
+            cls_plan plan;
+            const int planned = k == 1 && r->m->cls.enabled ? classify_plan(r, i, &plan) : 0;
+            cancelled = launch_once(r, i, cj, out, planned ? plan.argv : NULL, planned, res, oc, runs, report, 8192);
             if (cancelled || oc->status != RP_CASE_OK) {
                 if (k > 1 && !cancelled) {
                     char why[sizeof oc->reason];

@@ -62,12 +62,18 @@ for d in "$res"/teach-dit/* "$res"/teach-flow/*; do
     else
         echo "$line" | grep -q '\[0, 0, 0, 0\]' || fail "$sampler: teacher forcing does not reproduce the trajectory"
     fi
-    for t in reduce-split threads noise-ulp; do
-        [ -s "$d/twins/$t/latents.safetensors" ] || fail "$d: twin $t missing"
-        grep -q '"status":[[:space:]]*"ok"' "$d/twins/$t/aux.json" || fail "$d: twin $t did not run ok"
-    done
-    [ -s "$d/twins/reduce-split/teacher/teacher.safetensors" ] || fail "$d: the reduce-split twin has no teacher run"
+    # the noise twin runs free (its teacher run would repeat the reference's own); the twins
+    # with other arithmetic run teacher-forced only (their step 0 is a free run's first
+    # evaluation, from the same x_T), in the reference's own launch
+    [ -s "$d/twins/noise-ulp/latents.safetensors" ] || fail "$d: twin noise-ulp missing"
+    grep -q '"status":[[:space:]]*"ok"' "$d/twins/noise-ulp/aux.json" || fail "$d: twin noise-ulp did not run ok"
     [ -e "$d/twins/noise-ulp/teacher" ] && fail "$d: the noise twin needs no teacher run (it starts from x_t)"
+    for t in reduce-split threads; do
+        [ -s "$d/twins/$t/teacher/teacher.safetensors" ] || fail "$d: the $t twin has no teacher run"
+        grep -q '"status":[[:space:]]*"ok"' "$d/twins/$t/teacher/aux.json" || fail "$d: twin $t did not run ok"
+        [ -e "$d/twins/$t/latents.safetensors" ] && fail "$d: the $t twin ran free as well (not needed)"
+    done
+    grep -q '"twins_ok":[[:space:]]*3' "$d/classification.json" || fail "$d: not 3 twins ok"
     [ -s "$d/teacher/trace.safetensors" ] || fail "$d: no teacher trace"
     grep -q '"leak_check":[[:space:]]*"ok"' "$d/classification.json" || fail "$d: leak check not ok"
 done
