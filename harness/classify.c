@@ -294,6 +294,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->layer_break = -1;
     f->step_break = -1;
     f->replica_break = -1;
+    f->image_break = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -331,12 +332,17 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_BUG;
     }
     if (f->step_break >= 0) {
+        const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
         if (f->step_layer[0])
-            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (teacher-forced; local error x%.3g)",
-                     f->step_layer, f->step_layer_ratio, f->step_break, f->step_ratio);
+            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g)", f->step_layer,
+                     f->step_layer_ratio, f->step_break, how, f->step_ratio);
         else
-            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (teacher-forced)", f->step_ratio,
-                     f->step_break);
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s)", f->step_ratio,
+                     f->step_break, how);
+        return RP_V_BUG;
+    }
+    if (f->image_break >= 0) {
+        snprintf(s, cap, "%s", f->image_msg);
         return RP_V_BUG;
     }
     if (f->approx && f->have_quality && !(f->ssim >= f->bound_ssim && f->psnr >= f->bound_psnr)) {
@@ -651,6 +657,8 @@ typedef struct cls {
     image_summary im;
     rp_cls_facts f;
     double layer_rel, layer_env, step_layer_rel, step_layer_env;
+    rp_case rc;              /* the reference's case (have_rc) */
+    int have_rc;
     cJSON *j, *ev, *mt, *envj;
 } cls;
 
@@ -770,9 +778,14 @@ static void cls_status(cls *x) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "leak-check run: %.560s", why);
         return;
     }
-    path_fmt(td, "%s/fresh", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT)
-        snprintf(f->failed_reason, sizeof f->failed_reason, "fresh rerun: %.560s", why);
+    static const char *const MORE[][2] = {{"fresh", "fresh rerun"}, {"decode", "decode-only teacher run"}};
+    for (size_t i = 0; i < sizeof MORE / sizeof MORE[0]; i++) {
+        path_fmt(td, "%s/%s", x->in->case_dir, MORE[i][0]);
+        if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+            snprintf(f->failed_reason, sizeof f->failed_reason, "%s: %.560s", MORE[i][1], why);
+            return;
+        }
+    }
 }
 
 /* The three trajectories, the first-evaluation traces, the images and the metrics. */
@@ -1032,7 +1045,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         return RP_FAIL(err, RP_ERR_SHAPE, "%s: the teacher trajectory has another shape than the case's", p);
     const int N = x->N;
     double *v = malloc(sizeof(double) * (N + 1));
-    unsigned char *ran = malloc((size_t)N), *checked = malloc((size_t)N);
+    unsigned char *ran = calloc((size_t)N + 1, 1), *checked = calloc((size_t)N + 1, 1);
     if (!v || !ran || !checked) {
         free(v), free(ran), free(checked);
         return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
@@ -1131,6 +1144,210 @@ static void cls_replicas(cls *x) {
     }
 }
 
+/* A teacher run's files: its trajectory and the trace of its evaluations. */
+typedef struct teacher_run {
+    traj t;
+    rp_trace tr;
+    int have_tr;
+} teacher_run;
+
+static int teacher_run_load(teacher_run *r, const char *dir) {
+    char p[PATHLEN], why[300];
+    rp_error e;
+    memset(r, 0, sizeof *r);
+    rp_trace_init(&r->tr);
+    path_fmt(p, "%s/teacher.safetensors", dir);
+    if (rp_cls_aux_status(dir, why, sizeof why) != RP_V_COUNT || traj_load(p, "teacher", &r->t, &e) != RP_OK) return 0;
+    path_fmt(p, "%s/trace.safetensors", dir);
+    r->have_tr = rp_cls_trace_load(p, &r->tr, &e) == RP_OK;
+    return 1;
+}
+
+static void teacher_run_free(teacher_run *r) {
+    traj_free(&r->t);
+    rp_trace_free(&r->tr);
+}
+
+/* Evidence 3b: the fp32 shadow of a case that rounds coarser (job_case.c). Its layout
+ * teacher-forced at fp32 from the reference's latents (<case>/shadow/teacher) against the
+ * reference's own fp32 teacher run from the same latents (<base>/shadow/teacher), with the
+ * envelope of the base's fp32 twins' teacher runs and the fp32 floor: the local errors of
+ * the layout at fp32's resolution. Its first break (and layer) becomes the case's step
+ * break when no earlier one exists. */
+static void cls_shadow(cls *x) {
+    char d[PATHLEN];
+    teacher_run c, b, tw[RP_CLS_MAX_TWINS];
+    int n_tw = 0;
+    path_fmt(d, "%s/shadow/teacher", x->in->case_dir);
+    if (x->f.is_reference || x->f.identical || !teacher_run_load(&c, d)) return;
+    path_fmt(d, "%s/shadow/teacher", x->base);
+    if (!teacher_run_load(&b, d)) {
+        teacher_run_free(&c);
+        return;
+    }
+    for (int k = 0; k < x->n_tw && k < RP_CLS_MAX_TWINS; k++) {
+        path_fmt(d, "%s/shadow/twins/%s/teacher", x->base, x->tw[k].name);
+        if (teacher_run_load(&tw[n_tw], d)) n_tw++;
+    }
+    const int N = x->N;
+    cJSON *sj = cJSON_AddObjectToObject(x->ev, "fp32_shadow");
+    double *v = malloc(sizeof(double) * (N + 1)), *loc = calloc((size_t)N, sizeof *loc);
+    double *env = calloc((size_t)N, sizeof *env);
+    unsigned char *checked = calloc((size_t)N, 1);
+    if (!v || !loc || !env || !checked || !traj_same_shape(&c.t, &b.t) || !traj_same_shape(&c.t, &x->cm)) {
+        cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case (or out of memory): not compared");
+        goto out;
+    }
+    rp_cls_rows_rel(b.t.x, c.t.x, N + 1, x->B, x->per, v);
+    for (int k = 0; k < N; k++) {
+        loc[k] = v[k + 1];
+        const int ran = (!c.t.mask || c.t.mask[k] != 0.0f) && (!b.t.mask || b.t.mask[k] != 0.0f);
+        checked[k] = (unsigned char)(ran && (!x->f.approx || k < x->c.warmup_steps));
+    }
+    for (int t = 0; t < n_tw; t++) {
+        if (!traj_same_shape(&tw[t].t, &b.t)) continue;
+        rp_cls_rows_rel(b.t.x, tw[t].t.x, N + 1, x->B, x->per, v);
+        env_max(env, v + 1, N, tw[t].t.mask);
+    }
+    const double floor = rp_cls_unit_roundoff("fp32");
+    cJSON_AddNumberToObject(sj, "twins", n_tw);
+    cJSON_AddItemToObject(sj, "local_errors", num_array(loc, N, checked));
+    cJSON_AddItemToObject(sj, "envelope", num_array(env, N, NULL));
+    double ratio = 0;
+    const int k = rp_cls_first_break(loc, env, checked, N, floor, x->o->factor, &ratio);
+    cJSON_AddNumberToObject(sj, "first_break", k);
+    if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k)) goto out;
+    rp_cls_facts *f = &x->f;
+    f->step_break = k;
+    f->step_ratio = ratio;
+    f->step_shadow = 1;
+    f->step_layer[0] = '\0';
+    x->local[k] = loc[k];
+    x->env_step[k] = env[k];
+    /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
+    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
+    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
+        const rp_trace_rec *r = &b.tr.recs[i];
+        if (r->eval != eb) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name));
+        double e = 0;
+        for (int t = 0; t < n_tw; t++) {
+            const int et = eval_of_step(tw[t].t.mask, k);
+            const rp_trace_rec *q = tw[t].have_tr && et >= 0 ? trace_find(&tw[t].tr, et, r->name) : NULL;
+            const double w = q ? rp_cls_layer_rel(r, q) : 0;
+            if (isfinite(w) && w > e) e = w;
+        }
+        const double lr = rp_cls_ratio(rel, e, floor);
+        if (lr > x->o->factor) {
+            snprintf(f->step_layer, sizeof f->step_layer, "%s", r->name);
+            f->step_layer_ratio = lr;
+            x->step_layer_rel = rel;
+            x->step_layer_env = e;
+            break;
+        }
+    }
+out:
+    free(v), free(loc), free(env), free(checked);
+    teacher_run_free(&c);
+    teacher_run_free(&b);
+    for (int t = 0; t < n_tw; t++) teacher_run_free(&tw[t]);
+}
+
+/* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
+ * item at a time and takes no part in any parallel layout, so then its output from the same
+ * latents is the same bits. */
+static int decoder_numerics_equal(const rp_case *a, const rp_case *b) {
+    return !strcmp(a->precision, b->precision) && !strcmp(a->attention, b->attention) &&
+           a->attn_q_chunk == b->attn_q_chunk && a->attn_kv_chunk == b->attn_kv_chunk &&
+           !strcmp(a->device_profile, b->device_profile) && a->threads == b->threads &&
+           !strcmp(a->blas_core, b->blas_core) && a->reduce_split == b->reduce_split && !strcmp(a->device, b->device) &&
+           !strcmp(a->gpu_mode, b->gpu_mode) && !strcmp(a->vae, b->vae) && a->weight_seed == b->weight_seed;
+}
+
+/* Evidence 8: the images' teacher forcing. <case>/decode/ holds the reference's final
+ * latents decoded with the case's layout (job_case.c), so the decoder and the way images
+ * come back (which rank decodes which item, the gather) are judged on the reference's
+ * input, apart from the sampling's drift:
+ *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
+ *   else, at fp32                                 every pixel within one level: a
+ *       difference far below one level (rounding: ~1e-6 relative) moves an 8-bit value by
+ *       at most one;
+ *   else (bf16, fp16, tf32 decoders)              recorded, not held to a rule.
+ * And each decoded image against every reference image: one much closer to another item's
+ * image is a MISMATCH (images returned in the wrong order). */
+static rp_status cls_decode(cls *x, rp_error *err) {
+    char dd[PATHLEN];
+    path_fmt(dd, "%s/decode", x->in->case_dir);
+    struct stat sb;
+    if (x->in->ref_label || stat(dd, &sb) != 0) return RP_OK; /* a golden, or no decode run */
+    cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
+    const int same = x->have_rc && decoder_numerics_equal(&x->c, &x->rc);
+    const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
+    cJSON_AddStringToObject(dj, "rule", same ? "bitwise (the reference's decoder arithmetic)"
+                                        : fp32 ? "one level (fp32 rounding)" : "none (the decoder rounds coarser)");
+    const int B = x->B;
+    uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
+    double *D = malloc(sizeof(double) * B * B);
+    int *perm = malloc(sizeof(int) * B);
+    int W = 0, H = 0;
+    rp_status st = dec && ref && D && perm ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        char pa[PATHLEN], pb[PATHLEN];
+        int w1, h1, w2, h2;
+        path_fmt(pa, "%s/image-%d.png", dd, i);
+        path_fmt(pb, "%s/image-%d.png", x->in->ref_dir, i);
+        st = rp_png_read(pa, &dec[i], &w1, &h1, err);
+        if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
+        if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
+            st = RP_FAIL(err, RP_ERR_SHAPE, "%s: %dx%d, the reference's %s: %dx%d", pa, w1, h1, pb, w2, h2);
+        W = w1, H = h1;
+    }
+    const size_t n = (size_t)W * H * 3;
+    cJSON *items = st == RP_OK ? cJSON_AddArrayToObject(dj, "items") : NULL;
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        for (int j = 0; j < B; j++) { /* relative L2 of the pixel values */
+            double num = 0, den = 0;
+            for (size_t k = 0; k < n; k++) {
+                const double d = (double)dec[i][k] - ref[j][k];
+                num += d * d;
+                den += (double)ref[j][k] * ref[j][k];
+            }
+            D[(size_t)i * B + j] = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+        }
+        int max_abs = 0;
+        size_t changed = 0;
+        for (size_t k = 0; k < n; k++) {
+            const int d = abs((int)dec[i][k] - ref[i][k]);
+            changed += d != 0;
+            if (d > max_abs) max_abs = d;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", i);
+        cJSON_AddNumberToObject(o, "max_abs", max_abs);
+        put(o, "changed", n ? (double)changed / n : 0);
+        put(o, "rel", D[(size_t)i * B + i]);
+        cJSON_AddItemToArray(items, o);
+        const int breaks = same ? max_abs > 0 : fp32 ? max_abs > 1 : 0;
+        if (breaks && x->f.image_break < 0) {
+            x->f.image_break = i;
+            snprintf(x->f.image_msg, sizeof x->f.image_msg,
+                     "image %d: the reference's final latents decoded with this layout differ from the reference's "
+                     "image by up to %d levels in %.2f%% of the values (rule: %s)",
+                     i, max_abs, n ? 100.0 * changed / n : 0.0, same ? "bitwise" : "one level");
+        }
+    }
+    if (st == RP_OK && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) && !x->f.mismatch) {
+        char m[400];
+        rp_cls_assignment_message(perm, B, m, sizeof m);
+        x->f.mismatch = 1;
+        snprintf(x->f.mismatch_msg, sizeof x->f.mismatch_msg, "decoded images: %s", m);
+        cJSON_AddStringToObject(dj, "assignment", x->f.mismatch_msg);
+    }
+    for (int i = 0; dec && ref && i < B; i++) free(dec[i]), free(ref[i]);
+    free(dec), free(ref), free(D), free(perm);
+    return st;
+}
+
 /* Where the divergence began, as decided: first_step and first_layer. */
 static void cls_first(cls *x) {
     const rp_cls_facts *f = &x->f;
@@ -1169,6 +1386,13 @@ static void cls_first(cls *x) {
         put(fs, "local", x->local[k]);
         put(fs, "envelope", x->env_step[k]);
         put(fs, "ratio", f->step_ratio);
+    } else if (f->image_break >= 0) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", x->N);
+        cJSON_AddStringToObject(fs, "what", "decode");
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", "vae.decode");
+        cJSON_AddNumberToObject(fl, "step", x->N);
     } else if (f->leak_differs && !f->repeats_differ) {
         fs = cJSON_AddObjectToObject(x->ev, "first_step");
         cJSON_AddNumberToObject(fs, "step", f->leak_step);
@@ -1395,10 +1619,9 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         return st;
     }
     rp_case_id(&x->c, x->cid);
-    rp_case rc;
     rp_error e;
     path_fmt(p, "%s/case.json", in->ref_dir);
-    if (rp_case_load(p, &rc, &e) == RP_OK) rp_case_id(&rc, x->rid);
+    if ((x->have_rc = rp_case_load(p, &x->rc, &e) == RP_OK)) rp_case_id(&x->rc, x->rid);
     else snprintf(x->rid, sizeof x->rid, "?");
     cJSON_AddNumberToObject(x->j, "schema", 1);
     cJSON_AddStringToObject(x->j, "case_id", x->cid);
@@ -1431,7 +1654,9 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             cls_noise(x);
             st = cls_teacher(x, err);
         }
+        if (st == RP_OK) cls_shadow(x);
         if (st == RP_OK) cls_replicas(x);
+        if (st == RP_OK) st = cls_decode(x, err);
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) {
             cls_approx(x, warmup_exact);

@@ -154,6 +154,8 @@ typedef struct rp_cls_facts {
     double step_ratio;
     char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
     double step_layer_ratio;
+    int step_shadow;          /* that step broke in the case's fp32 shadow (a bf16/fp16/tf32
+                                 case's layout run at fp32 from the same latents) */
     int teacher_missing;      /* exact steps could not be checked (no teacher run) */
     /* approximate strategies */
     int approx;               /* the case is approximate after warmup */
@@ -174,6 +176,9 @@ typedef struct rp_cls_facts {
     int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */
     char replica_tensor[96];
     char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
+    /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
+    int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
+    char image_msg[256];
 } rp_cls_facts;
 
 /* Initialises f to "ran, nothing found". */
@@ -183,8 +188,9 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
  *   MISMATCH;
  *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
- *        initial noise, a layer or a checked step breaks the envelope, or an approximate
- *        case below its bound — the summary names the earliest of these;
+ *        initial noise, a layer or a checked step breaks the envelope, the reference's final
+ *        latents decoded with the case's layout give another image, or an approximate case
+ *        below its bound — the summary names the earliest of these;
  *   NONDETERMINISTIC: repeats differ, or the leak check differs and so does a fresh rerun;
  *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
  *        a fresh rerun is bitwise the case's run (or was not made);

@@ -447,6 +447,8 @@ typedef struct run_spec {
     int perturb_noise;        /* one ulp in each item's initial noise (a twin) */
     int leak_prelude;         /* another case first (the leak check) */
     int decode;               /* decode the images (each dp group's leader) */
+    int decode_only;          /* with teacher_ref: no step runs, the reference's final latents are
+                                 decoded with this layout (the images' teacher forcing) */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -518,15 +520,16 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         /* the strategies with state across steps (pipefusion, patch) and the timestep fault
          * key it by the evaluation index, so there every step runs */
         const int every = c->pipefusion > 1 || c->patch > 1 || J->fault == RP_INJECT_TIMESTEP_SKEW;
-        if (!(tmask = malloc((size_t)c->steps))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-        if (st == RP_OK) {
+        if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+        if (st == RP_OK && !s->decode_only)
             trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : J->o->teacher_steps,
                                                      J->fam == RP_FAMILY_DIT && J->sk == RP_SAMPLER_DPMPP_2M, tmask);
-            st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
-        }
+        else if (st == RP_OK)
+            trace.record_evals = 0; /* no step runs: the final latents are the reference's */
+        if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
-        req.decode = 0;
+        req.decode = s->decode_only && J->par.replica.rank == 0;
     }
     if (st == RP_OK && s->leak_prelude) {
         req.decode = 0; /* the check compares latents */
@@ -547,7 +550,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     const double t5 = now_s();
     if (st == RP_OK) st = rp_par_dp_gather(&J->par, &res, J->n_all, &gathered, err);
     t[5] = now_s() - t5;
-    if (st == RP_OK && J->par.rank == 0 && s->teacher_ref)
+    if (st == RP_OK && J->par.rank == 0 && s->teacher_ref && !s->decode_only)
         st = write_teacher(s->out_dir, c, &gathered, tmask, s->teacher_ref, &trace, &J->par, J->dev_name, t, t_run,
                            err);
     else if (st == RP_OK && J->par.rank == 0)
@@ -606,17 +609,16 @@ static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
     return st != RP_OK;
 }
 
-/* 1 when dir's trajectory is bitwise this launch's (out_dir), decided on rank 0 and
- * shared: a case bitwise equal to its reference needs no teacher run. */
-static int job_same_as(job *J, const char *dir) {
-    float same = 0.0f;
-    if (J->par.rank == 0) same = rp_cls_runs_identical(dir, J->o->out_dir) ? 1.0f : 0.0f;
+/* Rank 0's answer (yes), shared with every rank: decisions on files only rank 0 reads
+ * the same way (0 when the broadcast fails). */
+static int job_rank0_says(job *J, int yes) {
+    float v = yes ? 1.0f : 0.0f;
     if (J->par.world > 1) {
         rp_error e;
         rp_comm *c = J->par.world_comm;
-        if (c->ops->broadcast(c, &same, sizeof same, 0, &e) != RP_OK) return 0;
+        if (c->ops->broadcast(c, &v, sizeof v, 0, &e) != RP_OK) return 0;
     }
-    return same != 0.0f;
+    return v != 0.0f;
 }
 
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
@@ -643,23 +645,57 @@ static void job_classifier_runs(job *J) {
          * the case's own). */
         const int other_math = tc.reduce_split != J->c->reduce_split || tc.threads != J->c->threads;
         if (noise) {
-            const run_spec tw = {&tc, dir, NULL, noise, 0, 0};
+            const run_spec tw = {&tc, dir, NULL, noise, 0, 0, 0};
             if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return;
         }
         if (!other_math) continue;
         snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
-        const run_spec tt = {&tc, tdir, o->out_dir, 0, 0, 0};
+        const run_spec tt = {&tc, tdir, o->out_dir, 0, 0, 0, 0};
         if (job_aux(J, "teacher", &tt, 1)) return;
     }
     const char *tref = o->then_twins > 0 ? o->out_dir : o->then_teacher;
-    if (tref && (tref == o->out_dir || !job_same_as(J, tref))) {
+    const int rank0 = J->par.rank == 0;
+    const int teach = tref && (tref == o->out_dir || !job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir)));
+    if (teach) {
         snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
-        const run_spec tt = {J->c, dir, tref, 0, 0, 0};
+        const run_spec tt = {J->c, dir, tref, 0, 0, 0, 0};
         if (job_aux(J, "teacher", &tt, 0)) return;
+    }
+    /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
+     * teacher-forced at fp32 from the same (reference) latents. A layout's bug does not
+     * depend on the precision, and at fp32 the rounding envelope is 2^16 times tighter
+     * than bf16's, so the shadow shows what bf16 rounding would hide. A reference runs its
+     * own shadow teacher run and its twins' (the envelope); a case, its layout's. On the
+     * CPU only: a CUDA device is made for one precision. */
+    const int shadow = strcmp(rp_cls_effective_precision(J->c), "fp32") && !rp_device_name_is_cuda(J->c->device);
+    if (teach && shadow) {
+        rp_case sc = *J->c;
+        snprintf(sc.precision, sizeof sc.precision, "fp32");
+        snprintf(dir, sizeof dir, "%.4000s/shadow/teacher", o->out_dir);
+        const run_spec st = {&sc, dir, tref, 0, 0, 0, 0};
+        if (job_aux(J, "shadow teacher", &st, 1)) return;
+        for (int k = 0; tref == o->out_dir && k < o->then_twins; k++) {
+            rp_case tc;
+            int noise = 0;
+            rp_cls_twin_case(&sc, k, &tc, &noise);
+            if (tc.reduce_split == sc.reduce_split && tc.threads == sc.threads) continue; /* a noise twin */
+            snprintf(dir, sizeof dir, "%.3900s/shadow/twins/%s/teacher", o->out_dir, rp_cls_twin_name(k));
+            const run_spec tt = {&tc, dir, o->out_dir, 0, 0, 0, 0};
+            if (job_aux(J, "shadow twin teacher", &tt, 1)) return;
+        }
+    }
+    /* the images' teacher forcing: the reference's final latents decoded with this layout
+     * (the decoder then sees the reference's input, so its images are evidence of their own) */
+    char ref_image[4200];
+    snprintf(ref_image, sizeof ref_image, "%.4000s/image-0.png", tref ? tref : "");
+    if (tref && tref != o->out_dir && job_rank0_says(J, rank0 && rp_is_file(ref_image))) {
+        snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
+        const run_spec dd = {J->c, dir, tref, 0, 0, 1, 1};
+        if (job_aux(J, "decode", &dd, 0)) return;
     }
     if (o->then_leak) {
         snprintf(dir, sizeof dir, "%.4000s/leak", o->out_dir);
-        const run_spec lk = {J->c, dir, NULL, 0, 1, 0};
+        const run_spec lk = {J->c, dir, NULL, 0, 1, 0, 0};
         (void)job_aux(J, "leak", &lk, 0);
     }
 }
@@ -781,7 +817,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
     const run_spec main_run = {c, o->out_dir, o->teacher_ref, o->perturb_noise, o->leak_check,
-                               !o->teacher_ref && !o->leak_check};
+                               !o->teacher_ref && !o->leak_check, 0};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
     if (o->then_twins > 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);
