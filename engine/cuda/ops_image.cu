@@ -2,13 +2,14 @@
 // (im2col + cuBLAS) (cuda_ops.h has the contracts).
 //
 // The layout ops move floats and never compute with them, so they equal the CPU ops bit
-// for bit. Most kernels use a (rows, cols) grid: blockIdx.x walks rows (looping past the
-// grid cap), blockIdx.y * blockDim.x + threadIdx.x is the column, so adjacent threads
-// touch adjacent floats of a row.
+// for bit. Most kernels use launch_grid.h's rows grid over (rows, cols): grid.x tiles the
+// columns (adjacent threads touch adjacent floats of a row), grid.y the rows, both walked
+// by stride loops, so any int sizes have a legal launch.
 #include <cmath>
 
 #include "cuda_common.h"
 #include "cuda_ops.h"
+#include "launch_grid.h"
 
 namespace {
 
@@ -24,69 +25,65 @@ struct RowGrid {
     unsigned threads;
 };
 
-// Threads per block: the row length rounded up to a warp, at most 256.
+// launch_grid.h's rows grid (threads per block: the row length rounded up to a warp, at
+// most 256).
 rp_status row_grid(const char *op, long long rows, long long cols, RowGrid *rg, rp_error *err) {
-    ARG_CHECK(rows > 0 && cols > 0 && rows <= kIntMax && cols <= kIntMax,
+    rp_grid g;
+    ARG_CHECK(rp_grid_rows(rows, cols, &g) == 0,
               "%s: %lld rows of %lld columns out of range (each must be in 1..INT_MAX)", op, rows, cols);
-    unsigned th = cols <= 32 ? 32 : cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
-    long long ty = (cols + th - 1) / th;
-    ARG_CHECK(ty <= 65535, "%s: row length %lld exceeds %lld", op, cols, 65535LL * th);
-    const long long cap = 65535LL * 16;
-    rg->grid = dim3((unsigned)(rows < cap ? rows : cap), (unsigned)ty, 1);
-    rg->threads = th;
+    rg->grid = dim3(g.x, g.y, g.z);
+    rg->threads = g.tx;
     return RP_OK;
 }
 
-#define COL_INDEX() ((int)(blockIdx.y * blockDim.x + threadIdx.x))
-#define ROW_LOOP(r, rows) for (int r = blockIdx.x; r < (rows); r += gridDim.x)
+#define COL_LOOP(c, cols) RP_GRID_COLS_FOR(c, cols, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x)
+#define ROW_LOOP(r, rows) RP_GRID_ROWS_FOR(r, rows, blockIdx.y, gridDim.y)
 
 // ---- patches -------------------------------------------------------------------------------------
 
 // rows (b, c, y) of img, x = column: tokens[b][gy*gw + gx][(c*p + py)*p + px] = img[b][c][y][x].
 __global__ void patchify_kernel(float *tok, const float *img, int C, int H, int W, int p, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / p, gw = W / p, P = C * p * p;
-    const int gx = x / p, px = x % p;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        const int gy = y / p, py = y % p;
-        tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)c * p + py) * p + px] =
-            img[(size_t)r * W + x];
+    COL_LOOP(x, W) {
+        const int gh = H / p, gw = W / p, P = C * p * p;
+        const int gx = x / p, px = x % p;
+        ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            const int gy = y / p, py = y % p;
+            tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)c * p + py) * p + px] =
+                img[(size_t)r * W + x];
+        }
     }
 }
 
 // rows (b, c, y) of img: img[b][c][y][x] = tokens[b][gy*gw + gx][(py*p + px)*C + c].
 __global__ void unpatchify_kernel(float *img, const float *tok, int C, int H, int W, int p, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / p, gw = W / p, P = C * p * p;
-    const int gx = x / p, px = x % p;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        const int gy = y / p, py = y % p;
-        img[(size_t)r * W + x] =
-            tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)py * p + px) * C + c];
+    COL_LOOP(x, W) {
+        const int gh = H / p, gw = W / p, P = C * p * p;
+        const int gx = x / p, px = x % p;
+        ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            const int gy = y / p, py = y % p;
+            img[(size_t)r * W + x] =
+                tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)py * p + px) * C + c];
+        }
     }
 }
 
 // rp_flux_unpack: img[b][c][y][x] = tokens[b][(y/2)*gw + x/2][(c*2 + y%2)*2 + x%2].
 __global__ void flux_unpack_kernel(float *img, const float *tok, int C, int H, int W, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / 2, gw = W / 2, P = 4 * C;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        img[(size_t)r * W + x] =
-            tok[((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P + (size_t)(c * 2 + y % 2) * 2 + x % 2];
+    COL_LOOP(x, W) {
+        const int gh = H / 2, gw = W / 2, P = 4 * C;
+        ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            img[(size_t)r * W + x] = tok[((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P +
+                                         (size_t)(c * 2 + y % 2) * 2 + x % 2];
+        }
     }
 }
 
 // rows (plane, y') of out (2H, 2W per plane): out[pl][y'][x'] = in[pl][y'/2][x'/2].
 __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int rows) {
-    const int x = COL_INDEX();
-    if (x >= 2 * W) return;
-    ROW_LOOP(r, rows) {
+    COL_LOOP(x, 2 * W) ROW_LOOP(r, rows) {
         const int yo = r % (2 * H), pl = r / (2 * H);
         out[(size_t)r * 2 * W + x] = in[((size_t)pl * H + yo / 2) * W + x / 2];
     }
@@ -96,9 +93,7 @@ __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int
 
 // rows (b, t, which, h) of qkv (B, T, 3, H, D), d = column.
 __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv, int T, int H, int D, int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    COL_LOOP(d, D) ROW_LOOP(r, rows) {
         const int h = r % H, which = (r / H) % 3, bt = r / (3 * H), t = bt % T, b = bt / T;
         float *dst = which == 0 ? q : which == 1 ? k : v;
         dst[(((size_t)b * H + h) * T + t) * D + d] = qkv[(size_t)r * D + d];
@@ -107,9 +102,7 @@ __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv,
 
 // rows (b, t, h) of x (B, T, H, D) -> out[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D, int S, int s0, int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    COL_LOOP(d, D) ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[(((size_t)b * H + h) * S + s0 + t) * D + d] = x[(size_t)r * D + d];
     }
@@ -118,27 +111,27 @@ __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D,
 // rows (b, t, h) of out (B, T, ldo) columns h*D + d <- x[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void from_heads_kernel(float *out, int ldo, const float *x, int S, int s0, int T, int H, int D,
                                   int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    COL_LOOP(d, D) ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[((size_t)b * T + t) * ldo + (size_t)h * D + d] = x[(((size_t)b * H + h) * S + s0 + t) * D + d];
     }
 }
 
 // out (cols, rows) = x (rows, cols)^T, or out += x^T (accumulate: one fp32 add each);
-// 32 x 32 tiles through shared memory (33 columns: no bank conflicts), block (32, 8).
+// 32 x 32 tiles through shared memory (33 columns: no bank conflicts), block (32, 8), on
+// launch_grid.h's tiles grid (row tiles strided). Indices in 64 bits: a tile's last row
+// or column may lie past INT_MAX.
 __global__ void transpose_kernel(float *out, const float *x, int rows, int cols, int accumulate) {
     __shared__ float tile[32][33];
-    const int c0 = blockIdx.x * 32;
-    for (int r0 = blockIdx.y * 32; r0 < rows; r0 += gridDim.y * 32) {  // uniform per block
+    const long long c0 = (long long)blockIdx.x * 32;
+    RP_GRID_STRIDE_FOR(r0, blockIdx.y * 32, rows, gridDim.y * 32) {  // uniform per block
         for (int j = threadIdx.y; j < 32; j += 8) {
-            const int r = r0 + j, c = c0 + threadIdx.x;
+            const long long r = (long long)r0 + j, c = c0 + threadIdx.x;
             if (r < rows && c < cols) tile[j][threadIdx.x] = x[(size_t)r * cols + c];
         }
         __syncthreads();
         for (int j = threadIdx.y; j < 32; j += 8) {
-            const int c = c0 + j, r = r0 + threadIdx.x;  // out row c, column r
+            const long long c = c0 + j, r = (long long)r0 + threadIdx.x;  // out row c, column r
             if (r < rows && c < cols) {
                 float *o = out + (size_t)c * rows + r;
                 *o = accumulate ? __fadd_rn(*o, tile[threadIdx.x][j]) : tile[threadIdx.x][j];
@@ -150,10 +143,11 @@ __global__ void transpose_kernel(float *out, const float *x, int rows, int cols,
 
 rp_status transpose_launch(const char *op, float *out, const float *x, int rows, int cols, int accumulate,
                            cudaStream_t stream, rp_error *err) {
-    const unsigned tx = (unsigned)((cols + 31) / 32), ty = (unsigned)((rows + 31) / 32);
-    const dim3 grid(tx, ty < 65535u ? ty : 65535u, 1);
-    (void)op;
-    RP_CUDA_LAUNCHED(err, (transpose_kernel<<<grid, dim3(32, 8, 1), 0, stream>>>(out, x, rows, cols, accumulate)));
+    rp_grid g;
+    ARG_CHECK(rp_grid_tiles(rows, cols, 32, &g) == 0, "%s: %d rows of %d columns: each must be in 1..INT_MAX", op,
+              rows, cols);
+    RP_CUDA_LAUNCHED(err, (transpose_kernel<<<dim3(g.x, g.y, g.z), dim3(g.tx, g.ty, 1), 0, stream>>>(
+                              out, x, rows, cols, accumulate)));
     return RP_OK;
 }
 
@@ -168,20 +162,20 @@ struct HostFreqs {
 // rows b, column i in [0, half + dim % 2).
 __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, HostFreqs fr, int use_host,
                              float neg_log, float denom, int rows) {
-    const int i = COL_INDEX();
-    if (i > half || (i == half && dim % 2 == 0)) return;
-    float f = 0.0f;
-    if (i < half)
-        f = use_host ? fr.f[i] : (float)exp((double)__fdiv_rn(__fmul_rn(neg_log, (float)i), denom));
-    ROW_LOOP(b, rows) {
-        float *o = out + (size_t)b * dim;
-        if (i == half) {
-            o[dim - 1] = 0.0f;
-            continue;
+    COL_LOOP(i, half + dim % 2) {
+        float f = 0.0f;
+        if (i < half)
+            f = use_host ? fr.f[i] : (float)exp((double)__fdiv_rn(__fmul_rn(neg_log, (float)i), denom));
+        ROW_LOOP(b, rows) {
+            float *o = out + (size_t)b * dim;
+            if (i == half) {
+                o[dim - 1] = 0.0f;
+                continue;
+            }
+            const float a = __fmul_rn(t[b], f);
+            o[i] = (float)cos((double)a);
+            o[half + i] = (float)sin((double)a);
         }
-        const float a = __fmul_rn(t[b], f);
-        o[i] = (float)cos((double)a);
-        o[half + i] = (float)sin((double)a);
     }
 }
 
@@ -191,23 +185,21 @@ __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, Host
 // holds x[ic][oy*s - pad + ky][ox*s - pad + kx], 0 outside (ops.c im2col).
 __global__ void im2col_kernel(float *col, const float *x, int H, int W, int k, int s, int pad, int Wo, int ncol,
                               int rows) {
-    const int j = COL_INDEX();
-    if (j >= ncol) return;
-    const int oy = j / Wo, ox = j % Wo;
-    ROW_LOOP(r, rows) {
-        const int kx = r % k, ky = (r / k) % k, ic = r / (k * k);
-        const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
-        float v = 0.0f;
-        if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((size_t)ic * H + iy) * W + ix];
-        col[(size_t)r * ncol + j] = v;
+    COL_LOOP(j, ncol) {
+        const int oy = j / Wo, ox = j % Wo;
+        ROW_LOOP(r, rows) {
+            const int kx = r % k, ky = (r / k) % k, ic = r / (k * k);
+            const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
+            float v = 0.0f;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((size_t)ic * H + iy) * W + ix];
+            col[(size_t)r * ncol + j] = v;
+        }
     }
 }
 
 // out (N*OC rows, HWo) = b[row % OC].
 __global__ void bias_fill_kernel(float *out, const float *b, int OC, int HWo, int rows) {
-    const int j = COL_INDEX();
-    if (j >= HWo) return;
-    ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
+    COL_LOOP(j, HWo) ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
 }
 
 struct ConvShape {
@@ -269,10 +261,10 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
 
 // out[r][c] = bias[c]: a linear's bias preload (rp_cuda_fill_rows); a (rows, cols) grid.
 __global__ void fill_rows_kernel(float *out, int ldo, const float *bias, int rows, int cols) {
-    const int c = COL_INDEX();
-    if (c >= cols) return;
-    const float b = bias[c];
-    ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+    COL_LOOP(c, cols) {
+        const float b = bias[c];
+        ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+    }
 }
 
 // The checks patchify and unpatchify share.
