@@ -42,7 +42,6 @@
 
 #include "cuda_attention.h"
 #include "cuda_common.h"
-#include "launch_grid.h"
 
 namespace {
 

@@ -27,7 +27,6 @@
 
 #include "engine/cuda/cuda_common.h"
 #include "engine/cuda/cuda_gemm.h"
-#include "engine/cuda/launch_grid.h"
 
 namespace {
 

@@ -12,7 +12,6 @@
 
 #include "cuda_common.h"
 #include "cuda_ops.h"
-#include "launch_grid.h"
 
 namespace {
 
@@ -25,10 +24,6 @@ unsigned grid_for(size_t n) {
     return g.x;
 }
 
-// The (rows, cols) kernels' loops over launch_grid.h's rows grid: x tiles the columns,
-// y the rows, both strided.
-#define COL_LOOP(c, cols) RP_GRID_COLS_FOR(c, cols, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x)
-#define ROW_LOOP(r, rows) RP_GRID_ROWS_FOR(r, rows, blockIdx.y, gridDim.y)
 
 #define ARG_CHECK(cond, ...)                                       \
     do {                                                           \
@@ -70,7 +65,9 @@ __global__ void act_kernel(float *out, const float *x, size_t n) {
 // a rows grid over (rows, cols).
 template <int ACT>
 __global__ void act2d_kernel(float *out, int ldo, const float *x, int ldx, int rows, int cols) {
-    COL_LOOP(c, cols) ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = act_1<ACT>(x[(size_t)r * ldx + c]);
+    RP_CUDA_COL_LOOP(c, cols) RP_CUDA_ROW_LOOP(r, rows) {
+        out[(size_t)r * ldo + c] = act_1<ACT>(x[(size_t)r * ldx + c]);
+    }
 }
 
 template <int ACT>
@@ -85,7 +82,7 @@ rp_status act_launch(const char *op, float *out, const float *x, size_t n, cudaS
 
 // a rows grid over (B*T, C).
 __global__ void modulate_kernel(float *x, const float *shift, const float *scale, int ms, int T, int rows, int C) {
-    COL_LOOP(c, C) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(c, C) RP_CUDA_ROW_LOOP(r, rows) {
         int b = r / T;
         float s1 = __fadd_rn(1.0f, scale[(size_t)b * ms + c]);
         float *xp = x + (size_t)r * C + c;
@@ -95,7 +92,7 @@ __global__ void modulate_kernel(float *x, const float *shift, const float *scale
 }
 
 __global__ void gated_add_kernel(float *x, const float *gate, int ms, const float *y, int T, int rows, int C) {
-    COL_LOOP(c, C) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(c, C) RP_CUDA_ROW_LOOP(r, rows) {
         int b = r / T;
         size_t i = (size_t)r * C + c;
         float gy = __fmul_rn(gate[(size_t)b * ms + c], y[i]);
@@ -130,7 +127,7 @@ __global__ void scale_f64_kernel(float *out, const float *x, double c, size_t n)
 
 // a rows grid over (B*NH*T, D/2); one thread per pair.
 __global__ void rope_kernel(float *x, const float *cosb, const float *sinb, int T, int rows, int D) {
-    COL_LOOP(jp, D / 2) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(jp, D / 2) RP_CUDA_ROW_LOOP(r, rows) {
         const int j = 2 * jp;
         int t = r % T;
         float *p = x + (size_t)r * D + j;
@@ -216,16 +213,6 @@ __global__ void flow_cfg_kernel(float *v, const float *vu, const float *vc, floa
     }
 }
 
-// launch_grid.h's rows grid for the (rows, cols) kernels (any rows, cols in 1..INT_MAX).
-rp_status row_grid(const char *op, int rows, int cols, dim3 *g, dim3 *block, rp_error *err) {
-    rp_grid rg;
-    ARG_CHECK(rp_grid_rows(rows, cols, &rg) == 0, "%s: %d rows of %d columns: each must be in 1..INT_MAX", op,
-              rows, cols);
-    *g = dim3(rg.x, rg.y, rg.z);
-    *block = dim3(rg.tx, rg.ty, 1);
-    return RP_OK;
-}
-
 // DiT-style (B, T, C) with a (B, C) operand of row stride ms.
 rp_status btc_check(const char *op, int ms, int B, int T, int C, rp_error *err) {
     ARG_CHECK(B > 0 && T > 0 && C > 0, "%s: B = %d, T = %d, C = %d must all be > 0", op, B, T, C);
@@ -256,19 +243,19 @@ extern "C" rp_status rp_cuda_activation_2d(rp_cuda_act act, float *out, int ldo,
     ARG_CHECK(out && x, "%s: out %p and x %p must be non-NULL device pointers", op, (void *)out, (const void *)x);
     ARG_CHECK(rows > 0 && cols > 0, "%s: rows = %d, cols = %d must be > 0", op, rows, cols);
     ARG_CHECK(ldo >= cols && ldx >= cols, "%s: ldo = %d and ldx = %d must be >= cols = %d", op, ldo, ldx, cols);
-    dim3 g, th;
-    RP_TRY(row_grid(op, rows, cols, &g, &th, err));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, rows, cols, &l, err));
     switch (act) {
     case RP_CUDA_ACT_GELU_TANH:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_TANH><<<g, th, 0, stream>>>(out, ldo, x, ldx,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_TANH><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx,
                                                                                               rows, cols)));
         return RP_OK;
     case RP_CUDA_ACT_GELU_ERF:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_ERF><<<g, th, 0, stream>>>(out, ldo, x, ldx,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_ERF><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx,
                                                                                              rows, cols)));
         return RP_OK;
     case RP_CUDA_ACT_SILU:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_SILU><<<g, th, 0, stream>>>(out, ldo, x, ldx, rows,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_SILU><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx, rows,
                                                                                          cols)));
         return RP_OK;
     }
@@ -281,9 +268,10 @@ extern "C" rp_status rp_cuda_modulate(float *x, const float *shift, const float 
     ARG_CHECK(x && shift && scale, "%s: x %p, shift %p, scale %p must be non-NULL device pointers", op, (void *)x,
               (const void *)shift, (const void *)scale);
     RP_TRY(btc_check(op, mod_stride, B, T, C, err));
-    dim3 g, th;
-    RP_TRY(row_grid(op, B * T, C, &g, &th, err));
-    RP_CUDA_LAUNCHED(err, (modulate_kernel<<<g, th, 0, stream>>>(x, shift, scale, mod_stride, T, B * T, C)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, B * T, C, &l, err));
+    RP_CUDA_LAUNCHED(err, (modulate_kernel<<<l.grid, l.threads, 0, stream>>>(x, shift, scale, mod_stride, T, B * T,
+                                                                            C)));
     return RP_OK;
 }
 
@@ -293,9 +281,9 @@ extern "C" rp_status rp_cuda_gated_add(float *x, const float *gate, int mod_stri
     ARG_CHECK(x && gate && y, "%s: x %p, gate %p, y %p must be non-NULL device pointers", op, (void *)x,
               (const void *)gate, (const void *)y);
     RP_TRY(btc_check(op, mod_stride, B, T, C, err));
-    dim3 g, th;
-    RP_TRY(row_grid(op, B * T, C, &g, &th, err));
-    RP_CUDA_LAUNCHED(err, (gated_add_kernel<<<g, th, 0, stream>>>(x, gate, mod_stride, y, T, B * T, C)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, B * T, C, &l, err));
+    RP_CUDA_LAUNCHED(err, (gated_add_kernel<<<l.grid, l.threads, 0, stream>>>(x, gate, mod_stride, y, T, B * T, C)));
     return RP_OK;
 }
 
@@ -344,9 +332,9 @@ extern "C" rp_status rp_cuda_rope(float *x, const float *cosb, const float *sinb
     ARG_CHECK(D % 2 == 0, "%s: head dim D = %d must be even (rotation pairs)", op, D);
     const long long rows = (long long)B * NH * T;
     ARG_CHECK(rows <= 0x7fffffffLL, "%s: B*NH*T = %lld rows exceed INT_MAX", op, rows);
-    dim3 g, th;
-    RP_TRY(row_grid(op, (int)rows, D / 2, &g, &th, err));
-    RP_CUDA_LAUNCHED(err, (rope_kernel<<<g, th, 0, stream>>>(x, cosb, sinb, T, (int)rows, D)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, (int)rows, D / 2, &l, err));
+    RP_CUDA_LAUNCHED(err, (rope_kernel<<<l.grid, l.threads, 0, stream>>>(x, cosb, sinb, T, (int)rows, D)));
     return RP_OK;
 }
 

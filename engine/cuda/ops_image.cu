@@ -9,7 +9,6 @@
 
 #include "cuda_common.h"
 #include "cuda_ops.h"
-#include "launch_grid.h"
 
 namespace {
 
@@ -20,33 +19,14 @@ namespace {
 
 constexpr long long kIntMax = 0x7fffffffLL;
 
-struct RowGrid {
-    dim3 grid;
-    unsigned threads;
-};
-
-// launch_grid.h's rows grid (threads per block: the row length rounded up to a warp, at
-// most 256).
-rp_status row_grid(const char *op, long long rows, long long cols, RowGrid *rg, rp_error *err) {
-    rp_grid g;
-    ARG_CHECK(rp_grid_rows(rows, cols, &g) == 0,
-              "%s: %lld rows of %lld columns out of range (each must be in 1..INT_MAX)", op, rows, cols);
-    rg->grid = dim3(g.x, g.y, g.z);
-    rg->threads = g.tx;
-    return RP_OK;
-}
-
-#define COL_LOOP(c, cols) RP_GRID_COLS_FOR(c, cols, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x)
-#define ROW_LOOP(r, rows) RP_GRID_ROWS_FOR(r, rows, blockIdx.y, gridDim.y)
-
 // ---- patches -------------------------------------------------------------------------------------
 
 // rows (b, c, y) of img, x = column: tokens[b][gy*gw + gx][(c*p + py)*p + px] = img[b][c][y][x].
 __global__ void patchify_kernel(float *tok, const float *img, int C, int H, int W, int p, int rows) {
-    COL_LOOP(x, W) {
+    RP_CUDA_COL_LOOP(x, W) {
         const int gh = H / p, gw = W / p, P = C * p * p;
         const int gx = x / p, px = x % p;
-        ROW_LOOP(r, rows) {
+        RP_CUDA_ROW_LOOP(r, rows) {
             const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
             const int gy = y / p, py = y % p;
             tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)c * p + py) * p + px] =
@@ -57,10 +37,10 @@ __global__ void patchify_kernel(float *tok, const float *img, int C, int H, int 
 
 // rows (b, c, y) of img: img[b][c][y][x] = tokens[b][gy*gw + gx][(py*p + px)*C + c].
 __global__ void unpatchify_kernel(float *img, const float *tok, int C, int H, int W, int p, int rows) {
-    COL_LOOP(x, W) {
+    RP_CUDA_COL_LOOP(x, W) {
         const int gh = H / p, gw = W / p, P = C * p * p;
         const int gx = x / p, px = x % p;
-        ROW_LOOP(r, rows) {
+        RP_CUDA_ROW_LOOP(r, rows) {
             const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
             const int gy = y / p, py = y % p;
             img[(size_t)r * W + x] =
@@ -71,9 +51,9 @@ __global__ void unpatchify_kernel(float *img, const float *tok, int C, int H, in
 
 // rp_flux_unpack: img[b][c][y][x] = tokens[b][(y/2)*gw + x/2][(c*2 + y%2)*2 + x%2].
 __global__ void flux_unpack_kernel(float *img, const float *tok, int C, int H, int W, int rows) {
-    COL_LOOP(x, W) {
+    RP_CUDA_COL_LOOP(x, W) {
         const int gh = H / 2, gw = W / 2, P = 4 * C;
-        ROW_LOOP(r, rows) {
+        RP_CUDA_ROW_LOOP(r, rows) {
             const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
             img[(size_t)r * W + x] = tok[((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P +
                                          (size_t)(c * 2 + y % 2) * 2 + x % 2];
@@ -83,7 +63,7 @@ __global__ void flux_unpack_kernel(float *img, const float *tok, int C, int H, i
 
 // rows (plane, y') of out (2H, 2W per plane): out[pl][y'][x'] = in[pl][y'/2][x'/2].
 __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int rows) {
-    COL_LOOP(x, 2 * W) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(x, 2 * W) RP_CUDA_ROW_LOOP(r, rows) {
         const int yo = r % (2 * H), pl = r / (2 * H);
         out[(size_t)r * 2 * W + x] = in[((size_t)pl * H + yo / 2) * W + x / 2];
     }
@@ -93,7 +73,7 @@ __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int
 
 // rows (b, t, which, h) of qkv (B, T, 3, H, D), d = column.
 __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv, int T, int H, int D, int rows) {
-    COL_LOOP(d, D) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, which = (r / H) % 3, bt = r / (3 * H), t = bt % T, b = bt / T;
         float *dst = which == 0 ? q : which == 1 ? k : v;
         dst[(((size_t)b * H + h) * T + t) * D + d] = qkv[(size_t)r * D + d];
@@ -102,7 +82,7 @@ __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv,
 
 // rows (b, t, h) of x (B, T, H, D) -> out[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D, int S, int s0, int rows) {
-    COL_LOOP(d, D) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[(((size_t)b * H + h) * S + s0 + t) * D + d] = x[(size_t)r * D + d];
     }
@@ -111,7 +91,7 @@ __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D,
 // rows (b, t, h) of out (B, T, ldo) columns h*D + d <- x[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void from_heads_kernel(float *out, int ldo, const float *x, int S, int s0, int T, int H, int D,
                                   int rows) {
-    COL_LOOP(d, D) ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[((size_t)b * T + t) * ldo + (size_t)h * D + d] = x[(((size_t)b * H + h) * S + s0 + t) * D + d];
     }
@@ -162,11 +142,11 @@ struct HostFreqs {
 // rows b, column i in [0, half + dim % 2).
 __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, HostFreqs fr, int use_host,
                              float neg_log, float denom, int rows) {
-    COL_LOOP(i, half + dim % 2) {
+    RP_CUDA_COL_LOOP(i, half + dim % 2) {
         float f = 0.0f;
         if (i < half)
             f = use_host ? fr.f[i] : (float)exp((double)__fdiv_rn(__fmul_rn(neg_log, (float)i), denom));
-        ROW_LOOP(b, rows) {
+        RP_CUDA_ROW_LOOP(b, rows) {
             float *o = out + (size_t)b * dim;
             if (i == half) {
                 o[dim - 1] = 0.0f;
@@ -185,9 +165,9 @@ __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, Host
 // holds x[ic][oy*s - pad + ky][ox*s - pad + kx], 0 outside (ops.c im2col).
 __global__ void im2col_kernel(float *col, const float *x, int H, int W, int k, int s, int pad, int Wo, int ncol,
                               int rows) {
-    COL_LOOP(j, ncol) {
+    RP_CUDA_COL_LOOP(j, ncol) {
         const int oy = j / Wo, ox = j % Wo;
-        ROW_LOOP(r, rows) {
+        RP_CUDA_ROW_LOOP(r, rows) {
             const int kx = r % k, ky = (r / k) % k, ic = r / (k * k);
             const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
             float v = 0.0f;
@@ -199,7 +179,7 @@ __global__ void im2col_kernel(float *col, const float *x, int H, int W, int k, i
 
 // out (N*OC rows, HWo) = b[row % OC].
 __global__ void bias_fill_kernel(float *out, const float *b, int OC, int HWo, int rows) {
-    COL_LOOP(j, HWo) ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
+    RP_CUDA_COL_LOOP(j, HWo) RP_CUDA_ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
 }
 
 struct ConvShape {
@@ -233,14 +213,14 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
     const char *op = "rp_cuda_conv2d";
     float beta = 0.0f;
     if (b) {
-        RowGrid rg;
-        RP_TRY(row_grid(op, (long long)N * OC, sh.HWo, &rg, err));
+        rp_cuda_rows rg;
+        RP_TRY(rp_cuda_rows_grid(op, (long long)N * OC, sh.HWo, &rg, err));
         RP_CUDA_LAUNCHED(err, (bias_fill_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, b, OC, sh.HWo, N * OC)));
         beta = 1.0f;
     }
     const float alpha = 1.0f;
-    RowGrid rc;
-    if (!sh.direct) RP_TRY(row_grid(op, sh.Kd, sh.HWo, &rc, err));
+    rp_cuda_rows rc;
+    if (!sh.direct) RP_TRY(rp_cuda_rows_grid(op, sh.Kd, sh.HWo, &rc, err));
     for (int n = 0; n < N; n++) {
         const float *x = in + (size_t)n * IC * H * W;
         float *o = out + (size_t)n * OC * sh.HWo;
@@ -261,9 +241,9 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
 
 // out[r][c] = bias[c]: a linear's bias preload (rp_cuda_fill_rows); a (rows, cols) grid.
 __global__ void fill_rows_kernel(float *out, int ldo, const float *bias, int rows, int cols) {
-    COL_LOOP(c, cols) {
+    RP_CUDA_COL_LOOP(c, cols) {
         const float b = bias[c];
-        ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+        RP_CUDA_ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
     }
 }
 
@@ -285,8 +265,8 @@ extern "C" rp_status rp_cuda_patchify(float *tokens, const float *img, int B, in
                                       cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_patchify";
     RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (patchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(tokens, img, C, H, W, p, B * C * H)));
     return RP_OK;
 }
@@ -295,8 +275,8 @@ extern "C" rp_status rp_cuda_unpatchify(float *img, const float *tokens, int B, 
                                         cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_unpatchify";
     RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (unpatchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(img, tokens, C, H, W, p,
                                                                                  B * C * H)));
     return RP_OK;
@@ -309,8 +289,8 @@ extern "C" rp_status rp_cuda_flux_unpack(float *img, const float *tokens, int B,
               (const void *)tokens);
     ARG_CHECK(B > 0 && C > 0 && H > 0 && W > 0, "%s: B = %d, C = %d, H = %d, W = %d must be > 0", op, B, C, H, W);
     ARG_CHECK(H % 2 == 0 && W % 2 == 0, "%s: latent %d x %d must be even (2x2 packing)", op, H, W);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (flux_unpack_kernel<<<rg.grid, rg.threads, 0, stream>>>(img, tokens, C, H, W, B * C * H)));
     return RP_OK;
 }
@@ -320,8 +300,8 @@ extern "C" rp_status rp_cuda_upsample_nearest2x(float *out, const float *in, int
     const char *op = "rp_cuda_upsample_nearest2x";
     ARG_CHECK(out && in, "%s: out %p and in %p must be non-NULL device pointers", op, (void *)out, (const void *)in);
     ARG_CHECK(N > 0 && C > 0 && H > 0 && W > 0, "%s: N = %d, C = %d, H = %d, W = %d must be > 0", op, N, C, H, W);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)N * C * 2 * H, 2LL * W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)N * C * 2 * H, 2LL * W, &rg, err));
     RP_CUDA_LAUNCHED(err, (upsample2x_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, in, H, W, N * C * 2 * H)));
     return RP_OK;
 }
@@ -332,8 +312,8 @@ extern "C" rp_status rp_cuda_split_qkv_heads(float *q, float *k, float *v, const
     ARG_CHECK(q && k && v && qkv, "%s: q %p, k %p, v %p, qkv %p must be non-NULL device pointers", op, (void *)q,
               (void *)k, (void *)v, (const void *)qkv);
     ARG_CHECK(B > 0 && T > 0 && H > 0 && D > 0, "%s: B = %d, T = %d, H = %d, D = %d must be > 0", op, B, T, H, D);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * 3 * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * 3 * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (split_qkv_kernel<<<rg.grid, rg.threads, 0, stream>>>(q, k, v, qkv, T, H, D,
                                                                                B * T * 3 * H)));
     return RP_OK;
@@ -346,8 +326,8 @@ extern "C" rp_status rp_cuda_to_heads(float *out, const float *x, int B, int T, 
     ARG_CHECK(B > 0 && T > 0 && H > 0 && D > 0, "%s: B = %d, T = %d, H = %d, D = %d must be > 0", op, B, T, H, D);
     ARG_CHECK(s0 >= 0 && (long long)s0 + T <= S, "%s: rows [%d, %lld) do not fit in S = %d", op, s0,
               (long long)s0 + T, S);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (to_heads_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, x, T, H, D, S, s0, B * T * H)));
     return RP_OK;
 }
@@ -360,8 +340,8 @@ extern "C" rp_status rp_cuda_from_heads(float *out, int ldo, const float *x, int
     ARG_CHECK(s0 >= 0 && (long long)s0 + T <= S, "%s: rows [%d, %lld) do not fit in S = %d", op, s0,
               (long long)s0 + T, S);
     ARG_CHECK((long long)ldo >= (long long)H * D, "%s: ldo = %d must be >= H*D = %lld", op, ldo, (long long)H * D);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (from_heads_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, ldo, x, S, s0, T, H, D,
                                                                                 B * T * H)));
     return RP_OK;
@@ -404,8 +384,8 @@ extern "C" rp_status rp_cuda_timestep_embedding(float *out, const float *t, int 
         e = e / denom;
         fr.f[i] = expf(e);
     }
-    RowGrid rg;
-    RP_TRY(row_grid(op, B, (long long)half + dim % 2, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, B, (long long)half + dim % 2, &rg, err));
     RP_CUDA_LAUNCHED(err, (tsemb_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, t, dim, half, fr, use_host, neg_log,
                                                                            denom, B)));
     return RP_OK;
@@ -464,8 +444,8 @@ extern "C" rp_status rp_cuda_fill_rows(float *out, int ldo, const float *bias, i
     ARG_CHECK(out && bias, "%s: out %p and bias %p must be non-NULL device pointers", op, (void *)out,
               (const void *)bias);
     ARG_CHECK(ldo >= cols, "%s: ldo %d < %d columns", op, ldo, cols);
-    RowGrid rg;
-    RP_TRY(row_grid(op, rows, cols, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, rows, cols, &rg, err));
     RP_CUDA_LAUNCHED(err, (fill_rows_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, ldo, bias, rows, cols)));
     return RP_OK;
 }

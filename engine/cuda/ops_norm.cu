@@ -18,7 +18,6 @@
 
 #include "cuda_common.h"
 #include "cuda_ops.h"
-#include "launch_grid.h"
 
 namespace {
 
