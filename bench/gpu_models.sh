@@ -7,22 +7,27 @@
 #   2. PyTorch: bench/torch_dit.py (same model, same batch, bf16): eager, torch.compile
 #      default and mode "max-autotune-no-cudagraphs"
 #   3. ours: cuda_models --model flux-dev at 1024x1024, bf16, deterministic and fast
+#   4. PyTorch: bench/torch_flux.py (flux_ref.py's FLUX-dev with SDPA, 1024x1024, bf16,
+#      batch 1): eager and torch.compile default (TORCH_FLUX_VARIANTS to change)
 #
 # and prints the targets, each PASS or MISS (UNMEASURED when its peer did not run —
 # never left out):
 #   DiT ours vs torch eager      ours faster (ours ms < eager ms), per mode
 #   DiT ours vs torch.compile    ours within 10% (ours ms <= 1.10 x the faster compile ms), per mode
 #   FLUX-dev 1024 one forward    <= 150 ms, per mode
+#   FLUX ours vs torch.compile   ours <= 0.90 x the faster torch.compile ms, per mode
 #
 #   bench/gpu_models.sh [-- extra cuda_models options, e.g. --attention flash]
 #   env: BUILD (default <repo>/build), PYTHON (default /usr/bin/python3: a torch with CUDA
 #        is needed for the PyTorch rows — Debian's python3-torch is CPU-only, so point
 #        PYTHON at one that has CUDA), OUT (log dir, default $BUILD/gpu_models),
-#        ITERS / WARMUP (cuda_models and torch_dit, default 50 / 10; FLUX: FLUX_ITERS 10,
-#        FLUX_WARMUP 2), PEAK (TFLOP/s, default 989: H200 dense bf16),
-#        STEPS (default "dit torch flux": the steps to run now; the targets are judged from
-#        the logs in $OUT, so under a per-command time limit run STEPS=dit, STEPS=torch,
-#        STEPS=flux one after another with the same OUT — an earlier log is named as such)
+#        ITERS / WARMUP (cuda_models and torch_dit, default 50 / 10; FLUX, ours and torch:
+#        FLUX_ITERS 10, FLUX_WARMUP 2), PEAK (TFLOP/s, default 989: H200 dense bf16),
+#        TORCH_FLUX_VARIANTS (default eager,compile-default),
+#        STEPS (default "dit torch flux torchflux": the steps to run now; the targets are
+#        judged from the logs in $OUT, so under a per-command time limit run STEPS=dit,
+#        STEPS=torch, STEPS=flux, STEPS=torchflux one after another with the same OUT — an
+#        earlier log is named as such)
 #
 # Exit: 0 every target PASS; 3 everything ran but a target is MISS or UNMEASURED; 1 a
 # run failed; 0 with "gpu_models: no CUDA device: skipped" when there is no GPU.
@@ -36,7 +41,8 @@ WARMUP=${WARMUP:-10}
 FLUX_ITERS=${FLUX_ITERS:-10}
 FLUX_WARMUP=${FLUX_WARMUP:-2}
 PEAK=${PEAK:-989}
-STEPS=${STEPS:-dit torch flux}
+TORCH_FLUX_VARIANTS=${TORCH_FLUX_VARIANTS:-eager,compile-default}
+STEPS=${STEPS:-dit torch flux torchflux}
 [[ "${1:-}" == "--" ]] && shift
 extra=("$@")
 bin=$BUILD/bench/cuda_models
@@ -126,6 +132,12 @@ if has_step flux; then
 else
   earlier flux-deterministic flux-fast
 fi
+if has_step torchflux; then
+  run torch-flux "$PYTHON" "$root/bench/torch_flux.py" --warmup "$FLUX_WARMUP" --iters "$FLUX_ITERS" \
+      --peak "$PEAK" --res 1024 --variants "$TORCH_FLUX_VARIANTS"
+else
+  earlier torch-flux
+fi
 
 # ---- targets ------------------------------------------------------------------------------
 n_pass=0; n_miss=0
@@ -136,25 +148,31 @@ verdict() { # verdict LABEL STATUS DETAIL
 # cmp A B OP: 1 when A OP B holds (floats)
 holds() { awk -v a="$1" -v b="$2" -v op="$3" 'BEGIN { exit !((op == "<" && a < b) || (op == "<=" && a <= b)) }'; }
 
-eager=$(field "$OUT/torch-dit.log" median_ms eager)
-c_def=$(field "$OUT/torch-dit.log" median_ms compile-default)
-c_max=$(field "$OUT/torch-dit.log" median_ms compile-max-autotune-no-cudagraphs)
-compile=""; compile_impl=""
-for pair in "compile-default:$c_def" "compile-max-autotune-no-cudagraphs:$c_max"; do
-  v=${pair#*:}
-  [[ -z $v ]] && continue
-  if [[ -z $compile ]] || holds "$v" "$compile" "<"; then compile=$v; compile_impl=${pair%%:*}; fi
-done
-torch_why=""
-if [[ -z $eager ]]; then
-  torch_why=$(grep -m1 -E "skipped|Error|error" "$OUT/torch-dit.log" 2>/dev/null || true)
-  [[ -z $torch_why ]] && torch_why="no torch_dit result"
-fi
-compile_why=""
-if [[ -z $compile ]]; then
-  compile_why=$(field "$OUT/torch-dit.log" reason compile-default)
-  [[ -z $compile_why ]] && compile_why=${torch_why:-"no torch.compile result"}
-fi
+# peer LOG: a PyTorch peer's log -> eager, compile (the faster torch.compile median),
+# compile_impl, and why either is missing (torch_why, compile_why)
+peer() {
+  local log=$1 pair v c_def c_max
+  eager=$(field "$log" median_ms eager)
+  c_def=$(field "$log" median_ms compile-default)
+  c_max=$(field "$log" median_ms compile-max-autotune-no-cudagraphs)
+  compile=""; compile_impl=""
+  for pair in "compile-default:$c_def" "compile-max-autotune-no-cudagraphs:$c_max"; do
+    v=${pair#*:}
+    [[ -z $v ]] && continue
+    if [[ -z $compile ]] || holds "$v" "$compile" "<"; then compile=$v; compile_impl=${pair%%:*}; fi
+  done
+  torch_why=""
+  if [[ -z $eager ]]; then
+    torch_why=$(grep -m1 -E "skipped|Error|error" "$log" 2>/dev/null || true)
+    [[ -z $torch_why ]] && torch_why="no result in $log"
+  fi
+  compile_why=""
+  if [[ -z $compile ]]; then
+    compile_why=$(field "$log" reason compile-default)
+    [[ -z $compile_why ]] && compile_why=${torch_why:-"no torch.compile result in $log"}
+  fi
+}
+peer "$OUT/torch-dit.log"
 
 echo
 echo "== targets (bf16; DiT-XL/2 256 px batch 2; FLUX-dev 1024x1024 batch 1; times are medians)"
@@ -193,6 +211,21 @@ for mode in deterministic fast; do
   tf=$(field "$OUT/flux-$mode.log" tflops)
   if holds "$f" 150 "<="; then s=PASS; else s=MISS; fi
   verdict "FLUX-dev 1024 ($mode) <= 150 ms" $s "$(printf '%.2f ms, %.1f TFLOP/s' "$f" "$tf")"
+done
+peer "$OUT/torch-flux.log"
+[[ -n $eager ]] && echo "FLUX torch eager ${eager} ms; torch.compile best ${compile:-n/a} ms ${compile_impl:+($compile_impl)}"
+for mode in deterministic fast; do
+  f=$(field "$OUT/flux-$mode.log" median_ms)
+  if [[ -z $f ]]; then
+    verdict "FLUX ours ($mode) vs torch.compile" MISS "ours did not run (log: $OUT/flux-$mode.log)"
+  elif [[ -n $compile ]]; then
+    r=$(awk -v o="$f" -v c="$compile" 'BEGIN { printf "%.3f", o / c }')
+    lim=$(awk -v c="$compile" 'BEGIN { printf "%.4f", 0.90 * c }')
+    if holds "$f" "$lim" "<="; then s=PASS; else s=MISS; fi
+    verdict "FLUX ours ($mode) vs torch.compile" $s "ours $f ms, $compile_impl $compile ms: ours/compile $r (target <= 0.90)"
+  else
+    verdict "FLUX ours ($mode) vs torch.compile" UNMEASURED "ours $f ms; compile not measured: $compile_why"
+  fi
 done
 echo "targets: $n_pass PASS, $n_miss MISS/UNMEASURED; logs in $OUT"
 ((failed)) && exit 1

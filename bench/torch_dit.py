@@ -215,6 +215,13 @@ def main():
     base = dict(bench="torch_dit", model="dit-xl-2-256", device=name, torch=torch.__version__, dtype="bf16",
                 batch=a.batch, res=256, macs_per_image=macs_img, macs=macs, warmup=a.warmup, iters=a.iters,
                 peak_tflops=a.peak, attention="sdpa" if HAVE_SDPA else "written-out")
+    return run_variants(model, (x, t, y), variants, a.warmup, a.iters, macs, a.peak, base)
+
+
+def run_variants(model, args, variants, warmup, iters, macs, peak, base):
+    """Times model(*args) as each variant ("eager", "compile-default", "compile-<mode>") and
+    emits one RESULT line per variant (status ok / unavailable / error). Returns 1 when
+    eager fails or an output is not finite, else 0. bench/torch_flux.py uses it too."""
     rc = 0
     for v in variants:
         rec = dict(base, impl=v)
@@ -232,7 +239,7 @@ def main():
             fn = torch.compile(model, mode=mode)
         try:
             with torch.no_grad():
-                first_s, med, best, out = time_model(fn, (x, t, y), a.warmup, a.iters)
+                first_s, med, best, out = time_model(fn, args, warmup, iters)
         except Exception as e:  # noqa: BLE001
             emit(dict(rec, status="error", reason=("%s: %s" % (type(e).__name__, e))[:500]))
             if v == "eager":
@@ -241,9 +248,9 @@ def main():
         finite = bool(torch.isfinite(out).all())
         tf = 2.0 * macs / (med * 1e-3) / 1e12
         print("# %s: first call %.1f s, median %.3f ms (min %.3f), %.1f TFLOP/s = %.3f of %.0f"
-              % (v, first_s, med, best, tf, tf / a.peak, a.peak), flush=True)
+              % (v, first_s, med, best, tf, tf / peak, peak), flush=True)
         emit(dict(rec, status="ok", first_call_s=first_s, median_ms=med, min_ms=best, tflops=tf,
-                  tflops_best=2.0 * macs / (best * 1e-3) / 1e12, frac_peak=tf / a.peak, finite=finite))
+                  tflops_best=2.0 * macs / (best * 1e-3) / 1e12, frac_peak=tf / peak, finite=finite))
         if not finite:
             rc = 1
     return rc

@@ -339,10 +339,11 @@ rp_status rp_cuda_attn_flash_run_(rp_cuda_attn *a, const rp_cuda_attn_used *u, f
                                   int Tq, int Tk, int D, float scale, rp_error *err) {
     const int BQ = u->q_chunk, BK = u->kv_chunk, NG = (D + 31) / 32;
     const long long nqt = (Tq + (long long)BQ - 1) / BQ;
-    const long long blocks = nqt * B * H;
-    if (blocks > INT_MAX)
+    const long long blocks = nqt * B * H;  // one block of 2 BQ threads per (b, h, q tile)
+    rp_grid g;
+    if (rp_grid_blocks(blocks, (unsigned)(2 * BQ), &g) != 0)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "flash attention (cuda): %lld thread blocks (B=%d H=%d Tq=%d, "
-                       "q tile %d) exceed the grid limit %d", blocks, B, H, Tq, BQ, INT_MAX);
+                       "q tile %d) exceed the grid limit %lld", blocks, B, H, Tq, BQ, RP_GRID_X_MAX);
     FlashArgs args;
     args.q = q;
     args.k = k;
@@ -356,6 +357,6 @@ rp_status rp_cuda_attn_flash_run_(rp_cuda_attn *a, const rp_cuda_attn_used *u, f
     args.nqt = (int)nqt;
     args.scale = scale;
     if (u->dtype == RP_CUDA_ATTN_BF16)
-        return launch_ng<uint16_t>(NG, BQ, BK, a->stream, args, (unsigned)blocks, u->smem_bytes, err);
-    return launch_ng<float>(NG, BQ, BK, a->stream, args, (unsigned)blocks, u->smem_bytes, err);
+        return launch_ng<uint16_t>(NG, BQ, BK, a->stream, args, g.x, u->smem_bytes, err);
+    return launch_ng<float>(NG, BQ, BK, a->stream, args, g.x, u->smem_bytes, err);
 }

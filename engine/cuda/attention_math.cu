@@ -179,9 +179,11 @@ rp_status run_sliced(rp_cuda_attn *a, const rp_cuda_attn_used *u, float *out, co
         const long long sS = (long long)n * Tk;
         RP_TRY(sgemm_sb(a, u->tf32, CUBLAS_OP_T, CUBLAS_OP_N, Tk, n, D, scale, k, D, skv, q + (size_t)i0 * D, D, sq,
                         S, Tk, sS, BH, err));
-        const long long nrows = (long long)BH * n;
-        RP_CUDA_LAUNCHED(err, (softmax_rows_kernel<<<(unsigned)nrows, SOFTMAX_THREADS, 0, a->stream>>>(S, n, H, Tk,
-                                                                                                     mask)));
+        rp_grid g;  // one block per score row; the caller checked BH * rows <= INT_MAX
+        if (rp_grid_blocks((long long)BH * n, SOFTMAX_THREADS, &g) != 0)
+            return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention (cuda): %lld score rows exceed the grid limit",
+                           (long long)BH * n);
+        RP_CUDA_LAUNCHED(err, (softmax_rows_kernel<<<g.x, g.tx, 0, a->stream>>>(S, n, H, Tk, mask)));
         RP_TRY(sgemm_sb(a, u->tf32, CUBLAS_OP_N, CUBLAS_OP_N, D, n, Tk, 1.0f, v, D, skv, S, Tk, sS,
                         out + (size_t)i0 * D, D, sq, BH, err));
     }
@@ -190,9 +192,9 @@ rp_status run_sliced(rp_cuda_attn *a, const rp_cuda_attn_used *u, float *out, co
 
 rp_status convert_bf16(rp_cuda_attn *a, float *dst, const void *src, size_t n, rp_error *err) {
     if (n == 0) return RP_OK;
-    size_t blocks = (n + 255) / 256;
-    if (blocks > 65536) blocks = 65536;
-    RP_CUDA_LAUNCHED(err, (bf16_to_f32_kernel<<<(unsigned)blocks, 256, 0, a->stream>>>(
+    rp_grid g;  // grid-stride over n; n >= 1 here
+    (void)rp_grid_flat(n, 256, 65536, &g);
+    RP_CUDA_LAUNCHED(err, (bf16_to_f32_kernel<<<g.x, g.tx, 0, a->stream>>>(
                               dst, static_cast<const uint16_t *>(src), n)));
     return RP_OK;
 }

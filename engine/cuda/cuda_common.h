@@ -14,6 +14,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "engine/cuda/launch_grid.h"
 #include "engine/error.h"
 
 #define RP_CUDA_TRY(err, call)                                                                        \
@@ -39,6 +40,28 @@
     } while (0)
 
 #ifdef __CUDACC__
+/* launch_grid.h's rows grid over (rows, cols) as a launch configuration (grid, threads per
+ * block); RP_ERR_INVALID naming `op` when rows or cols is outside 1..INT_MAX. A kernel on
+ * it walks its elements with RP_CUDA_COL_LOOP (outer: columns, grid.x) and
+ * RP_CUDA_ROW_LOOP (inner: rows, grid.y); every (r, c) exactly once. */
+struct rp_cuda_rows {
+    dim3 grid, threads;
+};
+
+static inline rp_status rp_cuda_rows_grid(const char *op, long long rows, long long cols, rp_cuda_rows *l,
+                                          rp_error *err) {
+    rp_grid g;
+    if (rp_grid_rows(rows, cols, &g) != 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s: %lld rows of %lld columns out of range (each must be in 1..INT_MAX)",
+                       op, rows, cols);
+    l->grid = dim3(g.x, g.y, g.z);
+    l->threads = dim3(g.tx, g.ty, 1);
+    return RP_OK;
+}
+
+#define RP_CUDA_COL_LOOP(c, cols) RP_GRID_COLS_FOR(c, cols, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x)
+#define RP_CUDA_ROW_LOOP(r, rows) RP_GRID_ROWS_FOR(r, rows, blockIdx.y, gridDim.y)
+
 /* fastmath.h's rp_expf, operation for operation, each fp32 operation an explicit
  * round-to-nearest intrinsic so nvcc cannot contract a multiply-add into an FMA:
  * bitwise the CPU's value for every input (<= 2 ulp of exp). */

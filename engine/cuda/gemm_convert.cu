@@ -69,16 +69,12 @@ extern "C" rp_status rp_cuda_convert_f32(void *dst, int ld_dst, rp_cuda_prec to,
         return RP_FAIL(err, RP_ERR_INVALID, "rp_cuda_convert_f32: %s is NULL for a %d x %d matrix",
                        !dst ? "dst" : "src", rows, cols);
 
-    const long long n = (long long)rows * ld_dst;
-    const int threads = 256;
-    long long blocks = (n + threads - 1) / threads;
-    if (blocks > 8192) blocks = 8192;  // grid-stride covers the rest
+    rp_grid g;  // at most 8192 blocks: the grid-stride loop covers the rest; n >= 1 here
+    (void)rp_grid_flat((size_t)rows * (size_t)ld_dst, 256, 8192, &g);
     unsigned short *d = static_cast<unsigned short *>(dst);
     if (to == RP_CUDA_PREC_BF16)
-        RP_CUDA_LAUNCHED(err, (convert_kernel<true><<<(unsigned)blocks, threads, 0, stream>>>(
-                                  d, ld_dst, src, ld_src, rows, cols)));
+        RP_CUDA_LAUNCHED(err, (convert_kernel<true><<<g.x, g.tx, 0, stream>>>(d, ld_dst, src, ld_src, rows, cols)));
     else
-        RP_CUDA_LAUNCHED(err, (convert_kernel<false><<<(unsigned)blocks, threads, 0, stream>>>(
-                                  d, ld_dst, src, ld_src, rows, cols)));
+        RP_CUDA_LAUNCHED(err, (convert_kernel<false><<<g.x, g.tx, 0, stream>>>(d, ld_dst, src, ld_src, rows, cols)));
     return RP_OK;
 }

@@ -636,10 +636,9 @@ static rp_status gemm_impl(rp_cuda_gemm_ctx *c, const char *fn, bool const_b, in
                        "device %d", fn, dev, c->device);
     RP_TRY(check_device_ptr(fn, C, "C", err));
     if (K == 0) {  // empty sum: C = beta * C, as rp_gemm
-        const long long n = (long long)M * N;
-        long long blocks = (n + 255) / 256;
-        if (blocks > 8192) blocks = 8192;
-        RP_CUDA_LAUNCHED(err, (scale_c_kernel<<<(unsigned)blocks, 256, 0, c->stream>>>(C, M, N, ldc, beta)));
+        rp_grid g;  // grid-stride over M * N >= 1, at most 8192 blocks
+        (void)rp_grid_flat((size_t)M * (size_t)N, 256, 8192, &g);
+        RP_CUDA_LAUNCHED(err, (scale_c_kernel<<<g.x, g.tx, 0, c->stream>>>(C, M, N, ldc, beta)));
         return RP_OK;
     }
     if (!A || !B)

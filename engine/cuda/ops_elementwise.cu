@@ -17,12 +17,13 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Blocks for a grid-stride loop over n elements (n > 0).
+// Blocks for a grid-stride loop over n elements (n > 0; launch_grid.h's flat shape).
 unsigned grid_for(size_t n) {
-    size_t b = (n + kThreads - 1) / kThreads;
-    const size_t cap = (size_t)1 << 20;
-    return (unsigned)(b < cap ? b : cap);
+    rp_grid g = {1, 1, 1, kThreads, 1};
+    (void)rp_grid_flat(n, kThreads, 1LL << 20, &g);
+    return g.x;
 }
+
 
 #define ARG_CHECK(cond, ...)                                       \
     do {                                                           \
@@ -61,13 +62,12 @@ __global__ void act_kernel(float *out, const float *x, size_t n) {
         out[i] = act_1<ACT>(x[i]);
 }
 
-// grid (rows capped, ceil(cols / kThreads)); rows looped.
+// a rows grid over (rows, cols).
 template <int ACT>
 __global__ void act2d_kernel(float *out, int ldo, const float *x, int ldx, int rows, int cols) {
-    int c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= cols) return;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x)
+    RP_CUDA_COL_LOOP(c, cols) RP_CUDA_ROW_LOOP(r, rows) {
         out[(size_t)r * ldo + c] = act_1<ACT>(x[(size_t)r * ldx + c]);
+    }
 }
 
 template <int ACT>
@@ -80,11 +80,9 @@ rp_status act_launch(const char *op, float *out, const float *x, size_t n, cudaS
 
 // ---- DiT elementwise ---------------------------------------------------------------------------
 
-// grid (rows = B*T looped, ceil(C / kThreads)).
+// a rows grid over (B*T, C).
 __global__ void modulate_kernel(float *x, const float *shift, const float *scale, int ms, int T, int rows, int C) {
-    int c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    RP_CUDA_COL_LOOP(c, C) RP_CUDA_ROW_LOOP(r, rows) {
         int b = r / T;
         float s1 = __fadd_rn(1.0f, scale[(size_t)b * ms + c]);
         float *xp = x + (size_t)r * C + c;
@@ -94,9 +92,7 @@ __global__ void modulate_kernel(float *x, const float *shift, const float *scale
 }
 
 __global__ void gated_add_kernel(float *x, const float *gate, int ms, const float *y, int T, int rows, int C) {
-    int c = blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    RP_CUDA_COL_LOOP(c, C) RP_CUDA_ROW_LOOP(r, rows) {
         int b = r / T;
         size_t i = (size_t)r * C + c;
         float gy = __fmul_rn(gate[(size_t)b * ms + c], y[i]);
@@ -129,12 +125,10 @@ __global__ void scale_f64_kernel(float *out, const float *x, double c, size_t n)
 
 // ---- RoPE -------------------------------------------------------------------------------------
 
-// grid (rows = B*NH*T looped, ceil((D/2) / kThreads)); one thread per pair.
+// a rows grid over (B*NH*T, D/2); one thread per pair.
 __global__ void rope_kernel(float *x, const float *cosb, const float *sinb, int T, int rows, int D) {
-    int jp = blockIdx.y * blockDim.x + threadIdx.x;
-    if (2 * jp >= D) return;
-    int j = 2 * jp;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    RP_CUDA_COL_LOOP(jp, D / 2) RP_CUDA_ROW_LOOP(r, rows) {
+        const int j = 2 * jp;
         int t = r % T;
         float *p = x + (size_t)r * D + j;
         const float *c = cosb + (size_t)t * D + j, *s = sinb + (size_t)t * D + j;
@@ -219,15 +213,6 @@ __global__ void flow_cfg_kernel(float *v, const float *vu, const float *vc, floa
     }
 }
 
-// Row grid for the (rows, cols) kernels: x over rows (looped past the cap), y over
-// column tiles.
-rp_status row_grid(const char *op, int rows, int cols, dim3 *g, rp_error *err) {
-    int ty = (cols + kThreads - 1) / kThreads;
-    ARG_CHECK(ty <= 65535, "%s: row length %d exceeds %d", op, cols, 65535 * kThreads);
-    *g = dim3((unsigned)(rows < 65535 * 16 ? rows : 65535 * 16), (unsigned)ty, 1);
-    return RP_OK;
-}
-
 // DiT-style (B, T, C) with a (B, C) operand of row stride ms.
 rp_status btc_check(const char *op, int ms, int B, int T, int C, rp_error *err) {
     ARG_CHECK(B > 0 && T > 0 && C > 0, "%s: B = %d, T = %d, C = %d must all be > 0", op, B, T, C);
@@ -258,19 +243,19 @@ extern "C" rp_status rp_cuda_activation_2d(rp_cuda_act act, float *out, int ldo,
     ARG_CHECK(out && x, "%s: out %p and x %p must be non-NULL device pointers", op, (void *)out, (const void *)x);
     ARG_CHECK(rows > 0 && cols > 0, "%s: rows = %d, cols = %d must be > 0", op, rows, cols);
     ARG_CHECK(ldo >= cols && ldx >= cols, "%s: ldo = %d and ldx = %d must be >= cols = %d", op, ldo, ldx, cols);
-    dim3 g;
-    RP_TRY(row_grid(op, rows, cols, &g, err));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, rows, cols, &l, err));
     switch (act) {
     case RP_CUDA_ACT_GELU_TANH:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_TANH><<<g, kThreads, 0, stream>>>(out, ldo, x, ldx,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_TANH><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx,
                                                                                               rows, cols)));
         return RP_OK;
     case RP_CUDA_ACT_GELU_ERF:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_ERF><<<g, kThreads, 0, stream>>>(out, ldo, x, ldx,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_GELU_ERF><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx,
                                                                                              rows, cols)));
         return RP_OK;
     case RP_CUDA_ACT_SILU:
-        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_SILU><<<g, kThreads, 0, stream>>>(out, ldo, x, ldx, rows,
+        RP_CUDA_LAUNCHED(err, (act2d_kernel<RP_CUDA_ACT_SILU><<<l.grid, l.threads, 0, stream>>>(out, ldo, x, ldx, rows,
                                                                                          cols)));
         return RP_OK;
     }
@@ -283,9 +268,10 @@ extern "C" rp_status rp_cuda_modulate(float *x, const float *shift, const float 
     ARG_CHECK(x && shift && scale, "%s: x %p, shift %p, scale %p must be non-NULL device pointers", op, (void *)x,
               (const void *)shift, (const void *)scale);
     RP_TRY(btc_check(op, mod_stride, B, T, C, err));
-    dim3 g;
-    RP_TRY(row_grid(op, B * T, C, &g, err));
-    RP_CUDA_LAUNCHED(err, (modulate_kernel<<<g, kThreads, 0, stream>>>(x, shift, scale, mod_stride, T, B * T, C)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, B * T, C, &l, err));
+    RP_CUDA_LAUNCHED(err, (modulate_kernel<<<l.grid, l.threads, 0, stream>>>(x, shift, scale, mod_stride, T, B * T,
+                                                                            C)));
     return RP_OK;
 }
 
@@ -295,9 +281,9 @@ extern "C" rp_status rp_cuda_gated_add(float *x, const float *gate, int mod_stri
     ARG_CHECK(x && gate && y, "%s: x %p, gate %p, y %p must be non-NULL device pointers", op, (void *)x,
               (const void *)gate, (const void *)y);
     RP_TRY(btc_check(op, mod_stride, B, T, C, err));
-    dim3 g;
-    RP_TRY(row_grid(op, B * T, C, &g, err));
-    RP_CUDA_LAUNCHED(err, (gated_add_kernel<<<g, kThreads, 0, stream>>>(x, gate, mod_stride, y, T, B * T, C)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, B * T, C, &l, err));
+    RP_CUDA_LAUNCHED(err, (gated_add_kernel<<<l.grid, l.threads, 0, stream>>>(x, gate, mod_stride, y, T, B * T, C)));
     return RP_OK;
 }
 
@@ -346,9 +332,9 @@ extern "C" rp_status rp_cuda_rope(float *x, const float *cosb, const float *sinb
     ARG_CHECK(D % 2 == 0, "%s: head dim D = %d must be even (rotation pairs)", op, D);
     const long long rows = (long long)B * NH * T;
     ARG_CHECK(rows <= 0x7fffffffLL, "%s: B*NH*T = %lld rows exceed INT_MAX", op, rows);
-    dim3 g;
-    RP_TRY(row_grid(op, (int)rows, D / 2, &g, err));
-    RP_CUDA_LAUNCHED(err, (rope_kernel<<<g, kThreads, 0, stream>>>(x, cosb, sinb, T, (int)rows, D)));
+    rp_cuda_rows l;
+    RP_TRY(rp_cuda_rows_grid(op, (int)rows, D / 2, &l, err));
+    RP_CUDA_LAUNCHED(err, (rope_kernel<<<l.grid, l.threads, 0, stream>>>(x, cosb, sinb, T, (int)rows, D)));
     return RP_OK;
 }
 

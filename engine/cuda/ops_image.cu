@@ -2,9 +2,9 @@
 // (im2col + cuBLAS) (cuda_ops.h has the contracts).
 //
 // The layout ops move floats and never compute with them, so they equal the CPU ops bit
-// for bit. Most kernels use a (rows, cols) grid: blockIdx.x walks rows (looping past the
-// grid cap), blockIdx.y * blockDim.x + threadIdx.x is the column, so adjacent threads
-// touch adjacent floats of a row.
+// for bit. Most kernels use launch_grid.h's rows grid over (rows, cols): grid.x tiles the
+// columns (adjacent threads touch adjacent floats of a row), grid.y the rows, both walked
+// by stride loops, so any int sizes have a legal launch.
 #include <cmath>
 
 #include "cuda_common.h"
@@ -19,74 +19,51 @@ namespace {
 
 constexpr long long kIntMax = 0x7fffffffLL;
 
-struct RowGrid {
-    dim3 grid;
-    unsigned threads;
-};
-
-// Threads per block: the row length rounded up to a warp, at most 256.
-rp_status row_grid(const char *op, long long rows, long long cols, RowGrid *rg, rp_error *err) {
-    ARG_CHECK(rows > 0 && cols > 0 && rows <= kIntMax && cols <= kIntMax,
-              "%s: %lld rows of %lld columns out of range (each must be in 1..INT_MAX)", op, rows, cols);
-    unsigned th = cols <= 32 ? 32 : cols <= 64 ? 64 : cols <= 128 ? 128 : 256;
-    long long ty = (cols + th - 1) / th;
-    ARG_CHECK(ty <= 65535, "%s: row length %lld exceeds %lld", op, cols, 65535LL * th);
-    const long long cap = 65535LL * 16;
-    rg->grid = dim3((unsigned)(rows < cap ? rows : cap), (unsigned)ty, 1);
-    rg->threads = th;
-    return RP_OK;
-}
-
-#define COL_INDEX() ((int)(blockIdx.y * blockDim.x + threadIdx.x))
-#define ROW_LOOP(r, rows) for (int r = blockIdx.x; r < (rows); r += gridDim.x)
-
 // ---- patches -------------------------------------------------------------------------------------
 
 // rows (b, c, y) of img, x = column: tokens[b][gy*gw + gx][(c*p + py)*p + px] = img[b][c][y][x].
 __global__ void patchify_kernel(float *tok, const float *img, int C, int H, int W, int p, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / p, gw = W / p, P = C * p * p;
-    const int gx = x / p, px = x % p;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        const int gy = y / p, py = y % p;
-        tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)c * p + py) * p + px] =
-            img[(size_t)r * W + x];
+    RP_CUDA_COL_LOOP(x, W) {
+        const int gh = H / p, gw = W / p, P = C * p * p;
+        const int gx = x / p, px = x % p;
+        RP_CUDA_ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            const int gy = y / p, py = y % p;
+            tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)c * p + py) * p + px] =
+                img[(size_t)r * W + x];
+        }
     }
 }
 
 // rows (b, c, y) of img: img[b][c][y][x] = tokens[b][gy*gw + gx][(py*p + px)*C + c].
 __global__ void unpatchify_kernel(float *img, const float *tok, int C, int H, int W, int p, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / p, gw = W / p, P = C * p * p;
-    const int gx = x / p, px = x % p;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        const int gy = y / p, py = y % p;
-        img[(size_t)r * W + x] =
-            tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)py * p + px) * C + c];
+    RP_CUDA_COL_LOOP(x, W) {
+        const int gh = H / p, gw = W / p, P = C * p * p;
+        const int gx = x / p, px = x % p;
+        RP_CUDA_ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            const int gy = y / p, py = y % p;
+            img[(size_t)r * W + x] =
+                tok[((size_t)b * gh * gw + (size_t)gy * gw + gx) * P + ((size_t)py * p + px) * C + c];
+        }
     }
 }
 
 // rp_flux_unpack: img[b][c][y][x] = tokens[b][(y/2)*gw + x/2][(c*2 + y%2)*2 + x%2].
 __global__ void flux_unpack_kernel(float *img, const float *tok, int C, int H, int W, int rows) {
-    const int x = COL_INDEX();
-    if (x >= W) return;
-    const int gh = H / 2, gw = W / 2, P = 4 * C;
-    ROW_LOOP(r, rows) {
-        const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
-        img[(size_t)r * W + x] =
-            tok[((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P + (size_t)(c * 2 + y % 2) * 2 + x % 2];
+    RP_CUDA_COL_LOOP(x, W) {
+        const int gh = H / 2, gw = W / 2, P = 4 * C;
+        RP_CUDA_ROW_LOOP(r, rows) {
+            const int y = r % H, bc = r / H, c = bc % C, b = bc / C;
+            img[(size_t)r * W + x] = tok[((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P +
+                                         (size_t)(c * 2 + y % 2) * 2 + x % 2];
+        }
     }
 }
 
 // rows (plane, y') of out (2H, 2W per plane): out[pl][y'][x'] = in[pl][y'/2][x'/2].
 __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int rows) {
-    const int x = COL_INDEX();
-    if (x >= 2 * W) return;
-    ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(x, 2 * W) RP_CUDA_ROW_LOOP(r, rows) {
         const int yo = r % (2 * H), pl = r / (2 * H);
         out[(size_t)r * 2 * W + x] = in[((size_t)pl * H + yo / 2) * W + x / 2];
     }
@@ -96,9 +73,7 @@ __global__ void upsample2x_kernel(float *out, const float *in, int H, int W, int
 
 // rows (b, t, which, h) of qkv (B, T, 3, H, D), d = column.
 __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv, int T, int H, int D, int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, which = (r / H) % 3, bt = r / (3 * H), t = bt % T, b = bt / T;
         float *dst = which == 0 ? q : which == 1 ? k : v;
         dst[(((size_t)b * H + h) * T + t) * D + d] = qkv[(size_t)r * D + d];
@@ -107,9 +82,7 @@ __global__ void split_qkv_kernel(float *q, float *k, float *v, const float *qkv,
 
 // rows (b, t, h) of x (B, T, H, D) -> out[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D, int S, int s0, int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[(((size_t)b * H + h) * S + s0 + t) * D + d] = x[(size_t)r * D + d];
     }
@@ -118,27 +91,27 @@ __global__ void to_heads_kernel(float *out, const float *x, int T, int H, int D,
 // rows (b, t, h) of out (B, T, ldo) columns h*D + d <- x[b][h][s0 + t][d] of (B, H, S, D).
 __global__ void from_heads_kernel(float *out, int ldo, const float *x, int S, int s0, int T, int H, int D,
                                   int rows) {
-    const int d = COL_INDEX();
-    if (d >= D) return;
-    ROW_LOOP(r, rows) {
+    RP_CUDA_COL_LOOP(d, D) RP_CUDA_ROW_LOOP(r, rows) {
         const int h = r % H, bt = r / H, t = bt % T, b = bt / T;
         out[((size_t)b * T + t) * ldo + (size_t)h * D + d] = x[(((size_t)b * H + h) * S + s0 + t) * D + d];
     }
 }
 
 // out (cols, rows) = x (rows, cols)^T, or out += x^T (accumulate: one fp32 add each);
-// 32 x 32 tiles through shared memory (33 columns: no bank conflicts), block (32, 8).
+// 32 x 32 tiles through shared memory (33 columns: no bank conflicts), block (32, 8), on
+// launch_grid.h's tiles grid (row tiles strided). Indices in 64 bits: a tile's last row
+// or column may lie past INT_MAX.
 __global__ void transpose_kernel(float *out, const float *x, int rows, int cols, int accumulate) {
     __shared__ float tile[32][33];
-    const int c0 = blockIdx.x * 32;
-    for (int r0 = blockIdx.y * 32; r0 < rows; r0 += gridDim.y * 32) {  // uniform per block
+    const long long c0 = (long long)blockIdx.x * 32;
+    RP_GRID_STRIDE_FOR(r0, blockIdx.y * 32, rows, gridDim.y * 32) {  // uniform per block
         for (int j = threadIdx.y; j < 32; j += 8) {
-            const int r = r0 + j, c = c0 + threadIdx.x;
+            const long long r = (long long)r0 + j, c = c0 + threadIdx.x;
             if (r < rows && c < cols) tile[j][threadIdx.x] = x[(size_t)r * cols + c];
         }
         __syncthreads();
         for (int j = threadIdx.y; j < 32; j += 8) {
-            const int c = c0 + j, r = r0 + threadIdx.x;  // out row c, column r
+            const long long c = c0 + j, r = (long long)r0 + threadIdx.x;  // out row c, column r
             if (r < rows && c < cols) {
                 float *o = out + (size_t)c * rows + r;
                 *o = accumulate ? __fadd_rn(*o, tile[threadIdx.x][j]) : tile[threadIdx.x][j];
@@ -150,10 +123,11 @@ __global__ void transpose_kernel(float *out, const float *x, int rows, int cols,
 
 rp_status transpose_launch(const char *op, float *out, const float *x, int rows, int cols, int accumulate,
                            cudaStream_t stream, rp_error *err) {
-    const unsigned tx = (unsigned)((cols + 31) / 32), ty = (unsigned)((rows + 31) / 32);
-    const dim3 grid(tx, ty < 65535u ? ty : 65535u, 1);
-    (void)op;
-    RP_CUDA_LAUNCHED(err, (transpose_kernel<<<grid, dim3(32, 8, 1), 0, stream>>>(out, x, rows, cols, accumulate)));
+    rp_grid g;
+    ARG_CHECK(rp_grid_tiles(rows, cols, 32, &g) == 0, "%s: %d rows of %d columns: each must be in 1..INT_MAX", op,
+              rows, cols);
+    RP_CUDA_LAUNCHED(err, (transpose_kernel<<<dim3(g.x, g.y, g.z), dim3(g.tx, g.ty, 1), 0, stream>>>(
+                              out, x, rows, cols, accumulate)));
     return RP_OK;
 }
 
@@ -168,20 +142,20 @@ struct HostFreqs {
 // rows b, column i in [0, half + dim % 2).
 __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, HostFreqs fr, int use_host,
                              float neg_log, float denom, int rows) {
-    const int i = COL_INDEX();
-    if (i > half || (i == half && dim % 2 == 0)) return;
-    float f = 0.0f;
-    if (i < half)
-        f = use_host ? fr.f[i] : (float)exp((double)__fdiv_rn(__fmul_rn(neg_log, (float)i), denom));
-    ROW_LOOP(b, rows) {
-        float *o = out + (size_t)b * dim;
-        if (i == half) {
-            o[dim - 1] = 0.0f;
-            continue;
+    RP_CUDA_COL_LOOP(i, half + dim % 2) {
+        float f = 0.0f;
+        if (i < half)
+            f = use_host ? fr.f[i] : (float)exp((double)__fdiv_rn(__fmul_rn(neg_log, (float)i), denom));
+        RP_CUDA_ROW_LOOP(b, rows) {
+            float *o = out + (size_t)b * dim;
+            if (i == half) {
+                o[dim - 1] = 0.0f;
+                continue;
+            }
+            const float a = __fmul_rn(t[b], f);
+            o[i] = (float)cos((double)a);
+            o[half + i] = (float)sin((double)a);
         }
-        const float a = __fmul_rn(t[b], f);
-        o[i] = (float)cos((double)a);
-        o[half + i] = (float)sin((double)a);
     }
 }
 
@@ -191,23 +165,21 @@ __global__ void tsemb_kernel(float *out, const float *t, int dim, int half, Host
 // holds x[ic][oy*s - pad + ky][ox*s - pad + kx], 0 outside (ops.c im2col).
 __global__ void im2col_kernel(float *col, const float *x, int H, int W, int k, int s, int pad, int Wo, int ncol,
                               int rows) {
-    const int j = COL_INDEX();
-    if (j >= ncol) return;
-    const int oy = j / Wo, ox = j % Wo;
-    ROW_LOOP(r, rows) {
-        const int kx = r % k, ky = (r / k) % k, ic = r / (k * k);
-        const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
-        float v = 0.0f;
-        if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((size_t)ic * H + iy) * W + ix];
-        col[(size_t)r * ncol + j] = v;
+    RP_CUDA_COL_LOOP(j, ncol) {
+        const int oy = j / Wo, ox = j % Wo;
+        RP_CUDA_ROW_LOOP(r, rows) {
+            const int kx = r % k, ky = (r / k) % k, ic = r / (k * k);
+            const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
+            float v = 0.0f;
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((size_t)ic * H + iy) * W + ix];
+            col[(size_t)r * ncol + j] = v;
+        }
     }
 }
 
 // out (N*OC rows, HWo) = b[row % OC].
 __global__ void bias_fill_kernel(float *out, const float *b, int OC, int HWo, int rows) {
-    const int j = COL_INDEX();
-    if (j >= HWo) return;
-    ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
+    RP_CUDA_COL_LOOP(j, HWo) RP_CUDA_ROW_LOOP(r, rows) out[(size_t)r * HWo + j] = b[r % OC];
 }
 
 struct ConvShape {
@@ -241,14 +213,14 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
     const char *op = "rp_cuda_conv2d";
     float beta = 0.0f;
     if (b) {
-        RowGrid rg;
-        RP_TRY(row_grid(op, (long long)N * OC, sh.HWo, &rg, err));
+        rp_cuda_rows rg;
+        RP_TRY(rp_cuda_rows_grid(op, (long long)N * OC, sh.HWo, &rg, err));
         RP_CUDA_LAUNCHED(err, (bias_fill_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, b, OC, sh.HWo, N * OC)));
         beta = 1.0f;
     }
     const float alpha = 1.0f;
-    RowGrid rc;
-    if (!sh.direct) RP_TRY(row_grid(op, sh.Kd, sh.HWo, &rc, err));
+    rp_cuda_rows rc;
+    if (!sh.direct) RP_TRY(rp_cuda_rows_grid(op, sh.Kd, sh.HWo, &rc, err));
     for (int n = 0; n < N; n++) {
         const float *x = in + (size_t)n * IC * H * W;
         float *o = out + (size_t)n * OC * sh.HWo;
@@ -269,10 +241,10 @@ rp_status conv_body(cublasHandle_t handle, float *out, const float *in, const fl
 
 // out[r][c] = bias[c]: a linear's bias preload (rp_cuda_fill_rows); a (rows, cols) grid.
 __global__ void fill_rows_kernel(float *out, int ldo, const float *bias, int rows, int cols) {
-    const int c = COL_INDEX();
-    if (c >= cols) return;
-    const float b = bias[c];
-    ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+    RP_CUDA_COL_LOOP(c, cols) {
+        const float b = bias[c];
+        RP_CUDA_ROW_LOOP(r, rows) out[(size_t)r * ldo + c] = b;
+    }
 }
 
 // The checks patchify and unpatchify share.
@@ -293,8 +265,8 @@ extern "C" rp_status rp_cuda_patchify(float *tokens, const float *img, int B, in
                                       cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_patchify";
     RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (patchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(tokens, img, C, H, W, p, B * C * H)));
     return RP_OK;
 }
@@ -303,8 +275,8 @@ extern "C" rp_status rp_cuda_unpatchify(float *img, const float *tokens, int B, 
                                         cudaStream_t stream, rp_error *err) {
     const char *op = "rp_cuda_unpatchify";
     RP_TRY(check_patch_args(op, tokens, img, B, C, H, W, p, err));
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (unpatchify_kernel<<<rg.grid, rg.threads, 0, stream>>>(img, tokens, C, H, W, p,
                                                                                  B * C * H)));
     return RP_OK;
@@ -317,8 +289,8 @@ extern "C" rp_status rp_cuda_flux_unpack(float *img, const float *tokens, int B,
               (const void *)tokens);
     ARG_CHECK(B > 0 && C > 0 && H > 0 && W > 0, "%s: B = %d, C = %d, H = %d, W = %d must be > 0", op, B, C, H, W);
     ARG_CHECK(H % 2 == 0 && W % 2 == 0, "%s: latent %d x %d must be even (2x2 packing)", op, H, W);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * C * H, W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * C * H, W, &rg, err));
     RP_CUDA_LAUNCHED(err, (flux_unpack_kernel<<<rg.grid, rg.threads, 0, stream>>>(img, tokens, C, H, W, B * C * H)));
     return RP_OK;
 }
@@ -328,8 +300,8 @@ extern "C" rp_status rp_cuda_upsample_nearest2x(float *out, const float *in, int
     const char *op = "rp_cuda_upsample_nearest2x";
     ARG_CHECK(out && in, "%s: out %p and in %p must be non-NULL device pointers", op, (void *)out, (const void *)in);
     ARG_CHECK(N > 0 && C > 0 && H > 0 && W > 0, "%s: N = %d, C = %d, H = %d, W = %d must be > 0", op, N, C, H, W);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)N * C * 2 * H, 2LL * W, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)N * C * 2 * H, 2LL * W, &rg, err));
     RP_CUDA_LAUNCHED(err, (upsample2x_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, in, H, W, N * C * 2 * H)));
     return RP_OK;
 }
@@ -340,8 +312,8 @@ extern "C" rp_status rp_cuda_split_qkv_heads(float *q, float *k, float *v, const
     ARG_CHECK(q && k && v && qkv, "%s: q %p, k %p, v %p, qkv %p must be non-NULL device pointers", op, (void *)q,
               (void *)k, (void *)v, (const void *)qkv);
     ARG_CHECK(B > 0 && T > 0 && H > 0 && D > 0, "%s: B = %d, T = %d, H = %d, D = %d must be > 0", op, B, T, H, D);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * 3 * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * 3 * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (split_qkv_kernel<<<rg.grid, rg.threads, 0, stream>>>(q, k, v, qkv, T, H, D,
                                                                                B * T * 3 * H)));
     return RP_OK;
@@ -354,8 +326,8 @@ extern "C" rp_status rp_cuda_to_heads(float *out, const float *x, int B, int T, 
     ARG_CHECK(B > 0 && T > 0 && H > 0 && D > 0, "%s: B = %d, T = %d, H = %d, D = %d must be > 0", op, B, T, H, D);
     ARG_CHECK(s0 >= 0 && (long long)s0 + T <= S, "%s: rows [%d, %lld) do not fit in S = %d", op, s0,
               (long long)s0 + T, S);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (to_heads_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, x, T, H, D, S, s0, B * T * H)));
     return RP_OK;
 }
@@ -368,8 +340,8 @@ extern "C" rp_status rp_cuda_from_heads(float *out, int ldo, const float *x, int
     ARG_CHECK(s0 >= 0 && (long long)s0 + T <= S, "%s: rows [%d, %lld) do not fit in S = %d", op, s0,
               (long long)s0 + T, S);
     ARG_CHECK((long long)ldo >= (long long)H * D, "%s: ldo = %d must be >= H*D = %lld", op, ldo, (long long)H * D);
-    RowGrid rg;
-    RP_TRY(row_grid(op, (long long)B * T * H, D, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, (long long)B * T * H, D, &rg, err));
     RP_CUDA_LAUNCHED(err, (from_heads_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, ldo, x, S, s0, T, H, D,
                                                                                 B * T * H)));
     return RP_OK;
@@ -412,8 +384,8 @@ extern "C" rp_status rp_cuda_timestep_embedding(float *out, const float *t, int 
         e = e / denom;
         fr.f[i] = expf(e);
     }
-    RowGrid rg;
-    RP_TRY(row_grid(op, B, (long long)half + dim % 2, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, B, (long long)half + dim % 2, &rg, err));
     RP_CUDA_LAUNCHED(err, (tsemb_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, t, dim, half, fr, use_host, neg_log,
                                                                            denom, B)));
     return RP_OK;
@@ -472,8 +444,8 @@ extern "C" rp_status rp_cuda_fill_rows(float *out, int ldo, const float *bias, i
     ARG_CHECK(out && bias, "%s: out %p and bias %p must be non-NULL device pointers", op, (void *)out,
               (const void *)bias);
     ARG_CHECK(ldo >= cols, "%s: ldo %d < %d columns", op, ldo, cols);
-    RowGrid rg;
-    RP_TRY(row_grid(op, rows, cols, &rg, err));
+    rp_cuda_rows rg;
+    RP_TRY(rp_cuda_rows_grid(op, rows, cols, &rg, err));
     RP_CUDA_LAUNCHED(err, (fill_rows_kernel<<<rg.grid, rg.threads, 0, stream>>>(out, ldo, bias, rows, cols)));
     return RP_OK;
 }

@@ -191,13 +191,18 @@ int block_for(size_t len) {
 
 // ================================ C API ===========================================================
 
-#define LAUNCH_BS(bs, kernel, grid, stream, ...)                                                    \
+// One block of bs threads per item (launch_grid.h's blocks shape: nblocks <= 2^31 - 1).
+#define LAUNCH_BS(bs, kernel, nblocks, stream, ...)                                                 \
     do {                                                                                            \
+        rp_grid g_;                                                                                 \
+        ARG_CHECK(rp_grid_blocks((nblocks), (unsigned)(bs), &g_) == 0,                              \
+                  "%s: %lld blocks exceed the grid limit", op, (long long)(nblocks));               \
+        const unsigned grid = g_.x;                                                                 \
         switch (bs) {                                                                               \
-        case 32: RP_CUDA_LAUNCHED(err, (kernel<32><<<(grid), 32, 0, (stream)>>>(__VA_ARGS__))); break;       \
-        case 128: RP_CUDA_LAUNCHED(err, (kernel<128><<<(grid), 128, 0, (stream)>>>(__VA_ARGS__))); break;    \
-        case 512: RP_CUDA_LAUNCHED(err, (kernel<512><<<(grid), 512, 0, (stream)>>>(__VA_ARGS__))); break;    \
-        default: RP_CUDA_LAUNCHED(err, (kernel<1024><<<(grid), 1024, 0, (stream)>>>(__VA_ARGS__))); break;   \
+        case 32: RP_CUDA_LAUNCHED(err, (kernel<32><<<grid, 32, 0, (stream)>>>(__VA_ARGS__))); break;         \
+        case 128: RP_CUDA_LAUNCHED(err, (kernel<128><<<grid, 128, 0, (stream)>>>(__VA_ARGS__))); break;      \
+        case 512: RP_CUDA_LAUNCHED(err, (kernel<512><<<grid, 512, 0, (stream)>>>(__VA_ARGS__))); break;      \
+        default: RP_CUDA_LAUNCHED(err, (kernel<1024><<<grid, 1024, 0, (stream)>>>(__VA_ARGS__))); break;     \
         }                                                                                           \
     } while (0)
 
@@ -207,7 +212,7 @@ extern "C" rp_status rp_cuda_layernorm(float *out, const float *x, const float *
     ARG_CHECK(out && x, "%s: out %p and x %p must be non-NULL device pointers", op, (void *)out, (const void *)x);
     ARG_CHECK(N > 0 && C > 0, "%s: N = %d rows and C = %d columns must be > 0", op, N, C);
     ARG_CHECK(eps >= 0.0f, "%s: eps = %g must be >= 0", op, (double)eps);
-    LAUNCH_BS(block_for((size_t)C), layernorm_kernel, (unsigned)N, stream, out, x, w, b, C, eps);
+    LAUNCH_BS(block_for((size_t)C), layernorm_kernel, N, stream, out, x, w, b, C, eps);
     return RP_OK;
 }
 
@@ -217,7 +222,7 @@ extern "C" rp_status rp_cuda_rmsnorm(float *out, const float *x, const float *w,
     ARG_CHECK(out && x, "%s: out %p and x %p must be non-NULL device pointers", op, (void *)out, (const void *)x);
     ARG_CHECK(N > 0 && C > 0, "%s: N = %d rows and C = %d columns must be > 0", op, N, C);
     ARG_CHECK(eps >= 0.0f, "%s: eps = %g must be >= 0", op, (double)eps);
-    LAUNCH_BS(block_for((size_t)C), rmsnorm_kernel, (unsigned)N, stream, out, x, w, C, eps);
+    LAUNCH_BS(block_for((size_t)C), rmsnorm_kernel, N, stream, out, x, w, C, eps);
     return RP_OK;
 }
 
@@ -230,7 +235,7 @@ extern "C" rp_status rp_cuda_groupnorm(float *out, const float *x, const float *
     ARG_CHECK(C % G == 0, "%s: C = %d channels must be divisible by G = %d groups", op, C, G);
     ARG_CHECK((long long)N * G <= 0x7fffffffLL, "%s: N*G = %lld blocks exceed INT_MAX", op, (long long)N * G);
     ARG_CHECK(eps >= 0.0f, "%s: eps = %g must be >= 0", op, (double)eps);
-    LAUNCH_BS(block_for((size_t)(C / G) * HW), groupnorm_kernel, (unsigned)(N * G), stream, out, x, w, b, C, HW, G,
+    LAUNCH_BS(block_for((size_t)(C / G) * HW), groupnorm_kernel, (long long)N * G, stream, out, x, w, b, C, HW, G,
               eps);
     return RP_OK;
 }
@@ -240,6 +245,6 @@ extern "C" rp_status rp_cuda_softmax_rows(float *out, const float *x, int rows, 
     const char *op = "rp_cuda_softmax_rows";
     ARG_CHECK(out && x, "%s: out %p and x %p must be non-NULL device pointers", op, (void *)out, (const void *)x);
     ARG_CHECK(rows > 0 && cols > 0, "%s: rows = %d and cols = %d must be > 0", op, rows, cols);
-    LAUNCH_BS(block_for((size_t)cols), softmax_kernel, (unsigned)rows, stream, out, x, cols);
+    LAUNCH_BS(block_for((size_t)cols), softmax_kernel, rows, stream, out, x, cols);
     return RP_OK;
 }

@@ -268,6 +268,28 @@ static void test_act2d(void) {
         free(c);
         free(g);
     }
+    /* launch_grid.h's strides on the device: one row longer than the old grid's 65535 * 256
+     * columns (device.c's act_flat sends FLUX-dev's MLP as such rows), and more rows than
+     * grid.y's 65535 */
+    static const struct { int rows, cols; } big[] = {{1, 65535 * 256 + 300}, {65535 + 77, 33}};
+    for (size_t si = 0; si < sizeof big / sizeof *big; si++) {
+        const int rows = big[si].rows, cols = big[si].cols;
+        const size_t n = (size_t)rows * cols;
+        float *h = hnew(n), *c = hnew(n), *g = hnew(n);
+        fill(h, n, 3.0f, 0.0f);
+        rp_silu(c, h, n);
+        float *d = dup_up(h, n), *o = dnew(n);
+        OP(rp_cuda_activation_2d(RP_CUDA_ACT_SILU, o, cols, d, cols, rows, cols, g_stream, E));
+        down(g, o, n);
+        char shape[64];
+        snprintf(shape, sizeof shape, "rows=%d cols=%d", rows, cols);
+        check("activation_2d silu past the old grid limits", shape, c, g, n, THR_EXACT);
+        cudaFree(o);
+        cudaFree(d);
+        free(h);
+        free(c);
+        free(g);
+    }
 }
 
 /* ---- DiT elementwise -------------------------------------------------------------------------- */

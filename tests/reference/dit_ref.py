@@ -75,8 +75,9 @@ class TimestepEmbedder(nn.Module):
     @staticmethod
     def timestep_embedding(t, dim, max_period=10000, dtype=torch.float32):
         # [cos(t f), sin(t f)], f_i = max_period^(-i / half); upstream computes in float32.
+        # The frequencies live on t's device (a CUDA t met CPU freqs: bench/torch_dit.py crashed).
         half = dim // 2
-        freqs = torch.exp(-math.log(max_period) * torch.arange(0, half, dtype=dtype) / half)
+        freqs = torch.exp(-math.log(max_period) * torch.arange(0, half, dtype=dtype, device=t.device) / half)
         args = t[:, None].to(dtype) * freqs[None]
         emb = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
         if dim % 2:

@@ -104,7 +104,7 @@ def sinusoid(t, dim, dtype):
     """Timesteps(dim, flip_sin_to_cos=True, downscale_freq_shift=0): [cos(t f), sin(t f)],
     f_i = exp(-ln(10000) i / (dim/2)), computed in dtype."""
     half = dim // 2
-    expo = -math.log(10000.0) * torch.arange(half, dtype=dtype) / half
+    expo = -math.log(10000.0) * torch.arange(half, dtype=dtype, device=t.device) / half
     ang = t.to(dtype)[:, None] * torch.exp(expo)[None, :]
     return torch.cat([torch.cos(ang), torch.sin(ang)], dim=1)
 
@@ -193,11 +193,14 @@ def rope_tables(ids, axes_dims, theta=10000):
     pos = ids.to(torch.float64)
     cos_parts, sin_parts = [], []
     for a, d in enumerate(axes_dims):
-        j = torch.arange(0, d, 2, dtype=torch.float64)
+        j = torch.arange(0, d, 2, dtype=torch.float64, device=ids.device)
         inv = 1.0 / (float(theta) ** (j / d))
         ang = pos[:, a:a + 1] * inv[None, :]                      # (T, d/2)
-        cos_parts.append(torch.cos(ang).repeat_interleave(2, dim=1))
-        sin_parts.append(torch.sin(ang).repeat_interleave(2, dim=1))
+        # each column twice: repeat_interleave(2, dim=1), written so it also runs on the meta
+        # device (tests/reference/test_ref_devices.py)
+        c, s = torch.cos(ang), torch.sin(ang)
+        cos_parts.append(torch.stack([c, c], dim=2).flatten(1))
+        sin_parts.append(torch.stack([s, s], dim=2).flatten(1))
     return torch.cat(cos_parts, dim=1), torch.cat(sin_parts, dim=1)
 
 
@@ -348,12 +351,15 @@ class FluxTransformer2DModel(nn.Module):
         c = self.context_embedder(encoder_hidden_states.to(dt))
         if acts is not None:
             acts["x_embedder"], acts["time_text_embed"], acts["context_embedder"] = x, temb, c
+        # the tables are computed on the ids' device and used on the latents' (velocity's ids
+        # are CPU tensors; a CUDA peer passes CUDA ids and keeps it all on the GPU)
         cos, sin = rope_tables(torch.cat([txt_ids, img_ids], dim=0), self.axes_dims_rope)
-        rope = (cos.to(dt), sin.to(dt))
+        rope = (cos.to(device=x.device, dtype=dt), sin.to(device=x.device, dtype=dt))
         L, N = c.shape[1], x.shape[1]
         jmask = None
         if key_mask is not None:
-            jmask = torch.cat([key_mask.bool(), torch.ones(x.shape[0], N, dtype=torch.bool)], dim=1)
+            jmask = torch.cat([key_mask.bool().to(x.device), torch.ones(x.shape[0], N, dtype=torch.bool,
+                                                                          device=x.device)], dim=1)
         for i, blk in enumerate(self.transformer_blocks):
             c, x = blk(x, c, temb, rope, jmask, acts, "transformer_blocks.%d" % i)
         x = torch.cat([c, x], dim=1)

@@ -79,7 +79,7 @@ class Timesteps(nn.Module):
 
     def forward(self, t, dtype):
         half = self.num_channels // 2
-        exponent = -math.log(10000.0) * torch.arange(half, dtype=dtype) / half
+        exponent = -math.log(10000.0) * torch.arange(half, dtype=dtype, device=t.device) / half
         args = t.to(dtype)[:, None] * torch.exp(exponent)[None, :]
         return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
@@ -186,7 +186,8 @@ class JointAttention(nn.Module):
         q, k, v = torch.cat([q, cq], dim=2), torch.cat([k, ck], dim=2), torch.cat([v, cv], dim=2)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, H, S, S)
         if context_mask is not None:
-            keep = torch.cat([torch.ones(x.shape[0], T, dtype=torch.bool), context_mask.bool()], dim=1)
+            keep = torch.cat([torch.ones(x.shape[0], T, dtype=torch.bool, device=x.device),
+                              context_mask.bool().to(x.device)], dim=1)
             scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))
         o = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(x.shape[0], -1, self.heads * self.head_dim)
         ox, oc = o[:, :T], o[:, T:]

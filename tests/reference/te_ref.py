@@ -100,14 +100,14 @@ class TextEncoder(nn.Module):
 
     def forward(self, tokens, mask):
         B, L = tokens.shape
-        pos = torch.arange(L)
+        pos = torch.arange(L, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(pos)[None]
         for layer in self.layers:
             x = layer(x, mask)
         h = self.final_ln(x)
         context = self.proj_context(h) * mask[..., None].to(h.dtype)  # pad rows -> exactly 0
         eos = mask.long().sum(dim=1) - 1  # the eos is the last real token
-        pooled = self.proj_pooled(h[torch.arange(B), eos])
+        pooled = self.proj_pooled(h[torch.arange(B, device=h.device), eos])
         return context, pooled
 
     def encode(self, prompts):
