@@ -778,9 +778,10 @@ static rp_status read_fields(pctx *x, const yaml_node_t *n, const char *path, as
     return RP_OK;
 }
 
-static rp_status entries_add(pctx *x, entries *l, entry **out) {
-    if (l->n == MAX_ENTRIES) return RP_FAIL(x->err, RP_ERR_INVALID, "%s: more than %d entries in a list", x->origin,
-                                            MAX_ENTRIES);
+/* Appends an entry to l; at (the entry's node) locates the error when the list is full. */
+static rp_status entries_add(pctx *x, entries *l, const yaml_node_t *at, const char *path, entry **out) {
+    if (l->n == MAX_ENTRIES)
+        return FAIL_AT(x, at, "field '%s': more than %d entries in the list", path, MAX_ENTRIES);
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         entry *e = realloc(l->e, sizeof *e * (size_t)cap);
@@ -809,7 +810,7 @@ static rp_status read_entries(pctx *x, const yaml_node_t *n, const char *path, e
         char sub[64];
         snprintf(sub, sizeof sub, "%s[%d]", path, i++);
         entry *en = NULL;
-        RP_TRY(entries_add(x, out, &en));
+        RP_TRY(entries_add(x, out, e, path, &en));
         static const char *const label_key[] = {"label"};
         const yaml_node_t *label = NULL;
         RP_TRY(read_fields(x, e, sub, &en->a, 1, label_key, is_expect, &label));
@@ -1570,6 +1571,47 @@ static rp_status yaml_fail(pctx *x, const yaml_parser_t *p) {
     return fail_mark(x, mk, RP_ERR_FORMAT, "YAML syntax: %s%s", p->problem ? p->problem : "malformed", ctx);
 }
 
+/* Deepest nesting of sequences and mappings a matrix may use (a real one uses 4). */
+#define MAX_DEPTH 32
+
+/* Streams text's events once before it is loaded: rejects nesting deeper than MAX_DEPTH
+ * (libyaml's scanner checks every open flow level at each token, so deep nesting costs
+ * quadratic time; stopping at the first too-deep node keeps it bounded) and a NUL in any
+ * scalar (C strings would silently cut it: "ok\0/../x" would read as "ok"). */
+static rp_status prescan(pctx *x, const char *text, size_t len) {
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return RP_FAIL(x->err, RP_ERR_NOMEM, "matrix: out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    rp_status st = RP_OK;
+    int depth = 0, done = 0;
+    while (st == RP_OK && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            st = yaml_fail(x, &p);
+            break;
+        }
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > MAX_DEPTH)
+                st = fail_mark(x, ev.start_mark, RP_ERR_INVALID, "nested deeper than %d levels; a matrix "
+                               "nests a few", MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_SCALAR_EVENT:
+            if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length))
+                st = fail_mark(x, ev.start_mark, RP_ERR_INVALID, "a NUL character (\\0) in a string; not allowed");
+            break;
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        default: break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return st;
+}
+
 rp_status rp_matrix_parse(const char *text, size_t len, const char *origin, rp_matrix *m, rp_error *err) {
     assert(text && origin && m);
     memset(m, 0, sizeof *m);
@@ -1590,8 +1632,9 @@ rp_status rp_matrix_parse(const char *text, size_t len, const char *origin, rp_m
         return RP_FAIL(err, RP_ERR_NOMEM, "matrix: out of memory");
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) st = yaml_fail(&x, &parser);
-    else have_doc = 1;
+    st = prescan(&x, text, len);
+    if (st == RP_OK && !yaml_parser_load(&parser, &doc)) st = yaml_fail(&x, &parser);
+    else if (st == RP_OK) have_doc = 1;
     const yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
     if (st == RP_OK && !root) st = RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: empty matrix file", origin);
     if (st == RP_OK) { /* a second document would be silently ignored: refuse it */
