@@ -61,10 +61,13 @@ typedef enum rp_case_status {
     RP_CASE_CONFIG_ERROR,
     RP_CASE_CRASH,
     RP_CASE_HANG,
-    RP_CASE_SKIPPED
+    RP_CASE_SKIPPED,
+    RP_CASE_INFRA          /* the machine failed, not the code under test (disk or quota full,
+                            * no file descriptors, the launcher or the store could not work):
+                            * nothing is stored, so the next run computes the case again */
 } rp_case_status;
 
-/* "pending" | "ok" | "CONFIG_ERROR" | "CRASH" | "HANG" | "SKIPPED" */
+/* "pending" | "ok" | "CONFIG_ERROR" | "CRASH" | "HANG" | "SKIPPED" | "INFRA_ERROR" */
 const char *rp_case_status_name(rp_case_status s);
 
 typedef struct rp_runner_opts {
