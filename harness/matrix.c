@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #include "backends/comm.h"
@@ -1674,6 +1675,12 @@ rp_status rp_matrix_load(const char *path, rp_matrix *m, rp_error *err) {
     memset(m, 0, sizeof *m);
     FILE *f = fopen(path, "rb");
     if (!f) return RP_FAIL(err, RP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb = {0};
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) { /* a directory opens, then reads EISDIR */
+        fclose(f);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: not a matrix file (%s)", path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -1682,7 +1689,7 @@ rp_status rp_matrix_load(const char *path, rp_matrix *m, rp_error *err) {
         if (cap >= (64u << 20)) { /* a matrix is a few KiB */
             free(buf);
             fclose(f);
-            return RP_FAIL(err, RP_ERR_INVALID, "%s: larger than 64 MiB; not a matrix file", path);
+            return RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: larger than 64 MiB; not a matrix file", path);
         }
         char *nb = realloc(buf, cap * 2);
         if (!nb) free(buf);

@@ -418,7 +418,9 @@ static void progress_line(runner *r) {
     for (int i = 0; i < r->m->n_cases; i++)
         if (r->state[i] == CS_RUNNING && strlen(names) + 3 < sizeof names) {
             size_t l = strlen(names);
-            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", r->m->cases[i].c.name);
+            char nm[sizeof r->m->cases[i].c.name];
+            rp_case_display_name(r->m->cases[i].c.name, 0, nm, sizeof nm);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", nm);
         }
     char line[320];
     snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
@@ -1133,9 +1135,11 @@ static void *case_thread(void *p) {
         r->finished++;
         const rp_matrix_case *mc = &r->m->cases[i];
         if (oc.status != RP_CASE_OK) r->failed++;
+        char nm[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 0, nm, sizeof nm);
         if (!r->live || oc.status != RP_CASE_OK)
             progress_say(r, "[%d/%d] %-12s %s %s (%.1f s)%s%s", r->finished, r->to_run, rp_case_status_name(oc.status),
-                         mc->id, mc->c.name, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
+                         mc->id, nm, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
         progress_line(r);
     }
     pthread_cond_broadcast(&r->cv);
@@ -1495,9 +1499,8 @@ void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
 #undef NOTE
         n = strlen(note);
         while (n && (note[n - 1] == ' ' || note[n - 1] == ';')) note[--n] = '\0';
-        char name[35];
-        snprintf(name, sizeof name, "%.34s", mc->c.name);
-        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
         char line[1400];
         snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %.300s", mc->id, name, deg, st,
                  ma, ps, ss, ch, vd, note);
@@ -1560,9 +1563,8 @@ static void print_plan(const runner *r, const unsigned char *verdict, FILE *f) {
         default: snprintf(verd, sizeof verd, "SKIPPED: %.700s", oc->reason); break;
         }
         by[verdict[i]]++;
-        char name[35];
-        snprintf(name, sizeof name, "%.34s", mc->c.name);
-        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
         fprintf(f, "%-16s  %-34s %-10s %5d %-16s  %s%s%s%s\n", mc->id, name, deg, rp_case_world(&mc->c),
                 mc->ref == i ? "self" : m->cases[mc->ref].id, verd, mc->c.expect[0] ? " [expect " : "",
                 mc->c.expect, mc->c.expect[0] ? "]" : "");
