@@ -364,8 +364,14 @@ const rp_st_tensor *rp_st_find(const rp_st_file *f, const char *name) {
 }
 
 const char *rp_st_meta(const rp_st_file *f, const char *key) {
-    for (int i = 0; i < f->n_meta; i++)
-        if (!strcmp(f->meta_keys[i], key)) return f->meta_values[i];
+    int lo = 0, hi = f->n_meta - 1; /* keys are sorted (parse_meta): a trace looks one up per record */
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(key, f->meta_keys[mid]);
+        if (c == 0) return f->meta_values[mid];
+        if (c < 0) hi = mid - 1;
+        else lo = mid + 1;
+    }
     return NULL;
 }
 
