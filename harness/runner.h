@@ -23,7 +23,7 @@
  * when complete, so a directory named by an id is always a finished case: a
  * sweep killed at any point (even SIGKILL) resumes with nothing corrupt, and a
  * finished case is never recomputed (--rerun forces it; --retry-failed reruns
- * CRASH and HANG). metrics.json is derived: it is recomputed in place when
+ * CRASH and HANG; an INFRA_ERROR is never stored, so it always runs again). metrics.json is derived: it is recomputed in place when
  * missing or when the reference was rerun since (the run stamps differ);
  * classification.json too (also when the classify options changed), from the runs
  * kept (the classifier's runs are not repeated then: --rerun redoes them).
