@@ -7,6 +7,7 @@
 #   matrix.disk_full     tests/cli/disk_full.sh: smoke.yaml on a 12 MiB tmpfs is
 #                        INFRA_ERROR, not CRASH, and recovers once the disk grows; needs
 #                        root to mount (skips, 77, otherwise) (label matrix)
+#   matrix.fd_exhausted  the same with `ulimit -n` too low for the launcher (EMFILE)
 add_executable(bounded_run ${CMAKE_SOURCE_DIR}/tests/tools/bounded_run.c)
 set_target_properties(bounded_run PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
@@ -23,3 +24,8 @@ add_test(NAME matrix.disk_full
                  ${CMAKE_BINARY_DIR}/cli-scratch/disk-full ${CMAKE_SOURCE_DIR})
 set_tests_properties(matrix.disk_full PROPERTIES
   LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_hostile_env}")
+add_test(NAME matrix.fd_exhausted
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/disk_full.sh $<TARGET_FILE:repro>
+                 ${CMAKE_BINARY_DIR}/cli-scratch/fd-exhausted ${CMAKE_SOURCE_DIR} fds)
+set_tests_properties(matrix.fd_exhausted PROPERTIES
+  LABELS matrix TIMEOUT 300 ENVIRONMENT "${_hostile_env}")
