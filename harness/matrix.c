@@ -1402,9 +1402,11 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         if (!tmp->c.name[0]) auto_name(x, &tmp->c, vary, n_vary, tmp->c.name, sizeof tmp->c.name);
         const long long world = world_of(&tmp->c);
         if (world > RP_LAUNCH_MAX_RANKS) {
+            char nm[sizeof tmp->c.name];
+            rp_case_display_name(tmp->c.name, 0, nm, sizeof nm);
             st = fail_mark(x, degree_mark(sp, &combos[c].a, combos[c].mark), RP_ERR_INVALID,
                            "case '%s': the degrees give a world of %lld ranks; the launcher starts at most %d",
-                           tmp->c.name, world, RP_LAUNCH_MAX_RANKS);
+                           nm, world, RP_LAUNCH_MAX_RANKS);
             break;
         }
         rp_case_id(&tmp->c, tmp->id);
@@ -1456,8 +1458,10 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         k = find_id(refs, n_refs, tmp->id);
         if (k < 0) {
             if (world_of(&tmp->c) > RP_LAUNCH_MAX_RANKS) {
+                char nm[sizeof sw[i].c.name];
+                rp_case_display_name(sw[i].c.name, 0, nm, sizeof nm);
                 st = fail_mark(x, mk, RP_ERR_INVALID, "field 'reference': the reference of case '%s' has a world "
-                               "of %lld ranks; at most %d", sw[i].c.name, world_of(&tmp->c), RP_LAUNCH_MAX_RANKS);
+                               "of %lld ranks; at most %d", nm, world_of(&tmp->c), RP_LAUNCH_MAX_RANKS);
                 break;
             }
             char nm[sizeof tmp->c.name - 8];
