@@ -14,8 +14,9 @@ runtime_pkgs=(build-essential cmake pkg-config libopenblas-dev libyaml-dev libcj
               libpng-dev libsqlite3-dev check libsubunit-dev libgloo-dev libhiredis-dev
               gnuplot-nox procps)
 # test-only: the PyTorch/scikit-image references, a Redis server for the RedisStore
-# rendezvous test, Open MPI for the mpirun launch test, Chromium to render report.html
-test_pkgs=(python3-torch python3-numpy python3-skimage redis-server openmpi-bin chromium fonts-dejavu-core)
+# rendezvous test, Open MPI for the mpirun launch test, Chromium to render report.html,
+# clang (with its libFuzzer runtime) for the fuzz targets
+test_pkgs=(python3-torch python3-numpy python3-skimage redis-server openmpi-bin chromium fonts-dejavu-core clang)
 
 want=("${runtime_pkgs[@]}")
 [[ "${1:-}" == "--test" ]] && want+=("${test_pkgs[@]}")

@@ -18,22 +18,34 @@
 #include <unistd.h>
 
 #define PNG_ZLIB_LEVEL 6 /* fixed: part of what makes output bytes reproducible */
-#define PNG_MAX_DIM 65535
+/* Reading limits: a hostile file must not cost unbounded memory or time. The largest
+ * image repro writes is 16384 x 16384 (SD3/FLUX width and height); no ancillary chunk
+ * it reads is needed at all, so a few small ones are enough. */
+#define PNG_MAX_DIM 16384
+#define PNG_MAX_PIXELS ((size_t)16384 * 16384)
+#define PNG_MAX_FILE ((size_t)1 << 30)     /* 16384^2 RGB is 768 MiB raw */
+#define PNG_MAX_CHUNK_CACHE 128            /* ancillary chunks kept */
+#define PNG_MAX_CHUNK_MALLOC (1u << 20)    /* bytes for one ancillary chunk (tEXt, iCCP...) */
 
 typedef struct png_state {
     jmp_buf jmp;
     char msg[256];        /* libpng's error text */
+    char warn[160];       /* its first warning (why an IHDR is invalid, e.g. a user limit) */
     const uint8_t *data;  /* reader: the whole file */
     size_t size, pos;
 } png_state;
 
 static void on_error(png_structp png, png_const_charp msg) {
     png_state *s = png_get_error_ptr(png);
-    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    if (s->warn[0]) snprintf(s->msg, sizeof s->msg, "%s (%s)", msg, s->warn);
+    else snprintf(s->msg, sizeof s->msg, "%s", msg);
     longjmp(s->jmp, 1);
 }
 
-static void on_warning(png_structp png, png_const_charp msg) { (void)png; (void)msg; }
+static void on_warning(png_structp png, png_const_charp msg) {
+    png_state *s = png_get_error_ptr(png);
+    if (!s->warn[0]) snprintf(s->warn, sizeof s->warn, "%s", msg);
+}
 
 /* ---- write ------------------------------------------------------------------- */
 
@@ -115,6 +127,14 @@ __attribute__((noinline)) static rp_status slurp(const char *path, uint8_t **dat
     while (buf) {
         n += fread(buf + n, 1, cap - n, fp);
         if (n < cap) break;
+        const int not_png = png_sig_cmp(buf, 0, 8) != 0;
+        if (not_png || cap >= PNG_MAX_FILE) { /* e.g. /dev/zero: stop reading */
+            free(buf);
+            fclose(fp);
+            return not_png ? RP_FAIL(err, RP_ERR_FORMAT, "%s: not a PNG file (bad signature)", path)
+                                          : RP_FAIL(err, RP_ERR_FORMAT, "%s: larger than %zu MiB; not an image "
+                                                    "repro reads", path, PNG_MAX_FILE >> 20);
+        }
         uint8_t *nb = realloc(buf, cap * 2);
         if (!nb) { free(buf); buf = NULL; break; }
         buf = nb;
@@ -163,7 +183,14 @@ rp_status rp_png_read(const char *path, uint8_t **rgb, int *W, int *H, rp_error 
     }
     png_set_read_fn(png, &st, read_mem);
     png_set_user_limits(png, PNG_MAX_DIM, PNG_MAX_DIM);
+    png_set_chunk_cache_max(png, PNG_MAX_CHUNK_CACHE);
+    png_set_chunk_malloc_max(png, PNG_MAX_CHUNK_MALLOC);
+    /* libpng 1.6 reports an over-limit chunk as a "benign" error, which by default only
+     * warns and then allocates the chunk anyway (a 112-byte file took 1.3 GB): make it fatal */
+    png_set_benign_errors(png, 0);
     png_read_info(png, info);
+    if ((size_t)png_get_image_width(png, info) * png_get_image_height(png, info) > PNG_MAX_PIXELS)
+        png_error(png, "more pixels than the largest image repro writes (16384 x 16384)");
     /* Normalise to 8-bit RGB: palette -> RGB, gray < 8 bits -> 8, 16 -> 8 bits,
      * gray -> RGB, alpha dropped (not composited: the pixels' colour is kept). */
     png_set_expand(png);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "models/registry.h"
 #include "models/text_encoder.h"
@@ -889,6 +890,49 @@ fail:
     return st;
 }
 
+/* Parameter count of model at depth (and FLUX's single_depth) without listing a huge
+ * depth's specs: blocks are alike, so n(d) = n(1) + (d - 1) (n(2) - n(1)). */
+static rp_status param_count(const char *model, int depth, int single_depth, double *out, rp_error *err) {
+    rp_param_list l1 = {0}, l2 = {0};
+    const int small = depth == 0 || depth <= 2; /* the preset's own depth, or a short list */
+    rp_status st = rp_model_param_specs_depth(model, small ? depth : 1, single_depth, &l1, err);
+    if (st == RP_OK && !small) st = rp_model_param_specs_depth(model, 2, single_depth, &l2, err);
+    if (st == RP_OK) {
+        const double n1 = (double)rp_params_total(&l1);
+        *out = small ? n1 : n1 + (double)(depth - 1) * ((double)rp_params_total(&l2) - n1);
+    }
+    rp_params_free(&l1);
+    rp_params_free(&l2);
+    return st;
+}
+
+/* Refuses a request whose latent trajectory (steps + 1 copies of (n_items, C, h, w)),
+ * decoded images (n_items, 3, 8h, 8w) and, for a depth above the preset's, fp32 weights
+ * exceed this machine's physical memory: a depth of 2^31 otherwise runs until the kernel
+ * kills it. A preset's own weights are not judged here (a GPU case holds them on the
+ * device; a too-small host fails cleanly at load). A lower bound (activations come on
+ * top), checked before anything is allocated. */
+static rp_status check_memory(const rp_gen_request *req, int C, int h, int w, rp_error *err) {
+    double params = 0, preset = 0;
+    if (req->depth > 0) {
+        RP_TRY(param_count(req->model, 0, req->single_depth, &preset, err));
+        RP_TRY(param_count(req->model, req->depth, req->single_depth, &params, err));
+    }
+    const double weights = params > preset ? 4.0 * params : 0.0;
+    const double latents = 4.0 * (req->steps + 3.0) * req->n_items * C * (double)h * w;
+    const double images = req->decode ? 4.0 * req->n_items * 3.0 * 64.0 * (double)h * w : 0.0;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double mem = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    if (mem > 0 && weights + latents + images > mem)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "model '%s' at depth %d, %d items x %d steps of %dx%d latents needs at least %.3g GiB "
+                       "(weights %.3g GiB, latent trajectory %.3g GiB, images %.3g GiB); this machine has %.3g GiB",
+                       req->model, req->depth, req->n_items, req->steps, h, w,
+                       (weights + latents + images) / 1073741824.0, weights / 1073741824.0, latents / 1073741824.0,
+                       images / 1073741824.0, mem / 1073741824.0);
+    return RP_OK;
+}
+
 rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err) {
     assert(req);
     if (!req->model) return RP_FAIL(err, RP_ERR_INVALID, "no model given");
@@ -897,7 +941,8 @@ rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err) {
     if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) {
         flow_model_cfg m;
         int h, w;
-        return flow_validate(req, fam, &m, &h, &w, err);
+        RP_TRY(flow_validate(req, fam, &m, &h, &w, err));
+        return check_memory(req, m.C, h, w, err);
     }
     if (fam != RP_FAMILY_DIT)
         return RP_FAIL(err, RP_ERR_INVALID, "model '%s' is a %s, not a denoiser (known: %s %s %s)", req->model,
@@ -912,7 +957,8 @@ rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err) {
     rp_dit_config c;
     RP_TRY(rp_dit_preset(req->model, &c, err));
     if (req->depth > 0) c.depth = req->depth;
-    return check_request(req, &c, err);
+    RP_TRY(check_request(req, &c, err));
+    return check_memory(req, c.in_channels, c.input_size, c.input_size, err);
 }
 
 rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_result *res,

@@ -126,6 +126,15 @@ static rp_status slurp(const char *path, void **buf, size_t *size, rp_error *err
     return RP_OK;
 }
 
+/* A metadata entry, for sorting keys and values together. */
+typedef struct kvpair {
+    char *k, *v;
+} kvpair;
+
+static int cmp_kvpair(const void *a, const void *b) {
+    return strcmp(((const kvpair *)a)->k, ((const kvpair *)b)->k);
+}
+
 /* Parses the "__metadata__" object into f->meta_* (sorted by key). */
 static rp_status parse_meta(rp_st_file *f, const cJSON *m, rp_error *err) {
     if (!cJSON_IsObject(m))
@@ -146,12 +155,13 @@ static rp_status parse_meta(rp_st_file *f, const cJSON *m, rp_error *err) {
         if (!f->meta_keys[i] || !f->meta_values[i])
             return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory reading metadata", f->path);
     }
-    /* insertion sort by key: metadata maps are small */
-    for (int i = 1; i < f->n_meta; i++)
-        for (int j = i; j > 0 && strcmp(f->meta_keys[j - 1], f->meta_keys[j]) > 0; j--) {
-            char *k = f->meta_keys[j]; f->meta_keys[j] = f->meta_keys[j - 1]; f->meta_keys[j - 1] = k;
-            char *v = f->meta_values[j]; f->meta_values[j] = f->meta_values[j - 1]; f->meta_values[j - 1] = v;
-        }
+    /* qsort by key: a header may hold 10^5 keys (insertion sort took minutes) */
+    kvpair *kv = malloc(((size_t)f->n_meta + 1) * sizeof *kv);
+    if (!kv) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory reading metadata", f->path);
+    for (int i = 0; i < f->n_meta; i++) kv[i] = (kvpair){f->meta_keys[i], f->meta_values[i]};
+    qsort(kv, (size_t)f->n_meta, sizeof *kv, cmp_kvpair);
+    for (int i = 0; i < f->n_meta; i++) f->meta_keys[i] = kv[i].k, f->meta_values[i] = kv[i].v;
+    free(kv);
     for (int i = 1; i < f->n_meta; i++)
         if (!strcmp(f->meta_keys[i - 1], f->meta_keys[i]))
             return RP_FAIL(err, RP_ERR_FORMAT, "%s: __metadata__ key '%s' appears twice", f->path,
@@ -354,8 +364,14 @@ const rp_st_tensor *rp_st_find(const rp_st_file *f, const char *name) {
 }
 
 const char *rp_st_meta(const rp_st_file *f, const char *key) {
-    for (int i = 0; i < f->n_meta; i++)
-        if (!strcmp(f->meta_keys[i], key)) return f->meta_values[i];
+    int lo = 0, hi = f->n_meta - 1; /* keys are sorted (parse_meta): a trace looks one up per record */
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(key, f->meta_keys[mid]);
+        if (c == 0) return f->meta_values[mid];
+        if (c < 0) hi = mid - 1;
+        else lo = mid + 1;
+    }
     return NULL;
 }
 
@@ -551,17 +567,13 @@ static char *build_header(const rp_st_writer *w) {
     int ok = 1;
     if (w->n_meta) {
         /* sorted copy of the metadata so insertion order does not change the bytes */
-        int *idx = malloc((size_t)w->n_meta * sizeof *idx);
+        kvpair *kv = malloc((size_t)w->n_meta * sizeof *kv);
         cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
-        ok = idx && m;
-        for (int i = 0; ok && i < w->n_meta; i++) idx[i] = i;
-        for (int i = 1; ok && i < w->n_meta; i++)
-            for (int j = i; j > 0 && strcmp(w->mk[idx[j - 1]], w->mk[idx[j]]) > 0; j--) {
-                int x = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = x;
-            }
-        for (int i = 0; ok && i < w->n_meta; i++)
-            ok = cJSON_AddStringToObject(m, w->mk[idx[i]], w->mv[idx[i]]) != NULL;
-        free(idx);
+        ok = kv && m;
+        for (int i = 0; ok && i < w->n_meta; i++) kv[i] = (kvpair){w->mk[i], w->mv[i]};
+        if (ok) qsort(kv, (size_t)w->n_meta, sizeof *kv, cmp_kvpair);
+        for (int i = 0; ok && i < w->n_meta; i++) ok = cJSON_AddStringToObject(m, kv[i].k, kv[i].v) != NULL;
+        free(kv);
     }
     size_t off = 0;
     for (int i = 0; ok && i < w->n; i++) {

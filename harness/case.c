@@ -161,6 +161,17 @@ cJSON *rp_case_to_json(const rp_case *c) {
 
 /* ---- strict reading ------------------------------------------------------------ */
 
+void rp_case_display_name(const char *name, size_t width, char *out, size_t cap) {
+    assert(name && out && cap > 0);
+    size_t n = 0;
+    for (; name[n] && n + 1 < cap; n++) {
+        const unsigned char ch = (unsigned char)name[n];
+        out[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    out[n] = '\0';
+    if (width >= 4 && width < cap && n > width) memcpy(out + width - 3, "...", 4);
+}
+
 int rp_edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63) la = 63;

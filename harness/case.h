@@ -92,6 +92,10 @@ void rp_case_defaults(rp_case *c);
  * suggestions on keys and names). */
 int rp_edit_distance(const char *a, const char *b);
 
+/* name for a terminal line: control bytes (ESC, CR, LF, ...) become '?', so a name cannot
+ * move the cursor or forge a line; width > 0 cuts it to width characters ending "...". */
+void rp_case_display_name(const char *name, size_t width, char *out, size_t cap);
+
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
 

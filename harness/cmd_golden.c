@@ -75,8 +75,10 @@ static int cmd_record(int argc, char **argv) {
         for (int i = 0; i < m.n_cases; i++) {
             if (!s.o[i].selected || !m.cases[i].is_ref) continue;
             if (s.o[i].status != RP_CASE_OK) {
-                fprintf(stderr, "repro golden: reference %s (%s) is %s; not recorded\n", m.cases[i].id,
-                        m.cases[i].c.name, rp_case_status_name(s.o[i].status));
+                char nm[sizeof m.cases[i].c.name];
+                rp_case_display_name(m.cases[i].c.name, 0, nm, sizeof nm);
+                fprintf(stderr, "repro golden: reference %s (%s) is %s; not recorded\n", m.cases[i].id, nm,
+                        rp_case_status_name(s.o[i].status));
                 failed++;
                 continue;
             }

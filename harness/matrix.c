@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #include "backends/comm.h"
@@ -778,9 +779,10 @@ static rp_status read_fields(pctx *x, const yaml_node_t *n, const char *path, as
     return RP_OK;
 }
 
-static rp_status entries_add(pctx *x, entries *l, entry **out) {
-    if (l->n == MAX_ENTRIES) return RP_FAIL(x->err, RP_ERR_INVALID, "%s: more than %d entries in a list", x->origin,
-                                            MAX_ENTRIES);
+/* Appends an entry to l; at (the entry's node) locates the error when the list is full. */
+static rp_status entries_add(pctx *x, entries *l, const yaml_node_t *at, const char *path, entry **out) {
+    if (l->n == MAX_ENTRIES)
+        return FAIL_AT(x, at, "field '%s': more than %d entries in the list", path, MAX_ENTRIES);
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         entry *e = realloc(l->e, sizeof *e * (size_t)cap);
@@ -809,7 +811,7 @@ static rp_status read_entries(pctx *x, const yaml_node_t *n, const char *path, e
         char sub[64];
         snprintf(sub, sizeof sub, "%s[%d]", path, i++);
         entry *en = NULL;
-        RP_TRY(entries_add(x, out, &en));
+        RP_TRY(entries_add(x, out, e, path, &en));
         static const char *const label_key[] = {"label"};
         const yaml_node_t *label = NULL;
         RP_TRY(read_fields(x, e, sub, &en->a, 1, label_key, is_expect, &label));
@@ -1400,9 +1402,11 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         if (!tmp->c.name[0]) auto_name(x, &tmp->c, vary, n_vary, tmp->c.name, sizeof tmp->c.name);
         const long long world = world_of(&tmp->c);
         if (world > RP_LAUNCH_MAX_RANKS) {
+            char nm[sizeof tmp->c.name];
+            rp_case_display_name(tmp->c.name, 0, nm, sizeof nm);
             st = fail_mark(x, degree_mark(sp, &combos[c].a, combos[c].mark), RP_ERR_INVALID,
                            "case '%s': the degrees give a world of %lld ranks; the launcher starts at most %d",
-                           tmp->c.name, world, RP_LAUNCH_MAX_RANKS);
+                           nm, world, RP_LAUNCH_MAX_RANKS);
             break;
         }
         rp_case_id(&tmp->c, tmp->id);
@@ -1454,8 +1458,10 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         k = find_id(refs, n_refs, tmp->id);
         if (k < 0) {
             if (world_of(&tmp->c) > RP_LAUNCH_MAX_RANKS) {
+                char nm[sizeof sw[i].c.name];
+                rp_case_display_name(sw[i].c.name, 0, nm, sizeof nm);
                 st = fail_mark(x, mk, RP_ERR_INVALID, "field 'reference': the reference of case '%s' has a world "
-                               "of %lld ranks; at most %d", sw[i].c.name, world_of(&tmp->c), RP_LAUNCH_MAX_RANKS);
+                               "of %lld ranks; at most %d", nm, world_of(&tmp->c), RP_LAUNCH_MAX_RANKS);
                 break;
             }
             char nm[sizeof tmp->c.name - 8];
@@ -1570,6 +1576,47 @@ static rp_status yaml_fail(pctx *x, const yaml_parser_t *p) {
     return fail_mark(x, mk, RP_ERR_FORMAT, "YAML syntax: %s%s", p->problem ? p->problem : "malformed", ctx);
 }
 
+/* Deepest nesting of sequences and mappings a matrix may use (a real one uses 4). */
+#define MAX_DEPTH 32
+
+/* Streams text's events once before it is loaded: rejects nesting deeper than MAX_DEPTH
+ * (libyaml's scanner checks every open flow level at each token, so deep nesting costs
+ * quadratic time; stopping at the first too-deep node keeps it bounded) and a NUL in any
+ * scalar (C strings would silently cut it: "ok\0/../x" would read as "ok"). */
+static rp_status prescan(pctx *x, const char *text, size_t len) {
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return RP_FAIL(x->err, RP_ERR_NOMEM, "matrix: out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    rp_status st = RP_OK;
+    int depth = 0, done = 0;
+    while (st == RP_OK && !done) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            st = yaml_fail(x, &p);
+            break;
+        }
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > MAX_DEPTH)
+                st = fail_mark(x, ev.start_mark, RP_ERR_INVALID, "nested deeper than %d levels; a matrix "
+                               "nests a few", MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: depth--; break;
+        case YAML_SCALAR_EVENT:
+            if (memchr(ev.data.scalar.value, '\0', ev.data.scalar.length))
+                st = fail_mark(x, ev.start_mark, RP_ERR_INVALID, "a NUL character (\\0) in a string; not allowed");
+            break;
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        default: break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return st;
+}
+
 rp_status rp_matrix_parse(const char *text, size_t len, const char *origin, rp_matrix *m, rp_error *err) {
     assert(text && origin && m);
     memset(m, 0, sizeof *m);
@@ -1590,8 +1637,9 @@ rp_status rp_matrix_parse(const char *text, size_t len, const char *origin, rp_m
         return RP_FAIL(err, RP_ERR_NOMEM, "matrix: out of memory");
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) st = yaml_fail(&x, &parser);
-    else have_doc = 1;
+    st = prescan(&x, text, len);
+    if (st == RP_OK && !yaml_parser_load(&parser, &doc)) st = yaml_fail(&x, &parser);
+    else if (st == RP_OK) have_doc = 1;
     const yaml_node_t *root = have_doc ? yaml_document_get_root_node(&doc) : NULL;
     if (st == RP_OK && !root) st = RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: empty matrix file", origin);
     if (st == RP_OK) { /* a second document would be silently ignored: refuse it */
@@ -1631,6 +1679,12 @@ rp_status rp_matrix_load(const char *path, rp_matrix *m, rp_error *err) {
     memset(m, 0, sizeof *m);
     FILE *f = fopen(path, "rb");
     if (!f) return RP_FAIL(err, RP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb = {0};
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) { /* a directory opens, then reads EISDIR */
+        fclose(f);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: not a matrix file (%s)", path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -1639,7 +1693,7 @@ rp_status rp_matrix_load(const char *path, rp_matrix *m, rp_error *err) {
         if (cap >= (64u << 20)) { /* a matrix is a few KiB */
             free(buf);
             fclose(f);
-            return RP_FAIL(err, RP_ERR_INVALID, "%s: larger than 64 MiB; not a matrix file", path);
+            return RP_FAIL(err, RP_ERR_INVALID, "%s:1:1: larger than 64 MiB; not a matrix file", path);
         }
         char *nb = realloc(buf, cap * 2);
         if (!nb) free(buf);

@@ -56,13 +56,14 @@ const char *rp_case_status_name(rp_case_status s) {
     case RP_CASE_CRASH: return "CRASH";
     case RP_CASE_HANG: return "HANG";
     case RP_CASE_SKIPPED: return "SKIPPED";
+    case RP_CASE_INFRA: return "INFRA_ERROR";
     }
     return "?";
 }
 
 /* Parses a status name (case-insensitive); -1 when s is none. */
 static int status_parse(const char *s) {
-    for (int k = RP_CASE_OK; k <= RP_CASE_SKIPPED; k++)
+    for (int k = RP_CASE_OK; k <= RP_CASE_INFRA; k++)
         if (!strcasecmp(s, rp_case_status_name((rp_case_status)k))) return k;
     return -1;
 }
@@ -417,7 +418,9 @@ static void progress_line(runner *r) {
     for (int i = 0; i < r->m->n_cases; i++)
         if (r->state[i] == CS_RUNNING && strlen(names) + 3 < sizeof names) {
             size_t l = strlen(names);
-            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", r->m->cases[i].c.name);
+            char nm[sizeof r->m->cases[i].c.name];
+            rp_case_display_name(r->m->cases[i].c.name, 0, nm, sizeof nm);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", nm);
         }
     char line[320];
     snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
@@ -688,6 +691,27 @@ static void first_line(const char *text, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), text);
 }
 
+/* 1 when text reports a failure of the machine rather than of the code under test: the
+ * disk or quota full, no file descriptors left (strerror's words, as the ranks print them). */
+static int infra_text(const char *text) {
+    static const int codes[] = {ENOSPC, EDQUOT, EMFILE, ENFILE};
+    for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
+        if (strstr(text, strerror(codes[k]))) return 1;
+    return 0;
+}
+
+/* 1 when the failed run in out (res) ended on an infrastructure failure: the failing rank
+ * (or, with none known, any rank) says so in the tail of its stderr. */
+static int rank_infra(const char *out, const rp_launch_result *res) {
+    for (int k = 0; k < res->nranks; k++) {
+        if (res->first_failed >= 0 && k != res->first_failed) continue;
+        char p[PATHLEN], tail[4096];
+        path_fmt(p, "%s/rank%d.err", out, k);
+        if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0 && infra_text(tail)) return 1;
+    }
+    return infra_text(res->report);
+}
+
 /* One launch of case c (case_json) writing into out, with extra worker arguments (NULL-
  * terminated, or NULL); fills *oc's status, reason and failed rank, and appends the run's
  * record to runs (may be NULL); returns 1 when the run was cancelled. */
@@ -698,10 +722,14 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
     snprintf(thr, sizeof thr, "OPENBLAS_NUM_THREADS=%d", threads_of(c));
     snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%d", threads_of(c));
     const char *env[] = {thr, omp, NULL};
-    const char *argv[24] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out};
-    int na = 8;
+    /* a collective may wait as long as the case may run (the worker's default is 60 s) */
+    char tmo[32];
+    snprintf(tmo, sizeof tmo, "%.17g", r->timeout_s);
+    const char *argv[26] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out,
+                            "--timeout", tmo};
+    int na = 10;
     for (int k = 0; extra && extra[k]; k++) {
-        assert(na < 23);
+        assert(na < 25);
         argv[na++] = extra[k];
     }
     argv[na] = NULL;
@@ -719,8 +747,8 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
     rp_error_clear(&e);
     rp_status st = rp_launch(&spec, res, &e);
     cJSON *run = runs ? cJSON_CreateObject() : NULL;
-    if (st != RP_OK) {
-        oc->status = RP_CASE_CRASH;
+    if (st != RP_OK) { /* no rank ran: fork, pipes or the run directory failed */
+        oc->status = RP_CASE_INFRA;
         oc->failed_rank = -1;
         snprintf(oc->reason, sizeof oc->reason, "the launcher failed: %.560s", e.msg);
         snprintf(report, report_cap, "%s", e.msg);
@@ -759,6 +787,12 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
                 snprintf(head, sizeof head, "%.299s", oc->reason);
                 snprintf(oc->reason, sizeof oc->reason, "%.250s: %.340s", head, tail);
             }
+        }
+        if (oc->status != RP_CASE_OK && oc->status != RP_CASE_PENDING && rank_infra(out, res)) {
+            char why[sizeof oc->reason];
+            snprintf(why, sizeof why, "%s", oc->reason);
+            oc->status = RP_CASE_INFRA;
+            snprintf(oc->reason, sizeof oc->reason, "infrastructure: %.570s", why);
         }
     }
     if (run) {
@@ -967,6 +1001,42 @@ static int classification_stale(const runner *r, const char *dir) {
     return stale;
 }
 
+/* The runner's own step failed with e (the case is not stored): INFRA_ERROR when the
+ * store or memory gave out, CRASH otherwise. */
+static void runner_failed(rp_case_outcome *oc, const rp_error *e) {
+    const int infra = e->code == RP_ERR_IO || e->code == RP_ERR_NOMEM;
+    oc->status = infra ? RP_CASE_INFRA : RP_CASE_CRASH;
+    snprintf(oc->reason, sizeof oc->reason, "%srunner: %.560s", infra ? "infrastructure: " : "", e->msg);
+}
+
+/* Marks oc INFRA_ERROR when one of the classifier's runs under dir (aux.json, up to
+ * twins/<name>/teacher/) ended on an infrastructure failure: its verdict would judge
+ * the machine, not the code. */
+static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while (oc->status != RP_CASE_INFRA && (de = readdir(d))) {
+        char p[PATHLEN];
+        struct stat sb;
+        if (de->d_name[0] == '.' || path_fmt(p, "%s/%s", dir, de->d_name)) continue;
+        if (!strcmp(de->d_name, "aux.json")) {
+            cJSON *j = NULL;
+            rp_error e;
+            if (rp_store_read_json(p, &j, &e) != RP_OK) continue;
+            if (!strcmp(get_str(j, "status", ""), rp_case_status_name(RP_CASE_INFRA))) {
+                oc->status = RP_CASE_INFRA;
+                snprintf(oc->reason, sizeof oc->reason, "%s run: %.560s", get_str(j, "kind", "?"),
+                         get_str(j, "reason", ""));
+            }
+            cJSON_Delete(j);
+        } else if (depth < 3 && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            aux_infra(p, depth + 1, oc);
+        }
+    }
+    closedir(d);
+}
+
 /* Runs case i (all its repeats) in a temporary directory, then publishes it.
  * Returns 1 when cancelled (nothing is kept). */
 static int run_case(runner *r, int i, rp_case_outcome *oc) {
@@ -980,12 +1050,18 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     oc->wall_s = 0;
     oc->failed_rank = -1;
     oc->reason[0] = '\0';
+    if (mc->ref != i && r->s->o[mc->ref].status == RP_CASE_INFRA) { /* nothing to compare with */
+        oc->status = RP_CASE_INFRA;
+        snprintf(oc->reason, sizeof oc->reason, "infrastructure: its reference %s failed on the machine",
+                 r->m->cases[mc->ref].id);
+        return 0;
+    }
     (void)rp_store_remove_tree(tmp, NULL);
     rp_status st = rp_store_mkdirs(tmp, &e);
     if (st == RP_OK) st = rp_case_save(&mc->c, cj, &e);
     if (st != RP_OK) {
-        oc->status = RP_CASE_CRASH;
-        snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
+        runner_failed(oc, &e);
+        (void)rp_store_remove_tree(tmp, NULL);
         return 0;
     }
     rp_launch_result *res = malloc(sizeof *res);
@@ -993,8 +1069,8 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     cJSON *runs = cJSON_CreateArray();
     int cancelled = 0;
     if (!res || !report || !runs) {
-        oc->status = RP_CASE_CRASH;
-        snprintf(oc->reason, sizeof oc->reason, "runner: out of memory");
+        oc->status = RP_CASE_INFRA;
+        snprintf(oc->reason, sizeof oc->reason, "infrastructure: runner: out of memory");
     } else {
         report[0] = '\0';
         for (int k = 1; k <= r->m->repeat; k++) {
@@ -1002,8 +1078,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
             if (k == 1) snprintf(out, sizeof out, "%s", tmp);
             else path_fmt(out, "%s/repeat-%d", tmp, k);
             if (k > 1 && rp_store_mkdirs(out, &e) != RP_OK) {
-                oc->status = RP_CASE_CRASH;
-                snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
+                runner_failed(oc, &e);
                 break;
             }
             cls_plan plan;
@@ -1021,16 +1096,15 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     }
     if (!cancelled && res && report && runs && oc->status == RP_CASE_OK && r->m->cls.enabled)
         cancelled = classify_runs(r, i, tmp);
-    if (!cancelled && res && report && runs) {
+    if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
+    if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
+    if (!cancelled && res && report && runs && st == RP_OK) {
         st = write_result(r, i, tmp, oc, "run", report, runs, &e);
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
         if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, &e);
-        if (st != RP_OK) {
-            oc->status = RP_CASE_CRASH;
-            snprintf(oc->reason, sizeof oc->reason, "runner: %.580s", e.msg);
-        }
+        if (st != RP_OK) runner_failed(oc, &e);
     }
     cJSON_Delete(runs);
     free(res);
@@ -1056,9 +1130,11 @@ static void *case_thread(void *p) {
         r->finished++;
         const rp_matrix_case *mc = &r->m->cases[i];
         if (oc.status != RP_CASE_OK) r->failed++;
+        char nm[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 0, nm, sizeof nm);
         if (!r->live || oc.status != RP_CASE_OK)
             progress_say(r, "[%d/%d] %-12s %s %s (%.1f s)%s%s", r->finished, r->to_run, rp_case_status_name(oc.status),
-                         mc->id, mc->c.name, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
+                         mc->id, nm, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
         progress_line(r);
     }
     pthread_cond_broadcast(&r->cv);
@@ -1151,6 +1227,7 @@ static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
         pid[n > 0 ? n : 0] = '\0';
         close(*fd);
         *fd = -1;
+        pid[strcspn(pid, "\n")] = '\0'; /* the file holds "PID\n" */
         return RP_FAIL(err, RP_ERR_IO, "%s is in use by another sweep (pid %s); wait for it or stop it", dir,
                        pid[0] ? pid : "?");
     }
@@ -1417,20 +1494,21 @@ void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
 #undef NOTE
         n = strlen(note);
         while (n && (note[n - 1] == ' ' || note[n - 1] == ';')) note[--n] = '\0';
-        char name[35];
-        snprintf(name, sizeof name, "%.34s", mc->c.name);
-        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
         char line[1400];
         snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %.300s", mc->id, name, deg, st,
                  ma, ps, ss, ch, vd, note);
         for (size_t l = strlen(line); l && line[l - 1] == ' '; l--) line[l - 1] = '\0';
         fprintf(f, "%s\n", line);
     }
-    int by[RP_CASE_SKIPPED + 1] = {0};
+    int by[RP_CASE_INFRA + 1] = {0};
     for (int i = 0; i < s->n; i++)
         if (s->o[i].selected) by[s->o[i].status]++;
     fprintf(f, "%s: %d cases: %d ok, %d CONFIG_ERROR, %d CRASH, %d HANG, %d SKIPPED", m->name, s->n_selected,
             by[RP_CASE_OK], by[RP_CASE_CONFIG_ERROR], by[RP_CASE_CRASH], by[RP_CASE_HANG], by[RP_CASE_SKIPPED]);
+    if (by[RP_CASE_INFRA])
+        fprintf(f, ", %d INFRA_ERROR (the machine failed; not stored, they run again next time)", by[RP_CASE_INFRA]);
     if (by[RP_CASE_PENDING]) fprintf(f, ", %d not run", by[RP_CASE_PENDING]);
     fprintf(f, "; %d run now, %d from earlier runs", s->n_ran, s->n_resumed);
     if (s->n_unexpected) fprintf(f, "; %d not as expected", s->n_unexpected);
@@ -1480,9 +1558,8 @@ static void print_plan(const runner *r, const unsigned char *verdict, FILE *f) {
         default: snprintf(verd, sizeof verd, "SKIPPED: %.700s", oc->reason); break;
         }
         by[verdict[i]]++;
-        char name[35];
-        snprintf(name, sizeof name, "%.34s", mc->c.name);
-        if (strlen(mc->c.name) > 34) memcpy(name + 31, "...", 4);
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
         fprintf(f, "%-16s  %-34s %-10s %5d %-16s  %s%s%s%s\n", mc->id, name, deg, rp_case_world(&mc->c),
                 mc->ref == i ? "self" : m->cases[mc->ref].id, verd, mc->c.expect[0] ? " [expect " : "",
                 mc->c.expect, mc->c.expect[0] ? "]" : "");
@@ -1660,7 +1737,9 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
      * which have none, or whose classify options changed) */
     for (int i = 0; st == RP_OK && !s->cancelled && i < m->n_cases; i++) {
         rp_case_outcome *oc = &s->o[i];
-        if (!oc->selected || oc->status == RP_CASE_PENDING || oc->status == RP_CASE_SKIPPED) continue;
+        if (!oc->selected || oc->status == RP_CASE_PENDING || oc->status == RP_CASE_SKIPPED ||
+            oc->status == RP_CASE_INFRA)
+            continue;
         char dir[PATHLEN];
         case_dir(&r, i, dir);
         const int stale = oc->status == RP_CASE_OK && metrics_stale(&r, i);

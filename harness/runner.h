@@ -23,7 +23,7 @@
  * when complete, so a directory named by an id is always a finished case: a
  * sweep killed at any point (even SIGKILL) resumes with nothing corrupt, and a
  * finished case is never recomputed (--rerun forces it; --retry-failed reruns
- * CRASH and HANG). metrics.json is derived: it is recomputed in place when
+ * CRASH and HANG; an INFRA_ERROR is never stored, so it always runs again). metrics.json is derived: it is recomputed in place when
  * missing or when the reference was rerun since (the run stamps differ);
  * classification.json too (also when the classify options changed), from the runs
  * kept (the classifier's runs are not repeated then: --rerun redoes them).
@@ -61,10 +61,13 @@ typedef enum rp_case_status {
     RP_CASE_CONFIG_ERROR,
     RP_CASE_CRASH,
     RP_CASE_HANG,
-    RP_CASE_SKIPPED
+    RP_CASE_SKIPPED,
+    RP_CASE_INFRA          /* the machine failed, not the code under test (disk or quota full,
+                            * no file descriptors, the launcher or the store could not work):
+                            * nothing is stored, so the next run computes the case again */
 } rp_case_status;
 
-/* "pending" | "ok" | "CONFIG_ERROR" | "CRASH" | "HANG" | "SKIPPED" */
+/* "pending" | "ok" | "CONFIG_ERROR" | "CRASH" | "HANG" | "SKIPPED" | "INFRA_ERROR" */
 const char *rp_case_status_name(rp_case_status s);
 
 typedef struct rp_runner_opts {

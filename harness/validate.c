@@ -6,10 +6,12 @@
 #include "validate.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backends/comm.h"
 #include "engine/attention/attention.h"
@@ -548,6 +550,18 @@ static rp_status check_engine(const rp_case *c, const model_facts *m, rp_error *
     return RP_OK;
 }
 
+/* weights, when given, names a regular file that exists (a stat, nothing read): a missing
+ * or special file (/dev/zero) is the matrix's mistake, not a crash of the engine. */
+static rp_status check_weights(const rp_case *c, rp_error *err) {
+    if (!c->weights[0]) return RP_OK;
+    struct stat sb;
+    if (stat(c->weights, &sb) != 0)
+        return INVALID("weights=%s: cannot use the file: %s", c->weights, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return INVALID("weights=%s: not a regular file (a safetensors checkpoint is one)", c->weights);
+    return RP_OK;
+}
+
 rp_status rp_case_validate(const rp_case *c, const rp_validate_env *env, rp_error *err) {
     assert(c);
     rp_validate_env host;
@@ -558,6 +572,7 @@ rp_status rp_case_validate(const rp_case *c, const rp_validate_env *env, rp_erro
     model_facts m;
     int H = 0, W = 0, h = 0, w = 0;
     RP_TRY(load_facts(c, &m, err));
+    RP_TRY(check_weights(c, err));
     RP_TRY(check_sampling(c, &m, err));
     RP_TRY(check_numerics(c, &m, err));
     RP_TRY(check_placement_names(c, env, err));
@@ -576,6 +591,7 @@ const char *rp_validate_describe_rules(void) {
     return "Case validation (a violation is a CONFIG_ERROR naming the parameter, its value and the rule;\n"
            "the first one found is reported):\n"
            "  model         a DiT, SD3 or FLUX preset; depth >= 0; single_depth for FLUX only\n"
+           "  weights       when set, an existing regular file\n"
            "  items         1..64; DiT: class in 0..num_classes-1, no prompt\n"
            "  steps         >= 1 (DiT: <= 1000)\n"
            "  sampler       DiT: ddim ddpm dpmpp-2m euler-a; SD3/FLUX: euler\n"

@@ -20,7 +20,8 @@
  *               SD3/FLUX); backend self|gloo|nccl and built; device cpu|cuda|
  *               cuda:<name>|cuda:#<ordinal>;
  *               depth / single_depth; width/height (DiT: fixed by the preset);
- *               vae preset with the model's latent channels.
+ *               vae preset with the model's latent channels; weights, when set, an
+ *               existing regular file (stat only).
  *   latent      vae_scale_factor, when set, equals the VAE's 2^(levels-1) (the
  *               diffusers 0.32 doubled-factor bug); SD3/FLUX width and height are
  *               multiples of 2 x factor (one 2x2 latent patch) in [2f, 16384]; SD3
@@ -70,7 +71,7 @@ void rp_validate_env_host(rp_validate_env *env);
 /* RP_OK, or RP_ERR_INVALID (the CONFIG_ERROR verdict) with a message naming the
  * parameter, its value and the rule, e.g. "pipefusion=4 with num_pipeline_patch=4
  * needs latent height divisible by 4 x patch_size (2); got 30". env NULL = the
- * host's (rp_validate_env_host). Reads no files and computes nothing heavy. */
+ * host's (rp_validate_env_host). Reads no files (stats the weights) and computes nothing heavy. */
 rp_status rp_case_validate(const rp_case *c, const rp_validate_env *env, rp_error *err);
 
 /* The rules above as help text (for `repro --help-matrix`), including the
