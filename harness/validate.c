@@ -504,7 +504,11 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     if (!c->inject[0]) return RP_OK;
     rp_inject_id id;
     RP_TRY(rp_inject_parse(c->inject, &id, err));
-    rp_inject_layout l = {c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, c->steps};
+    const rp_inject_layout l = {
+        .dp = c->dp, .cfg_parallel = c->cfg_parallel, .ulysses = c->ulysses, .ring = c->ring,
+        .pipefusion = c->pipefusion, .patch = c->patch, .steps = c->steps, .items = c->n_items,
+        .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
+        .on_device = strcmp(c->device, "cpu") != 0};
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
         return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);

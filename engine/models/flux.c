@@ -606,6 +606,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_status st = RP_OK;
     char name[96];
     const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
+    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);  /* 1e-6 (norm-eps-rank: 1e-5 on one rank) */
 
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
@@ -617,12 +618,12 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
     /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled). */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, 10000.0f, 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
     rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
     rp_d_silu(ctx, e1, e1, (size_t)B * C);
     rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
     if (cfg->guidance_embeds) {
-        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, 10000.0f, 0.0f);
+        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
         rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
         rp_d_silu(ctx, e1, e1, (size_t)B * C);
         rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
@@ -653,7 +654,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
         for (int s = 0; s < 2; s++) rp_d_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
 
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
@@ -673,7 +674,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                     const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
                     const size_t r0 = (size_t)b * Tl + off_s[s];
                     rp_d_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
-                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
+                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, ln_eps);
                 }
             rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
             if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
@@ -698,21 +699,23 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
             }
 
         /* feed-forward, per stream */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_ctx mlp_tmp;
+        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
                 rp_d_modulate(ctx, h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
-                rp_d_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
+                rp_d_linear(mc, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
             }
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
+                rp_d_linear(mc, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
@@ -733,7 +736,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         const flux_single *blk = &m->singles[i];
         float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
         rp_d_linear(ctx, ms, stemb, &blk->mod, B);
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
         rp_d_modulate(ctx, h, ms, ms + C, 3 * C, B, Tl, C);
 
         const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
@@ -741,7 +744,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         float *dst[3] = {q, k, v};
         for (int j = 0; j < 3; j++) {
             rp_d_linear(ctx, ys, h, lw[j], (int)BTl);
-            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
+            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, ln_eps);
             rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
             if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
         }
@@ -765,7 +768,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     if (st != RP_OK || bb < nd + nsg) goto done; /* a later pipeline stage finishes the forward */
     rp_d_linear(ctx, mod[0], stemb, &m->norm_out, B);
     for (int b = 0; b < B; b++)
-        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
+        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, ln_eps);
     rp_d_modulate(ctx, h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
     rp_par_trace(ctx, "norm_out", h, B, Nl, C, itok, N);
     rp_d_linear(ctx, tok, h, &m->proj_out, B * Nl);

@@ -448,7 +448,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, 10000.0f, 0.0f);
+    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_d_linear(ctx, th, tfreq, &m->t_lin1, B);
     rp_d_silu(ctx, th, th, (size_t)B * D);
     rp_d_linear(ctx, temb, th, &m->t_lin2, B);
@@ -474,6 +474,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
+    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);    /* 1e-6 (norm-eps-rank: 1e-5 on one rank) */
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
     st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
@@ -486,9 +487,9 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_linear(ctx, modx, stemb, &blk->norm1, B);
         rp_d_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
 
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
         rp_d_modulate(ctx, hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
-        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, ln_eps);
         if (blk->pre_only)
             rp_d_modulate(ctx, hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
         else
@@ -502,10 +503,10 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_linear(ctx, kc, hc, &blk->add_k, (int)BL);
         rp_d_linear(ctx, vc, hc, &blk->add_v, (int)BL);
         if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
-            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, ln_eps);
+            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, ln_eps);
+            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, ln_eps);
+            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, ln_eps);
         }
         /* (B, H, Sl, hd): each head's rows are the image tokens then the text tokens, the
          * torch.cat([img, txt], dim=2) of JointAttnProcessor */
@@ -532,18 +533,20 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         }
 
         /* image FF */
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
         rp_d_modulate(ctx, hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
-        rp_d_linear(ctx, mh, hx, &blk->ff1, (int)BTl);
+        rp_ctx mlp_tmp;
+        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+        rp_d_linear(mc, mh, hx, &blk->ff1, (int)BTl);
         rp_d_gelu_tanh(ctx, mh, mh, BTl * F);
-        rp_d_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
+        rp_d_linear(mc, yx, mh, &blk->ff2, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
         rp_d_gated_add(ctx, xs, modx + 5 * D, ms, yx, B, Tl, D);
 
         /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
         if (!blk->pre_only) {
-            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
+            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, ln_eps);
             rp_d_modulate(ctx, hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
             rp_d_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
             rp_d_gelu_tanh(ctx, mh, mh, BL * F);
@@ -566,7 +569,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
 
     /* norm_out: AdaLayerNormContinuous, modx (B, 2D) = [scale | shift] */
     rp_d_linear(ctx, modx, stemb, &m->norm_out, B);
-    rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+    rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
     rp_d_modulate(ctx, hx, modx + D, modx, 2 * D, B, Tl, D);
     rp_d_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;

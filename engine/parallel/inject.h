@@ -21,9 +21,25 @@
  *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
  *   timestep-skew         world > 1,   all           a rank > 0 uses the previous step's
  *                         steps >= 2                 timestep once
+ *   norm-eps-rank         world > 1    all           the last rank's LayerNorms / RMSNorms use
+ *                                                    eps 1e-5 instead of the model's 1e-6
+ *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's MLP
+ *                         fp32 CPU (2)               GEMMs in bf16 (inputs rounded, fp32 sums)
+ *   cfg-combine-order     cfg = 2,     DiT, SD3      cfg rank 1 reads the gathered halves as
+ *                         steps >= 2                 [its own; the other's]: it guides with cond
+ *                                                    and uncond swapped, so its private copy of
+ *                                                    the latents diverges
+ *   dp-image-order        dp > 1, >= 2 all           the last dp group returns its decoded
+ *                         items/group                images in reverse order (latents in order)
+ *   vae-decode-rank       dp > 1       all           the last dp group's decode casts its images
+ *                                                    to 8 bits by truncation, not rounding
+ *   temb-period-rank      world > 1    all           the last rank's timestep (and FLUX guidance)
+ *                                                    embedding uses max_period 10001, not 10000
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
+ * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
+ *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
  * "Applies" means the fault can change a result under that layout; an injection
  * that cannot (ring-no-rescale with ring = 1) would make a sweep pass vacuously,
  * so validation rejects it. */
@@ -45,6 +61,12 @@ typedef enum rp_inject_id {
     RP_INJECT_ROPE_OFFSET,
     RP_INJECT_ATTN_SCALE,
     RP_INJECT_TIMESTEP_SKEW,
+    RP_INJECT_NORM_EPS_RANK,
+    RP_INJECT_BF16_LAYER_RANK,
+    RP_INJECT_CFG_COMBINE_ORDER,
+    RP_INJECT_DP_IMAGE_ORDER,
+    RP_INJECT_VAE_DECODE_RANK,
+    RP_INJECT_TEMB_PERIOD_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -53,6 +75,9 @@ typedef enum rp_inject_id {
 typedef struct rp_inject_layout {
     int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
     int steps;
+    int items;          /* items of the case (dp-image-order needs >= 2 per dp group) */
+    int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */
+    int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID
