@@ -618,7 +618,8 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
     /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled). */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
     rp_d_silu(ctx, e1, e1, (size_t)B * C);
     rp_d_linear(ctx, temb, e1, &m->t_lin2, B);

@@ -225,7 +225,8 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             if (p->fault == RP_INJECT_DP_IMAGE_ORDER && p->at.dp == dp - 1) {
                 if (!(rev = malloc(B * rgb_item)))
                     return RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for %zu images", B);
-                for (size_t b = 0; b < B; b++) memcpy(rev + b * rgb_item, local->rgb + (B - 1 - b) * rgb_item, rgb_item);
+                for (size_t b = 0; b < B; b++)
+                    memcpy(rev + b * rgb_item, local->rgb + (B - 1 - b) * rgb_item, rgb_item);
             }
             st = c->ops->send(c, rev ? rev : local->rgb, B * rgb_item, 0, TAG_GATHER, err);
             free(rev);

@@ -51,7 +51,7 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
     [RP_INJECT_BF16_LAYER_RANK] = {"bf16-layer-rank",
                                    "the last rank runs the first block's MLP GEMMs in bf16 (inputs rounded, "
                                    "fp32 accumulation: an autocast region left on) in an fp32 case",
-                                   "world > 1, precision fp32 on the CPU; DiT, SD3, FLUX"},
+                                   "world > 1, pipefusion = 1, precision fp32 on the CPU; DiT, SD3, FLUX"},
     [RP_INJECT_CFG_COMBINE_ORDER] = {"cfg-combine-order",
                                      "cfg rank 1 reads the gathered CFG halves as [its own; the other's] instead "
                                      "of in cfg-rank order, so it guides with cond and uncond swapped and its "
@@ -148,6 +148,9 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         return world > 1 ? 1 : no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
     case RP_INJECT_BF16_LAYER_RANK:
         if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+        if (l->pipefusion > 1) /* the last rank is the last pipeline stage */
+            return no(why, cap, "%s needs pipefusion = 1: the last rank, a later pipeline stage, does not run the "
+                      "first block (got pipefusion=%d)", n, l->pipefusion);
         if (l->on_device) {
             if (why && cap)
                 snprintf(why, cap, "%s acts on the CPU engine's GEMM precision; a device runs its GEMMs in its own "
@@ -163,10 +166,12 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         return 1;
     case RP_INJECT_CFG_COMBINE_ORDER:
         if (fam == RP_FAMILY_FLUX) {
-            if (why && cap) snprintf(why, cap, "%s needs classifier-free guidance: FLUX has none (embedded guidance)", n);
+            if (why && cap)
+                snprintf(why, cap, "%s needs classifier-free guidance: FLUX has none (embedded guidance)", n);
             return 0;
         }
-        if (l->cfg_parallel != 2) return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, l->cfg_parallel);
+        if (l->cfg_parallel != 2)
+            return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, l->cfg_parallel);
         /* rank 1's own latents are never returned: they reach rank 0 through the half it
          * evaluates at the next step */
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: rank 1's diverged latents reach rank 0 only "
@@ -175,8 +180,9 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         if (l->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
         if (l->items < 2 * l->dp) {
             if (why && cap)
-                snprintf(why, cap, "%s needs >= 2 items per dp group to put in the wrong order (got %d items over dp=%d)",
-                         n, l->items, l->dp);
+                snprintf(why, cap,
+                         "%s needs >= 2 items per dp group to put in the wrong order (got %d items over dp=%d)", n,
+                         l->items, l->dp);
             return 0;
         }
         return 1;

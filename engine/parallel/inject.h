@@ -24,7 +24,8 @@
  *   norm-eps-rank         world > 1    all           the last rank's LayerNorms / RMSNorms use
  *                                                    eps 1e-5 instead of the model's 1e-6
  *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's MLP
- *                         fp32 CPU (2)               GEMMs in bf16 (inputs rounded, fp32 sums)
+ *                         pipefusion 1,              GEMMs in bf16 (inputs rounded, fp32 sums)
+ *                         fp32 CPU (2)
  *   cfg-combine-order     cfg = 2,     DiT, SD3      cfg rank 1 reads the gathered halves as
  *                         steps >= 2                 [its own; the other's]: it guides with cond
  *                                                    and uncond swapped, so its private copy of

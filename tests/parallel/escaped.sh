@@ -27,7 +27,8 @@ cd "$scratch" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 steps=2
 
-items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"a cat"},{"seed":5,"prompt":"a lighthouse at night"}]'
+items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"a cat"},'
+items=$items'{"seed":5,"prompt":"a lighthouse at night"}]'
 case $fam in
 dit)
     base='"model":"dit-tiny","sampler":"ddim","cfg":4'
@@ -47,7 +48,10 @@ fault() {
     f_c=clean-$f_clean
 }
 # step_rel A B K: the rel-L2 of trajectory row K between runs A and B (repro diff)
-step_rel() { "$repro" diff "out-$1/latents.safetensors" "out-$2/latents.safetensors" | awk -v k="rel_l2_step.$3" '$1 == k { print $2 }'; }
+step_rel() {
+    "$repro" diff "out-$1/latents.safetensors" "out-$2/latents.safetensors" |
+        awk -v k="rel_l2_step.$3" '$1 == k { print $2 }'
+}
 same_png() { cmp -s "out-$1/image-$2.png" "out-$3/image-$4.png"; }
 
 echo "== $fam: the faults of issue 17 against the same layout without them"
@@ -77,7 +81,9 @@ echo "  dp-image-order (dp 2): latents bitwise, images 2 and 3 swapped"
 fault vae ',"dp":2' vae-decode-rank
 bitwise "$f_c" f-vae || fail "vae-decode-rank: the latents changed: only the images may"
 same_png "$f_c" 0 f-vae 0 && same_png "$f_c" 1 f-vae 1 || fail "vae-decode-rank: group 0's images changed"
-for i in 2 3; do same_png "$f_c" $i f-vae $i && fail "vae-decode-rank: image $i is the clean one: the fault did not act"; done
+for i in 2 3; do
+    same_png "$f_c" $i f-vae $i && fail "vae-decode-rank: image $i is the clean one: the fault did not act"
+done
 echo "  vae-decode-rank (dp 2): latents bitwise, group 1's images differ"
 
 quiet=1

@@ -732,7 +732,13 @@ START_TEST(inject_applicability_escaped) {
     ck_assert_str_eq(why, "bf16-layer-rank needs an fp32 case: with bf16 / fp16 GEMMs the layer is in that precision "
                           "on every rank already");
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_NORM_EPS_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
+    l.pipefusion = 2; /* the last rank is the last stage: it does not run block 0 */
+    l.ulysses = 1;
     l.low_precision = 0;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_ptr_nonnull(strstr(why, "needs pipefusion = 1"));
+    l.pipefusion = 1;
+    l.ulysses = 2;
     l.on_device = 1;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_ptr_nonnull(strstr(why, "a device runs its GEMMs in its own precision"));
