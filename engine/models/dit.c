@@ -355,7 +355,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_silu(ctx, sc, cvec, (size_t)B * C);
 
     const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);   /* 1e-6 (norm-eps-rank: 1e-5 on one rank) */
+    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);   /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
     const int ms = 6 * C;                                /* row stride of mod */
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);

@@ -606,7 +606,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_status st = RP_OK;
     char name[96];
     const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);  /* 1e-6 (norm-eps-rank: 1e-5 on one rank) */
+    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);  /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
 
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
@@ -675,7 +675,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                     const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
                     const size_t r0 = (size_t)b * Tl + off_s[s];
                     rp_d_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
-                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, ln_eps);
+                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
                 }
             rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
             if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
@@ -745,7 +745,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         float *dst[3] = {q, k, v};
         for (int j = 0; j < 3; j++) {
             rp_d_linear(ctx, ys, h, lw[j], (int)BTl);
-            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, ln_eps);
+            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
             rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
             if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
         }

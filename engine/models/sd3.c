@@ -474,7 +474,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);    /* 1e-6 (norm-eps-rank: 1e-5 on one rank) */
+    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);    /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
     st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
@@ -503,10 +503,10 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_linear(ctx, kc, hc, &blk->add_k, (int)BL);
         rp_d_linear(ctx, vc, hc, &blk->add_v, (int)BL);
         if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
-            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, ln_eps);
-            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, ln_eps);
-            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, ln_eps);
-            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, ln_eps);
+            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
+            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
         }
         /* (B, H, Sl, hd): each head's rows are the image tokens then the text tokens, the
          * torch.cat([img, txt], dim=2) of JointAttnProcessor */

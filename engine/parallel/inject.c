@@ -45,8 +45,8 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
      * small systematic errors, a silent precision change, one rank's private copy of a
      * replicated tensor, and faults that change only the images. */
     [RP_INJECT_NORM_EPS_RANK] = {"norm-eps-rank",
-                                 "the last rank's LayerNorms and RMSNorms use eps 1e-5 instead of the "
-                                 "model's 1e-6 (a norm built with another default): a small systematic error",
+                                 "the last rank's LayerNorms use eps 1e-5 (torch's default) instead of the "
+                                 "model's 1e-6: a small systematic error on rows of ordinary variance",
                                  "world > 1; DiT, SD3, FLUX"},
     [RP_INJECT_BF16_LAYER_RANK] = {"bf16-layer-rank",
                                    "the last rank runs the first block's MLP GEMMs in bf16 (inputs rounded, "

@@ -21,8 +21,8 @@
  *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
  *   timestep-skew         world > 1,   all           a rank > 0 uses the previous step's
  *                         steps >= 2                 timestep once
- *   norm-eps-rank         world > 1    all           the last rank's LayerNorms / RMSNorms use
- *                                                    eps 1e-5 instead of the model's 1e-6
+ *   norm-eps-rank         world > 1    all           the last rank's LayerNorms use eps 1e-5
+ *                                                    (torch's default), not the model's 1e-6
  *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's MLP
  *                         pipefusion 1,              GEMMs in bf16 (inputs rounded, fp32 sums)
  *                         fp32 CPU (2)
@@ -41,6 +41,11 @@
  *     position embeddings, so there is no RoPE to shift.
  * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
  *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
+ * The last six are the classes a per-layer comparison of rank 0's view missed (issue 17):
+ * a small systematic error (norm-eps-rank: ~10x the rounding envelope in fp32), a silent
+ * bf16 layer, one rank's private copy of a replicated tensor (cfg-combine-order: the
+ * latents; temb-period-rank: the conditioning embedding, which the trace records from sp
+ * rank 0 only) and faults that change only the images (dp-image-order, vae-decode-rank).
  * "Applies" means the fault can change a result under that layout; an injection
  * that cannot (ring-no-rescale with ring = 1) would make a sweep pass vacuously,
  * so validation rejects it. */
