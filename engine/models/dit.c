@@ -355,7 +355,8 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_silu(ctx, sc, cvec, (size_t)B * C);
 
     const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);   /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
+    /* the MLP's LayerNorm (norm2): 1e-6 as the others (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
     const int ms = 6 * C;                                /* row stride of mod */
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
@@ -367,7 +368,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_d_linear(ctx, mod, sc, &blk->ada, B);
 
         /* attention branch */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         rp_d_modulate(ctx, h, mod + 0 * C, mod + 1 * C, ms, B, Tl, C);
         rp_d_linear(ctx, qkv, h, &blk->qkv, (int)BTl);
         rp_d_split_qkv_heads(ctx, q, k, v, qkv, B, Tl, H, D);
@@ -380,7 +381,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_d_gated_add(ctx, xs, mod + 2 * C, ms, ys, B, Tl, C);
 
         /* MLP branch */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, mlp_ln_eps);
         rp_d_modulate(ctx, h, mod + 3 * C, mod + 4 * C, ms, B, Tl, C);
         rp_ctx mlp_tmp;
         const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
@@ -399,7 +400,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
 
     /* final_layer: mod (B, 2C) = [shift | scale] */
     rp_d_linear(ctx, mod, sc, &m->final_ada, B);
-    rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
+    rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
     rp_d_modulate(ctx, h, mod, mod + C, 2 * C, B, Tl, C);
     rp_d_linear(ctx, fin, h, &m->final_linear, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;

@@ -606,7 +606,9 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_status st = RP_OK;
     char name[96];
     const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);  /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
+    /* the image stream's MLP LayerNorm (norm2) in the double blocks: 1e-6 as the others
+     * (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
 
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
@@ -655,7 +657,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
         for (int s = 0; s < 2; s++) rp_d_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
 
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
@@ -699,24 +701,25 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                                C);
             }
 
-        /* feed-forward, per stream */
+        /* feed-forward, per stream: norm2 (image) and norm2_context (text) are separate
+         * LayerNorms, as in diffusers (row-wise, so a call per segment gives the same bits) */
         rp_ctx mlp_tmp;
         const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
+                rp_d_layernorm(ctx, h + r0 * C, xs + r0 * C, NULL, NULL, n_s[s], C, s == 1 ? mlp_ln_eps : 1e-6f);
                 rp_d_modulate(ctx, h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
-                rp_d_linear(mc, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
+                rp_d_linear(s == 1 ? mc : ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
             }
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_linear(mc, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
+                rp_d_linear(s == 1 ? mc : ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
@@ -737,7 +740,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         const flux_single *blk = &m->singles[i];
         float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
         rp_d_linear(ctx, ms, stemb, &blk->mod, B);
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, ln_eps);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
         rp_d_modulate(ctx, h, ms, ms + C, 3 * C, B, Tl, C);
 
         const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
@@ -769,7 +772,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     if (st != RP_OK || bb < nd + nsg) goto done; /* a later pipeline stage finishes the forward */
     rp_d_linear(ctx, mod[0], stemb, &m->norm_out, B);
     for (int b = 0; b < B; b++)
-        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, ln_eps);
+        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
     rp_d_modulate(ctx, h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
     rp_par_trace(ctx, "norm_out", h, B, Nl, C, itok, N);
     rp_d_linear(ctx, tok, h, &m->proj_out, B * Nl);

@@ -474,7 +474,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
-    const float ln_eps = rp_par_norm_eps(ctx, 1e-6f);    /* LayerNorms' (norm-eps-rank: 1e-5 on one rank) */
+    /* the image stream's MLP LayerNorm (norm2): 1e-6 as the others (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
     st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
@@ -487,9 +488,9 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         rp_d_linear(ctx, modx, stemb, &blk->norm1, B);
         rp_d_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
 
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
         rp_d_modulate(ctx, hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
-        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, ln_eps);
+        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
         if (blk->pre_only)
             rp_d_modulate(ctx, hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
         else
@@ -533,7 +534,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         }
 
         /* image FF */
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, mlp_ln_eps);
         rp_d_modulate(ctx, hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
         rp_ctx mlp_tmp;
         const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
@@ -546,7 +547,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
 
         /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
         if (!blk->pre_only) {
-            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, ln_eps);
+            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
             rp_d_modulate(ctx, hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
             rp_d_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
             rp_d_gelu_tanh(ctx, mh, mh, BL * F);
@@ -569,7 +570,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
 
     /* norm_out: AdaLayerNormContinuous, modx (B, 2D) = [scale | shift] */
     rp_d_linear(ctx, modx, stemb, &m->norm_out, B);
-    rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, ln_eps);
+    rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
     rp_d_modulate(ctx, hx, modx + D, modx, 2 * D, B, Tl, D);
     rp_d_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
     if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;

@@ -45,12 +45,12 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
      * small systematic errors, a silent precision change, one rank's private copy of a
      * replicated tensor, and faults that change only the images. */
     [RP_INJECT_NORM_EPS_RANK] = {"norm-eps-rank",
-                                 "the last rank's LayerNorms use eps 1e-5 (torch's default) instead of the "
-                                 "model's 1e-6: a small systematic error on rows of ordinary variance",
+                                 "the last rank's MLP LayerNorm (norm2, the image stream's) has eps 1e-5 "
+                                 "(torch's default) instead of the model's 1e-6: a small systematic error",
                                  "world > 1; DiT, SD3, FLUX"},
     [RP_INJECT_BF16_LAYER_RANK] = {"bf16-layer-rank",
-                                   "the last rank runs the first block's MLP GEMMs in bf16 (inputs rounded, "
-                                   "fp32 accumulation: an autocast region left on) in an fp32 case",
+                                   "the last rank runs the first block's (image) MLP GEMMs in bf16 (inputs "
+                                   "rounded, fp32 accumulation: an autocast region left on) in an fp32 case",
                                    "world > 1, pipefusion = 1, precision fp32 on the CPU; DiT, SD3, FLUX"},
     [RP_INJECT_CFG_COMBINE_ORDER] = {"cfg-combine-order",
                                      "cfg rank 1 reads the gathered CFG halves as [its own; the other's] instead "

@@ -21,10 +21,10 @@
  *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
  *   timestep-skew         world > 1,   all           a rank > 0 uses the previous step's
  *                         steps >= 2                 timestep once
- *   norm-eps-rank         world > 1    all           the last rank's LayerNorms use eps 1e-5
- *                                                    (torch's default), not the model's 1e-6
- *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's MLP
- *                         pipefusion 1,              GEMMs in bf16 (inputs rounded, fp32 sums)
+ *   norm-eps-rank         world > 1    all           the last rank's MLP LayerNorm (norm2, image
+ *                                                    stream) has eps 1e-5 (torch's default), not 1e-6
+ *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's (image)
+ *                         pipefusion 1,              MLP GEMMs in bf16 (inputs rounded, fp32 sums)
  *                         fp32 CPU (2)
  *   cfg-combine-order     cfg = 2,     DiT, SD3      cfg rank 1 reads the gathered halves as
  *                         steps >= 2                 [its own; the other's]: it guides with cond

@@ -87,10 +87,11 @@
  * attn-scale          the last rank (world - 1) uses scale 1/sqrt(D + 1) in every attention.
  * timestep-skew       ranks > 0 feed the model the previous evaluation's timestep at
  *                     evaluation 1 (rp_par_timestep).
- * norm-eps-rank       the last rank's model LayerNorms get eps x 10 (rp_par_norm_eps): torch's
- *                     default 1e-5 for the models' 1e-6 (the q/k RMSNorms keep theirs).
- * bf16-layer-rank     the last rank's first block runs its MLP GEMMs with precision bf16
- *                     (rp_par_mlp_ctx).
+ * norm-eps-rank       the last rank's MLP LayerNorm (norm2; SD3 and FLUX: the image stream's,
+ *                     FLUX: in the double blocks) gets eps x 10 (rp_par_norm_eps): torch's
+ *                     default 1e-5 for the models' 1e-6, a norm built without its eps.
+ * bf16-layer-rank     the last rank's first block runs its (image stream's) MLP GEMMs with
+ *                     precision bf16 (rp_par_mlp_ctx).
  * cfg-combine-order   cfg_par.c: cfg rank 1 keeps the allgathered halves as [mine; other]
  *                     (segment order swapped), so its guidance combine swaps cond and uncond.
  * dp-image-order      dp.c: the last dp group's leader sends its images last-first.
@@ -394,7 +395,7 @@ float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev);
 
 /* ---- the faults that act inside a model or the decoder (inject.h) ------------------- */
 
-/* norm-eps-rank: a model LayerNorm's eps (eps, or 10 eps on the last rank when injected). */
+/* norm-eps-rank: the MLP LayerNorm's eps (eps, or 10 eps on the last rank when injected). */
 float rp_par_norm_eps(const rp_ctx *ctx, float eps);
 /* bf16-layer-rank: the context for block `block`'s MLP GEMMs: ctx, or (block 0 on the last
  * rank when injected) *tmp = ctx with precision bf16, returned. */
