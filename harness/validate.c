@@ -506,7 +506,11 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     if (!c->inject[0]) return RP_OK;
     rp_inject_id id;
     RP_TRY(rp_inject_parse(c->inject, &id, err));
-    rp_inject_layout l = {c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, c->steps};
+    const rp_inject_layout l = {
+        .dp = c->dp, .cfg_parallel = c->cfg_parallel, .ulysses = c->ulysses, .ring = c->ring,
+        .pipefusion = c->pipefusion, .patch = c->patch, .steps = c->steps, .items = c->n_items,
+        .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
+        .on_device = strcmp(c->device, "cpu") != 0};
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
         return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);
@@ -632,7 +636,11 @@ const char *rp_validate_describe_rules(void) {
            "  warmup_steps  0..steps; only with pipefusion or patch (else leave it 1)\n"
            "  inject        testing only: one of dp-rank-layout dp-shared-noise ulysses-head-order\n"
            "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
-           "                timestep-skew, and only where it can act (e.g. ring-no-rescale\n"
-           "                needs ring > 1, rope-offset needs FLUX with a split sequence,\n"
-           "                pipefusion-cache-leak needs warmup_steps 0)\n";
+           "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
+           "                dp-image-order vae-decode-rank temb-period-rank, and only where it\n"
+           "                can act (e.g. ring-no-rescale needs ring > 1, rope-offset needs FLUX\n"
+           "                with a split sequence, pipefusion-cache-leak needs warmup_steps 0,\n"
+           "                bf16-layer-rank an fp32 case on the CPU, cfg-combine-order\n"
+           "                cfg_parallel 2 and steps >= 2, dp-image-order >= 2 items per dp\n"
+           "                group)\n";
 }

@@ -339,7 +339,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * C, xe + ((size_t)b * T + t0) * C, (size_t)Tl * C);
 
     /* t_embedder */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, F, 10000.0f, 0.0f);
+    rp_d_timestep_embedding(ctx, tfreq, tin, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_d_linear(ctx, th, tfreq, &m->t_mlp0, B);
     rp_d_silu(ctx, th, th, (size_t)B * C);
     rp_d_linear(ctx, temb, th, &m->t_mlp2, B);
@@ -355,6 +355,8 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_silu(ctx, sc, cvec, (size_t)B * C);
 
     const float scale = (float)(1.0 / sqrt((double)D)); /* timm: head_dim ** -0.5 */
+    /* the MLP's LayerNorm (norm2): 1e-6 as the others (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
     const int ms = 6 * C;                                /* row stride of mod */
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
@@ -379,11 +381,13 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_d_gated_add(ctx, xs, mod + 2 * C, ms, ys, B, Tl, C);
 
         /* MLP branch */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, mlp_ln_eps);
         rp_d_modulate(ctx, h, mod + 3 * C, mod + 4 * C, ms, B, Tl, C);
-        rp_d_linear(ctx, mh, h, &blk->fc1, (int)BTl);
+        rp_ctx mlp_tmp;
+        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+        rp_d_linear(mc, mh, h, &blk->fc1, (int)BTl);
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
-        rp_d_linear(ctx, ys, mh, &blk->fc2, (int)BTl);
+        rp_d_linear(mc, ys, mh, &blk->fc2, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.mlp", i);
         rp_par_trace(ctx, name, ys, B, Tl, C, tok, T);
         rp_d_gated_add(ctx, xs, mod + 5 * C, ms, ys, B, Tl, C);

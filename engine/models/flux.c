@@ -606,6 +606,9 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     rp_status st = RP_OK;
     char name[96];
     const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
+    /* the image stream's MLP LayerNorm (norm2) in the double blocks: 1e-6 as the others
+     * (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
 
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
@@ -617,12 +620,13 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
     /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled). */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, 10000.0f, 0.0f); /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
     rp_d_silu(ctx, e1, e1, (size_t)B * C);
     rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
     if (cfg->guidance_embeds) {
-        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, 10000.0f, 0.0f);
+        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
         rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
         rp_d_silu(ctx, e1, e1, (size_t)B * C);
         rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
@@ -697,22 +701,25 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                                C);
             }
 
-        /* feed-forward, per stream */
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
+        /* feed-forward, per stream: norm2 (image) and norm2_context (text) are separate
+         * LayerNorms, as in diffusers (row-wise, so a call per segment gives the same bits) */
+        rp_ctx mlp_tmp;
+        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const float *ms = mod[s] + (size_t)b * 6 * C;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
+                rp_d_layernorm(ctx, h + r0 * C, xs + r0 * C, NULL, NULL, n_s[s], C, s == 1 ? mlp_ln_eps : 1e-6f);
                 rp_d_modulate(ctx, h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
-                rp_d_linear(ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
+                rp_d_linear(s == 1 ? mc : ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
             }
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         for (int b = 0; b < B; b++)
             for (int s = 0; s < 2; s++) {
                 if (n_s[s] == 0) continue;
                 const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_linear(ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
+                rp_d_linear(s == 1 ? mc : ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
             }
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);

@@ -448,7 +448,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, 10000.0f, 0.0f);
+    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_d_linear(ctx, th, tfreq, &m->t_lin1, B);
     rp_d_silu(ctx, th, th, (size_t)B * D);
     rp_d_linear(ctx, temb, th, &m->t_lin2, B);
@@ -474,6 +474,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     }
 
     const float scale = (float)(1.0 / sqrt((double)hd)); /* SDPA default: 1 / sqrt(head_dim) */
+    /* the image stream's MLP LayerNorm (norm2): 1e-6 as the others (norm-eps-rank: 1e-5 on one rank) */
+    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
     int ba, bb; /* the blocks this rank runs (all, unless a pipeline hook owns a range) */
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
     st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
@@ -532,11 +534,13 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
         }
 
         /* image FF */
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
+        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, mlp_ln_eps);
         rp_d_modulate(ctx, hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
-        rp_d_linear(ctx, mh, hx, &blk->ff1, (int)BTl);
+        rp_ctx mlp_tmp;
+        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+        rp_d_linear(mc, mh, hx, &blk->ff1, (int)BTl);
         rp_d_gelu_tanh(ctx, mh, mh, BTl * F);
-        rp_d_linear(ctx, yx, mh, &blk->ff2, (int)BTl);
+        rp_d_linear(mc, yx, mh, &blk->ff2, (int)BTl);
         snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
         rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
         rp_d_gated_add(ctx, xs, modx + 5 * D, ms, yx, B, Tl, D);

@@ -218,7 +218,19 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
         if (st == RP_OK) st = c->ops->send(c, local->noise, sizeof(float) * B * per, 0, TAG_GATHER, err);
         if (st == RP_OK) st = c->ops->send(c, local->latents, sizeof(float) * B * per, 0, TAG_GATHER, err);
         if (st == RP_OK) st = c->ops->send(c, local->trajectory, sizeof(float) * (N + 1) * B * per, 0, TAG_GATHER, err);
-        if (st == RP_OK && local->rgb) st = c->ops->send(c, local->rgb, B * rgb_item, 0, TAG_GATHER, err);
+        if (st == RP_OK && local->rgb) {
+            /* dp-image-order: the last group's leader sends its images last-first (collected
+             * by prepending), while its latents above went in order */
+            uint8_t *rev = NULL;
+            if (p->fault == RP_INJECT_DP_IMAGE_ORDER && p->at.dp == dp - 1) {
+                if (!(rev = malloc(B * rgb_item)))
+                    return RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for %zu images", B);
+                for (size_t b = 0; b < B; b++)
+                    memcpy(rev + b * rgb_item, local->rgb + (B - 1 - b) * rgb_item, rgb_item);
+            }
+            st = c->ops->send(c, rev ? rev : local->rgb, B * rgb_item, 0, TAG_GATHER, err);
+            free(rev);
+        }
         return st;
     }
     /* rank 0: its own result's scalars, then every group's items in group order */

@@ -41,11 +41,43 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                               "world > 1; DiT, SD3, FLUX"},
     [RP_INJECT_TIMESTEP_SKEW] = {"timestep-skew", "a rank > 0 uses the previous step's timestep once",
                                  "world > 1 and steps >= 2; DiT, SD3, FLUX"},
+    /* The faults below are the classes a per-layer comparison of rank 0's view misses:
+     * small systematic errors, a silent precision change, one rank's private copy of a
+     * replicated tensor, and faults that change only the images. */
+    [RP_INJECT_NORM_EPS_RANK] = {"norm-eps-rank",
+                                 "the last rank's MLP LayerNorm (norm2, the image stream's) has eps 1e-5 "
+                                 "(torch's default) instead of the model's 1e-6: a small systematic error",
+                                 "world > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_BF16_LAYER_RANK] = {"bf16-layer-rank",
+                                   "the last rank runs the first block's (image) MLP GEMMs in bf16 (inputs "
+                                   "rounded, fp32 accumulation: an autocast region left on) in an fp32 case",
+                                   "world > 1, pipefusion = 1, precision fp32 on the CPU; DiT, SD3, FLUX"},
+    [RP_INJECT_CFG_COMBINE_ORDER] = {"cfg-combine-order",
+                                     "cfg rank 1 reads the gathered CFG halves as [its own; the other's] instead "
+                                     "of in cfg-rank order, so it guides with cond and uncond swapped and its "
+                                     "private copy of the latents diverges (rank 0 sees it from the next step, "
+                                     "through rank 1's half)",
+                                     "cfg_parallel = 2 and steps >= 2; DiT, SD3"},
+    [RP_INJECT_DP_IMAGE_ORDER] = {"dp-image-order",
+                                  "the last dp group returns its decoded images in reverse order; its latents "
+                                  "come back in order",
+                                  "dp > 1 with >= 2 items per dp group; DiT, SD3, FLUX"},
+    [RP_INJECT_VAE_DECODE_RANK] = {"vae-decode-rank",
+                                   "the last dp group's decode converts its images to 8 bits by truncation (as "
+                                   "torch's .byte() does) instead of rounding: values up to one level low, only "
+                                   "its images change",
+                                   "dp > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_TEMB_PERIOD_RANK] = {"temb-period-rank",
+                                    "the last rank's sinusoidal timestep (and FLUX guidance) embedding uses "
+                                    "max_period 10001 instead of 10000: its copy of the replicated "
+                                    "t_embedder / time_text_embed differs",
+                                    "world > 1; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
-           "rope-offset attn-scale timestep-skew";
+           "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
+           "vae-decode-rank temb-period-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -109,7 +141,54 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
                      "pipefusion=%d", n, l->ulysses, l->ring, l->patch, l->pipefusion);
         return 0;
     case RP_INJECT_ATTN_SCALE:
+    case RP_INJECT_NORM_EPS_RANK:
+    case RP_INJECT_TEMB_PERIOD_RANK:
+        /* every rank's forward reaches the result: its items (dp), its CFG half, its
+         * tokens (sequence, patch) or its blocks (pipefusion) */
         return world > 1 ? 1 : no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+    case RP_INJECT_BF16_LAYER_RANK:
+        if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+        if (l->pipefusion > 1) /* the last rank is the last pipeline stage */
+            return no(why, cap, "%s needs pipefusion = 1: the last rank, a later pipeline stage, does not run the "
+                      "first block (got pipefusion=%d)", n, l->pipefusion);
+        if (l->on_device) {
+            if (why && cap)
+                snprintf(why, cap, "%s acts on the CPU engine's GEMM precision; a device runs its GEMMs in its own "
+                         "precision", n);
+            return 0;
+        }
+        if (l->low_precision) {
+            if (why && cap)
+                snprintf(why, cap, "%s needs an fp32 case: with bf16 / fp16 GEMMs the layer is in that precision on "
+                         "every rank already", n);
+            return 0;
+        }
+        return 1;
+    case RP_INJECT_CFG_COMBINE_ORDER:
+        if (fam == RP_FAMILY_FLUX) {
+            if (why && cap)
+                snprintf(why, cap, "%s needs classifier-free guidance: FLUX has none (embedded guidance)", n);
+            return 0;
+        }
+        if (l->cfg_parallel != 2)
+            return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, l->cfg_parallel);
+        /* rank 1's own latents are never returned: they reach rank 0 through the half it
+         * evaluates at the next step */
+        return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: rank 1's diverged latents reach rank 0 only "
+                                      "through its next step's half (got steps=%d)", n, l->steps);
+    case RP_INJECT_DP_IMAGE_ORDER:
+        if (l->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
+        if (l->items < 2 * l->dp) {
+            if (why && cap)
+                snprintf(why, cap,
+                         "%s needs >= 2 items per dp group to put in the wrong order (got %d items over dp=%d)", n,
+                         l->items, l->dp);
+            return 0;
+        }
+        return 1;
+    case RP_INJECT_VAE_DECODE_RANK:
+        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",
+                                  n, l->dp);
     case RP_INJECT_TIMESTEP_SKEW:
         if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: step 0 has no previous timestep (got steps=%d)",

@@ -21,9 +21,31 @@
  *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
  *   timestep-skew         world > 1,   all           a rank > 0 uses the previous step's
  *                         steps >= 2                 timestep once
+ *   norm-eps-rank         world > 1    all           the last rank's MLP LayerNorm (norm2, image
+ *                                                    stream) has eps 1e-5 (torch's default), not 1e-6
+ *   bf16-layer-rank       world > 1,   all           the last rank runs the first block's (image)
+ *                         pipefusion 1,              MLP GEMMs in bf16 (inputs rounded, fp32 sums)
+ *                         fp32 CPU (2)
+ *   cfg-combine-order     cfg = 2,     DiT, SD3      cfg rank 1 reads the gathered halves as
+ *                         steps >= 2                 [its own; the other's]: it guides with cond
+ *                                                    and uncond swapped, so its private copy of
+ *                                                    the latents diverges
+ *   dp-image-order        dp > 1, >= 2 all           the last dp group returns its decoded
+ *                         items/group                images in reverse order (latents in order)
+ *   vae-decode-rank       dp > 1       all           the last dp group's decode casts its images
+ *                                                    to 8 bits by truncation, not rounding
+ *   temb-period-rank      world > 1    all           the last rank's timestep (and FLUX guidance)
+ *                                                    embedding uses max_period 10001, not 10000
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
+ * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
+ *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
+ * The last six are the classes a per-layer comparison of rank 0's view missed (issue 17):
+ * a small systematic error (norm-eps-rank: ~10x the rounding envelope in fp32), a silent
+ * bf16 layer, one rank's private copy of a replicated tensor (cfg-combine-order: the
+ * latents; temb-period-rank: the conditioning embedding, which the trace records from sp
+ * rank 0 only) and faults that change only the images (dp-image-order, vae-decode-rank).
  * "Applies" means the fault can change a result under that layout; an injection
  * that cannot (ring-no-rescale with ring = 1) would make a sweep pass vacuously,
  * so validation rejects it. */
@@ -45,6 +67,12 @@ typedef enum rp_inject_id {
     RP_INJECT_ROPE_OFFSET,
     RP_INJECT_ATTN_SCALE,
     RP_INJECT_TIMESTEP_SKEW,
+    RP_INJECT_NORM_EPS_RANK,
+    RP_INJECT_BF16_LAYER_RANK,
+    RP_INJECT_CFG_COMBINE_ORDER,
+    RP_INJECT_DP_IMAGE_ORDER,
+    RP_INJECT_VAE_DECODE_RANK,
+    RP_INJECT_TEMB_PERIOD_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -53,6 +81,9 @@ typedef enum rp_inject_id {
 typedef struct rp_inject_layout {
     int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
     int steps;
+    int items;          /* items of the case (dp-image-order needs >= 2 per dp group) */
+    int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */
+    int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID

@@ -1,6 +1,7 @@
 /* parallel.c — the rank layout, its sub-communicators, the strategy table, and the
  * helpers the models call: token shards, token gathers, the trace assembly, the
- * pipeline hooks and the faults that act on positions and timesteps.
+ * pipeline hooks and the faults that act on positions, timesteps, norms, a layer's
+ * precision, embeddings and the decoder.
  * See parallel.h for the layout and the contracts. */
 #include "parallel.h"
 #include "../device.h"
@@ -310,6 +311,31 @@ int rp_par_pos_shift(const rp_ctx *ctx) {
 float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev) {
     if (rp_par_fault(ctx, RP_INJECT_TIMESTEP_SKEW) && ctx->par->rank > 0 && eval == 1) return t_prev;
     return t;
+}
+
+/* Is this the rank that a one-rank fault `id` acts on? The last rank, as attn-scale: it
+ * is > 0 whenever the fault applies (world > 1). */
+static int last_rank_fault(const rp_ctx *ctx, rp_inject_id id) {
+    return rp_par_fault(ctx, id) && ctx->par->rank == ctx->par->world - 1;
+}
+
+float rp_par_norm_eps(const rp_ctx *ctx, float eps) {
+    return last_rank_fault(ctx, RP_INJECT_NORM_EPS_RANK) ? 10.0f * eps : eps;
+}
+
+const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp) {
+    if (block != 0 || !last_rank_fault(ctx, RP_INJECT_BF16_LAYER_RANK)) return ctx;
+    *tmp = *ctx;
+    tmp->precision = RP_PREC_BF16; /* rp_gemm rounds A and B to bf16, sums in fp32 */
+    return tmp;
+}
+
+float rp_par_max_period(const rp_ctx *ctx, float max_period) {
+    return last_rank_fault(ctx, RP_INJECT_TEMB_PERIOD_RANK) ? max_period + 1.0f : max_period;
+}
+
+int rp_par_rgb8_truncates(const rp_ctx *ctx) {
+    return rp_par_fault(ctx, RP_INJECT_VAE_DECODE_RANK) && ctx->par->at.dp == ctx->par->deg.dp - 1;
 }
 
 /* ---- the approximate strategies: generation and forward bracketing ------------------- */

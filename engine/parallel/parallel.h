@@ -87,6 +87,21 @@
  * attn-scale          the last rank (world - 1) uses scale 1/sqrt(D + 1) in every attention.
  * timestep-skew       ranks > 0 feed the model the previous evaluation's timestep at
  *                     evaluation 1 (rp_par_timestep).
+ * norm-eps-rank       the last rank's MLP LayerNorm (norm2; SD3 and FLUX: the image stream's,
+ *                     FLUX: in the double blocks) gets eps x 10 (rp_par_norm_eps): torch's
+ *                     default 1e-5 for the models' 1e-6, a norm built without its eps.
+ * bf16-layer-rank     the last rank's first block runs its (image stream's) MLP GEMMs with
+ *                     precision bf16 (rp_par_mlp_ctx).
+ * cfg-combine-order   cfg_par.c: cfg rank 1 keeps the allgathered halves as [mine; other]
+ *                     (segment order swapped), so its guidance combine swaps cond and uncond.
+ * dp-image-order      dp.c: the last dp group's leader sends its images last-first.
+ * vae-decode-rank     the last dp group's leader converts its decoded images to 8 bits by
+ *                     truncation instead of rounding (rp_par_rgb8_truncates). The decoder's
+ *                     own constants make poor faults here: its GroupNorms normalise a wrong
+ *                     latent scaling factor away, and their activations' variance dwarfs an
+ *                     eps of 1e-5 (measured: 0 to 3 of 49152 values change).
+ * temb-period-rank    the last rank's sinusoidal embeddings use max_period + 1
+ *                     (rp_par_max_period).
  *
  * ---- hooks for the strategies that own blocks (pipefusion, patch) -----------------
  * rp_par_hooks: which blocks [a, b) a rank runs, the residual stream(s) at the entry
@@ -422,6 +437,20 @@ rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, fl
 /* timestep-skew: the timestep the model gets at evaluation `eval` (t, or t_prev on
  * ranks > 0 at evaluation 1 when injected). */
 float rp_par_timestep(const rp_ctx *ctx, int eval, float t, float t_prev);
+
+/* ---- the faults that act inside a model or the decoder (inject.h) ------------------- */
+
+/* norm-eps-rank: the MLP LayerNorm's eps (eps, or 10 eps on the last rank when injected). */
+float rp_par_norm_eps(const rp_ctx *ctx, float eps);
+/* bf16-layer-rank: the context for block `block`'s MLP GEMMs: ctx, or (block 0 on the last
+ * rank when injected) *tmp = ctx with precision bf16, returned. */
+const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp);
+/* temb-period-rank: a sinusoidal embedding's max_period (max_period, or max_period + 1 on
+ * the last rank when injected). */
+float rp_par_max_period(const rp_ctx *ctx, float max_period);
+/* vae-decode-rank: 1 when this rank's decoded images go to 8 bits by truncation instead of
+ * rounding (the last dp group, whose leader decodes its images, when injected), else 0. */
+int rp_par_rgb8_truncates(const rp_ctx *ctx);
 
 /* ---- dp (dp.c) --------------------------------------------------------------------------
  * Items cross ranks serialised: per item seed (u64 LE), class (i32 LE), prompt length

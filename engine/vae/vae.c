@@ -509,6 +509,10 @@ rp_status rp_vae_decode(const rp_vae *m, const rp_ctx *ctx, float *img, const fl
  *   s = t * 255;        byte = roundf(s)         (half away from zero; s >= 0, so
  *                                                 floor(s + 0.5) computed exactly) */
 void rp_image_to_rgb8(uint8_t *rgb, const float *img, int B, int H, int W) {
+    rp_image_to_rgb8_cast(rgb, img, B, H, W, 0);
+}
+
+void rp_image_to_rgb8_cast(uint8_t *rgb, const float *img, int B, int H, int W, int truncate) {
     const size_t HW = (size_t)H * W;
     for (int b = 0; b < B; b++) {
         const float *ib = img + (size_t)b * 3 * HW;   /* (3, H, W) */
@@ -517,7 +521,7 @@ void rp_image_to_rgb8(uint8_t *rgb, const float *img, int B, int H, int W) {
             for (size_t p = 0; p < HW; p++) {
                 float t = (ib[(size_t)c * HW + p] + 1.0f) * 0.5f;
                 t = fminf(fmaxf(t, 0.0f), 1.0f);
-                ob[p * 3 + c] = (uint8_t)roundf(t * 255.0f);
+                ob[p * 3 + c] = (uint8_t)(truncate ? t * 255.0f : roundf(t * 255.0f));
             }
     }
 }

@@ -51,5 +51,8 @@ rp_status rp_vae_decode(const rp_vae *m, const rp_ctx *ctx, float *img, const fl
 
 /* img (B, 3, H, W) in [-1, 1] -> rgb (B, H, W, 3) uint8: round(clamp((x+1)/2, 0, 1) * 255). */
 void rp_image_to_rgb8(uint8_t *rgb, const float *img, int B, int H, int W);
+/* The same with truncate 1: the cast without rounding (floor(clamp((x+1)/2, 0, 1) * 255),
+ * as torch's .byte() / numpy's astype(uint8) do); the vae-decode-rank fault's conversion. */
+void rp_image_to_rgb8_cast(uint8_t *rgb, const float *img, int B, int H, int W, int truncate);
 
 #endif

@@ -21,6 +21,20 @@ if(REPRO_HAVE_GLOO)
     endforeach()
   endforeach()
 endif()
+# The faults of the classes a per-layer view of rank 0 misses (issue 17), label "parallel":
+#   parallel.<family>.escaped  each acts against the same 2-rank layout without it: the latents
+#                              differ, or (image faults) the latents are bitwise the clean run's
+#                              and the images differ as the fault says (tests/parallel/escaped.sh)
+if(REPRO_HAVE_GLOO)
+  foreach(fam dit sd3 flux)
+    add_test(NAME parallel.${fam}.escaped
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/escaped.sh $<TARGET_FILE:repro>
+                     ${CMAKE_BINARY_DIR}/parallel-scratch/${fam}-escaped ${fam} $<TARGET_FILE:latents_cmp>)
+    set_tests_properties(parallel.${fam}.escaped PROPERTIES
+      LABELS parallel TIMEOUT 120
+      ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+  endforeach()
+endif()
 if(TEST unit.test_parallel)
   set_property(TEST unit.test_parallel APPEND PROPERTY LABELS parallel)
 endif()

@@ -277,6 +277,19 @@ START_TEST(test_rgb8_rule_and_layout) {
         rp_image_to_rgb8(o, one, 1, 1, 1);
         ck_assert_uint_eq(o[0], (unsigned)k);
     }
+    /* the truncating cast (the vae-decode-rank fault): 127.5 -> 127, the ends stay, and a
+     * value a quarter level below a centre goes one level down */
+    const float tv[3] = {0.0f, -1.0f, 1.0f};
+    uint8_t to[3];
+    rp_image_to_rgb8_cast(to, tv, 1, 1, 1, 1);
+    ck_assert_uint_eq(to[0], 127);
+    ck_assert_uint_eq(to[1], 0);
+    ck_assert_uint_eq(to[2], 255);
+    const float below[3] = {(200.0f - 0.25f) / 255.0f * 2.0f - 1.0f, 0.0f, 0.0f};
+    rp_image_to_rgb8_cast(to, below, 1, 1, 1, 1);
+    ck_assert_uint_eq(to[0], 199);
+    rp_image_to_rgb8_cast(to, below, 1, 1, 1, 0);
+    ck_assert_uint_eq(to[0], 200);
 }
 END_TEST
 

@@ -519,7 +519,8 @@ START_TEST(inject_rules) {
     snprintf(c.inject, sizeof c.inject, "bit-flip");
     EXPECT_INVALID(c, &env,
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
-                   "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew)");
+                   "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
+                   "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -535,6 +536,23 @@ START_TEST(inject_rules) {
     gloo(&c);
     c.ulysses = 2;
     snprintf(c.inject, sizeof c.inject, "rope-offset");
+    EXPECT_VALID(c, &env);
+    /* the case's precision, device and items reach the rules */
+    snprintf(c.inject, sizeof c.inject, "bf16-layer-rank");
+    EXPECT_VALID(c, &env);
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    EXPECT_INVALID(c, &env,
+                   "inject=bf16-layer-rank: bf16-layer-rank needs an fp32 case: with bf16 / fp16 GEMMs the layer is in "
+                   "that precision on every rank already; the fault could not change this case");
+    c = dit();
+    gloo(&c);
+    c.dp = 2;
+    c.n_items = 2;
+    snprintf(c.inject, sizeof c.inject, "dp-image-order");
+    EXPECT_INVALID(c, &env,
+                   "inject=dp-image-order: dp-image-order needs >= 2 items per dp group to put in the wrong order (got "
+                   "2 items over dp=2); the fault could not change this case");
+    snprintf(c.inject, sizeof c.inject, "vae-decode-rank");
     EXPECT_VALID(c, &env);
 }
 END_TEST
@@ -650,12 +668,14 @@ START_TEST(inject_registry) {
     ck_assert_int_eq(rp_inject_parse("ring-rescale", &id, &e), RP_ERR_INVALID);
     ck_assert_str_eq(e.msg,
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
-                     "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew)");
+                     "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
+                     "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank)");
 }
 END_TEST
 
 START_TEST(inject_applicability) {
-    const rp_inject_layout one = {1, 1, 1, 1, 1, 1, 10};
+    const rp_inject_layout one = {.dp = 1, .cfg_parallel = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1,
+                                  .steps = 10, .items = 4};
     char why[256];
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_NONE, RP_FAMILY_DIT, &one, why, sizeof why), 1);
     /* world 1: nothing but NONE can act */
@@ -697,6 +717,55 @@ START_TEST(inject_applicability) {
 }
 END_TEST
 
+/* The faults of the classes a per-layer view of rank 0 misses (issue 17). */
+START_TEST(inject_applicability_escaped) {
+    const rp_inject_layout one = {.dp = 1, .cfg_parallel = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1,
+                                  .steps = 6, .items = 4};
+    char why[256];
+    rp_inject_layout l = one;
+    l.ulysses = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_NORM_EPS_RANK, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_TEMB_PERIOD_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
+    l.low_precision = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "bf16-layer-rank needs an fp32 case: with bf16 / fp16 GEMMs the layer is in that precision "
+                          "on every rank already");
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_NORM_EPS_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
+    l.pipefusion = 2; /* the last rank is the last stage: it does not run block 0 */
+    l.ulysses = 1;
+    l.low_precision = 0;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_ptr_nonnull(strstr(why, "needs pipefusion = 1"));
+    l.pipefusion = 1;
+    l.ulysses = 2;
+    l.on_device = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_ptr_nonnull(strstr(why, "a device runs its GEMMs in its own precision"));
+    /* image faults need dp: only dp group leaders decode */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_VAE_DECODE_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_IMAGE_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "cfg-combine-order needs cfg_parallel = 2 (got cfg_parallel=1)");
+    l = one;
+    l.cfg_parallel = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "cfg-combine-order needs classifier-free guidance: FLUX has none (embedded guidance)");
+    l.steps = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_ptr_nonnull(strstr(why, "needs steps >= 2"));
+    l = one;
+    l.dp = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_VAE_DECODE_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_IMAGE_ORDER, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    l.items = 2; /* one item per group: no order to get wrong */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_IMAGE_ORDER, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "dp-image-order needs >= 2 items per dp group to put in the wrong order (got 2 items over "
+                          "dp=2)");
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("validate");
     TCase *tc = tcase_create("validate");
@@ -716,6 +785,7 @@ int main(void) {
     tcase_add_test(tc, host_env_and_help);
     tcase_add_test(tc, inject_registry);
     tcase_add_test(tc, inject_applicability);
+    tcase_add_test(tc, inject_applicability_escaped);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
