@@ -1656,8 +1656,8 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         }
         if (st == RP_OK) cls_shadow(x);
         if (st == RP_OK) cls_replicas(x);
-        if (st == RP_OK) st = cls_decode(x, err);
         if (st == RP_OK) st = cls_assignment(x, err);
+        if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */
         if (st == RP_OK) {
             cls_approx(x, warmup_exact);
             cls_determinism(x);
