@@ -18,6 +18,7 @@
 #include "parallel/parallel.h"
 #include "rng.h"
 #include "safetensors.h"
+#include "st_compose.h"
 #include "trace.h"
 #include "vae/vae.h"
 #include "weights_cache.h"
@@ -334,7 +335,7 @@ static rp_status check_request(const rp_gen_request *req, const rp_dit_config *c
 /* Opens path and loads a DiT from it. */
 static rp_status load_dit(const rp_dit_config *c, const char *path, rp_dit **out, rp_error *err) {
     rp_st_file *f = NULL;
-    RP_TRY(rp_st_open(path, &f, err));
+    RP_TRY(rp_weights_open(path, &f, err));
     rp_status st = rp_dit_load(c, f, out, err);
     rp_st_close(f); /* rp_dit_load copies the parameters into its own block */
     return st;
@@ -342,7 +343,7 @@ static rp_status load_dit(const rp_dit_config *c, const char *path, rp_dit **out
 
 static rp_status load_vae(const rp_vae_config *c, const char *path, rp_vae **out, rp_error *err) {
     rp_st_file *f = NULL;
-    RP_TRY(rp_st_open(path, &f, err));
+    RP_TRY(rp_weights_open(path, &f, err));
     rp_status st = rp_vae_load(c, f, out, err);
     rp_st_close(f);
     return st;
@@ -661,7 +662,7 @@ static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cf
 
 /* Opens path, refuses a synthetic file made for another model, and loads one model. */
 static rp_status open_weights(const char *path, const char *model, rp_st_file **f, rp_error *err) {
-    RP_TRY(rp_st_open(path, f, err));
+    RP_TRY(rp_weights_open(path, f, err));
     const char *mm = rp_st_meta(*f, "repro.model");
     if (mm && strcmp(mm, model)) {
         rp_st_close(*f);

@@ -161,25 +161,6 @@ cJSON *rp_case_to_json(const rp_case *c) {
 
 /* ---- strict reading ------------------------------------------------------------ */
 
-int rp_edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63) la = 63;
-    if (lb > 63) lb = 63;
-    int prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            int m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(int) * (lb + 1));
-    }
-    return prev[lb];
-}
-
 /* Fails naming an unknown key with the nearest known one when it is close
  * (distance <= max(2, len/3): typos, not different words), else the list. */
 static rp_status unknown_key(const char *origin, const char *where, const char *key,

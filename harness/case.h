@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
+#include "engine/strutil.h"
 
 #define RP_CASE_MAX_ITEMS 64
 #define RP_CASE_MAX_STR 256
@@ -88,9 +89,7 @@ typedef struct rp_case {
  * guidance (FluxPipeline's default is 3.5). */
 void rp_case_defaults(rp_case *c);
 
-/* Levenshtein distance of a and b, each clipped at 63 characters (for "did you mean"
- * suggestions on keys and names). */
-int rp_edit_distance(const char *a, const char *b);
+/* rp_edit_distance (did-you-mean suggestions) lives in engine/strutil.h. */
 
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
