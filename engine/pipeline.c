@@ -281,17 +281,19 @@ static void perturb_first_values(float *noise, int B, size_t per) {
 const char *rp_gen_default_vae(const char *model) {
     if (!model) return "sd-vae";
     if (!strcmp(model, "dit-tiny")) return "vae-tiny";
-    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "vae-tiny-16";
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny") || !strcmp(model, "flux-tiny-schnell"))
+        return "vae-tiny-16";
     if (!strcmp(model, "sd3-medium")) return "sd3-vae";
-    if (!strcmp(model, "flux-dev")) return "flux-vae";
+    if (!strcmp(model, "flux-dev") || !strcmp(model, "flux-schnell")) return "flux-vae";
     return "sd-vae";
 }
 
 const char *rp_gen_default_text_encoder(const char *model) {
     if (!model) return NULL;
-    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "te-tiny";
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny") || !strcmp(model, "flux-tiny-schnell"))
+        return "te-tiny";
     if (!strcmp(model, "sd3-medium")) return "te-sd3";
-    if (!strcmp(model, "flux-dev")) return "te-flux";
+    if (!strcmp(model, "flux-dev") || !strcmp(model, "flux-schnell")) return "te-flux";
     return NULL;
 }
 
@@ -784,8 +786,10 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
     res->encode_seconds = now_s() - t0;
 
-    /* 2. schedule: SD3 static shift 3; FLUX mu from the packed image sequence length */
+    /* 2. schedule: SD3 static shift 3; FLUX-dev mu from the packed image sequence length;
+     * FLUX-schnell (no guidance embedder) unshifted */
     if (fam == RP_FAMILY_SD3) st = rp_flow_schedule_sd3(&sched, N, RP_FLOW_SD3_SHIFT, err);
+    else if (!m.flux.guidance_embeds) st = rp_flow_schedule_linear(&sched, N, err);
     else st = rp_flow_schedule_flux(&sched, N, rp_flow_flux_seq_len(h, w), err);
     if (st != RP_OK) goto fail;
     res->shift = sched.shift;
@@ -827,7 +831,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
         rp_trace_note(ctx->trace, "steps", v);
         snprintf(v, sizeof v, "%.17g", guided ? req->cfg : 1.0);
         rp_trace_note(ctx->trace, "cfg", v);
-        if (fam == RP_FAMILY_FLUX) {
+        if (fam == RP_FAMILY_FLUX && sched.dynamic) {
             snprintf(v, sizeof v, "%.17g", req->guidance);
             rp_trace_note(ctx->trace, "guidance", v);
             snprintf(v, sizeof v, "%.17g", sched.mu);

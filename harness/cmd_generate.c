@@ -50,7 +50,7 @@ static const char USAGE[] =
     "\n"
     "Model and weights:\n"
     "  --model M          dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
-    "                     flux-tiny | flux-dev\n"
+    "                     flux-tiny | flux-dev | flux-schnell | flux-tiny-schnell\n"
     "  --depth N          override the preset's depth (real shapes, fewer blocks). FLUX: the\n"
     "                     double-stream blocks; the single-stream blocks follow the preset's\n"
     "                     ratio (flux-dev 19:38 -> 2 per double block, flux-tiny 1)\n"
@@ -83,7 +83,7 @@ static const char USAGE[] =
     "                     dropped; the bytes are otherwise the prompt (UTF-8, not validated)\n"
     "\n"
     "Sampling:\n"
-    "  --steps N          sampling steps, 1..1000 (default: DiT 50, SD3/FLUX 28)\n"
+    "  --steps N          sampling steps, 1..1000 (default: DiT 50, SD3/FLUX 28, FLUX-schnell 4)\n"
     "  --sampler X        DiT: ddim | ddpm | dpmpp-2m | euler-a (default ddim);\n"
     "                     SD3/FLUX: euler (flow-matching Euler, the only one)\n"
     "  --eta E            ddim: 0..1 (default 0); euler-a: >= 0 (default 1); not for others\n"
@@ -91,7 +91,7 @@ static const char USAGE[] =
     "                     DiT: default 4.0, applied to all latent channels. SD3: default 7.0,\n"
     "                     the unconditional input is the encoding of \"\". FLUX: not available\n"
     "                     (FLUX-dev uses embedded guidance, --guidance)\n"
-    "  --guidance G       FLUX: embedded guidance scale (default 3.5)\n"
+    "  --guidance G       FLUX: embedded guidance scale (default 3.5; FLUX-schnell has none)\n"
     "  --width W          SD3/FLUX image width in pixels, a multiple of 16 (default: the\n"
     "                     preset's native size, 128 for the tiny presets, 1024 otherwise)\n"
     "  --height H         SD3/FLUX image height in pixels, likewise\n"
@@ -184,6 +184,7 @@ typedef struct gen_opts {
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
     uint64_t weight_seed, first_index;
     double eta, cfg, guidance;
+    int schnell; /* FLUX without a guidance embedder (FLUX.1-schnell): no guidance, 4 steps */
     int eta_given;
     uint64_t seeds[MAX_ITEMS];
     int classes[MAX_ITEMS];
@@ -524,6 +525,15 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
                                "--cfg");
         if (o->family == RP_FAMILY_FLUX && (!isfinite(o->guidance) || fabs(o->guidance) > 1e6))
             return usage_error("--guidance must be a finite number (got %s)", rp_arg_str(&a, "guidance", ""));
+        rp_flux_config fc;
+        if (o->family == RP_FAMILY_FLUX && rp_flux_preset(o->model, &fc, NULL) == RP_OK && !fc.guidance_embeds) {
+            /* FLUX.1-schnell: FluxPipeline ignores guidance_scale without a guidance embedder */
+            if (guidance_given)
+                return usage_error("--guidance: %s has no guidance embedding (FLUX.1-schnell is timestep-distilled)",
+                                   o->model);
+            o->guidance = 0.0;
+            o->schnell = 1;
+        }
         if ((width_given && (width_ll < 1 || width_ll > 16384)) || (height_given && (height_ll < 1 || height_ll > 16384)))
             return usage_error("--%s must be in 1..16384 pixels (got %lld)", width_given && (width_ll < 1 || width_ll > 16384)
                                ? "width" : "height", width_given && (width_ll < 1 || width_ll > 16384) ? width_ll : height_ll);
@@ -583,7 +593,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     const long long max_steps = RP_DIT_TRAIN_STEPS; /* 1000 for both families */
     if (steps_s && (steps_ll < 1 || steps_ll > max_steps))
         return usage_error("--steps must be in 1..%lld (got %s)", max_steps, steps_s);
-    o->steps = steps_s ? (int)steps_ll : flow ? 28 : 50;
+    o->steps = steps_s ? (int)steps_ll : o->schnell ? 4 : flow ? 28 : 50; /* FluxPipeline's schnell example: 4 */
     if (!flow) {
         o->sampler_s = sampler_given ? sampler_given : "ddim";
         if (rp_sampler_parse(o->sampler_s, sk, &err) != RP_OK) return usage_error("--sampler: %s", err.msg);
@@ -739,7 +749,7 @@ int rp_cmd_generate(int argc, char **argv) {
         printf("generate: %s, %s, %d steps, cfg %g, %d item(s): sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, rp_sampler_name(sk), o.steps, o.cfg, res.B, res.sample_seconds, res.n_evals,
                res.decode_seconds);
-    else if (o.family == RP_FAMILY_SD3)
+    else if (o.family == RP_FAMILY_SD3 || o.schnell)
         printf("generate: %s, flow-euler (shift %g), %d steps, cfg %g, %dx%d latents, %d item(s): encode %.3f s "
                "(%s), sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, res.shift, o.steps, o.cfg, res.w, res.h, res.B, res.encode_seconds, res.te_name,

@@ -20,7 +20,7 @@ typedef struct family_presets {
 static const family_presets FAMILIES[] = {
     {RP_FAMILY_DIT, "dit", "dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512"},
     {RP_FAMILY_SD3, "sd3", "sd3-tiny sd3-medium"},
-    {RP_FAMILY_FLUX, "flux", "flux-tiny flux-dev"},
+    {RP_FAMILY_FLUX, "flux", "flux-tiny flux-dev flux-schnell flux-tiny-schnell"},
     {RP_FAMILY_TEXT_ENCODER, "text-encoder", "te-tiny te-sd3 te-flux"},
     {RP_FAMILY_VAE, "vae", "vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae"},
 };
@@ -28,7 +28,7 @@ static const family_presets FAMILIES[] = {
 
 const char *rp_model_presets(void) {
     return "dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny sd3-medium flux-tiny flux-dev "
-           "te-tiny te-sd3 te-flux vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae";
+           "flux-schnell flux-tiny-schnell te-tiny te-sd3 te-flux vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae";
 }
 
 const char *rp_family_presets(rp_family f) {

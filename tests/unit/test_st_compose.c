@@ -369,6 +369,12 @@ START_TEST(test_flux_bfl_bitwise) {
     write_flux_bfl(&r, tmp_path("flux1-tiny-comfy.safetensors"), "model.diffusion_model.", 2, 2, NULL);
     ck_assert(loads_equal(&r, tmp_path("flux1-tiny-comfy.safetensors")));
     ref_free(&r);
+    /* FLUX.1-schnell's shape: no guidance_in / guidance_embedder */
+    ref_make(&r, "flux-tiny-schnell", 0);
+    ck_assert_int_lt(ref_find(&r, "time_text_embed.guidance_embedder.linear_1.weight"), 0);
+    write_flux_bfl(&r, tmp_path("flux1-tiny-schnell.safetensors"), "", 2, 2, NULL);
+    ck_assert(loads_equal(&r, tmp_path("flux1-tiny-schnell.safetensors")));
+    ref_free(&r);
 }
 END_TEST
 
