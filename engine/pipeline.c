@@ -16,6 +16,7 @@
 #include "models/registry.h"
 #include "models/text_encoder.h"
 #include "parallel/parallel.h"
+#include "prompt_embeds.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "st_compose.h"
@@ -691,10 +692,56 @@ static void flow_text_free(flow_text *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it. */
+/* The items' rows of req->prompt_embeds (and the negative pair if need_uncond). */
+static rp_status read_prompt_embeds(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
+                                    rp_gen_result *res, flow_text *out, rp_error *err) {
+    snprintf(res->te_name, sizeof res->te_name, "prompt-embeds");
+    snprintf(res->te_weights_path, sizeof res->te_weights_path, "%s", req->prompt_embeds);
+    rp_prompt_embeds e;
+    RP_TRY(rp_prompt_embeds_read(req->prompt_embeds, m->Dctx, m->Dpool, &e, err));
+    const int B = req->n_items, L = e.L;
+    rp_status st = RP_OK;
+    for (int b = 0; b < B && st == RP_OK; b++)
+        if (req->items[b].embed_row < 0 || req->items[b].embed_row >= e.R)
+            st = RP_FAIL(err, RP_ERR_INVALID, "%s: item %d needs row %d of prompt_embeds, which has %d rows",
+                         req->prompt_embeds, b, req->items[b].embed_row, e.R);
+    if (st == RP_OK && need_uncond && !e.neg_context)
+        st = RP_FAIL(err, RP_ERR_INVALID, "%s: classifier-free guidance (cfg %g > 1) needs negative_prompt_embeds "
+                     "and negative_pooled_prompt_embeds (the negative prompt's encoding; diffusers' default is "")",
+                     req->prompt_embeds, req->cfg);
+    if (st != RP_OK) {
+        rp_prompt_embeds_free(&e);
+        return st;
+    }
+    out->L = L;
+    out->context = malloc(sizeof(float) * B * (size_t)L * m->Dctx); /* (B, L, Dctx) */
+    out->pooled = malloc(sizeof(float) * B * (size_t)m->Dpool);      /* (B, Dpool) */
+    if (!out->context || !out->pooled) {
+        rp_prompt_embeds_free(&e);
+        flow_text_free(out);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d items' text states", B);
+    }
+    const size_t pc = (size_t)L * m->Dctx;
+    for (int b = 0; b < B; b++) {
+        const int r = req->items[b].embed_row;
+        memcpy(out->context + b * pc, e.context + r * pc, sizeof(float) * pc);
+        memcpy(out->pooled + (size_t)b * m->Dpool, e.pooled + (size_t)r * m->Dpool, sizeof(float) * m->Dpool);
+    }
+    if (need_uncond) { /* the file's buffers move over */
+        out->neg_context = e.neg_context;
+        out->neg_pooled = e.neg_pooled;
+        e.neg_context = e.neg_pooled = NULL;
+    }
+    rp_prompt_embeds_free(&e);
+    return RP_OK;
+}
+
+/* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it;
+ * or reads them from req->prompt_embeds. */
 static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
                                 const rp_ctx *ctx, rp_gen_result *res, flow_text *out, rp_error *err) {
     memset(out, 0, sizeof *out);
+    if (req->prompt_embeds) return read_prompt_embeds(req, m, need_uncond, res, out, err);
     /* flow_validate has checked the encoder's name and widths */
     const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
     assert(te_name);
@@ -732,6 +779,9 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
     }
     free(prompts);
     rp_te_free(te);
+    if (st == RP_OK && req->save_prompt_embeds)
+        st = rp_prompt_embeds_write(req->save_prompt_embeds, B, L, m->Dctx, m->Dpool, out->context, out->pooled,
+                                    out->neg_context, out->neg_pooled, err);
     if (st != RP_OK) flow_text_free(out);
     return st;
 }
@@ -750,6 +800,16 @@ static rp_status flow_validate(const rp_gen_request *req, rp_family fam, flow_mo
         return RP_FAIL(err, RP_ERR_SHAPE, "VAE '%s' takes %d latent channels but model '%s' makes %d", vae_name,
                        vc.latent_channels, req->model, m->C);
     RP_TRY(flow_latent_size(req, m, rp_vae_scale_factor(&vc), h, w, err));
+    if (req->prompt_embeds) { /* the file's shapes are checked when it is read */
+        if (req->text_encoder || req->te_weights || req->save_prompt_embeds)
+            return RP_FAIL(err, RP_ERR_INVALID, "prompt embeddings from %s replace the text encoder: no text encoder, "
+                           "text-encoder weights or embeddings to save", req->prompt_embeds);
+        for (int b = 0; b < req->n_items; b++)
+            if (req->items[b].prompt && req->items[b].prompt[0])
+                return RP_FAIL(err, RP_ERR_INVALID, "item %d has a prompt (\"%.40s\") and the request has prompt "
+                               "embeddings (%s): give one or the other", b, req->items[b].prompt, req->prompt_embeds);
+        return RP_OK;
+    }
     const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
     if (!te_name) return RP_FAIL(err, RP_ERR_INVALID, "model '%s': no text encoder given", req->model);
     rp_te_config tc;

@@ -141,6 +141,7 @@ typedef struct rp_gen_item {
     uint64_t global_index;  /* position in the whole run: keys the item's noise */
     int class_id;           /* DiT: ImageNet class (0 .. num_classes-1); unused by SD3/FLUX */
     const char *prompt;     /* SD3 / FLUX: the prompt; NULL or "" = unconditional. NULL for DiT */
+    int embed_row;          /* with rp_gen_request.prompt_embeds: the file's row for this item */
 } rp_gen_item;
 
 typedef struct rp_gen_request {
@@ -153,6 +154,10 @@ typedef struct rp_gen_request {
     const char *vae_weights;  /* explicit VAE checkpoint, or NULL: synthetic, cached */
     const char *text_encoder; /* SD3 / FLUX: encoder preset, or NULL: rp_gen_default_text_encoder */
     const char *te_weights;   /* explicit text-encoder checkpoint, or NULL: synthetic, cached */
+    const char *prompt_embeds; /* SD3 / FLUX: precomputed conditioning (prompt_embeds.h) instead of
+                                 the text encoder; items then carry no prompt, each its embed_row */
+    const char *save_prompt_embeds; /* SD3 / FLUX: also write the encoder's conditioning of the
+                                 items (rows in item order) there, in that format */
     rp_sampler_kind sampler;  /* DiT only (SD3 / FLUX: flow-matching Euler) */
     double eta;               /* DDIM / Euler ancestral */
     int steps;

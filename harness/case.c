@@ -57,7 +57,7 @@ typedef struct case_field {
  * "name" (labels, outside the id) come last. */
 static const case_field case_fields[] = {
     FS("model", model), FI("depth", depth), FI("single_depth", single_depth),
-    FS("weights", weights), FU("weight_seed", weight_seed), FS("vae", vae),
+    FS("weights", weights), FS("prompt_embeds", prompt_embeds), FU("weight_seed", weight_seed), FS("vae", vae),
     FI("width", width), FI("height", height), FI("vae_scale_factor", vae_scale_factor),
     FI("steps", steps), FS("sampler", sampler), FD("eta", eta), FD("cfg", cfg),
     FD("guidance", guidance),
@@ -356,7 +356,7 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
 }
 
 /* Fields hashed only when they differ from their default (see the top of the file). */
-static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}};
+static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}, {"prompt_embeds", ""}};
 
 void rp_case_id(const rp_case *c, char *out) {
     assert(c && out);

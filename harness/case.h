@@ -37,6 +37,8 @@ typedef struct rp_case {
     int depth;                /* 0 = preset */
     int single_depth;         /* FLUX single blocks; 0 = registry rule */
     char weights[RP_CASE_MAX_STR]; /* "" = synthetic from weight_seed */
+    char prompt_embeds[RP_CASE_MAX_STR]; /* SD3 / FLUX: precomputed conditioning (engine/prompt_embeds.h),
+                                 item i uses row i; "" = the text encoder on the items' prompts */
     uint64_t weight_seed;
     char vae[64];             /* "" = the model's default */
     int width, height;        /* pixels; 0 = preset native */

@@ -65,6 +65,13 @@ static const char USAGE[] =
     "  --text-encoder T   SD3/FLUX prompt encoder: te-tiny | te-sd3 | te-flux (default: te-tiny\n"
     "                     for the tiny presets, te-sd3 for sd3-medium, te-flux for flux-dev)\n"
     "  --te-weights W     text-encoder checkpoint; default: synthetic, cached\n"
+    "  --prompt-embeds F  SD3/FLUX: precomputed text conditioning instead of the text encoder\n"
+    "                     (safetensors: prompt_embeds (R, L, Dctx), pooled_prompt_embeds (R, Dpool),\n"
+    "                     for SD3 with cfg > 1 also negative_prompt_embeds (1, L, Dctx) and\n"
+    "                     negative_pooled_prompt_embeds (1, Dpool), as diffusers' encode_prompt\n"
+    "                     returns them). One item per row; one --seed for all rows or one per row\n"
+    "  --save-prompt-embeds F  SD3/FLUX: also write the text encoder's conditioning of the items\n"
+    "                     there, in --prompt-embeds' format\n"
     "\n"
     "Items (one image each):\n"
     "  --seed S           one item per --seed (repeatable), unless --prompts-file gives seeds\n"
@@ -179,7 +186,8 @@ static void join_u64(char *buf, size_t cap, const uint64_t *v, int n) {
 
 typedef struct gen_opts {
     const char *model, *weights, *vae, *vae_weights, *trace, *out, *latents, *sampler_s,
-        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s;
+        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s,
+        *prompt_embeds, *save_prompt_embeds;
     rp_family family;
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
     uint64_t weight_seed, first_index;
@@ -439,6 +447,8 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     const char *core_s = rp_arg_str(&a, "openblas-coretype", NULL);
     const char *prof_s = rp_arg_str(&a, "device-profile", NULL);
     o->prompts_file = rp_arg_str(&a, "prompts-file", NULL);
+    o->prompt_embeds = rp_arg_str(&a, "prompt-embeds", NULL);
+    o->save_prompt_embeds = rp_arg_str(&a, "save-prompt-embeds", NULL);
     const char *wseed_s = rp_arg_str(&a, "weight-seed", "0");
     const char *first_s = rp_arg_str(&a, "first-index", "0");
     const char *steps_s = rp_arg_str(&a, "steps", NULL);
@@ -500,6 +510,9 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
                                rp_family_presets(RP_FAMILY_TEXT_ENCODER));
     }
     if (o->te_weights && !flow) return usage_error("--te-weights applies to SD3/FLUX, not %s", o->model);
+    if ((o->prompt_embeds || o->save_prompt_embeds) && !flow)
+        return usage_error("--%s applies to SD3/FLUX, not %s", o->prompt_embeds ? "prompt-embeds" : "save-prompt-embeds",
+                           o->model);
 
     /* ---- family-specific options ---- */
     if (!flow) {
@@ -569,6 +582,27 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
             if (!parse_int(cs, &o->classes[i]) || o->classes[i] < 0 || o->classes[i] >= dc.num_classes)
                 return usage_error("--class: '%s' is not a class id in 0..%d for %s", cs, dc.num_classes - 1,
                                    o->model);
+        }
+    } else if (o->prompt_embeds) {
+        if (np || o->prompts_file || o->text_encoder || o->te_weights || o->save_prompt_embeds)
+            return usage_error("--prompt-embeds replaces the prompts and the text encoder: no --%s with it",
+                               np ? "prompt" : o->prompts_file ? "prompts-file" : o->text_encoder ? "text-encoder"
+                               : o->te_weights ? "te-weights" : "save-prompt-embeds");
+        rp_st_file *pf = NULL;
+        if (rp_st_open(o->prompt_embeds, &pf, &err) != RP_OK) return usage_error("--prompt-embeds: %s", err.msg);
+        const rp_st_tensor *pt = rp_st_find(pf, "prompt_embeds");
+        const long long R = pt && pt->ndim == 3 ? (long long)pt->shape[0] : -1;
+        rp_st_close(pf);
+        if (R < 1 || R > MAX_ITEMS)
+            return usage_error("--prompt-embeds %s: needs a tensor prompt_embeds (R, L, Dctx) with 1..%d rows",
+                               o->prompt_embeds, MAX_ITEMS);
+        if (ns != 1 && ns != R)
+            return usage_error("--prompt-embeds %s has %lld rows: give one --seed for all, or one per row (got %d)",
+                               o->prompt_embeds, R, ns);
+        o->n = (int)R;
+        for (int i = 0; i < o->n; i++) {
+            o->seeds[i] = seeds[ns == 1 ? 0 : i];
+            if (!(o->prompts[i] = strdup(""))) return usage_error("out of memory");
         }
     } else if (o->prompts_file) {
         if (np) return usage_error("--prompt and --prompts-file: give one or the other");
@@ -658,6 +692,7 @@ int rp_cmd_generate(int argc, char **argv) {
         items[i].global_index = o.first_index + (uint64_t)i;
         items[i].class_id = flow ? 0 : o.classes[i];
         items[i].prompt = flow ? o.prompts[i] : NULL;
+        items[i].embed_row = i;
     }
     rp_gen_request req = {0};
     req.model = o.model;
@@ -669,6 +704,8 @@ int rp_cmd_generate(int argc, char **argv) {
     req.vae_weights = o.vae_weights;
     req.text_encoder = o.text_encoder;
     req.te_weights = o.te_weights;
+    req.prompt_embeds = o.prompt_embeds;
+    req.save_prompt_embeds = o.save_prompt_embeds;
     req.sampler = sk;
     req.eta = o.eta;
     req.steps = o.steps;

@@ -492,6 +492,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     int n_all = 0, first = 0, count = 0;
     if ((st = rp_par_dp_share_items(&par, mine, n, &all, &n_all, &strings, &err)) != RP_OK) goto out;
     if ((st = rp_par_dp_select(&par, all, n_all, local, &first, &count, &err)) != RP_OK) goto out;
+    for (int i = 0; i < count; i++) local[i].embed_row = first + i; /* the case's item i: row i */
 
     /* ---- generate this rank's part ---- */
     ctx.par = &par;
@@ -525,6 +526,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     req.weights = c->weights[0] ? c->weights : NULL;
     req.weight_seed = c->weight_seed;
     req.vae = c->vae[0] ? c->vae : NULL;
+    req.prompt_embeds = c->prompt_embeds[0] ? c->prompt_embeds : NULL;
     req.sampler = sk;
     req.eta = c->eta;
     req.steps = c->steps;
