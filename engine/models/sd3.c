@@ -222,8 +222,23 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
+/* SD3.5 Medium is MMDiT-X: its first blocks add a second, image-only attention (attn2)
+ * and a 9-way modulation (norm1.linear (9D, D)). Named plainly instead of a shape error. */
+static rp_status refuse_mmdit_x(const rp_sd3_config *cfg, const rp_st_file *f, rp_error *err) {
+    const rp_st_tensor *n1 = rp_st_find(f, "transformer_blocks.0.norm1.linear.weight");
+    const int D = cfg->heads * cfg->head_dim;
+    if (rp_st_find(f, "transformer_blocks.0.attn2.to_q.weight") || (n1 && n1->ndim == 2 && n1->shape[0] == 9 * (int64_t)n1->shape[1]))
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
+                       "%s: MMDiT-X (SD3.5 Medium) is not supported: the checkpoint's first blocks have attn2 and a "
+                       "(9 x %lld)-row norm1.linear; SD3 Medium and SD3.5 Large (plain MMDiT) load as SD3 (model "
+                       "'%s', width %d)", f->path, n1 && n1->ndim == 2 ? (long long)n1->shape[1] : 0LL,
+                       cfg->preset, D);
+    return RP_OK;
+}
+
 rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
+    RP_TRY(refuse_mmdit_x(cfg, f, err));
     const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
     const int Po = p * p * cfg->out_channels;
     rp_param_list l = {0};

@@ -448,6 +448,65 @@ START_TEST(test_shape_mismatch_renamed) {
 }
 END_TEST
 
+/* SD3.5 Medium's MMDiT-X shape (attn2, 9-way norm1 in block 0) on sd3-tiny: refused naming
+ * MMDiT-X, under diffusers names and (attn2 mapped too) under SD3's original names. */
+START_TEST(test_sd35_medium_refused) {
+    rp_sd3_config c;
+    ck_assert(rp_sd3_preset("sd3-tiny", &c, NULL) == RP_OK);
+    const int64_t D = (int64_t)c.heads * c.head_dim;
+    rp_param_list l = {0};
+    rp_sd3_param_specs(&c, &l);
+    for (int i = 0; i < l.n; i++) /* norm1.linear of block 0: (9D, D) and (9D) */
+        if (!strncmp(l.specs[i].name, "transformer_blocks.0.norm1.linear.", 34)) l.specs[i].shape[0] = 9 * D;
+    const char *A2[] = {"to_q", "to_k", "to_v", "to_out.0"};
+    for (int k = 0; k < 4; k++) {
+        rp_params_add(&l, RP_INIT_FANIN, 1.0f, 2, (int64_t[]){D, D}, "transformer_blocks.0.attn2.%s.weight", A2[k]);
+        rp_params_add(&l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){D}, "transformer_blocks.0.attn2.%s.bias", A2[k]);
+    }
+    rp_error err;
+    ck_assert(rp_params_write_synthetic(&l, "sd3-tiny", 1, tmp_path("sd35m.safetensors"), &err) == RP_OK);
+    rp_params_free(&l);
+    /* the same under SD3's original names: attn2.qkv / attn2.proj */
+    rp_st_file *f = NULL;
+    ck_assert(rp_st_open(tmp_path("sd35m.safetensors"), &f, &err) == RP_OK);
+    rp_st_writer *w = rp_st_writer_new();
+    float *qkv = malloc(sizeof(float) * 3 * (size_t)(D * D + D)); /* weight (3D, D), then bias (3D) */
+    for (int wb = 0; wb < 2; wb++) { /* qkv = [to_q; to_k; to_v] */
+        const char *suf = wb ? "bias" : "weight";
+        const size_t per = wb ? (size_t)D : (size_t)(D * D);
+        float *dst = qkv + (wb ? 3 * (size_t)(D * D) : 0);
+        for (int k = 0; k < 3; k++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "transformer_blocks.0.attn2.%s.%s", A2[k], suf);
+            const rp_st_tensor *t = rp_st_find(f, nm);
+            ck_assert_ptr_nonnull(t);
+            memcpy(dst + k * per, t->data, t->nbytes);
+        }
+    }
+    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.attn2.qkv.weight", RP_DT_F32, 2,
+                               (int64_t[]){3 * D, D}, qkv, &err) == RP_OK);
+    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.attn2.qkv.bias", RP_DT_F32, 1,
+                               (int64_t[]){3 * D}, qkv + 3 * (size_t)(D * D), &err) == RP_OK);
+    const rp_st_tensor *n1 = rp_st_find(f, "transformer_blocks.0.norm1.linear.weight");
+    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.adaLN_modulation.1.weight", RP_DT_F32,
+                               2, n1->shape, n1->data, &err) == RP_OK);
+    ck_assert(rp_st_writer_write(w, tmp_path("sd35m-orig.safetensors"), &err) == RP_OK);
+    rp_st_writer_free(w);
+    free(qkv);
+    rp_st_close(f);
+    const char *paths[] = {"sd35m.safetensors", "sd35m-orig.safetensors"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(rp_weights_open(tmp_path(paths[k]), &f, &err) == RP_OK, "%s", err.msg);
+        ck_assert_ptr_nonnull(rp_st_find(f, "transformer_blocks.0.attn2.to_v.bias"));
+        rp_sd3 *m = NULL;
+        ck_assert_int_eq(rp_sd3_load(&c, f, &m, &err), RP_ERR_UNSUPPORTED);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(strstr(err.msg, paths[k]) && strstr(err.msg, "MMDiT-X (SD3.5 Medium"), "%s", err.msg);
+        rp_st_close(f);
+    }
+}
+END_TEST
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)flag; (void)ftw;
     return remove(path);
@@ -465,6 +524,7 @@ int main(void) {
     tcase_add_test(tc, test_sd3_original_bitwise);
     tcase_add_test(tc, test_unknown_name_did_you_mean);
     tcase_add_test(tc, test_shape_mismatch_renamed);
+    tcase_add_test(tc, test_sd35_medium_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
