@@ -104,6 +104,9 @@ static const sd3_preset PRESETS[] = {
     {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24},
     /* stabilityai/stable-diffusion-3-medium-diffusers transformer/config.json */
     {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333},
+    /* stabilityai/stable-diffusion-3.5-large transformer/config.json: plain MMDiT with qk_norm
+     * (rms_norm), no dual-attention layers */
+    {"sd3.5-large", 128, 2, 16, 16, 38, 38, 64, 4096, 2432, 2048, 192, 1, 333},
 };
 
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
@@ -129,7 +132,7 @@ rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
         cfg->context_len = p->context_len;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium sd3.5-large)", name);
 }
 
 /* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
