@@ -78,6 +78,7 @@ size_t rp_params_total(const rp_param_list *l) {
 /* f's tensor name nearest to name when close (distance <= max(2, len / 4): a typo or a
  * one-word difference, not another tensor), else NULL. */
 static const char *nearest_name(const rp_st_file *f, const char *name) {
+    if (f->n > 65536) return NULL; /* checkpoints hold thousands; bounded time on a hostile header */
     const char *best = NULL;
     int best_d = 1 << 30;
     for (int i = 0; i < f->n; i++) {

@@ -16,8 +16,9 @@
 
 /* An index lists one entry per tensor (tens of KB for FLUX); anything near this is not one. */
 #define IDX_MAX_BYTES (64u * 1024u * 1024u)
-/* Shards of one checkpoint: a few to a few dozen. Bounds the shard bookkeeping below. */
-#define IDX_MAX_SHARDS 4096
+/* Shards of one checkpoint: a few to a few dozen. Bounds the shard bookkeeping below
+ * (a linear search per weight_map entry). */
+#define IDX_MAX_SHARDS 256
 
 /* Reads the index text (NUL-terminated) into *out. */
 static rp_status read_index(const char *path, char **out, rp_error *err) {

@@ -395,6 +395,10 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
             snprintf(v, sizeof v, "%.17g", r->shift);
             TRY(rp_st_writer_meta(w, "shift", v, err));
             TRY(rp_st_writer_meta(w, "cfg_uncond", "\"\" prompt", err));
+        } else if (o->schnell) { /* no guidance embedder: the unshifted schedule */
+            TRY(rp_st_writer_meta(w, "schedule", "flow-flux-linear", err));
+            snprintf(v, sizeof v, "%.17g", r->shift);
+            TRY(rp_st_writer_meta(w, "shift", v, err));
         } else {
             TRY(rp_st_writer_meta(w, "schedule", "flow-flux-dynamic-shift", err));
             snprintf(v, sizeof v, "%.17g", r->mu);
