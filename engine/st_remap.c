@@ -231,8 +231,8 @@ static rp_status build_view(const rp_st_file *f, const scheme *sc, const int *wa
         memcpy(shape, t->shape, sizeof shape);
         rule_kind k = r->kind == R_SWAP_LAST ? (idx[i] == last ? R_SWAP : R_RENAME) : r->kind;
         if (k != R_RENAME && (t->ndim < 1 || (k == R_SWAP && rows % 2))) {
-            s = RP_FAIL(err, RP_ERR_SHAPE, "%s: tensor '%s' (rank %d, %lld rows) cannot be split into the halves "
-                        "(shift, scale)", f->path, t->name, t->ndim, (long long)rows);
+            s = RP_FAIL(err, RP_ERR_SHAPE, "%s: tensor '%s' (rank %d, %lld rows) cannot be %s", f->path, t->name,
+                        t->ndim, (long long)rows, k == R_SWAP ? "cut into (shift, scale) halves" : "split by rows");
             break;
         }
         for (int p = 0; p < n_parts(k) && s == RP_OK; p++) {
