@@ -12,7 +12,9 @@
  *     encoder preset matching the model (rp_gen_default_text_encoder), initial noise
  *     (16, h, w) per item, Euler over flow.h's schedules: SD3 with the static shift
  *     3.0 and classifier-free guidance, FLUX-dev with the resolution-dependent shift
- *     mu and embedded guidance. Parallel layouts plug in at the denoisers. */
+ *     mu and embedded guidance, FLUX-schnell (no guidance embedder) unshifted. The text
+ *     states can come from a file instead (req->prompt_embeds, prompt_embeds.h).
+ *     Parallel layouts plug in at the denoisers. */
 #ifndef REPRO_PIPELINE_H
 #define REPRO_PIPELINE_H
 
