@@ -18,6 +18,7 @@
 #include "engine/params.h"
 #include "engine/safetensors.h"
 #include "engine/st_compose.h"
+#include "engine/vae/vae.h"
 
 static char g_dir[256];
 
@@ -507,6 +508,25 @@ START_TEST(test_sd35_medium_refused) {
 }
 END_TEST
 
+/* A VAE under the original (LDM) names is refused saying so (st_remap maps transformers). */
+START_TEST(test_ldm_vae_refused) {
+    float v[4] = {1, 2, 3, 4};
+    rp_st_writer *w = rp_st_writer_new();
+    rp_error err;
+    ck_assert(rp_st_writer_add(w, "decoder.mid.block_1.norm1.weight", RP_DT_F32, 1, (int64_t[]){4}, v, &err) == RP_OK);
+    ck_assert(rp_st_writer_write(w, tmp_path("ae.safetensors"), &err) == RP_OK);
+    rp_st_writer_free(w);
+    rp_vae_config c;
+    ck_assert(rp_vae_preset("vae-tiny-16", &c, NULL) == RP_OK);
+    rp_st_file *f = NULL;
+    ck_assert(rp_weights_open(tmp_path("ae.safetensors"), &f, &err) == RP_OK);
+    rp_vae *m = NULL;
+    ck_assert_int_eq(rp_vae_load(&c, f, &m, &err), RP_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(err.msg, "ae.safetensors") && strstr(err.msg, "original (LDM) names"), "%s", err.msg);
+    rp_st_close(f);
+}
+END_TEST
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb; (void)flag; (void)ftw;
     return remove(path);
@@ -525,6 +545,7 @@ int main(void) {
     tcase_add_test(tc, test_unknown_name_did_you_mean);
     tcase_add_test(tc, test_shape_mismatch_renamed);
     tcase_add_test(tc, test_sd35_medium_refused);
+    tcase_add_test(tc, test_ldm_vae_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
