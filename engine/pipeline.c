@@ -707,7 +707,7 @@ static rp_status read_prompt_embeds(const rp_gen_request *req, const flow_model_
                          req->prompt_embeds, b, req->items[b].embed_row, e.R);
     if (st == RP_OK && need_uncond && !e.neg_context)
         st = RP_FAIL(err, RP_ERR_INVALID, "%s: classifier-free guidance (cfg %g > 1) needs negative_prompt_embeds "
-                     "and negative_pooled_prompt_embeds (the negative prompt's encoding; diffusers' default is "")",
+                     "and negative_pooled_prompt_embeds (the negative prompt's encoding; diffusers' default is \"\")",
                      req->prompt_embeds, req->cfg);
     if (st != RP_OK) {
         rp_prompt_embeds_free(&e);
