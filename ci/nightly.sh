@@ -69,7 +69,7 @@ unset REPRO_RANK REPRO_WORLD REPRO_LOCAL_RANK REPRO_STORE_DIR RANK WORLD_SIZE LO
 log=$night/nightly.log
 exec > >(tee -a "$log") 2>&1
 matrices=${NIGHTLY_MATRICES:-matrices/nightly.yaml}
-sweep_opts=(--progress plain)
+sweep_opts=(--progress plain --no-report) # the reports are written below, one per comparison
 [ -n "${NIGHTLY_JOBS:-}" ] && sweep_opts+=(--jobs "$NIGHTLY_JOBS")
 [ -n "${NIGHTLY_TIMEOUT:-}" ] && sweep_opts+=(--timeout "$NIGHTLY_TIMEOUT")
 

@@ -27,6 +27,7 @@
 
 #include "ops.h"
 #include "rng.h"
+#include "strutil.h"
 
 void rp_params_add(rp_param_list *l, rp_init init, float scale, int ndim, const int64_t *shape,
                    const char *name_fmt, ...) {
@@ -74,6 +75,20 @@ size_t rp_params_total(const rp_param_list *l) {
     return t;
 }
 
+/* f's tensor name nearest to name when close (distance <= max(2, len / 4): a typo or a
+ * one-word difference, not another tensor), else NULL. */
+static const char *nearest_name(const rp_st_file *f, const char *name) {
+    if (f->n > 65536) return NULL; /* checkpoints hold thousands; bounded time on a hostile header */
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < f->n; i++) {
+        const int d = rp_edit_distance(name, f->tensors[i].name);
+        if (d < best_d) { best_d = d; best = f->tensors[i].name; }
+    }
+    int lim = (int)strlen(name) / 4;
+    return best && best_d <= (lim > 2 ? lim : 2) ? best : NULL;
+}
+
 rp_status rp_params_load(const rp_param_list *l, const rp_st_file *f, float **block, float **ptrs,
                          rp_error *err) {
     assert(l && f && block && (ptrs || l->n == 0));
@@ -93,10 +108,15 @@ rp_status rp_params_load(const rp_param_list *l, const rp_st_file *f, float **bl
             free(b);
             for (int k = 0; k <= i; k++) ptrs[k] = NULL;
             if (st == RP_ERR_NOT_FOUND) {
-                /* say how far off the file is: a wrong preset or depth shows as many missing */
+                /* say how far off the file is: a wrong preset or depth shows as many missing;
+                 * a near name in the file is a typo or another naming */
                 size_t k = strlen(e.msg);
-                snprintf(e.msg + k, sizeof e.msg - k, " (the model needs %d tensors, the file has %d)",
-                         l->n, f->n);
+                const char *near = nearest_name(f, s->name);
+                if (near)
+                    k += (size_t)snprintf(e.msg + k, sizeof e.msg - k, " (did you mean '%s'?)", near);
+                if (k < sizeof e.msg)
+                    snprintf(e.msg + k, sizeof e.msg - k, " (the model needs %d tensors, the file has %d)", l->n,
+                             f->n);
             }
             if (err) *err = e;
             return st;

@@ -17,8 +17,10 @@
 #include "models/registry.h"
 #include "models/text_encoder.h"
 #include "parallel/parallel.h"
+#include "prompt_embeds.h"
 #include "rng.h"
 #include "safetensors.h"
+#include "st_compose.h"
 #include "trace.h"
 #include "vae/vae.h"
 #include "weights_cache.h"
@@ -283,17 +285,19 @@ static void perturb_first_values(float *noise, int B, size_t per) {
 const char *rp_gen_default_vae(const char *model) {
     if (!model) return "sd-vae";
     if (!strcmp(model, "dit-tiny")) return "vae-tiny";
-    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "vae-tiny-16";
-    if (!strcmp(model, "sd3-medium")) return "sd3-vae";
-    if (!strcmp(model, "flux-dev")) return "flux-vae";
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny") || !strcmp(model, "flux-tiny-schnell"))
+        return "vae-tiny-16";
+    if (!strcmp(model, "sd3-medium") || !strcmp(model, "sd3.5-large")) return "sd3-vae";
+    if (!strcmp(model, "flux-dev") || !strcmp(model, "flux-schnell")) return "flux-vae";
     return "sd-vae";
 }
 
 const char *rp_gen_default_text_encoder(const char *model) {
     if (!model) return NULL;
-    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny")) return "te-tiny";
-    if (!strcmp(model, "sd3-medium")) return "te-sd3";
-    if (!strcmp(model, "flux-dev")) return "te-flux";
+    if (!strcmp(model, "sd3-tiny") || !strcmp(model, "flux-tiny") || !strcmp(model, "flux-tiny-schnell"))
+        return "te-tiny";
+    if (!strcmp(model, "sd3-medium") || !strcmp(model, "sd3.5-large")) return "te-sd3";
+    if (!strcmp(model, "flux-dev") || !strcmp(model, "flux-schnell")) return "te-flux";
     return NULL;
 }
 
@@ -337,7 +341,7 @@ static rp_status check_request(const rp_gen_request *req, const rp_dit_config *c
 /* Opens path and loads a DiT from it. */
 static rp_status load_dit(const rp_dit_config *c, const char *path, rp_dit **out, rp_error *err) {
     rp_st_file *f = NULL;
-    RP_TRY(rp_st_open(path, &f, err));
+    RP_TRY(rp_weights_open(path, &f, err));
     rp_status st = rp_dit_load(c, f, out, err);
     rp_st_close(f); /* rp_dit_load copies the parameters into its own block */
     return st;
@@ -345,7 +349,7 @@ static rp_status load_dit(const rp_dit_config *c, const char *path, rp_dit **out
 
 static rp_status load_vae(const rp_vae_config *c, const char *path, rp_vae **out, rp_error *err) {
     rp_st_file *f = NULL;
-    RP_TRY(rp_st_open(path, &f, err));
+    RP_TRY(rp_weights_open(path, &f, err));
     rp_status st = rp_vae_load(c, f, out, err);
     rp_st_close(f);
     return st;
@@ -667,7 +671,7 @@ static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cf
 
 /* Opens path, refuses a synthetic file made for another model, and loads one model. */
 static rp_status open_weights(const char *path, const char *model, rp_st_file **f, rp_error *err) {
-    RP_TRY(rp_st_open(path, f, err));
+    RP_TRY(rp_weights_open(path, f, err));
     const char *mm = rp_st_meta(*f, "repro.model");
     if (mm && strcmp(mm, model)) {
         rp_st_close(*f);
@@ -694,10 +698,56 @@ static void flow_text_free(flow_text *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it. */
+/* The items' rows of req->prompt_embeds (and the negative pair if need_uncond). */
+static rp_status read_prompt_embeds(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
+                                    rp_gen_result *res, flow_text *out, rp_error *err) {
+    snprintf(res->te_name, sizeof res->te_name, "prompt-embeds");
+    snprintf(res->te_weights_path, sizeof res->te_weights_path, "%s", req->prompt_embeds);
+    rp_prompt_embeds e;
+    RP_TRY(rp_prompt_embeds_read(req->prompt_embeds, m->Dctx, m->Dpool, &e, err));
+    const int B = req->n_items, L = e.L;
+    rp_status st = RP_OK;
+    for (int b = 0; b < B && st == RP_OK; b++)
+        if (req->items[b].embed_row < 0 || req->items[b].embed_row >= e.R)
+            st = RP_FAIL(err, RP_ERR_INVALID, "%s: item %d needs row %d of prompt_embeds, which has %d rows",
+                         req->prompt_embeds, b, req->items[b].embed_row, e.R);
+    if (st == RP_OK && need_uncond && !e.neg_context)
+        st = RP_FAIL(err, RP_ERR_INVALID, "%s: classifier-free guidance (cfg %g > 1) needs negative_prompt_embeds "
+                     "and negative_pooled_prompt_embeds (the negative prompt's encoding; diffusers' default is \"\")",
+                     req->prompt_embeds, req->cfg);
+    if (st != RP_OK) {
+        rp_prompt_embeds_free(&e);
+        return st;
+    }
+    out->L = L;
+    out->context = malloc(sizeof(float) * B * (size_t)L * m->Dctx); /* (B, L, Dctx) */
+    out->pooled = malloc(sizeof(float) * B * (size_t)m->Dpool);      /* (B, Dpool) */
+    if (!out->context || !out->pooled) {
+        rp_prompt_embeds_free(&e);
+        flow_text_free(out);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d items' text states", B);
+    }
+    const size_t pc = (size_t)L * m->Dctx;
+    for (int b = 0; b < B; b++) {
+        const int r = req->items[b].embed_row;
+        memcpy(out->context + b * pc, e.context + r * pc, sizeof(float) * pc);
+        memcpy(out->pooled + (size_t)b * m->Dpool, e.pooled + (size_t)r * m->Dpool, sizeof(float) * m->Dpool);
+    }
+    if (need_uncond) { /* the file's buffers move over */
+        out->neg_context = e.neg_context;
+        out->neg_pooled = e.neg_pooled;
+        e.neg_context = e.neg_pooled = NULL;
+    }
+    rp_prompt_embeds_free(&e);
+    return RP_OK;
+}
+
+/* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it;
+ * or reads them from req->prompt_embeds. */
 static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
                                 const rp_ctx *ctx, rp_gen_result *res, flow_text *out, rp_error *err) {
     memset(out, 0, sizeof *out);
+    if (req->prompt_embeds) return read_prompt_embeds(req, m, need_uncond, res, out, err);
     /* flow_validate has checked the encoder's name and widths */
     const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
     assert(te_name);
@@ -735,6 +785,9 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
     }
     free(prompts);
     rp_te_free(te);
+    if (st == RP_OK && req->save_prompt_embeds)
+        st = rp_prompt_embeds_write(req->save_prompt_embeds, B, L, m->Dctx, m->Dpool, out->context, out->pooled,
+                                    out->neg_context, out->neg_pooled, err);
     if (st != RP_OK) flow_text_free(out);
     return st;
 }
@@ -753,6 +806,16 @@ static rp_status flow_validate(const rp_gen_request *req, rp_family fam, flow_mo
         return RP_FAIL(err, RP_ERR_SHAPE, "VAE '%s' takes %d latent channels but model '%s' makes %d", vae_name,
                        vc.latent_channels, req->model, m->C);
     RP_TRY(flow_latent_size(req, m, rp_vae_scale_factor(&vc), h, w, err));
+    if (req->prompt_embeds) { /* the file's shapes are checked when it is read */
+        if (req->text_encoder || req->te_weights || req->save_prompt_embeds)
+            return RP_FAIL(err, RP_ERR_INVALID, "prompt embeddings from %s replace the text encoder: no text encoder, "
+                           "text-encoder weights or embeddings to save", req->prompt_embeds);
+        for (int b = 0; b < req->n_items; b++)
+            if (req->items[b].prompt && req->items[b].prompt[0])
+                return RP_FAIL(err, RP_ERR_INVALID, "item %d has a prompt (\"%.40s\") and the request has prompt "
+                               "embeddings (%s): give one or the other", b, req->items[b].prompt, req->prompt_embeds);
+        return RP_OK;
+    }
     const char *te_name = req->text_encoder ? req->text_encoder : rp_gen_default_text_encoder(req->model);
     if (!te_name) return RP_FAIL(err, RP_ERR_INVALID, "model '%s': no text encoder given", req->model);
     rp_te_config tc;
@@ -789,8 +852,10 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
     res->encode_seconds = now_s() - t0;
 
-    /* 2. schedule: SD3 static shift 3; FLUX mu from the packed image sequence length */
+    /* 2. schedule: SD3 static shift 3; FLUX-dev mu from the packed image sequence length;
+     * FLUX-schnell (no guidance embedder) unshifted */
     if (fam == RP_FAMILY_SD3) st = rp_flow_schedule_sd3(&sched, N, RP_FLOW_SD3_SHIFT, err);
+    else if (!m.flux.guidance_embeds) st = rp_flow_schedule_linear(&sched, N, err);
     else st = rp_flow_schedule_flux(&sched, N, rp_flow_flux_seq_len(h, w), err);
     if (st != RP_OK) goto fail;
     res->shift = sched.shift;
@@ -832,7 +897,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
         rp_trace_note(ctx->trace, "steps", v);
         snprintf(v, sizeof v, "%.17g", guided ? req->cfg : 1.0);
         rp_trace_note(ctx->trace, "cfg", v);
-        if (fam == RP_FAMILY_FLUX) {
+        if (fam == RP_FAMILY_FLUX && sched.dynamic) {
             snprintf(v, sizeof v, "%.17g", req->guidance);
             rp_trace_note(ctx->trace, "guidance", v);
             snprintf(v, sizeof v, "%.17g", sched.mu);

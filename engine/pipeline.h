@@ -12,7 +12,9 @@
  *     encoder preset matching the model (rp_gen_default_text_encoder), initial noise
  *     (16, h, w) per item, Euler over flow.h's schedules: SD3 with the static shift
  *     3.0 and classifier-free guidance, FLUX-dev with the resolution-dependent shift
- *     mu and embedded guidance. Parallel layouts plug in at the denoisers. */
+ *     mu and embedded guidance, FLUX-schnell (no guidance embedder) unshifted. The text
+ *     states can come from a file instead (req->prompt_embeds, prompt_embeds.h).
+ *     Parallel layouts plug in at the denoisers. */
 #ifndef REPRO_PIPELINE_H
 #define REPRO_PIPELINE_H
 
@@ -141,6 +143,7 @@ typedef struct rp_gen_item {
     uint64_t global_index;  /* position in the whole run: keys the item's noise */
     int class_id;           /* DiT: ImageNet class (0 .. num_classes-1); unused by SD3/FLUX */
     const char *prompt;     /* SD3 / FLUX: the prompt; NULL or "" = unconditional. NULL for DiT */
+    int embed_row;          /* with rp_gen_request.prompt_embeds: the file's row for this item */
 } rp_gen_item;
 
 typedef struct rp_gen_request {
@@ -153,6 +156,10 @@ typedef struct rp_gen_request {
     const char *vae_weights;  /* explicit VAE checkpoint, or NULL: synthetic, cached */
     const char *text_encoder; /* SD3 / FLUX: encoder preset, or NULL: rp_gen_default_text_encoder */
     const char *te_weights;   /* explicit text-encoder checkpoint, or NULL: synthetic, cached */
+    const char *prompt_embeds; /* SD3 / FLUX: precomputed conditioning (prompt_embeds.h) instead of
+                                 the text encoder; items then carry no prompt, each its embed_row */
+    const char *save_prompt_embeds; /* SD3 / FLUX: also write the encoder's conditioning of the
+                                 items (rows in item order) there, in that format */
     rp_sampler_kind sampler;  /* DiT only (SD3 / FLUX: flow-matching Euler) */
     double eta;               /* DDIM / Euler ancestral */
     int steps;

@@ -79,6 +79,8 @@ static void free_partial(rp_st_file *f) {
     free(f->tensors);
     free(f->meta_keys);
     free(f->meta_values);
+    for (int i = 0; i < f->n_parts; i++) free_partial(f->parts[i]);
+    free(f->parts);
     free(f->map);
     free(f->path);
     free(f);

@@ -36,6 +36,9 @@ typedef struct rp_st_file {
     rp_st_tensor *tensors; /* sorted by name */
     int n_meta;
     char **meta_keys, **meta_values;
+    int n_parts;
+    struct rp_st_file **parts; /* files this one's tensors point into (a sharded or renamed
+                                * view, engine/st_compose.h); closed with it */
 } rp_st_file;
 
 /* Opens and validates path. On failure *out is untouched and err names the

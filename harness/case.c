@@ -57,7 +57,7 @@ typedef struct case_field {
  * "name" (labels, outside the id) come last. */
 static const case_field case_fields[] = {
     FS("model", model), FI("depth", depth), FI("single_depth", single_depth),
-    FS("weights", weights), FU("weight_seed", weight_seed), FS("vae", vae),
+    FS("weights", weights), FS("prompt_embeds", prompt_embeds), FU("weight_seed", weight_seed), FS("vae", vae),
     FI("width", width), FI("height", height), FI("vae_scale_factor", vae_scale_factor),
     FI("steps", steps), FS("sampler", sampler), FD("eta", eta), FD("cfg", cfg),
     FD("guidance", guidance),
@@ -170,25 +170,6 @@ void rp_case_display_name(const char *name, size_t width, char *out, size_t cap)
     }
     out[n] = '\0';
     if (width >= 4 && width < cap && n > width) memcpy(out + width - 3, "...", 4);
-}
-
-int rp_edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63) la = 63;
-    if (lb > 63) lb = 63;
-    int prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            int m = sub < del ? sub : del;
-            cur[j] = m < ins ? m : ins;
-        }
-        memcpy(prev, cur, sizeof(int) * (lb + 1));
-    }
-    return prev[lb];
 }
 
 /* Fails naming an unknown key with the nearest known one when it is close
@@ -386,7 +367,7 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
 }
 
 /* Fields hashed only when they differ from their default (see the top of the file). */
-static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}};
+static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}, {"prompt_embeds", ""}};
 
 void rp_case_id(const rp_case *c, char *out) {
     assert(c && out);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
+#include "engine/strutil.h"
 
 #define RP_CASE_MAX_ITEMS 64
 #define RP_CASE_MAX_STR 256
@@ -36,6 +37,8 @@ typedef struct rp_case {
     int depth;                /* 0 = preset */
     int single_depth;         /* FLUX single blocks; 0 = registry rule */
     char weights[RP_CASE_MAX_STR]; /* "" = synthetic from weight_seed */
+    char prompt_embeds[RP_CASE_MAX_STR]; /* SD3 / FLUX: precomputed conditioning (engine/prompt_embeds.h),
+                                 item i uses row i; "" = the text encoder on the items' prompts */
     uint64_t weight_seed;
     char vae[64];             /* "" = the model's default */
     int width, height;        /* pixels; 0 = preset native */
@@ -88,9 +91,7 @@ typedef struct rp_case {
  * guidance (FluxPipeline's default is 3.5). */
 void rp_case_defaults(rp_case *c);
 
-/* Levenshtein distance of a and b, each clipped at 63 characters (for "did you mean"
- * suggestions on keys and names). */
-int rp_edit_distance(const char *a, const char *b);
+/* rp_edit_distance (did-you-mean suggestions) lives in engine/strutil.h. */
 
 /* name for a terminal line: control bytes (ESC, CR, LF, ...) become '?', so a name cannot
  * move the cursor or forge a line; width > 0 cuts it to width characters ending "...". */

@@ -19,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/image.h"
 #include "engine/safetensors.h"
+#include "engine/st_compose.h"
 #include "engine/vae/vae.h"
 #include "engine/weights_cache.h"
 #include "harness/args.h"
@@ -163,7 +164,7 @@ int rp_cmd_decode(int argc, char **argv) {
     rp_st_file *wf = NULL;
     rp_vae *m = NULL;
     rp_status st = rp_weights_resolve(vae, 0, wseed, weights, wpath, sizeof wpath, &err);
-    if (st == RP_OK) st = rp_st_open(wpath, &wf, &err);
+    if (st == RP_OK) st = rp_weights_open(wpath, &wf, &err);
     if (st == RP_OK) {
         /* synthetic files say which model they are for; catch a swapped file early */
         const char *mm = rp_st_meta(wf, "repro.model");

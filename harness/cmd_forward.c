@@ -23,6 +23,7 @@
 #include "engine/params.h"
 #include "engine/rng.h"
 #include "engine/safetensors.h"
+#include "engine/st_compose.h"
 #include "engine/trace.h"
 #include "engine/weights_cache.h"
 #include "harness/args.h"
@@ -160,7 +161,7 @@ int rp_cmd_forward(int argc, char **argv) {
     rp_st_file *wf = NULL;
     rp_dit *m = NULL;
     rp_status st = rp_weights_resolve(model, (int)depth, wseed, weights, wpath, sizeof wpath, &err);
-    if (st == RP_OK) st = rp_st_open(wpath, &wf, &err);
+    if (st == RP_OK) st = rp_weights_open(wpath, &wf, &err);
     if (st == RP_OK) st = rp_dit_load(&cfg, wf, &m, &err);
     if (wf) rp_st_close(wf); /* the model holds its own copy */
     if (st != RP_OK) return rp_report_error(&err);

@@ -50,7 +50,8 @@ static const char USAGE[] =
     "\n"
     "Model and weights:\n"
     "  --model M          dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
-    "                     flux-tiny | flux-dev\n"
+    "                     sd3.5-large |\n"
+    "                     flux-tiny | flux-dev | flux-schnell | flux-tiny-schnell\n"
     "  --depth N          override the preset's depth (real shapes, fewer blocks). FLUX: the\n"
     "                     double-stream blocks; the single-stream blocks follow the preset's\n"
     "                     ratio (flux-dev 19:38 -> 2 per double block, flux-tiny 1)\n"
@@ -65,6 +66,13 @@ static const char USAGE[] =
     "  --text-encoder T   SD3/FLUX prompt encoder: te-tiny | te-sd3 | te-flux (default: te-tiny\n"
     "                     for the tiny presets, te-sd3 for sd3-medium, te-flux for flux-dev)\n"
     "  --te-weights W     text-encoder checkpoint; default: synthetic, cached\n"
+    "  --prompt-embeds F  SD3/FLUX: precomputed text conditioning instead of the text encoder\n"
+    "                     (safetensors: prompt_embeds (R, L, Dctx), pooled_prompt_embeds (R, Dpool),\n"
+    "                     for SD3 with cfg > 1 also negative_prompt_embeds (1, L, Dctx) and\n"
+    "                     negative_pooled_prompt_embeds (1, Dpool), as diffusers' encode_prompt\n"
+    "                     returns them). One item per row; one --seed for all rows or one per row\n"
+    "  --save-prompt-embeds F  SD3/FLUX: also write the text encoder's conditioning of the items\n"
+    "                     there, in --prompt-embeds' format\n"
     "\n"
     "Items (one image each):\n"
     "  --seed S           one item per --seed (repeatable), unless --prompts-file gives seeds\n"
@@ -83,7 +91,7 @@ static const char USAGE[] =
     "                     dropped; the bytes are otherwise the prompt (UTF-8, not validated)\n"
     "\n"
     "Sampling:\n"
-    "  --steps N          sampling steps, 1..1000 (default: DiT 50, SD3/FLUX 28)\n"
+    "  --steps N          sampling steps, 1..1000 (default: DiT 50, SD3/FLUX 28, FLUX-schnell 4)\n"
     "  --sampler X        DiT: ddim | ddpm | dpmpp-2m | euler-a (default ddim);\n"
     "                     SD3/FLUX: euler (flow-matching Euler, the only one)\n"
     "  --eta E            ddim: 0..1 (default 0); euler-a: >= 0 (default 1); not for others\n"
@@ -91,7 +99,7 @@ static const char USAGE[] =
     "                     DiT: default 4.0, applied to all latent channels. SD3: default 7.0,\n"
     "                     the unconditional input is the encoding of \"\". FLUX: not available\n"
     "                     (FLUX-dev uses embedded guidance, --guidance)\n"
-    "  --guidance G       FLUX: embedded guidance scale (default 3.5)\n"
+    "  --guidance G       FLUX: embedded guidance scale (default 3.5; FLUX-schnell has none)\n"
     "  --width W          SD3/FLUX image width in pixels, a multiple of 16 (default: the\n"
     "                     preset's native size, 128 for the tiny presets, 1024 otherwise)\n"
     "  --height H         SD3/FLUX image height in pixels, likewise\n"
@@ -179,11 +187,13 @@ static void join_u64(char *buf, size_t cap, const uint64_t *v, int n) {
 
 typedef struct gen_opts {
     const char *model, *weights, *vae, *vae_weights, *trace, *out, *latents, *sampler_s,
-        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s;
+        *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s,
+        *prompt_embeds, *save_prompt_embeds;
     rp_family family;
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
     uint64_t weight_seed, first_index;
     double eta, cfg, guidance;
+    int schnell; /* FLUX without a guidance embedder (FLUX.1-schnell): no guidance, 4 steps */
     int eta_given;
     uint64_t seeds[MAX_ITEMS];
     int classes[MAX_ITEMS];
@@ -385,6 +395,10 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
             snprintf(v, sizeof v, "%.17g", r->shift);
             TRY(rp_st_writer_meta(w, "shift", v, err));
             TRY(rp_st_writer_meta(w, "cfg_uncond", "\"\" prompt", err));
+        } else if (o->schnell) { /* no guidance embedder: the unshifted schedule */
+            TRY(rp_st_writer_meta(w, "schedule", "flow-flux-linear", err));
+            snprintf(v, sizeof v, "%.17g", r->shift);
+            TRY(rp_st_writer_meta(w, "shift", v, err));
         } else {
             TRY(rp_st_writer_meta(w, "schedule", "flow-flux-dynamic-shift", err));
             snprintf(v, sizeof v, "%.17g", r->mu);
@@ -438,6 +452,8 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     const char *core_s = rp_arg_str(&a, "openblas-coretype", NULL);
     const char *prof_s = rp_arg_str(&a, "device-profile", NULL);
     o->prompts_file = rp_arg_str(&a, "prompts-file", NULL);
+    o->prompt_embeds = rp_arg_str(&a, "prompt-embeds", NULL);
+    o->save_prompt_embeds = rp_arg_str(&a, "save-prompt-embeds", NULL);
     const char *wseed_s = rp_arg_str(&a, "weight-seed", "0");
     const char *first_s = rp_arg_str(&a, "first-index", "0");
     const char *steps_s = rp_arg_str(&a, "steps", NULL);
@@ -499,6 +515,9 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
                                rp_family_presets(RP_FAMILY_TEXT_ENCODER));
     }
     if (o->te_weights && !flow) return usage_error("--te-weights applies to SD3/FLUX, not %s", o->model);
+    if ((o->prompt_embeds || o->save_prompt_embeds) && !flow)
+        return usage_error("--%s applies to SD3/FLUX, not %s", o->prompt_embeds ? "prompt-embeds" : "save-prompt-embeds",
+                           o->model);
 
     /* ---- family-specific options ---- */
     if (!flow) {
@@ -524,6 +543,15 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
                                "--cfg");
         if (o->family == RP_FAMILY_FLUX && (!isfinite(o->guidance) || fabs(o->guidance) > 1e6))
             return usage_error("--guidance must be a finite number (got %s)", rp_arg_str(&a, "guidance", ""));
+        rp_flux_config fc;
+        if (o->family == RP_FAMILY_FLUX && rp_flux_preset(o->model, &fc, NULL) == RP_OK && !fc.guidance_embeds) {
+            /* FLUX.1-schnell: FluxPipeline ignores guidance_scale without a guidance embedder */
+            if (guidance_given)
+                return usage_error("--guidance: %s has no guidance embedding (FLUX.1-schnell is timestep-distilled)",
+                                   o->model);
+            o->guidance = 0.0;
+            o->schnell = 1;
+        }
         if ((width_given && (width_ll < 1 || width_ll > 16384)) || (height_given && (height_ll < 1 || height_ll > 16384)))
             return usage_error("--%s must be in 1..16384 pixels (got %lld)", width_given && (width_ll < 1 || width_ll > 16384)
                                ? "width" : "height", width_given && (width_ll < 1 || width_ll > 16384) ? width_ll : height_ll);
@@ -560,6 +588,27 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
                 return usage_error("--class: '%s' is not a class id in 0..%d for %s", cs, dc.num_classes - 1,
                                    o->model);
         }
+    } else if (o->prompt_embeds) {
+        if (np || o->prompts_file || o->text_encoder || o->te_weights || o->save_prompt_embeds)
+            return usage_error("--prompt-embeds replaces the prompts and the text encoder: no --%s with it",
+                               np ? "prompt" : o->prompts_file ? "prompts-file" : o->text_encoder ? "text-encoder"
+                               : o->te_weights ? "te-weights" : "save-prompt-embeds");
+        rp_st_file *pf = NULL;
+        if (rp_st_open(o->prompt_embeds, &pf, &err) != RP_OK) return usage_error("--prompt-embeds: %s", err.msg);
+        const rp_st_tensor *pt = rp_st_find(pf, "prompt_embeds");
+        const long long R = pt && pt->ndim == 3 ? (long long)pt->shape[0] : -1;
+        rp_st_close(pf);
+        if (R < 1 || R > MAX_ITEMS)
+            return usage_error("--prompt-embeds %s: needs a tensor prompt_embeds (R, L, Dctx) with 1..%d rows",
+                               o->prompt_embeds, MAX_ITEMS);
+        if (ns != 1 && ns != R)
+            return usage_error("--prompt-embeds %s has %lld rows: give one --seed for all, or one per row (got %d)",
+                               o->prompt_embeds, R, ns);
+        o->n = (int)R;
+        for (int i = 0; i < o->n; i++) {
+            o->seeds[i] = seeds[ns == 1 ? 0 : i];
+            if (!(o->prompts[i] = strdup(""))) return usage_error("out of memory");
+        }
     } else if (o->prompts_file) {
         if (np) return usage_error("--prompt and --prompts-file: give one or the other");
         int rc = read_prompts_file(o, o->prompts_file, seeds, ns);
@@ -583,7 +632,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     const long long max_steps = RP_DIT_TRAIN_STEPS; /* 1000 for both families */
     if (steps_s && (steps_ll < 1 || steps_ll > max_steps))
         return usage_error("--steps must be in 1..%lld (got %s)", max_steps, steps_s);
-    o->steps = steps_s ? (int)steps_ll : flow ? 28 : 50;
+    o->steps = steps_s ? (int)steps_ll : o->schnell ? 4 : flow ? 28 : 50; /* FluxPipeline's schnell example: 4 */
     if (!flow) {
         o->sampler_s = sampler_given ? sampler_given : "ddim";
         if (rp_sampler_parse(o->sampler_s, sk, &err) != RP_OK) return usage_error("--sampler: %s", err.msg);
@@ -648,6 +697,7 @@ int rp_cmd_generate(int argc, char **argv) {
         items[i].global_index = o.first_index + (uint64_t)i;
         items[i].class_id = flow ? 0 : o.classes[i];
         items[i].prompt = flow ? o.prompts[i] : NULL;
+        items[i].embed_row = i;
     }
     rp_gen_request req = {0};
     req.model = o.model;
@@ -659,6 +709,8 @@ int rp_cmd_generate(int argc, char **argv) {
     req.vae_weights = o.vae_weights;
     req.text_encoder = o.text_encoder;
     req.te_weights = o.te_weights;
+    req.prompt_embeds = o.prompt_embeds;
+    req.save_prompt_embeds = o.save_prompt_embeds;
     req.sampler = sk;
     req.eta = o.eta;
     req.steps = o.steps;
@@ -739,7 +791,7 @@ int rp_cmd_generate(int argc, char **argv) {
         printf("generate: %s, %s, %d steps, cfg %g, %d item(s): sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, rp_sampler_name(sk), o.steps, o.cfg, res.B, res.sample_seconds, res.n_evals,
                res.decode_seconds);
-    else if (o.family == RP_FAMILY_SD3)
+    else if (o.family == RP_FAMILY_SD3 || o.schnell)
         printf("generate: %s, flow-euler (shift %g), %d steps, cfg %g, %dx%d latents, %d item(s): encode %.3f s "
                "(%s), sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, res.shift, o.steps, o.cfg, res.w, res.h, res.B, res.encode_seconds, res.te_name,

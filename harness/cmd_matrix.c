@@ -42,6 +42,9 @@ static void usage(FILE *f) {
             "                     (recorded with `repro golden record`, matched by config)\n"
             "  --timeout S        per-run deadline in seconds (default: the matrix's timeout, 900)\n"
             "  --progress P       auto (a live line when stderr is a terminal), live, plain\n"
+            "  --no-report        do not write the reports (by default, as `repro report`, into\n"
+            "                     DIR/<matrix name>/report/: report.html, report.md, junit.xml,\n"
+            "                     summary.json, plots; the last line of the output names report.html)\n"
             "  --worker-exe PATH  program started as each rank instead of this binary (tests)\n"
             "\n"
             "exit codes: 0 every case as expected (ok, or its expect label; SKIPPED allowed) and\n"
@@ -80,6 +83,7 @@ int rp_cmd_matrix(int argc, char **argv) {
     o.timeout_s = rp_arg_double(&a, "timeout", 0);
     o.worker_exe = rp_arg_str(&a, "worker-exe", NULL);
     const char *progress = rp_arg_str(&a, "progress", "auto");
+    const int no_report = rp_arg_flag(&a, "no-report");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) {
@@ -117,10 +121,16 @@ int rp_cmd_matrix(int argc, char **argv) {
         rc = st == RP_ERR_INVALID ? 2 : 1;
     } else {
         rc = o.dry_run ? 0 : rp_sweep_exit_code(&s);
-        /* the compact verdict summary (and the history row) once the sweep is stored */
-        if (!o.dry_run &&
-            rp_report_after_run(s.dir, history, stdout, rp_report_colour("auto", stdout), &err) != RP_OK)
-            rc = rp_report_error(&err);
+        /* the compact verdict summary, the reports and the history row once the sweep is stored */
+        char report_dir[4200];
+        snprintf(report_dir, sizeof report_dir, "%s/report", s.dir);
+        if (!o.dry_run) {
+            if (rp_report_after_run(s.dir, history, no_report ? NULL : report_dir, stdout,
+                                    rp_report_colour("auto", stdout), &err) != RP_OK)
+                rc = rp_report_error(&err);
+            else if (!no_report)
+                printf("report: %s/report.html\n", report_dir);
+        }
     }
     rp_sweep_free(&s);
     rp_matrix_free(&m);

@@ -497,6 +497,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     req.weights = c->weights[0] ? c->weights : NULL;
     req.weight_seed = c->weight_seed;
     req.vae = c->vae[0] ? c->vae : NULL;
+    req.prompt_embeds = c->prompt_embeds[0] ? c->prompt_embeds : NULL;
     req.sampler = J->sk;
     req.eta = c->eta;
     req.steps = c->steps;
@@ -814,6 +815,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     }
     if ((st = rp_par_dp_share_items(&J.par, mine, n, &all, &J.n_all, &strings, &err)) != RP_OK) goto out;
     if ((st = rp_par_dp_select(&J.par, all, J.n_all, J.local, &J.first, &J.count, &err)) != RP_OK) goto out;
+    for (int i = 0; i < J.count; i++) J.local[i].embed_row = J.first + i; /* the case's item i: row i */
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
     const run_spec main_run = {c, o->out_dir, o->teacher_ref, o->perturb_noise, o->leak_check,

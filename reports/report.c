@@ -35,13 +35,18 @@ rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *er
     return st;
 }
 
-rp_status rp_report_after_run(const char *matrix_dir, const char *history_db, FILE *out, int colour,
-                              rp_error *err) {
+rp_status rp_report_after_run(const char *matrix_dir, const char *history_db, const char *report_dir, FILE *out,
+                              int colour, rp_error *err) {
     rp_run r;
     rp_status st = rp_run_load(matrix_dir, &r, err);
     if (st == RP_OK) {
         rp_run_fill_metrics(&r);
-        if (history_db) st = rp_history_append(history_db, &r, NULL, err);
+        if (report_dir) { /* as `repro report`, which appends the history itself */
+            rp_report_opts o = {report_dir, history_db, 1};
+            st = rp_report_write(&r, &o, err);
+        } else if (history_db) {
+            st = rp_history_append(history_db, &r, NULL, err);
+        }
         rp_report_terminal(&r, out, colour);
     }
     rp_run_free(&r);

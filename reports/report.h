@@ -282,10 +282,11 @@ typedef struct rp_report_opts {
 rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *err);
 
 /* The end of a sweep, for the runner's command (harness/cmd_matrix.c): loads
- * the matrix directory just written (<results>/<matrix>), prints the terminal
+ * the matrix directory just written (<results>/<matrix>), with report_dir writes
+ * every report there (rp_report_write, plots included), prints the terminal
  * summary (rp_report_terminal) to out and, with history_db, appends the run to
- * it. Errors are loading and history ones; failing cases are not errors. */
-rp_status rp_report_after_run(const char *matrix_dir, const char *history_db, FILE *out, int colour,
-                              rp_error *err);
+ * it. Errors are loading, report and history ones; failing cases are not errors. */
+rp_status rp_report_after_run(const char *matrix_dir, const char *history_db, const char *report_dir, FILE *out,
+                              int colour, rp_error *err);
 
 #endif

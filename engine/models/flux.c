@@ -129,6 +129,10 @@ static const flux_preset PRESETS[] = {
     {"flux-tiny", 16, 16, 2, 32, 2, 2, {8, 12, 12}, 64, 64, 1},
     /* FLUX.1-dev (black-forest-labs/FLUX.1-dev transformer/config.json); 1024 px nominal */
     {"flux-dev", 128, 512, 24, 128, 19, 38, {16, 56, 56}, 4096, 768, 1},
+    /* FLUX.1-schnell: dev's shapes without the guidance embedder (guidance_embeds false;
+     * timestep-distilled, sampled on the unshifted schedule, rp_flow_schedule_linear) */
+    {"flux-schnell", 128, 256, 24, 128, 19, 38, {16, 56, 56}, 4096, 768, 0},
+    {"flux-tiny-schnell", 16, 16, 2, 32, 2, 2, {8, 12, 12}, 64, 64, 0},
 };
 
 rp_status rp_flux_preset(const char *name, rp_flux_config *cfg, rp_error *err) {
@@ -154,7 +158,7 @@ rp_status rp_flux_preset(const char *name, rp_flux_config *cfg, rp_error *err) {
         cfg->freq_dim = 256;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown FLUX preset '%s' (known: flux-tiny flux-dev)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown FLUX preset '%s' (known: flux-tiny flux-dev flux-schnell flux-tiny-schnell)", name);
 }
 
 rp_status rp_flux_set_depth(rp_flux_config *cfg, int n_double, int n_single, rp_error *err) {

@@ -52,7 +52,8 @@ typedef struct rp_flux_config {
     int freq_dim;            /* timestep / guidance sinusoid size (256) */
 } rp_flux_config;
 
-/* Fills cfg for "flux-tiny" or "flux-dev". Unknown name -> RP_ERR_NOT_FOUND listing
+/* Fills cfg for "flux-tiny", "flux-dev", "flux-schnell" (FLUX.1-schnell: dev's shapes, no
+ * guidance embedder) or "flux-tiny-schnell" (flux-tiny without it). Unknown name -> RP_ERR_NOT_FOUND listing
  * the known presets. */
 rp_status rp_flux_preset(const char *name, rp_flux_config *cfg, rp_error *err);
 

@@ -104,6 +104,9 @@ static const sd3_preset PRESETS[] = {
     {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24},
     /* stabilityai/stable-diffusion-3-medium-diffusers transformer/config.json */
     {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333},
+    /* stabilityai/stable-diffusion-3.5-large transformer/config.json: plain MMDiT with qk_norm
+     * (rms_norm), no dual-attention layers */
+    {"sd3.5-large", 128, 2, 16, 16, 38, 38, 64, 4096, 2432, 2048, 192, 1, 333},
 };
 
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
@@ -129,7 +132,7 @@ rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
         cfg->context_len = p->context_len;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium sd3.5-large)", name);
 }
 
 /* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
@@ -222,8 +225,23 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
+/* SD3.5 Medium is MMDiT-X: its first blocks add a second, image-only attention (attn2)
+ * and a 9-way modulation (norm1.linear (9D, D)). Named plainly instead of a shape error. */
+static rp_status refuse_mmdit_x(const rp_sd3_config *cfg, const rp_st_file *f, rp_error *err) {
+    const rp_st_tensor *n1 = rp_st_find(f, "transformer_blocks.0.norm1.linear.weight");
+    const int D = cfg->heads * cfg->head_dim;
+    if (rp_st_find(f, "transformer_blocks.0.attn2.to_q.weight") || (n1 && n1->ndim == 2 && n1->shape[0] == 9 * (int64_t)n1->shape[1]))
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
+                       "%s: MMDiT-X (SD3.5 Medium) is not supported: the checkpoint's first blocks have attn2 and a "
+                       "(9 x %lld)-row norm1.linear; SD3 Medium and SD3.5 Large (plain MMDiT) load as SD3 (model "
+                       "'%s', width %d)", f->path, n1 && n1->ndim == 2 ? (long long)n1->shape[1] : 0LL,
+                       cfg->preset, D);
+    return RP_OK;
+}
+
 rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
+    RP_TRY(refuse_mmdit_x(cfg, f, err));
     const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
     const int Po = p * p * cfg->out_channels;
     rp_param_list l = {0};

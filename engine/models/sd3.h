@@ -1,4 +1,7 @@
-/* sd3.h — SD3 / SD3.5 MMDiT transformer, as diffusers SD3Transformer2DModel.
+/* sd3.h — the SD3 MMDiT transformer, as diffusers SD3Transformer2DModel: SD3 Medium, and
+ * SD3.5 Large's layout (qk_norm). SD3.5 Medium is MMDiT-X (a second, image-only attention
+ * and 9-way modulation in its first blocks): not implemented, and its checkpoints are
+ * refused with RP_ERR_UNSUPPORTED naming MMDiT-X (rp_sd3_load).
  *
  * Parameter names are diffusers' state_dict names, so a diffusers SD3 transformer
  * checkpoint (diffusion_pytorch_model*.safetensors) loads by name. D = heads * head_dim,
@@ -53,7 +56,8 @@ typedef struct rp_sd3_config {
                                    SD3 pipelines use 77 CLIP + 256 T5 = 333 */
 } rp_sd3_config;
 
-/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on) or "sd3-medium" (SD3-medium shapes).
+/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on), "sd3-medium" (SD3-medium shapes) or
+ * "sd3.5-large" (SD3.5 Large: 38 blocks of width 2432, qk_norm).
  * Unknown name -> RP_ERR_NOT_FOUND listing the known presets. */
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err);
 

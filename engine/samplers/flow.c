@@ -158,6 +158,21 @@ rp_status rp_flow_schedule_dynamic(rp_flow_schedule *s, int steps, double mu, rp
     return st;
 }
 
+rp_status rp_flow_schedule_linear(rp_flow_schedule *s, int steps, rp_error *err) {
+    RP_TRY(schedule_alloc(s, steps, err));
+    s->shift = 1.0;
+    s->dynamic = 0;
+    float *sig32 = malloc(sizeof(float) * (size_t)steps); /* (steps) */
+    if (!sig32) {
+        rp_flow_schedule_free(s);
+        return RP_FAIL(err, RP_ERR_NOMEM, "flow schedule: out of memory for %d steps", steps);
+    }
+    for (int i = 0; i < steps; i++) sig32[i] = (float)linspace_at(1.0, 1.0 / (double)steps, steps, i);
+    const rp_status st = finish(s, sig32, err);
+    free(sig32);
+    return st;
+}
+
 rp_status rp_flow_schedule_flux(rp_flow_schedule *s, int steps, int64_t image_seq_len, rp_error *err) {
     if (image_seq_len < 1) {
         memset(s, 0, sizeof *s);

@@ -104,6 +104,12 @@ rp_status rp_flow_schedule_sd3(rp_flow_schedule *s, int steps, double shift, rp_
  * with dynamic shifting. image_seq_len >= 1; steps in 1..RP_FLOW_MAX_STEPS. */
 rp_status rp_flow_schedule_flux(rp_flow_schedule *s, int steps, int64_t image_seq_len, rp_error *err);
 
+/* FLUX.1-schnell: its scheduler has shift 1 and no dynamic shifting, so the pipeline's
+ * sigmas = linspace(1, 1/steps, steps) are used as they are, rounded to float32
+ * (shift * s / (1 + (shift - 1) s) is s exactly for shift 1). shift = 1, mu = 0,
+ * dynamic = 0. FluxPipeline's schnell example runs 4 steps. */
+rp_status rp_flow_schedule_linear(rp_flow_schedule *s, int steps, rp_error *err);
+
 /* The same with an explicit mu (a FLUX variant with other calculate_shift constants). */
 rp_status rp_flow_schedule_dynamic(rp_flow_schedule *s, int steps, double mu, rp_error *err);
 

@@ -220,11 +220,14 @@ axes: {dp: [1, 2]}
 reference: {dp: 1}
 repeat: 2
 EOF
-    out=$("$repro" --matrix "$scratch/p.yaml" --results "$res" --progress plain 2>/dev/null)
+    out=$("$repro" --matrix "$scratch/p.yaml" --results "$res" --progress plain --no-report 2>/dev/null)
     rc=$?
     echo "$out"
     [ $rc -eq 0 ] || fail "exit $rc"
     [ "$(echo "$out" | grep -c 'repeats identical')" -eq 2 ] || fail "repeats are not reported identical"
+    # --no-report: no reports, and no line naming one
+    [ ! -e "$res/rep/report" ] || fail "--no-report wrote $res/rep/report"
+    echo "$out" | grep -q '^report: ' && fail "--no-report printed a report path"
     for c in "$res"/rep/*/; do
         [ -s "$c/repeat-2/latents.safetensors" ] || fail "$c: no second run"
         grep -q '"repeats"' "$c/metrics.json" || fail "$c: no repeat comparison"
@@ -250,6 +253,7 @@ golden)
     [ $rc -eq 0 ] || fail "exit $rc"
     [ "$(echo "$out" | grep -c 'golden max-abs')" -eq 4 ] || fail "not every case compared with the golden"
     for c in "$scratch"/r2/other/*/; do
+        [ "$(basename "$c")" = report ] && continue # the sweep's reports, not a case
         grep -q '"vs_golden"' "$c/golden.json" || fail "$c: no golden.json"
     done
     # the reference is the same config on the same machine: bitwise equal to its golden

@@ -54,8 +54,13 @@ smoke)
     [ "$(echo "$out" | grep -c ' ok ')" -eq 4 ] || fail "not 4 ok rows"
     echo "$out" | grep -q '^smoke: 4 cases: 4 ok, 0 CONFIG_ERROR, 0 CRASH, 0 HANG, 0 SKIPPED; 4 run now' ||
         fail "no summary line"
+    # the reports, as `repro report` writes them, named on the last line
+    [ "$(echo "$out" | tail -1)" = "report: $dir/report/report.html" ] || fail "last line: $(echo "$out" | tail -1)"
+    for f in report.html report.md junit.xml summary.json; do
+        [ -s "$dir/report/$f" ] || fail "no report/$f"
+    done
     n=0
-    for d in "$dir"/*/; do
+    for d in $(finished_cases); do
         check_case "${d%/}"
         n=$((n + 1))
     done
@@ -108,7 +113,7 @@ sigkill_resume)
         [ "$(stamp "$d")" = "$s" ] || fail "$d was recomputed (stamp $s -> $(stamp "$d"))"
     done <"$scratch/stamps"
     n=0
-    for d in "$dir"/*/; do
+    for d in $(finished_cases); do
         check_case "${d%/}"
         n=$((n + 1))
     done

@@ -118,14 +118,17 @@ START_TEST(id_stability) {
     snprintf(b.name, sizeof b.name, "another label");
     rp_case_id(&b, ib);
     ck_assert_str_eq(ia, ib);
-    /* a field added later (gpu_mode) is outside the id while it holds its default: the id
-     * is that of the same JSON without the key, as computed before the field existed */
+    /* fields added later (gpu_mode, prompt_embeds) are outside the id while they hold their
+     * defaults: the id is that of the same JSON without the keys, as computed before the
+     * fields existed */
     {
         cJSON *j = rp_case_to_json(&a);
         cJSON_DeleteItemFromObject(j, "expect");
         cJSON_DeleteItemFromObject(j, "name");
         ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "gpu_mode")->valuestring, "deterministic");
         cJSON_DeleteItemFromObject(j, "gpu_mode");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "prompt_embeds")->valuestring, "");
+        cJSON_DeleteItemFromObject(j, "prompt_embeds");
         char *text = cJSON_PrintUnformatted(j);
         cJSON_Delete(j);
         unsigned long long h = 0xcbf29ce484222325ULL;
@@ -137,8 +140,8 @@ START_TEST(id_stability) {
         ck_assert_str_eq(ia, want);
     }
     /* every field does: one change per field, each id distinct from the base */
-    rp_case v[26];
-    for (int i = 0; i < 26; i++) v[i] = sample_case();
+    rp_case v[27];
+    for (int i = 0; i < 27; i++) v[i] = sample_case();
     int k = 0;
     snprintf(v[k++].model, 64, "flux-dev");
     v[k++].depth = 2;
@@ -166,9 +169,10 @@ START_TEST(id_stability) {
     v[k++].eta = 0.2;
     v[k++].pipefusion_layers[1] = 2;
     snprintf(v[k++].gpu_mode, 16, "fast");
-    ck_assert_int_eq(k, 26);
-    char ids[26][17];
-    for (int i = 0; i < 26; i++) {
+    snprintf(v[k++].prompt_embeds, 16, "e.safetensors");
+    ck_assert_int_eq(k, 27);
+    char ids[27][17];
+    for (int i = 0; i < 27; i++) {
         rp_case_id(&v[i], ids[i]);
         ck_assert_msg(strcmp(ids[i], ia) != 0, "change %d kept the id", i);
         for (int m = 0; m < i; m++) ck_assert_msg(strcmp(ids[i], ids[m]) != 0, "changes %d and %d collide", i, m);

@@ -87,6 +87,28 @@ END_TEST
 
 /* ---- FLUX -------------------------------------------------------------------------- */
 
+/* FLUX.1-schnell: the pipeline's linspace(1, 1/N, N) unshifted. For N = 4 every value is a
+ * dyadic rational, exact in float32: sigmas 1, 3/4, 1/2, 1/4, 0 and timesteps x1000. For
+ * N = 7 each sigma is linspace's float64 value rounded once to float32. */
+START_TEST(test_schnell_linear) {
+    rp_flow_schedule s;
+    ck_assert_int_eq(rp_flow_schedule_linear(&s, 4, NULL), RP_OK);
+    check_invariants(&s, 4);
+    const double want[5] = {1.0, 0.75, 0.5, 0.25, 0.0};
+    for (int i = 0; i <= 4; i++) ck_assert(s.sigmas[i] == want[i]);
+    for (int i = 0; i < 4; i++) ck_assert(s.timesteps[i] == 1000.0 * want[i]);
+    ck_assert(s.shift == 1.0 && s.mu == 0.0 && !s.dynamic);
+    rp_flow_schedule_free(&s);
+    ck_assert_int_eq(rp_flow_schedule_linear(&s, 7, NULL), RP_OK);
+    check_invariants(&s, 7);
+    const double step = (1.0 / 7.0 - 1.0) / 6.0;
+    for (int i = 0; i < 6; i++) ck_assert(s.sigmas[i] == (double)(float)(i * step + 1.0));
+    ck_assert(s.sigmas[6] == (double)(float)(1.0 / 7.0));
+    rp_flow_schedule_free(&s);
+    ck_assert_int_eq(rp_flow_schedule_linear(&s, 0, NULL), RP_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(test_flux_mu) {
     /* calculate_shift is the line through (256, 0.5) and (4096, 1.15) */
     ck_assert(fabs(rp_flow_flux_mu(256) - 0.5) < 1e-15);
@@ -342,6 +364,7 @@ int main(int argc, char **argv) {
     TCase *tc = tcase_create("schedules");
     tcase_add_test(tc, test_sd3_closed_form);
     tcase_add_test(tc, test_sd3_shift_one);
+    tcase_add_test(tc, test_schnell_linear);
     tcase_add_test(tc, test_flux_mu);
     tcase_add_test(tc, test_flux_closed_form);
     tcase_add_test(tc, test_dynamic_mu_zero);

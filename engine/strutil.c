@@ -1,0 +1,24 @@
+/* strutil.c — see strutil.h. */
+#include "strutil.h"
+
+#include <string.h>
+
+int rp_edit_distance(const char *a, const char *b) {
+    enum { CLIP = 127 };
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > CLIP) la = CLIP;
+    if (lb > CLIP) lb = CLIP;
+    int prev[CLIP + 1], cur[CLIP + 1];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            int m = sub < del ? sub : del;
+            cur[j] = m < ins ? m : ins;
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
