@@ -7,8 +7,8 @@
 # dit-tiny's synthetic weights are contractive: a rounding difference dies out within a
 # few steps, so the CI matrices' drift ends near 90 dB. Trained models are not, mostly
 # because their attention is sharp: a tiny change of a logit can move which keys win.
-# This run sharpens dit-tiny the same way — its attention qkv weights x16, so the logits
-# x256 — and sweeps exact layouts (pure rounding drift) and three faults, 50 DDIM steps,
+# This run sharpens dit-tiny the same way — `sharpen: 16`: its attention qkv weights x16,
+# so the logits x256 (engine/sharpen.h) — and sweeps exact layouts (pure rounding drift) and three faults, 50 DDIM steps,
 # 4 seeds. It plots (a) one drift case per step: the free trajectory's distance to the
 # reference (which grows) against the teacher-forced local error and the twins' envelope
 # (which stay at rounding level), and (b) every case's final PSNR against its largest
@@ -19,29 +19,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 png=${3:-$here/classification-drift.png}
 mkdir -p "$work"
 cd "$work"
-"$repro" weights --model dit-tiny --weight-seed 0 --out base.safetensors >/dev/null
-python3 - base.safetensors sharp.safetensors <<'EOF'
-# every attention's qkv weight x16 (logits x256); the safetensors header is kept as is
-import array, json, struct, sys
-src, dst = sys.argv[1], sys.argv[2]
-b = open(src, 'rb').read()
-n = struct.unpack('<Q', b[:8])[0]
-head = json.loads(b[8:8 + n])
-data = bytearray(b[8 + n:])
-for name, t in head.items():
-    if name == '__metadata__' or not name.endswith('attn.qkv.weight'):
-        continue
-    s, e = t['data_offsets']
-    a = array.array('f')
-    a.frombytes(bytes(data[s:e]))
-    for i in range(len(a)):
-        a[i] *= 16
-    data[s:e] = a.tobytes()
-open(dst, 'wb').write(b[:8 + n] + bytes(data))
-EOF
 cat >figure.yaml <<EOF
 name: figure
-base: {model: dit-tiny, weights: "$work/sharp.safetensors", steps: 50, sampler: ddim, cfg: 4, threads: 1,
+base: {model: dit-tiny, sharpen: 16, steps: 50, sampler: ddim, cfg: 4, threads: 1,
        backend: gloo}
 seeds: [0, 1, 2, 3]
 classes: [207]

@@ -20,6 +20,7 @@
 #include "prompt_embeds.h"
 #include "rng.h"
 #include "safetensors.h"
+#include "sharpen.h"
 #include "st_compose.h"
 #include "trace.h"
 #include "vae/vae.h"
@@ -339,10 +340,11 @@ static rp_status check_request(const rp_gen_request *req, const rp_dit_config *c
 }
 
 /* Opens path and loads a DiT from it. */
-static rp_status load_dit(const rp_dit_config *c, const char *path, rp_dit **out, rp_error *err) {
+static rp_status load_dit(const rp_dit_config *c, const char *path, int sharpen, rp_dit **out, rp_error *err) {
     rp_st_file *f = NULL;
     RP_TRY(rp_weights_open(path, &f, err));
-    rp_status st = rp_dit_load(c, f, out, err);
+    rp_status st = rp_weights_sharpen(f, sharpen, err);
+    if (st == RP_OK) st = rp_dit_load(c, f, out, err);
     rp_st_close(f); /* rp_dit_load copies the parameters into its own block */
     return st;
 }
@@ -866,6 +868,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
                                        res->weights_path, sizeof res->weights_path, err)) != RP_OK)
         goto fail;
     if ((st = open_weights(res->weights_path, req->model, &wf, err)) != RP_OK) goto fail;
+    if ((st = rp_weights_sharpen(wf, req->sharpen, err)) != RP_OK) goto fail;
     st = fam == RP_FAMILY_SD3 ? rp_sd3_load(&m.sd3, wf, &sd3, err) : rp_flux_load(&m.flux, wf, &flux, err);
     rp_st_close(wf); /* the model copies its parameters */
     if (st != RP_OK) goto fail;
@@ -1055,7 +1058,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     if ((st = rp_weights_resolve(req->model, req->depth, req->weight_seed, req->weights,
                                  res->weights_path, sizeof res->weights_path, err)) != RP_OK)
         goto fail;
-    if ((st = load_dit(&c, res->weights_path, &model, err)) != RP_OK) goto fail;
+    if ((st = load_dit(&c, res->weights_path, req->sharpen, &model, err)) != RP_OK) goto fail;
 
     res->noise = malloc(sizeof(float) * n);                          /* (B, C, S, S) */
     res->latents = malloc(sizeof(float) * n);                        /* (B, C, S, S) */

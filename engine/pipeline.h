@@ -152,6 +152,7 @@ typedef struct rp_gen_request {
     int single_depth;         /* FLUX: > 0 single blocks kept; 0 = the registry's rule */
     const char *weights;      /* explicit checkpoint, or NULL: synthetic, cached */
     uint64_t weight_seed;     /* synthetic weights' seed (model and VAE) */
+    int sharpen;              /* attention q/k/v weights x this (engine/sharpen.h); 0: off */
     const char *vae;          /* VAE preset, or NULL: rp_gen_default_vae(model) */
     const char *vae_weights;  /* explicit VAE checkpoint, or NULL: synthetic, cached */
     const char *text_encoder; /* SD3 / FLUX: encoder preset, or NULL: rp_gen_default_text_encoder */

@@ -57,7 +57,7 @@ typedef struct case_field {
  * "name" (labels, outside the id) come last. */
 static const case_field case_fields[] = {
     FS("model", model), FI("depth", depth), FI("single_depth", single_depth),
-    FS("weights", weights), FS("prompt_embeds", prompt_embeds), FU("weight_seed", weight_seed), FS("vae", vae),
+    FS("weights", weights), FS("prompt_embeds", prompt_embeds), FU("weight_seed", weight_seed), FI("sharpen", sharpen), FS("vae", vae),
     FI("width", width), FI("height", height), FI("vae_scale_factor", vae_scale_factor),
     FI("steps", steps), FS("sampler", sampler), FD("eta", eta), FD("cfg", cfg),
     FD("guidance", guidance),
@@ -367,7 +367,8 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
 }
 
 /* Fields hashed only when they differ from their default (see the top of the file). */
-static const struct { const char *key, *dflt; } id_optional[] = {{"gpu_mode", "deterministic"}, {"prompt_embeds", ""}};
+static const struct { const char *key, *dflt; } id_optional[] = {
+    {"gpu_mode", "deterministic"}, {"prompt_embeds", ""}, {"sharpen", "0"}};
 
 void rp_case_id(const rp_case *c, char *out) {
     assert(c && out);
@@ -378,7 +379,8 @@ void rp_case_id(const rp_case *c, char *out) {
         cJSON_DeleteItemFromObject(j, "name");
         for (size_t i = 0; i < sizeof id_optional / sizeof id_optional[0]; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, id_optional[i].key);
-            if (cJSON_IsString(v) && !strcmp(v->valuestring, id_optional[i].dflt))
+            if ((cJSON_IsString(v) && !strcmp(v->valuestring, id_optional[i].dflt)) ||
+                (cJSON_IsNumber(v) && v->valuedouble == atof(id_optional[i].dflt)))
                 cJSON_DeleteItemFromObject(j, id_optional[i].key);
         }
         text = cJSON_PrintUnformatted(j);

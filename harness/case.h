@@ -40,6 +40,9 @@ typedef struct rp_case {
     char prompt_embeds[RP_CASE_MAX_STR]; /* SD3 / FLUX: precomputed conditioning (engine/prompt_embeds.h),
                                  item i uses row i; "" = the text encoder on the items' prompts */
     uint64_t weight_seed;
+    int sharpen;              /* attention q/k/v weights x sharpen (engine/sharpen.h): the
+                                 sensitivity of a trained model's sharp attention; 0 = off
+                                 (not part of the id then) */
     char vae[64];             /* "" = the model's default */
     int width, height;        /* pixels; 0 = preset native */
     int vae_scale_factor;     /* 0 = from the VAE preset. Set explicitly only to reproduce

@@ -659,6 +659,7 @@ typedef struct cls {
     double layer_rel, layer_env, step_layer_rel, step_layer_env;
     rp_case rc;              /* the reference's case (have_rc) */
     int have_rc;
+    double largest;          /* the largest ratio any checked evidence reached (margins) */
     cJSON *j, *ev, *mt, *envj;
 } cls;
 
@@ -1004,6 +1005,7 @@ static void cls_layers(cls *x) {
         put(e, "envelope", env);
         put(e, "ratio", ratio);
         cJSON_AddItemToArray(layers, e);
+        if (check && isfinite(ratio) && ratio > x->largest) x->largest = ratio;
         if (check && x->f.layer_break < 0 && ratio > x->o->factor) {
             x->f.layer_break = i;
             x->f.layer_ratio = ratio;
@@ -1017,6 +1019,7 @@ static void cls_layers(cls *x) {
 /* Evidence 1 at step 0: the initial noise, which no layout may change. */
 static void cls_noise(cls *x) {
     const double r = rp_cls_ratio(x->acc[0], x->env_acc[0], x->floor);
+    if (isfinite(r) && r > x->largest) x->largest = r;
     cJSON *nz = cJSON_AddObjectToObject(x->ev, "initial_noise");
     put(nz, "rel", x->acc[0]);
     put(nz, "envelope", x->env_acc[0]);
@@ -1062,6 +1065,10 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     for (int k = 0; k < N; k++)
         if (checked[k]) cJSON_AddItemToArray(ch, cJSON_CreateNumber(k));
     double ratio = 0;
+    for (int k = 0; k < N; k++) {
+        const double r = rp_cls_ratio(x->local[k], x->env_step[k], x->floor);
+        if (checked[k] && isfinite(r) && r > x->largest) x->largest = r;
+    }
     x->f.step_break = rp_cls_first_break(x->local, x->env_step, checked, N, x->floor, x->o->factor, &ratio);
     x->f.step_ratio = ratio;
     free(v);
@@ -1213,7 +1220,13 @@ static void cls_shadow(cls *x) {
     cJSON_AddNumberToObject(sj, "twins", n_tw);
     cJSON_AddItemToObject(sj, "local_errors", num_array(loc, N, checked));
     cJSON_AddItemToObject(sj, "envelope", num_array(env, N, NULL));
-    double ratio = 0;
+    double ratio = 0, big = 0;
+    for (int i = 0; i < N; i++) {
+        const double r = rp_cls_ratio(loc[i], env[i], floor);
+        if (checked[i] && isfinite(r) && r > big) big = r;
+    }
+    put(sj, "largest_ratio", big);
+    if (big > x->largest) x->largest = big;
     const int k = rp_cls_first_break(loc, env, checked, N, floor, x->o->factor, &ratio);
     cJSON_AddNumberToObject(sj, "first_break", k);
     if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k)) goto out;
@@ -1562,6 +1575,14 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     else cJSON_AddNullToObject(j, "expected");
     cJSON_AddBoolToObject(j, "pass", ok);
     cJSON_AddStringToObject(j, "summary", summary);
+    /* for margins: the precision judged, the largest ratio any checked evidence reached,
+     * and (BUG by a ratio) the ratio of the break that decided it */
+    cJSON_AddStringToObject(j, "precision", rp_cls_effective_precision(&x->c));
+    if (x->f.failed == RP_V_COUNT) put(j, "largest_ratio", x->largest);
+    const rp_cls_facts *f = &x->f;
+    const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
+    if (v == RP_V_BUG && !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0))
+        put(j, "break_ratio", f->noise_break ? f->noise_ratio : f->layer_break >= 0 ? f->layer_ratio : f->step_ratio);
     /* the schema's order: evidence and metrics last */
     cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);

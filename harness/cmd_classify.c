@@ -2,6 +2,7 @@
  * finished case directory against its reference (harness/classify.h) and writes
  * CASE_DIR/classification.json. The sweep runner does this after every case; the
  * command redoes it by hand, e.g. with another factor. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,9 +58,77 @@ static void field(const cJSON *j, const char *a, const char *b, char *out, size_
 /* --table DIR...: every classified case of the sweeps stored in DIRs (<results>/<matrix>),
  * one line each with where its divergence began, then the confusion table of the labelled
  * ones. Returns 0 when that table is diagonal, 1 when not, 2 when a DIR has no summary. */
+/* The margins of one precision: the largest ratio a case labelled drift reached, and the
+ * smallest ratio that decided a case labelled BUG (BUGs decided by exact evidence, the
+ * replica check or the decoded images, have no ratio and are counted apart). */
+typedef struct margin {
+    char precision[16];
+    double drift_max, bug_min, factor;
+    char drift_id[17], bug_id[17];
+    int n_drift, n_bug, n_exact;
+} margin;
+
+static margin *margin_of(margin *m, int *nm, const char *precision) {
+    for (int i = 0; i < *nm; i++)
+        if (!strcmp(m[i].precision, precision)) return &m[i];
+    if (*nm == 8) return NULL;
+    margin *g = &m[(*nm)++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->precision, sizeof g->precision, "%s", precision);
+    g->bug_min = INFINITY;
+    return g;
+}
+
+/* Adds the case's classification j (labelled exs) to its precision's margins. */
+static void margin_add(margin *m, int *nm, const cJSON *j, const char *exs, const char *id) {
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "precision");
+    const cJSON *lr = cJSON_GetObjectItemCaseSensitive(j, "largest_ratio");
+    const cJSON *br = cJSON_GetObjectItemCaseSensitive(j, "break_ratio");
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "envelope"), "factor");
+    margin *g = cJSON_IsString(pr) ? margin_of(m, nm, pr->valuestring) : NULL;
+    if (!g) return;
+    if (cJSON_IsNumber(fa)) g->factor = fa->valuedouble;
+    if (!strcmp(exs, "drift") && cJSON_IsNumber(lr)) {
+        g->n_drift++;
+        if (lr->valuedouble > g->drift_max) {
+            g->drift_max = lr->valuedouble;
+            snprintf(g->drift_id, sizeof g->drift_id, "%s", id);
+        }
+    } else if (!strcmp(exs, "BUG")) {
+        if (!cJSON_IsNumber(br)) {
+            g->n_exact++;
+        } else {
+            g->n_bug++;
+            if (br->valuedouble < g->bug_min) {
+                g->bug_min = br->valuedouble;
+                snprintf(g->bug_id, sizeof g->bug_id, "%s", id);
+            }
+        }
+    }
+}
+
+/* "margins fp32: drift max x1.97 (id, 42 cases): 32.5x below the factor 64; bug min x383
+ * (id, 19 cases by a ratio, 3 by exact evidence): 6.0x above it" */
+static void margins_print(const margin *m, int nm) {
+    for (int i = 0; i < nm; i++) {
+        const margin *g = &m[i];
+        printf("margins %s (factor %g):", g->precision, g->factor);
+        if (g->n_drift)
+            printf(" drift max x%.3g (%s, %d cases): %.3gx below the factor;", g->drift_max, g->drift_id, g->n_drift,
+                   g->drift_max > 0 ? g->factor / g->drift_max : INFINITY);
+        if (g->n_bug)
+            printf(" bug min x%.3g (%s, %d cases by a ratio): %.3gx above it;", g->bug_min, g->bug_id, g->n_bug,
+                   g->bug_min / g->factor);
+        if (g->n_exact) printf(" %d BUG case(s) by exact evidence (replicas, images, leak, MISMATCH);", g->n_exact);
+        printf("\n");
+    }
+}
+
 static int table(int n, char **dirs) {
     rp_verdict ex[RP_MATRIX_MAX_CASES], vd[RP_MATRIX_MAX_CASES];
-    int nl = 0;
+    int nl = 0, n_mg = 0;
+    margin mg[8];
     printf("%-16s  %-16s  %-9s %7s %5s  %-34s %s\n", "id", "verdict", "expected", "PSNR", "step", "first layer",
            "name");
     for (int d = 0; d < n; d++) {
@@ -95,6 +164,7 @@ static int table(int n, char **dirs) {
                     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(fl, "name");
                     snprintf(layer, sizeof layer, "%.100s@%s", cJSON_IsString(nm) ? nm->valuestring : "?", ls);
                 }
+                margin_add(mg, &n_mg, j, cJSON_IsString(expect) ? expect->valuestring : "", id->valuestring);
                 cJSON_Delete(j);
             }
             const char *exs = cJSON_IsString(expect) ? expect->valuestring : "";
@@ -108,6 +178,7 @@ static int table(int n, char **dirs) {
         }
         cJSON_Delete(sum);
     }
+    margins_print(mg, n_mg);
     return rp_cls_confusion_print(stdout, ex, vd, nl) ? 1 : 0;
 }
 

@@ -95,6 +95,8 @@ static const char USAGE[] =
     "  --sampler X        DiT: ddim | ddpm | dpmpp-2m | euler-a (default ddim);\n"
     "                     SD3/FLUX: euler (flow-matching Euler, the only one)\n"
     "  --eta E            ddim: 0..1 (default 0); euler-a: >= 0 (default 1); not for others\n"
+    "  --sharpen S        attention q/k/v weights x S (0..64; default 0, and 1: off): the sharpened\n"
+    "                     variant the classifier is calibrated on (engine/sharpen.h)\n"
     "  --cfg G            classifier-free guidance scale >= 0 (<= 1: no unconditional pass).\n"
     "                     DiT: default 4.0, applied to all latent channels. SD3: default 7.0,\n"
     "                     the unconditional input is the encoding of \"\". FLUX: not available\n"
@@ -190,7 +192,7 @@ typedef struct gen_opts {
         *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s,
         *prompt_embeds, *save_prompt_embeds;
     rp_family family;
-    int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item;
+    int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item, sharpen;
     uint64_t weight_seed, first_index;
     double eta, cfg, guidance;
     int schnell; /* FLUX without a guidance embedder (FLUX.1-schnell): no guidance, 4 steps */
@@ -461,6 +463,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     long long threads_ll = rp_arg_int(&a, "threads", 0);
     o->eta_given = rp_arg_str(&a, "eta", NULL) != NULL;
     o->eta = rp_arg_double(&a, "eta", 0.0);
+    o->sharpen = (int)rp_arg_int(&a, "sharpen", 0);
     const int cfg_given = rp_arg_str(&a, "cfg", NULL) != NULL;
     o->cfg = rp_arg_double(&a, "cfg", 0.0);
     const int guidance_given = rp_arg_str(&a, "guidance", NULL) != NULL;
@@ -705,6 +708,7 @@ int rp_cmd_generate(int argc, char **argv) {
     req.single_depth = o.single_depth;
     req.weights = o.weights;
     req.weight_seed = o.weight_seed;
+    req.sharpen = o.sharpen;
     req.vae = o.vae ? o.vae : rp_gen_default_vae(o.model);
     req.vae_weights = o.vae_weights;
     req.text_encoder = o.text_encoder;

@@ -500,6 +500,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     req.prompt_embeds = c->prompt_embeds[0] ? c->prompt_embeds : NULL;
     req.sampler = J->sk;
     req.eta = c->eta;
+    req.sharpen = c->sharpen;
     req.steps = c->steps;
     req.cfg = c->cfg;
     req.guidance = c->guidance;

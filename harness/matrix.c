@@ -406,7 +406,7 @@ static int field_keys(const pctx *x, const char **out, int cap, const char *cons
 static const char *const DEGREES[] = {"dp", "cfg_parallel", "ulysses", "ring", "pipefusion", "patch"};
 static const char *const NONNEG[] = {"depth",         "single_depth",  "width",      "height",
                                      "vae_scale_factor", "attn_q_chunk", "attn_kv_chunk", "threads",
-                                     "reduce_split",  "num_pipeline_patch", "warmup_steps"};
+                                     "reduce_split",  "num_pipeline_patch", "warmup_steps", "sharpen"};
 static const char *const NONNEG_REAL[] = {"eta", "cfg", "guidance"};
 static const char *const PRECISIONS[] = {"fp32", "bf16", "tf32", "fp16"};
 static const char *const MODES[] = {"deterministic", "fast"};
@@ -1850,6 +1850,8 @@ void rp_matrix_help(FILE *f) {
 "  depth single_depth weights weight_seed vae width height vae_scale_factor\n"
 "  prompt_embeds (SD3/FLUX: a safetensors file of precomputed conditioning, item i = row i,\n"
 "        instead of the text encoder on the prompts; README \"Running your own checkpoints\")\n"
+"  sharpen (0..64; 0, 1 off: attention q/k/v weights x sharpen, the sensitivity of sharp\n"
+"        attention; the classifier is calibrated on it)\n"
 "  steps sampler eta cfg guidance\n"
 "  precision (fp32 bf16 tf32 fp16)  attention (math split subquad flash auto)\n"
 "  attn_q_chunk attn_kv_chunk device_profile threads blas_core reduce_split\n"

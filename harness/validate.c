@@ -17,6 +17,7 @@
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
 #include "engine/device.h"
+#include "engine/sharpen.h"
 #include "engine/models/dit.h"
 #include "engine/models/flux.h"
 #include "engine/models/registry.h"
@@ -170,6 +171,9 @@ static rp_status check_sampling(const rp_case *c, const model_facts *m, rp_error
         return INVALID("sampler=%s: %s samples with the flow-matching Euler sampler; sampler must be euler",
                        c->sampler, c->model);
     }
+    if (c->sharpen < 0 || c->sharpen > RP_SHARPEN_MAX)
+        return INVALID("sharpen=%d: must be 0..%d (attention q/k/v weights x sharpen; 0 and 1: off)", c->sharpen,
+                       RP_SHARPEN_MAX);
     if (!isfinite(c->eta) || c->eta < 0) return INVALID("eta=%g: must be a number >= 0", c->eta);
     if (c->eta != 0 && !uses_eta)
         return INVALID("eta=%g: sampler %s takes no eta (only ddim and euler-a do); leave it 0", c->eta, c->sampler);
@@ -540,6 +544,7 @@ static rp_status check_engine(const rp_case *c, const model_facts *m, rp_error *
     req.vae = c->vae[0] ? c->vae : NULL;
     if (m->fam == RP_FAMILY_DIT) RP_TRY(rp_sampler_parse(c->sampler, &req.sampler, err));
     req.eta = c->eta;
+    req.sharpen = c->sharpen;
     req.steps = c->steps;
     req.cfg = c->cfg;
     req.guidance = c->guidance;
@@ -600,6 +605,7 @@ const char *rp_validate_describe_rules(void) {
            "  steps         >= 1 (DiT: <= 1000)\n"
            "  sampler       DiT: ddim ddpm dpmpp-2m euler-a; SD3/FLUX: euler\n"
            "  eta           >= 0; only ddim (<= 1) and euler-a take one\n"
+           "  sharpen       0..64: attention q/k/v weights x sharpen (0, 1: off)\n"
            "  cfg           >= 0; FLUX uses embedded guidance, so cfg <= 1\n"
            "  guidance      FLUX only (DiT/SD3: 0)\n"
            "  precision     fp32 bf16; tf32 fp16 need a CUDA device\n"

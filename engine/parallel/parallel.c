@@ -434,11 +434,13 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     const int recorded = t && t->eval < t->record_evals && (p ? p->st == RP_OK : t->eval >= 0);
     /* a whole-sequence tensor is replicated over the sp group: every copy is checked at
      * every evaluation (on a device only at recorded ones: each check is a download) */
-    if (!tok && (recorded || !ctx->dev)) rp_par_replica_note(ctx, RP_PAR_RG_SP, name, x, (size_t)rows * n * W);
-    if (!recorded) return;
-    /* a device tensor comes down only for the evaluations that are recorded */
+    const int replica = !tok && p && p->world > 1 && (recorded || !ctx->dev);
+    if (!recorded && !replica) return;
+    /* a device tensor comes down only for the evaluations that are recorded or checked */
     x = rp_d_host_view(ctx, x, (size_t)rows * n * W);
     if (!x) return; /* the device's error, reported at the forward's end (rp_d_check) */
+    if (replica) rp_par_replica_note(ctx, RP_PAR_RG_SP, name, x, (size_t)rows * n * W);
+    if (!recorded) return;
     if (!p || p->world == 1) { /* the single-rank layout already */
         rp_trace_record(t, name, x, (size_t)rows * n * W);
         return;

@@ -399,8 +399,8 @@ typedef enum rp_par_rgroup { RP_PAR_RG_SP = 0, RP_PAR_RG_REPLICA = 1 } rp_par_rg
 const char *rp_par_rgroup_name(rp_par_rgroup g);
 /* Appends the fingerprint (FNV-1a 64 of the n floats' bytes) of this rank's copy of the
  * replicated tensor `name` at the forward's evaluation to its log. No communication; a
- * no-op without a layout, with world 1 or when the group has one rank. x may be device
- * memory (it is viewed on the host). */
+ * no-op without a layout, with world 1 or when the group has one rank. x is host
+ * memory (rp_par_trace views a device tensor on the host first). */
 void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n);
 
 typedef struct rp_par_replica_report {

@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "parallel.h"
-#include "../device.h"
 
 enum { TAG_REPLICA = 32 };
 
@@ -66,8 +65,6 @@ void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *nam
         l->e = e;
         l->cap = cap;
     }
-    x = rp_d_host_view(ctx, x, n); /* a device tensor: its host copy */
-    if (!x) return;                 /* the device's sticky error reports it */
     rp_par_rentry *e = &l->e[l->n++];
     memset(e, 0, sizeof *e);
     e->eval = p->fwd_eval;

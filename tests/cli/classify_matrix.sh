@@ -4,8 +4,13 @@
 # table; then `repro classify --table` over the three, whose confusion table (expected
 # label x verdict) must be diagonal, and per set:
 #   drift   every verdict identical or drift: zero BUG verdicts
+#   corpus  the drift corpus (>= 500 cases: samplers, layouts, knobs, fp32 and bf16, normal
+#           and sharpened weights): every verdict identical or drift
 #   bugs    every fault a BUG (dp-rank-layout a MISMATCH) that starts where the case name
 #           says after "=>": the first step, and the first layer@step
+#   margins (drift, corpus, bugs) `repro classify --table` prints per precision the largest
+#           ratio a drift case reached and the smallest ratio that decided a BUG; the line
+#           (the factor) must stand at least 4x above the first and 4x below the second
 #   approx  approx or drift (identical counts), and per family and strategy the final
 #           PSNR never falls as warmup grows; skipped (77) while pipefusion / patch are
 #           not in the build
@@ -43,12 +48,24 @@ cat "$scratch/table"
 grep -q '^confusion: diagonal' "$scratch/table" || fail "$set: no diagonal confusion table"
 # table columns: id verdict expected PSNR step first-layer name...
 rows=$(grep '^[0-9a-f]\{16\} ' "$scratch/table")
+# the margins each side of the line: "margins P (factor F): drift max xR (id, n cases): ..."
+margin_check() { # side: drift | bug
+    grep '^margins ' "$scratch/table" | awk -v side="$1" '{
+        f = $4; sub(/\)?:$/, "", f); f += 0
+        for (i = 1; i <= NF; i++) if ($i == side && $(i + 1) == (side == "drift" ? "max" : "min")) {
+            r = substr($(i + 2), 2) + 0
+            m = side == "drift" ? (r > 0 ? f / r : 1e30) : r / f
+            printf "  %s %s side: x%g against the factor %g: margin %.3gx\n", $2, side, r, f, m
+            if (m < 4) bad = 1
+        } } END { exit bad }'
+}
 case $set in
-drift)
+drift|corpus)
     n=$(echo "$rows" | awk '$3 == "drift"' | wc -l)
-    [ "$n" -ge 40 ] || fail "drift: only $n labelled cases"
+    [ "$n" -ge $([ "$set" = corpus ] && echo 500 || echo 40) ] || fail "$set: only $n labelled cases"
     echo "$rows" | awk '$2 != "identical" && $2 != "drift" { print; bad = 1 } END { exit bad }' ||
-        fail "drift: a case that only reorders rounding is not identical or drift"
+        fail "$set: a case that only reorders rounding is not identical or drift"
+    margin_check drift || fail "$set: less than 4x between the largest drift ratio and the factor"
     ;;
 bugs)
     n=$(echo "$rows" | awk '$3 == "BUG" || $3 == "MISMATCH"' | wc -l)
@@ -62,6 +79,7 @@ bugs)
         if (want[2] != "" && want[2] != "-" && $6 != want[2]) {
             print "first layer " $6 " expected " want[2] ": " $0; bad = 1 }
     } END { exit bad }' || fail "bugs: a fault is not localised where it acts"
+    margin_check bug || fail "bugs: less than 4x between the factor and the smallest bug ratio"
     ;;
 approx)
     n=$(echo "$rows" | awk '$3 == "approx"' | wc -l)

@@ -8,6 +8,9 @@
 #                          attention math/split/subquad/flash, threads 2, OpenBLAS core types,
 #                          reduce_split, over dit-tiny, sd3-tiny, flux-tiny, 4 seeds as items:
 #                          every verdict identical or drift
+#   matrix.classify.corpus the drift corpus (>= 500 cases; samplers, layouts, knobs, fp32 and
+#                          bf16, normal and sharpened weights): identical or drift, and the
+#                          largest drift ratio at least 4x below the factor
 #   matrix.classify.bugs   every fault injection on every family where it applies: BUG
 #                          (dp-rank-layout: MISMATCH) at the right first step, the right layer
 #   matrix.classify.approx pipefusion and patch with warmup 0..steps: approx or drift, quality
@@ -25,7 +28,7 @@ add_test(NAME cli.classify
 set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
 if(REPRO_HAVE_GLOO)
-  foreach(set drift bugs approx)
+  foreach(set drift corpus bugs approx)
     add_test(NAME matrix.classify.${set}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
                      ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})
