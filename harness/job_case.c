@@ -623,41 +623,49 @@ static int job_rank0_says(job *J, int yes) {
     return v != 0.0f;
 }
 
+/* The rounding twins 0..n-1 of case c (a reference) into <prefix>/twins/<name>/. A twin
+ * with other arithmetic runs teacher-forced only (from the launch's own trajectory): its
+ * step 0 starts from the same x_T as a free run, so its first evaluation is the free run's,
+ * and its one-step errors are what the envelope needs; its free trajectory (amplified
+ * rounding) is not evidence. A twin that moves the noise runs free when free_noise (its
+ * teacher run would repeat the reference's own). Returns 1 when a run failed. */
+static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise) {
+    char dir[4200], tdir[4200];
+    for (int k = 0; k < n; k++) {
+        rp_case tc;
+        int noise = 0;
+        rp_cls_twin_case(c, k, &tc, &noise);
+        snprintf(dir, sizeof dir, "%.3900s/twins/%s", prefix, rp_cls_twin_name(k));
+        if (noise && free_noise) {
+            const run_spec tw = {&tc, dir, NULL, noise, 0, 0, 0};
+            if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return 1;
+        }
+        if (tc.reduce_split == c->reduce_split && tc.threads == c->threads) continue; /* the noise alone */
+        snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
+        const run_spec tt = {&tc, tdir, J->o->out_dir, 0, 0, 0, 0};
+        if (job_aux(J, "teacher", &tt, 1)) return 1;
+    }
+    return 0;
+}
+
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
- * their inputs exist: a reference's twins (and the teacher runs of the twins with other
- * arithmetic) and its own teacher run, which read the case's trajectory; a case's teacher
- * run against its reference; the leak check. Stops at the first run that fails. */
+ * their inputs exist: a reference's twins and its own teacher run, which read the case's
+ * trajectory, or a case's teacher run against its reference; the fp32 shadow of a coarser
+ * precision; a case's decode-only run; the leak check. Stops at the first run that fails
+ * (recorded in its aux.json). */
 static void job_classifier_runs(job *J) {
     const rp_job_case_opts *o = J->o;
-    char dir[4200], tdir[4200];
+    char dir[4200];
     if (J->par.world > 1) { /* rank 0 wrote the case's trajectory: every rank reads it */
         rp_error e;
         rp_comm *c = J->par.world_comm;
         if (c->ops->barrier(c, &e) != RP_OK) return;
     }
-    for (int k = 0; k < o->then_twins; k++) {
-        rp_case tc;
-        int noise = 0;
-        rp_cls_twin_case(J->c, k, &tc, &noise);
-        snprintf(dir, sizeof dir, "%.3900s/twins/%s", o->out_dir, rp_cls_twin_name(k));
-        /* A twin with other arithmetic runs teacher-forced only: its step 0 starts from the
-         * same x_T as a free run, so its first evaluation is the free run's, and its local
-         * errors are what the envelope needs; its free trajectory (amplified rounding) is
-         * not evidence. A twin that moves the noise runs free (its teacher run would repeat
-         * the case's own). */
-        const int other_math = tc.reduce_split != J->c->reduce_split || tc.threads != J->c->threads;
-        if (noise) {
-            const run_spec tw = {&tc, dir, NULL, noise, 0, 0, 0};
-            if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return;
-        }
-        if (!other_math) continue;
-        snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
-        const run_spec tt = {&tc, tdir, o->out_dir, 0, 0, 0, 0};
-        if (job_aux(J, "teacher", &tt, 1)) return;
-    }
+    if (job_twins(J, J->c, o->then_twins, o->out_dir, 1)) return;
     const char *tref = o->then_twins > 0 ? o->out_dir : o->then_teacher;
     const int rank0 = J->par.rank == 0;
-    const int teach = tref && (tref == o->out_dir || !job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir)));
+    const int teach =
+        tref && (tref == o->out_dir || !job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir)));
     if (teach) {
         snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
         const run_spec tt = {J->c, dir, tref, 0, 0, 0, 0};
@@ -676,15 +684,8 @@ static void job_classifier_runs(job *J) {
         snprintf(dir, sizeof dir, "%.4000s/shadow/teacher", o->out_dir);
         const run_spec st = {&sc, dir, tref, 0, 0, 0, 0};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
-        for (int k = 0; tref == o->out_dir && k < o->then_twins; k++) {
-            rp_case tc;
-            int noise = 0;
-            rp_cls_twin_case(&sc, k, &tc, &noise);
-            if (tc.reduce_split == sc.reduce_split && tc.threads == sc.threads) continue; /* a noise twin */
-            snprintf(dir, sizeof dir, "%.3900s/shadow/twins/%s/teacher", o->out_dir, rp_cls_twin_name(k));
-            const run_spec tt = {&tc, dir, o->out_dir, 0, 0, 0, 0};
-            if (job_aux(J, "shadow twin teacher", &tt, 1)) return;
-        }
+        snprintf(dir, sizeof dir, "%.4000s/shadow", o->out_dir);
+        if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }
     /* the images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own) */
