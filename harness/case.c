@@ -19,6 +19,7 @@
  * %1.15g / %1.17g that round-trips, so the text, hence the id, is a function of
  * the values alone. */
 #include "case.h"
+#include "engine/pipeline.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -105,6 +106,26 @@ void rp_case_defaults(rp_case *c) {
     c->n_items = 1;
     c->items[0].seed = 0;
     c->items[0].class_id = 0;
+}
+
+void rp_case_gen_request(const rp_case *c, rp_gen_request *req) {
+    assert(c && req);
+    memset(req, 0, sizeof *req);
+    req->model = c->model;
+    req->depth = c->depth;
+    req->single_depth = c->single_depth;
+    req->weights = c->weights[0] ? c->weights : NULL;
+    req->weight_seed = c->weight_seed;
+    req->sharpen = c->sharpen;
+    req->vae = c->vae[0] ? c->vae : NULL;
+    req->prompt_embeds = c->prompt_embeds[0] ? c->prompt_embeds : NULL;
+    req->eta = c->eta;
+    req->steps = c->steps;
+    req->cfg = c->cfg;
+    req->guidance = c->guidance;
+    req->width = c->width;
+    req->height = c->height;
+    req->per_item = !strcmp(c->batch_forward, "per-item");
 }
 
 int rp_case_world(const rp_case *c) {

@@ -103,6 +103,13 @@ void rp_case_display_name(const char *name, size_t width, char *out, size_t cap)
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
 
+/* The engine request of case c's model and sampling fields (model, depth, weights and
+ * their seed, sharpen, vae, prompt embeddings, eta, steps, cfg, guidance, size, batch
+ * forward), *req zeroed first. The caller sets the sampler (parsed per family), the items
+ * and what to decode. The strings point into c. */
+struct rp_gen_request;
+void rp_case_gen_request(const rp_case *c, struct rp_gen_request *req);
+
 /* Normalised JSON (every field, fixed order). Caller deletes. 64-bit seeds above
  * 2^53 (not exact as JSON numbers) are written as decimal strings; the reader
  * takes either form. */

@@ -490,23 +490,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
             rp_trace_note(&trace, "parallel.trace", "off: pipefusion stages run different blocks");
     }
     rp_gen_request req;
-    memset(&req, 0, sizeof req);
-    req.model = c->model;
-    req.depth = c->depth;
-    req.single_depth = c->single_depth;
-    req.weights = c->weights[0] ? c->weights : NULL;
-    req.weight_seed = c->weight_seed;
-    req.vae = c->vae[0] ? c->vae : NULL;
-    req.prompt_embeds = c->prompt_embeds[0] ? c->prompt_embeds : NULL;
+    rp_case_gen_request(c, &req);
     req.sampler = J->sk;
-    req.eta = c->eta;
-    req.sharpen = c->sharpen;
-    req.steps = c->steps;
-    req.cfg = c->cfg;
-    req.guidance = c->guidance;
-    req.width = c->width;
-    req.height = c->height;
-    req.per_item = !strcmp(c->batch_forward, "per-item");
     req.n_items = J->count;
     req.items = J->local;
     req.decode = s->decode && J->par.replica.rank == 0; /* each dp group's leader decodes its items */

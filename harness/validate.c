@@ -537,20 +537,10 @@ static rp_status check_engine(const rp_case *c, const model_facts *m, rp_error *
         items[i].prompt = m->fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
     }
     rp_gen_request req;
-    memset(&req, 0, sizeof req);
-    req.model = c->model;
-    req.depth = c->depth;
-    req.single_depth = c->single_depth;
-    req.vae = c->vae[0] ? c->vae : NULL;
+    rp_case_gen_request(c, &req);
+    req.weights = NULL;       /* validation checks the shapes, not the files */
+    req.prompt_embeds = NULL;
     if (m->fam == RP_FAMILY_DIT) RP_TRY(rp_sampler_parse(c->sampler, &req.sampler, err));
-    req.eta = c->eta;
-    req.sharpen = c->sharpen;
-    req.steps = c->steps;
-    req.cfg = c->cfg;
-    req.guidance = c->guidance;
-    req.width = c->width;
-    req.height = c->height;
-    req.per_item = strcmp(c->batch_forward, "per-item") == 0;
     req.n_items = c->n_items;
     req.items = items;
     req.decode = 1;
