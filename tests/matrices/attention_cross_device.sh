@@ -7,26 +7,39 @@
 # auto's extra difference: per precision and "machine" (OpenBLAS core x device profile) it
 # prints the share of changed pixels with attention auto and with forced math, and what auto
 # chose there (the engine's "attention.auto*" trace notes: variant, framework path, chunk
-# sizes, per attention shape when they differ), and checks the explanation holds:
+# sizes, per attention shape when they differ), and checks the explanation holds, asserting
+# bit-equality only where the code makes the same calls into the same GEMM arithmetic:
 #   - auto records a choice on every machine, forced math records none;
-#   - on each machine, auto's output is bitwise math's exactly when none of auto's choices
-#     reorders the sums: math, split (query slices leave every row's sums alone),
-#     sub-quadratic with one key chunk (kv chunk >= the keys); a flash choice (SDPA flash or
-#     mem-efficient key tiles) gives other bits;
-#   - with forced math the machines differ only through their GEMM kernels: math runs whose
-#     processes loaded the same OpenBLAS core (env.json) give the same bits, whatever device
-#     profile they carry.
+#   - on each machine, auto's output is bitwise math's when auto's choices make math's calls:
+#     math (SDPA math), or split / sub-quadratic with one key chunk whose query slices hold
+#     every query row (q >= Tq). With slices of fewer rows the per-row operations are math's
+#     but each GEMM has fewer rows, and whether a BLAS gives a row the same bits for another
+#     row count is the BLAS's property, not ours: on the CPU it is measured in the same run
+#     (tests/tools/gemm_rows --nt / --nn, the two attention GEMMs at the slice and full row
+#     counts, under the case's kernel set and thread count) and bits are required equal only
+#     where it says the rows do not depend on it; on a GPU (cuBLASLt picks a tile and split-K
+#     per shape) never. A flash choice (SDPA flash or mem-efficient key tiles) or sub-
+#     quadratic with several key chunks does other operations (exp(m_old - m_new) rescaling,
+#     one division at the end), which must give other bits somewhere in the latents;
+#   - with forced math the CPU machines differ only through their GEMM kernels (the device
+#     profile enters no forced-math computation): CPU math runs whose processes loaded the
+#     same OpenBLAS kernel set (env.json) at the same thread count give the same bits. GPU
+#     cases are not paired by the host's kernel set: their GEMMs are cuBLASLt's (on a GPU
+#     machine's host the "gpu math" case reports the host's core, e.g. Prescott, and of
+#     course other bits than the CPU's math).
 # It draws the table as SCRATCH/report/scenario/attention_changed.png (gnuplot, when
 # installed): per machine, the changed pixels with forced math and with auto, fp32 and bf16.
 . "$(dirname "$0")/lib.sh"
 run_matrix attention_cross_device
 
-"$py" - "$summary" "$mode" "$repro" "$scratch/report/scenario" <<'EOF'
+gemm_rows=${REPRO_GEMM_ROWS:-$(dirname "$repro")/tests/gemm_rows}
+"$py" - "$summary" "$mode" "$repro" "$scratch/report/scenario" "$gemm_rows" <<'EOF'
 import json, math, os, re, shutil, struct, subprocess, sys
 s = json.load(open(sys.argv[1]))
 check = sys.argv[2] != "explain"
 repro = sys.argv[3]
 plotdir = sys.argv[4]
+gemm_rows = sys.argv[5]
 bad = []
 
 def notes(d):
@@ -50,18 +63,61 @@ def choices(n):
             out.append((rest, v))
     return out
 
+def parse(shape, summary):
+    """(variant, q chunk, kv chunk, Tq, Tk, D) of one choice; Tq.. None when the shape is unknown"""
+    parts = summary.split()
+    num = lambda i: int(parts[i].split("=")[1]) if len(parts) > i and "=" in parts[i] else 0
+    dims = [int(x) for x in shape.split("x")] if shape[:1].isdigit() else [None] * 5
+    return parts[0], num(2), num(3), dims[2], dims[3], dims[4]
+
 def reorders(shape, summary):
     """Does this choice sum in another order than math does? Rows are independent, so query
     slices never change a sum; key chunks (subquad) and key tiles (flash) do."""
-    parts = summary.split()
-    var = parts[0]
-    kv = int(parts[3].split("=")[1]) if len(parts) > 3 else 0
-    Tk = int(shape.split("x")[3]) if shape[:1].isdigit() else None
+    var, q, kv, Tq, Tk, D = parse(shape, summary)
     if var in ("math", "split"):
         return False
     if var == "subquad":
         return Tk is None or kv < Tk
     return True  # flash: a running max and sum over key tiles
+
+rows_cache = {}
+def rows_invariant(shape, summary, c):
+    """Are math's calls and this choice's query-slice calls bitwise the same per row here?
+    (True, why) when the choice makes math's calls or gemm_rows finds no row-count dependence
+    for its slice shapes under the case's kernel set and threads; (False, why) otherwise."""
+    var, q, kv, Tq, Tk, D = parse(shape, summary)
+    if var == "math":
+        return True, "math's calls"
+    if Tq is not None and q >= Tq:
+        return True, "one slice of all %d rows: math's calls" % Tq
+    if ((c.get("config") or {}).get("device") or "cpu") != "cpu":
+        return False, "query slices on a GPU: cuBLASLt chooses per shape"
+    if Tq is None or q < 1:
+        return False, "unknown attention shape or slice size"
+    core = core_of(c)
+    threads = str((c.get("config") or {}).get("threads") or 1)
+    ms = sorted({q} | ({Tq % q} if Tq % q else set()))
+    key = (core, threads, tuple(ms), Tq, Tk, D)
+    if key not in rows_cache:
+        envv = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
+        if core not in ("?", "unknown"):
+            envv["OPENBLAS_CORETYPE"] = core
+        outs, ok = [], True
+        for m in ms:
+            for op, n, k in (("--nt", Tk, D), ("--nn", D, Tk)):
+                try:
+                    r = subprocess.run([gemm_rows, op, str(m), str(Tq), str(n), str(k)], capture_output=True,
+                                       text=True, env=envv)
+                except OSError as e:
+                    r = None
+                    outs.append("gemm_rows did not run: %s" % e)
+                if r is None or r.returncode != 0 or "0 of 1 shapes" not in r.stdout:
+                    ok = False
+                    if r is not None:
+                        outs.append(" ".join(r.stdout.split("\n")[0].split()) or r.stderr.strip())
+        rows_cache[key] = (ok, "%s, %s thread(s): %s" % (core, threads, "rows of %s vs %d rows bitwise equal" %
+                                                         ("/".join(map(str, ms)), Tq) if ok else "; ".join(outs)))
+    return rows_cache[key]
 
 def same_bits(a, b):
     out = subprocess.run([repro, "diff", a + "/latents.safetensors", b + "/latents.safetensors"],
@@ -80,7 +136,7 @@ for c in s["cases"]:
     machine = c["name"].split(" auto ")[0].split(" math ")[0]
     cases[(cfg["precision"], machine, cfg["attention"])] = c
 
-def core(c):
+def core_of(c):
     try:
         return json.load(open(c["files"]["dir"] + "/env.json"))["openblas"]["core"]
     except (OSError, KeyError, ValueError):
@@ -98,7 +154,7 @@ for (prec, machine, att), c in sorted(cases.items()):
     d = c["files"]["dir"]
     n = notes(d) or {}
     ch_list = choices(n) if n else []
-    print("  %-5s %-13s %-12s %8s %8s  %s" % (prec, machine, core(c), ch(m), ch(c),
+    print("  %-5s %-13s %-12s %8s %8s  %s" % (prec, machine, core_of(c), ch(m), ch(c),
                                            "; ".join("%s: %s" % x for x in ch_list) or "(no note)"))
     chv = lambda x: None if x is None else 100 * float((x["metrics"].get("worst") or {}).get("changed") or 0)
     table[(prec, machine)] = (chv(m), chv(c), "/".join(sorted({v.split()[0] for _, v in ch_list})) if ch_list else "?")
@@ -121,12 +177,17 @@ for (prec, machine, att), c in sorted(cases.items()):
         bad.append("%s: evidence.attention_auto %r does not name auto's choice %r" %
                    (c["name"], aa[:120], n.get("attention.auto.summary")))
     r = any(reorders(sh, v) for sh, v in ch_list)
+    inv = [rows_invariant(sh, v, c) for sh, v in ch_list] if not r else []
     same = same_bits(d, m["files"]["dir"])
+    if not r:
+        print("  %-43s bits: %s" % ("", "; ".join(sorted({w for _, w in inv}))))
     if same is None:
         bad.append("%s: repro diff gave no max_abs" % c["name"])
-    elif same == r:
-        bad.append("%s: auto %s math's bits although its choices %s the sums" %
-                   (c["name"], "gives" if same else "does not give", "reorder" if r else "do not reorder"))
+    elif r and same:
+        bad.append("%s: auto gives math's bits although its choices reorder the sums" % c["name"])
+    elif not r and not same and all(ok for ok, _ in inv):
+        bad.append("%s: auto does not give math's bits although its choices make math's calls or calls "
+                   "whose rows this BLAS computes bitwise alike (%s)" % (c["name"], "; ".join(w for _, w in inv)))
 # the scenario plot: per machine, changed pixels with forced math and with auto, per precision
 if table and shutil.which(os.environ.get("REPRO_GNUPLOT") or "gnuplot"):
     os.makedirs(plotdir, exist_ok=True)
@@ -164,12 +225,13 @@ unset multiplot
                        capture_output=True, text=True)
     print("  plot: %s" % (plotdir + "/attention_changed.png" if r.returncode == 0 else "gnuplot failed: " + r.stderr[-300:]))
 
-# forced math: the same loaded core gives the same bits, whatever the device profile
+# forced math on the CPU: the same loaded kernel set and thread count give the same bits,
+# whatever the device profile (GPU cases compute their GEMMs with cuBLASLt: not paired)
 first = {}
 for (prec, machine, att), c in sorted(cases.items()):
-    if att != "math" or not check:
+    if att != "math" or not check or (c["config"].get("device") or "cpu") != "cpu":
         continue
-    k = (prec, core(c))
+    k = (prec, core_of(c), c["config"].get("threads"))
     if k not in first:
         first[k] = c
     elif same_bits(first[k]["files"]["dir"], c["files"]["dir"]) is not True:
