@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # ci/test.sh — the test command: bootstrap (with test packages), build, run ctest.
 #
-#   ci/test.sh                 every label that needs no GPU (unit, reference, cli, matrix)
+#   ci/test.sh                 every label that needs no GPU (unit, reference, cli, parallel,
+#                              matrix), ~16 min on 2 cores
 #   ci/test.sh -L unit         extra arguments go to ctest
-# GPU tests (label gpu) run too but skip (exit 77) when no CUDA device is visible.
+#   ci/test.sh -L sweep        the long scenario sweep whose claims faster tests cover
+#                              (matrix.shipped.dit_async_warmup, ~8 min)
+#   ci/test.sh -L xcore        the hardware-sensitive tests under every OpenBLAS kernel set
+#                              and 1 and 2 threads (tests/cmake/xcore.cmake; hours)
+# GPU tests (label gpu) run too but skip (exit 77) when no CUDA device is visible. The
+# labels sweep and xcore run only when the arguments name them.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${REPRO_BUILD_DIR:-$root/build}
 "$root/ci/bootstrap.sh" --test
 cd "$build"
+exclude=(-LE 'xcore|sweep')
+case " $* " in *xcore* | *sweep*) exclude=() ;; esac
 # Tests share the machine's cores; each one's own threads are set inside it.
-ctest --output-on-failure --timeout 900 -j "${REPRO_TEST_JOBS:-2}" "$@"
+ctest --output-on-failure --timeout 900 -j "${REPRO_TEST_JOBS:-2}" "${exclude[@]}" "$@"
