@@ -36,7 +36,10 @@ gemm_rows=${REPRO_GEMM_ROWS:-$(dirname "$repro")/tests/gemm_rows}
 "$py" - "$summary" "$mode" "$repro" "$scratch/report/scenario" "$gemm_rows" <<'EOF'
 import json, math, os, re, shutil, struct, subprocess, sys
 s = json.load(open(sys.argv[1]))
-check = sys.argv[2] != "explain"
+check = sys.argv[2] not in ("explain", "md")
+md, mdout = sys.argv[2] == "md", sys.stdout
+if md:
+    sys.stdout = sys.stderr   # the text tables; the Markdown goes to mdout
 repro = sys.argv[3]
 plotdir = sys.argv[4]
 gemm_rows = sys.argv[5]
@@ -188,6 +191,19 @@ for (prec, machine, att), c in sorted(cases.items()):
     elif not r and not same and all(ok for ok, _ in inv):
         bad.append("%s: auto does not give math's bits although its choices make math's calls or calls "
                    "whose rows this BLAS computes bitwise alike (%s)" % (c["name"], "; ".join(w for _, w in inv)))
+if md and table:
+    order = ["this machine", "avx512-24g", "avx2-8g", "lowmem-2g", "sse2-4g"]
+    cores = {}
+    for (prec, machine, att), c in cases.items():
+        cores.setdefault(machine, core_of(c))
+    print("| machine (device profile) | OpenBLAS kernels | fp32: forced math | fp32: auto | bf16: forced math | bf16: auto | auto chose |",
+          file=mdout)
+    print("|---|---|---|---|---|---|---|", file=mdout)
+    pc = lambda v: "-" if v is None else "0" if v == 0 else "%.3f %%" % v if v < 1 else "%.1f %%" % v
+    for mm in sorted({k[1] for k in table}, key=lambda x: order.index(x) if x in order else 99):
+        f32, b16 = table.get(("fp32", mm), (None, None, "?")), table.get(("bf16", mm), (None, None, "?"))
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (mm, cores.get(mm, "?"), pc(f32[0]), pc(f32[1]), pc(b16[0]), pc(b16[1]),
+                                                     f32[2] if f32[2] == b16[2] else "%s / %s" % (f32[2], b16[2])), file=mdout)
 # the scenario plot: per machine, changed pixels with forced math and with auto, per precision
 if table and shutil.which(os.environ.get("REPRO_GNUPLOT") or "gnuplot"):
     os.makedirs(plotdir, exist_ok=True)
@@ -242,4 +258,4 @@ if bad:
     sys.exit(1)
 EOF
 [ $? -eq 0 ] || exit 1
-echo ok
+[ "$mode" = md ] || echo ok

@@ -28,7 +28,10 @@ import json, math, sys
 sys.path.insert(0, sys.argv[3])
 from rounding import FACTOR, envelope, at_most, worse, image_at_most
 s = json.load(open(sys.argv[1]))
-check = sys.argv[2] != "explain"
+check = sys.argv[2] not in ("explain", "md")
+md, mdout = sys.argv[2] == "md", sys.stdout
+if md:
+    sys.stdout = sys.stderr   # the text tables; the Markdown goes to mdout
 bad = []
 grid = {}       # (strategy, ranks) -> {warmup: (psnr, verdict, e, E, F)}
 steps_of = {}
@@ -77,6 +80,17 @@ for key in sorted(grid):
     print("  %-18s" % ("%s %d ranks" % key) + "".join(
         "%19s" % ("%s/%s" % (fmte(grid[key][w][2]), fmte(grid[key][w][3])) if w in grid[key] else "-") for w in ws))
 
+if md:
+    full = max(ws)
+    print("| worst-image PSNR (dB) | " + " | ".join("warmup %d" % w if k == 0 else "all (%d)" % w if w == full else str(w)
+                                                  for k, w in enumerate(ws)) + " |", file=mdout)
+    print("|---" * (len(ws) + 1) + "|", file=mdout)
+    for key in sorted(grid, key=lambda k: (k[0] != "pipefusion", k[1])):
+        name = "%s, %d ranks" % ("PipeFusion" if key[0] == "pipefusion" else key[0], key[1])
+        cell = lambda w: "-" if w not in grid[key] else ("identical" if math.isinf(grid[key][w][0])
+                                                         else "%.1f" % grid[key][w][0])
+        print("| %s | %s |" % (name, " | ".join(cell(w) for w in ws)), file=mdout)
+
 def cmp_le(x, y, what):
     """x no worse than y beyond rounding, on the latents and on the image"""
     (px, _, ex, Ex, Fx), (py_, _, ey, Ey, Fy) = x, y
@@ -111,4 +125,4 @@ if bad:
     sys.exit(1)
 EOF
 [ $? -eq 0 ] || exit 1
-echo ok
+[ "$mode" = md ] || echo ok
