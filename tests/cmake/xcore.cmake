@@ -14,10 +14,12 @@
 #   isa_bitwise                      our own float code at three -march levels (isa.cmake)
 #   parallel.dit.monotone            quality vs warmup and ranks (parallel.cmake)
 # Cores: Prescott (SSE3), Nehalem (SSE4.2), Sandybridge (AVX), Haswell (AVX2+FMA), SkylakeX
-# (AVX-512). About 25 min per kernel set and thread count on 2 cores (the scenario sweeps
-# take most of it). The tests labelled also xcore-quick (the attention cross-device claims,
-# classify.approx, isa_bitwise, parallel.dit.monotone: ~2.5 min) are what .ci/run adds
-# under one kernel set other than the machine's own.
+# (AVX-512). One kernel set and thread count took 39 min on the 2-core CI machine while
+# other work loaded it (load ~10): 29 min dit_async_warmup, 10 min all the others (flux_dp
+# 2.5, classify drift 2.3, approx 1.7, bugs 1.6, sd3_batch 1.3, attention 0.5, monotone
+# 0.3); quiet, about 15. The tests labelled also xcore-quick (the attention cross-device
+# claims, classify.approx, isa_bitwise, parallel.dit.monotone: 1.6 min at -j2) are what
+# .ci/run adds under one kernel set other than the machine's own.
 set(REPRO_XCORE_CORES Prescott Nehalem Sandybridge Haswell SkylakeX CACHE STRING
     "OpenBLAS kernel sets (OPENBLAS_CORETYPE) the xcore label runs the hardware-sensitive tests under")
 set(_xcore_run sh ${CMAKE_SOURCE_DIR}/tests/xcore/run.sh)
