@@ -18,11 +18,14 @@
 run_matrix flux_dp
 
 "$py" - "$summary" "$mode" "$scratch/report/scenario" <<'EOF'
-import json, math, os, shutil, subprocess, sys
+import json, math, os, re, shutil, subprocess, sys
 s = json.load(open(sys.argv[1]))
 mode = sys.argv[2]
 plotdir = sys.argv[3]
-check = mode != "explain"
+check = mode not in ("explain", "md")
+md, mdout = mode == "md", sys.stdout
+if md:
+    sys.stdout = sys.stderr   # the text tables; the Markdown goes to mdout
 bad = []
 
 def worst_ratio(c):
@@ -92,6 +95,42 @@ for res, rs in rows.items():
         means[res] = sum(ps) / len(ps)
 if means:
     print("  mean PSNR of the drift cases: " + ", ".join("%s px %.2f dB" % (k, v) for k, v in sorted(means.items())))
+if md:
+    # the README's table: per strategy, PSNR per degree at each resolution, changed pixels and
+    # the worst local error / envelope over both; the planted fault on its own row
+    names = {"dp": "dp", "r": "ring", "u": "Ulysses", "u+r": "USP (Ulysses x ring)"}
+    res_l = sorted(rows)
+    by = {}
+    for res, rs in rows.items():
+        for world, deg, name, verdict, p, ss, ch, ratio, nloc in rs:
+            strat = "".join(x for x in deg if not x.isdigit()).strip().replace(" ", "+")
+            if "noise" in name:
+                strat = "fault"
+            if verdict in ("drift", "identical", "BUG") and strat and deg != "1":
+                by.setdefault(strat, []).append((world, deg, res, verdict, p, ss, ch, ratio, nloc))
+    print("| | " + " | ".join("PSNR at %s px" % r for r in res_l) + " | pixels changed | worst local error / envelope |",
+          file=mdout)
+    print("|---" * (len(res_l) + 3) + "|", file=mdout)
+    for strat in [k for k in ("dp", "u", "r", "u+r") if k in by] + [k for k in sorted(by) if k not in ("dp", "u", "r", "u+r", "fault")]:
+        rs = sorted(by[strat])
+        degs = sorted({(w, d) for w, d, *_ in rs})
+        label = names.get(strat, strat) + " " + " / ".join("×".join(re.findall(r"\d+", d)) if "+" in strat else str(w)
+                                                          for w, d in degs)
+        cells = []
+        for res in res_l:
+            ps = [f(r[4], "%.2f") for r in rs if r[2] == res]
+            cells.append(" / ".join(ps) + " dB" if ps else "")
+        chs = [num(r[6]) * 100 for r in rs if r[6] is not None]
+        rat = [r[7] for r in rs if r[8]]
+        print("| %s | %s | %s | %s |" % (label, " | ".join(cells), "%.0f–%.0f %%" % (min(chs), max(chs)) if chs else "-",
+                                         "x%.2f" % max(rat) if rat else "-"), file=mdout)
+    for world, deg, res, verdict, p, ss, ch, ratio, nloc in sorted(by.get("fault", [])):
+        cells = ["%s dB, SSIM %s" % (f(p, "%.2f"), f(ss, "%.3f")) if r == res else "" for r in res_l]
+        print("| %s + `dp-shared-noise` | %s | %s | %s |" % (deg, " | ".join(cells), f(None if ch is None else num(ch) * 100, "%.0f %%"),
+                                                           verdict + (" at the initial noise" if verdict == "BUG" else "")), file=mdout)
+    if means:
+        print("\nMean PSNR of the drift cases: " + ", ".join("%s px %.2f dB" % (k, v) for k, v in sorted(means.items())) + ".",
+              file=mdout)
 # the scenario plot: PSNR vs degree per strategy and resolution (drift cases and the serial runs)
 series = {}
 for res, rs in rows.items():
@@ -136,4 +175,4 @@ if bad:
     sys.exit(1)
 EOF
 [ $? -eq 0 ] || exit 1
-echo ok
+[ "$mode" = md ] || echo ok

@@ -9,6 +9,8 @@
 #                   has no CUDA compute path; otherwise require exit 0 and the scenario checks
 #   explain DIR     print the scenario's table for a finished run (DIR = results/<matrix>),
 #                   check nothing
+#   md DIR          the same table as Markdown on stdout, the README's (the text goes to
+#                   stderr); docs/scenarios/tables.sh runs every scenario this way
 # The sweep's table and the scenario's table are printed, so a failing ctest log says why.
 # JSON is read with Python's standard library ($REPRO_PYTHON, default /usr/bin/python3).
 
@@ -26,8 +28,8 @@ run_matrix() {
     name=$1
     m=$src/matrices/$name.yaml
     [ -f "$m" ] || fail "$m is missing"
-    if [ "$mode" = explain ]; then
-        [ -n "$explain_dir" ] && [ -d "$explain_dir" ] || fail "explain: no results directory '$explain_dir'"
+    if [ "$mode" = explain ] || [ "$mode" = md ]; then
+        [ -n "$explain_dir" ] && [ -d "$explain_dir" ] || fail "$mode: no results directory '$explain_dir'"
         results=$explain_dir
         mkdir -p "$scratch" || exit 1
         "$repro" report "$results" --out "$scratch/report" --quiet --no-plots || fail "repro report: exit $?"
@@ -38,7 +40,7 @@ run_matrix() {
     case $mode in
         cpu) filt=device=cpu ;;
         gpu) filt=device=cuda ;;
-        *) echo "usage: $0 REPRO SCRATCH SOURCE_DIR [cpu|gpu|explain RESULTS_DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 REPRO SCRATCH SOURCE_DIR [cpu|gpu|explain RESULTS_DIR|md RESULTS_DIR]" >&2; exit 2 ;;
     esac
     rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
     if [ "$mode" = gpu ]; then

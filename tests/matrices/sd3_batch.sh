@@ -11,16 +11,24 @@
 run_matrix sd3_batch
 
 "$py" - "$summary" "$mode" <<'EOF'
-import json, sys
+import json, math, sys
 s = json.load(open(sys.argv[1]))
-check = sys.argv[2] != "explain"
+check = sys.argv[2] not in ("explain", "md")
+md, mdout = sys.argv[2] == "md", sys.stdout
+if md:
+    sys.stdout = sys.stderr   # the text tables; the Markdown goes to mdout
 bad = []
+cells = {}  # (degrees, world) -> {(items, fault): "verdict (PSNR)"}
 print("\nsd3_batch: verdicts, and for each MISMATCH the prompt each image actually got")
 for c in s["cases"]:
     cfg = c.get("config")
     if not cfg:
         continue
     print("  %-36s %-9s %-10s %s" % (c["name"], c["degrees"], c["verdict"], (c.get("evidence") or {}).get("summary") or ""))
+    p = (c["metrics"].get("worst") or {}).get("psnr")
+    p = "" if p is None else " (inf)" if math.isinf(float(p)) else " (%.1f dB)" % float(p)
+    cells.setdefault((c["world"], c["degrees"]), {})[(len(cfg["items"]), bool(cfg.get("inject")))] = c["verdict"] + (
+        p if c["verdict"] in ("drift", "identical") else "")
     if c["verdict"] != "MISMATCH":
         if check and c["status"] == "ok" and c["verdict"] not in ("identical", "drift"):
             bad.append("%s: verdict %s" % (c["name"], c["verdict"]))
@@ -39,9 +47,15 @@ for c in s["cases"]:
         if j != i:
             print("      image %d, asked for %-36s got prompt %d %s" % (i, '"%s",' % items[i]["prompt"], j,
                                                                     '"%s"' % items[j]["prompt"]))
+if md and cells:
+    cols = sorted({k for v in cells.values() for k in v}, key=lambda k: (-k[0], k[1]))
+    print("| degrees | " + " | ".join("%d prompts%s" % (n, ", `dp-rank-layout`" if f else "") for n, f in cols) + " |", file=mdout)
+    print("|---" * (len(cols) + 1) + "|", file=mdout)
+    for (w, deg), v in sorted(cells.items()):
+        print("| %s | %s |" % (deg.replace(" ", " x "), " | ".join(v.get(k, "") for k in cols)), file=mdout)
 if bad:
     print("\n".join("FAIL: " + b for b in bad), file=sys.stderr)
     sys.exit(1)
 EOF
 [ $? -eq 0 ] || exit 1
-echo ok
+[ "$mode" = md ] || echo ok

@@ -1,13 +1,14 @@
 # lib.sh — shared by tests/parallel/parallel.sh and approx.sh (sourced, POSIX sh).
 # Needs: $repro, $base and $items (the family's case), $cmp (latents_cmp); optional $steps
-# (default 3) and $wopt (extra worker options). The caller has cd'd into its scratch dir.
+# (default 3), $wopt (extra worker options) and $REPRO_TEST_THREADS (GEMM threads per rank,
+# default 1; the xcore label sets 2). The caller has cd'd into its scratch dir.
 # run NAME RANKS EXTRA: writes NAME.json (the family's case + EXTRA, e.g. ',"dp":2') and
 # runs it on RANKS ranks into out-NAME; returns the launcher's exit code (errors shown).
 # (sh has no local variables: each function uses its own prefix)
 run() {
     r_name=$1 r_n=$2 r_bk=',"backend":"gloo"'
     [ "$r_n" = 1 ] && r_bk=''
-    printf '{%s%s,"steps":%d,"threads":1,"items":%s%s}\n' "$base" "$r_bk" "${steps:-3}" "$items" "$3" > "$r_name.json"
+    printf '{%s%s,"steps":%d,"threads":%d,"items":%s%s}\n' "$base" "$r_bk" "${steps:-3}" "${REPRO_TEST_THREADS:-1}" "$items" "$3" > "$r_name.json"
     rm -rf "out-$r_name" "run-$r_name"
     "$repro" launch -n "$r_n" --timeout 240 --run-dir "run-$r_name" -- worker --job case --case-file "$r_name.json" \
         --out-dir "out-$r_name" ${wopt:-} > "run-$r_name.log" 2>&1
