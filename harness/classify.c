@@ -1575,14 +1575,15 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     else cJSON_AddNullToObject(j, "expected");
     cJSON_AddBoolToObject(j, "pass", ok);
     cJSON_AddStringToObject(j, "summary", summary);
-    /* for margins: the precision judged, the largest ratio any checked evidence reached,
-     * and (BUG by a ratio) the ratio of the break that decided it */
+    /* for margins: the precision judged, and the largest ratio any checked evidence reached
+     * (a case is BUG by a ratio exactly when this exceeds the factor); "by_ratio": whether
+     * that decided a BUG, or exact evidence did (replicas, images, leak) */
     cJSON_AddStringToObject(j, "precision", rp_cls_effective_precision(&x->c));
     if (x->f.failed == RP_V_COUNT) put(j, "largest_ratio", x->largest);
     const rp_cls_facts *f = &x->f;
     const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
-    if (v == RP_V_BUG && !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0))
-        put(j, "break_ratio", f->noise_break ? f->noise_ratio : f->layer_break >= 0 ? f->layer_ratio : f->step_ratio);
+    if (v == RP_V_BUG)
+        cJSON_AddBoolToObject(j, "by_ratio", !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0));
     /* the schema's order: evidence and metrics last */
     cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);

@@ -59,8 +59,10 @@ static void field(const cJSON *j, const char *a, const char *b, char *out, size_
  * one line each with where its divergence began, then the confusion table of the labelled
  * ones. Returns 0 when that table is diagonal, 1 when not, 2 when a DIR has no summary. */
 /* The margins of one precision: the largest ratio a case labelled drift reached, and the
- * smallest ratio that decided a case labelled BUG (BUGs decided by exact evidence, the
- * replica check or the decoded images, have no ratio and are counted apart). */
+ * smallest largest-ratio of a case labelled BUG that a ratio decided (each case's largest
+ * ratio over its checked evidence: BUG by a ratio exactly when it exceeds the factor).
+ * BUGs decided by exact evidence (replicas, decoded images, the leak check)
+ * have no ratio and are counted apart. */
 typedef struct margin {
     char precision[16];
     double drift_max, bug_min, factor;
@@ -83,7 +85,7 @@ static margin *margin_of(margin *m, int *nm, const char *precision) {
 static void margin_add(margin *m, int *nm, const cJSON *j, const char *exs, const char *id) {
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "precision");
     const cJSON *lr = cJSON_GetObjectItemCaseSensitive(j, "largest_ratio");
-    const cJSON *br = cJSON_GetObjectItemCaseSensitive(j, "break_ratio");
+    const cJSON *br = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "by_ratio")) ? lr : NULL;
     const cJSON *fa = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "envelope"), "factor");
     margin *g = cJSON_IsString(pr) ? margin_of(m, nm, pr->valuestring) : NULL;
