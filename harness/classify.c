@@ -1583,7 +1583,8 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     const rp_cls_facts *f = &x->f;
     const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
     if (v == RP_V_BUG)
-        cJSON_AddBoolToObject(j, "by_ratio", !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0));
+        cJSON_AddBoolToObject(j, "by_ratio",
+                              !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0));
     /* the schema's order: evidence and metrics last */
     cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);
