@@ -47,25 +47,42 @@ void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap) {
 
 /* ---- twins ----------------------------------------------------------------------------- */
 
-/* What each twin changes: reduce_split flipped, threads 1 <-> 2, one ulp of noise. */
+/* What each twin changes: reduce_split flipped, threads 1 <-> 2, one ulp of noise, the
+ * attention algorithm. */
 static const struct {
     const char *name;
-    int split, threads, noise;
-} TWINS[RP_CLS_MAX_TWINS] = {
-    {"reduce-split", 1, 0, 0},          {"threads", 0, 1, 0},           {"noise-ulp", 0, 0, 1},
-    {"reduce-split+noise-ulp", 1, 0, 1}, {"threads+noise-ulp", 0, 1, 1}, {"reduce-split+threads", 1, 1, 0},
+    int split, threads, noise, attention;
+} TWINS[RP_CLS_TWIN_KINDS] = {
+    {"reduce-split", 1, 0, 0, 0},          {"threads", 0, 1, 0, 0},           {"noise-ulp", 0, 0, 1, 0},
+    {"reduce-split+noise-ulp", 1, 0, 1, 0}, {"threads+noise-ulp", 0, 1, 1, 0}, {"reduce-split+threads", 1, 1, 0, 0},
+    {"attention", 0, 0, 0, 1},
 };
 
 const char *rp_cls_twin_name(int k) {
-    assert(k >= 0 && k < RP_CLS_MAX_TWINS);
+    assert(k >= 0 && k < RP_CLS_TWIN_KINDS);
     return TWINS[k].name;
 }
 
+int rp_cls_twin_other_math(int k) {
+    assert(k >= 0 && k < RP_CLS_TWIN_KINDS);
+    return TWINS[k].split || TWINS[k].threads || TWINS[k].attention;
+}
+
+int rp_cls_twin_list(const rp_case *ref, int twins, int *out) {
+    int n = 0;
+    if (twins <= 0) return 0; /* not a reference: no twins */
+    for (int k = 0; k < twins && k < RP_CLS_MAX_TWINS; k++) out[n++] = k;
+    if (strcmp(rp_cls_effective_precision(ref), "fp32")) out[n++] = RP_CLS_TWIN_ATTENTION;
+    return n;
+}
+
 void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise) {
-    assert(ref && twin && k >= 0 && k < RP_CLS_MAX_TWINS);
+    assert(ref && twin && k >= 0 && k < RP_CLS_TWIN_KINDS);
     *twin = *ref;
     if (TWINS[k].split) twin->reduce_split = !ref->reduce_split;
     if (TWINS[k].threads) twin->threads = ref->threads >= 2 ? 1 : 2;
+    if (TWINS[k].attention) /* another exact algorithm: the keys summed in other chunks */
+        snprintf(twin->attention, sizeof twin->attention, "%s", strcmp(ref->attention, "math") ? "math" : "subquad");
     twin->expect[0] = '\0';
     snprintf(twin->name, sizeof twin->name, "twin %s: %.90s", TWINS[k].name, ref->name);
     if (perturb_noise) *perturb_noise = TWINS[k].noise;
@@ -894,7 +911,9 @@ static rp_status cls_load(cls *x, rp_error *err) {
  * rounding, 0 for the samplers whose steps it repeats exactly). */
 static rp_status cls_twins(cls *x, rp_error *err) {
     const rp_cls_inputs *in = x->in;
-    const int nd = in->n_twins > 0 ? in->n_twins : x->o->twins;
+    int kinds[RP_CLS_TWIN_KINDS];
+    /* the reference's list (its precision decides the attention twin) */
+    const int nd = in->n_twins > 0 ? in->n_twins : rp_cls_twin_list(x->have_rc ? &x->rc : &x->c, x->o->twins, kinds);
     x->tw = calloc((size_t)(nd > 0 ? nd : 1), sizeof *x->tw);
     double *v = malloc(sizeof(double) * (x->N + 1));
     if (!x->tw || !v) {
@@ -906,7 +925,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
     for (int t = 0; t < nd; t++) {
         char d[PATHLEN];
         if (in->n_twins > 0) snprintf(d, sizeof d, "%s", in->twin_dirs[t]);
-        else path_fmt(d, "%s/twins/%s", x->base, rp_cls_twin_name(t < RP_CLS_MAX_TWINS ? t : 0));
+        else path_fmt(d, "%s/twins/%s", x->base, rp_cls_twin_name(kinds[t]));
         twin_data *w = &x->tw[x->n_tw++];
         twin_load(w, d);
         if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
@@ -1183,7 +1202,7 @@ static void teacher_run_free(teacher_run *r) {
  * break when no earlier one exists. */
 static void cls_shadow(cls *x) {
     char d[PATHLEN];
-    teacher_run c, b, tw[RP_CLS_MAX_TWINS];
+    teacher_run c, b, tw[RP_CLS_TWIN_KINDS];
     int n_tw = 0;
     path_fmt(d, "%s/shadow/teacher", x->in->case_dir);
     if (x->f.is_reference || x->f.identical || !teacher_run_load(&c, d)) return;
@@ -1192,7 +1211,7 @@ static void cls_shadow(cls *x) {
         teacher_run_free(&c);
         return;
     }
-    for (int k = 0; k < x->n_tw && k < RP_CLS_MAX_TWINS; k++) {
+    for (int k = 0; k < x->n_tw && k < RP_CLS_TWIN_KINDS; k++) {
         path_fmt(d, "%s/shadow/twins/%s/teacher", x->base, x->tw[k].name);
         if (teacher_run_load(&tw[n_tw], d)) n_tw++;
     }

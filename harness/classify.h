@@ -68,11 +68,24 @@ void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap);
 
 /* ---- twins ---------------------------------------------------------------------------- */
 
-/* Name of twin k (0 .. RP_CLS_MAX_TWINS - 1): "reduce-split", "threads", "noise-ulp",
- * "reduce-split+noise-ulp", "threads+noise-ulp", "reduce-split+threads". */
+/* Twin kinds: 0 .. RP_CLS_MAX_TWINS - 1 as the `twins` option counts them, then the
+ * attention twin, which every reference of a coarser precision gets (rp_cls_twin_list). */
+#define RP_CLS_TWIN_ATTENTION RP_CLS_MAX_TWINS
+#define RP_CLS_TWIN_KINDS (RP_CLS_MAX_TWINS + 1)
+/* Name of twin k (0 .. RP_CLS_TWIN_KINDS - 1): "reduce-split", "threads", "noise-ulp",
+ * "reduce-split+noise-ulp", "threads+noise-ulp", "reduce-split+threads", "attention". */
 const char *rp_cls_twin_name(int k);
+/* 1 when twin k changes the arithmetic (not only the initial noise). */
+int rp_cls_twin_other_math(int k);
+/* The twins of reference ref with the option `twins` (kinds 0 .. twins - 1), into
+ * out[RP_CLS_TWIN_KINDS]; returns how many. A reference whose GEMMs round coarser than
+ * fp32 (bf16, fp16, tf32) also gets the attention twin: another exact attention algorithm
+ * (math <-> subquad), because there the rounding of the attention's probabilities to the
+ * GEMM precision varies between layouts far more than any fp32 summation order does. */
+int rp_cls_twin_list(const rp_case *ref, int twins, int *out);
 /* Twin k of the reference case ref: *twin = ref with reduce_split flipped and/or threads
- * changed (1 <-> 2; 0 counts as 1), its name "twin <name>: <ref name>";
+ * changed (1 <-> 2; 0 counts as 1), or its attention swapped (math <-> subquad), its name
+ * "twin <name>: <ref name>";
  * *perturb_noise = 1 when the run takes `--perturb-noise` (one ulp in the initial noise). */
 void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise);
 

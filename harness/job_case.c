@@ -608,7 +608,8 @@ static int job_rank0_says(job *J, int yes) {
     return v != 0.0f;
 }
 
-/* The rounding twins 0..n-1 of case c (a reference) into <prefix>/twins/<name>/. A twin
+/* The rounding twins of case c (a reference; rp_cls_twin_list with the option n) into
+ * <prefix>/twins/<name>/. A twin
  * with other arithmetic runs teacher-forced only (from the launch's own trajectory): its
  * step 0 starts from the same x_T as a free run, so its first evaluation is the free run's,
  * and its one-step errors are what the envelope needs; its free trajectory (amplified
@@ -616,7 +617,10 @@ static int job_rank0_says(job *J, int yes) {
  * teacher run would repeat the reference's own). Returns 1 when a run failed. */
 static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise) {
     char dir[4200], tdir[4200];
-    for (int k = 0; k < n; k++) {
+    int kinds[RP_CLS_TWIN_KINDS];
+    const int nk = rp_cls_twin_list(c, n, kinds);
+    for (int i = 0; i < nk; i++) {
+        const int k = kinds[i];
         rp_case tc;
         int noise = 0;
         rp_cls_twin_case(c, k, &tc, &noise);
@@ -625,7 +629,7 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
             const run_spec tw = {&tc, dir, NULL, noise, 0, 0, 0};
             if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return 1;
         }
-        if (tc.reduce_split == c->reduce_split && tc.threads == c->threads) continue; /* the noise alone */
+        if (!rp_cls_twin_other_math(k)) continue; /* the noise alone */
         snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
         const run_spec tt = {&tc, tdir, J->o->out_dir, 0, 0, 0, 0};
         if (job_aux(J, "teacher", &tt, 1)) return 1;

@@ -890,7 +890,8 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
         snprintf(p->twins, sizeof p->twins, "%d", co->twins);
         p->argv[na++] = "--then-twins";
         p->argv[na++] = p->twins;
-        planned += co->twins + (co->twins > 1 ? 2 : 1) + 1; /* twins, their teacher runs, its own */
+        int kinds[RP_CLS_TWIN_KINDS];
+        planned += rp_cls_twin_list(&mc->c, co->twins, kinds) + 3; /* twins, their teacher runs, its own */
     } else if (mc->ref != i) {
         char done[PATHLEN];
         case_dir(r, mc->ref, p->ref);
