@@ -172,6 +172,7 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
         }
         if (var && c->learn_sigma) memcpy(var + b * per_in, cond + per_in, sizeof(float) * per_in);
     }
+    rp_par_nondet(d->ctx, eps, B * per_in);
     /* every rank of the dp group combined the same halves: the copies must be equal */
     rp_par_replica_note(d->ctx, RP_PAR_RG_REPLICA, "guided_output", eps, B * per_in);
     (void)i;
@@ -582,6 +583,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
         if (guided) rp_flow_cfg(v + b * per, d->out + flow_slot(d, b, 0) * per, cond, d->cfg, per);
         else memcpy(v + b * per, cond, sizeof(float) * per);
     }
+    rp_par_nondet(d->ctx, v, B * per);
     /* every rank of the dp group combined the same halves: the copies must be equal */
     rp_par_replica_note(d->ctx, RP_PAR_RG_REPLICA, "guided_output", v, B * per);
     return RP_OK;

@@ -72,12 +72,17 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                     "max_period 10001 instead of 10000: its copy of the replicated "
                                     "t_embedder / time_text_embed differs",
                                     "world > 1; DiT, SD3, FLUX"},
+    [RP_INJECT_NONDET_DP_RANK] = {"nondet-dp-rank",
+                                  "the last dp group's guided prediction moves by 1..1024 ulps chosen by the "
+                                  "clock, as a kernel whose reduction order follows thread timing: every run "
+                                  "differs, and no state passes from one call to the next",
+                                  "dp > 1; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
-           "vae-decode-rank temb-period-rank";
+           "vae-decode-rank temb-period-rank nondet-dp-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -186,6 +191,8 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             return 0;
         }
         return 1;
+    case RP_INJECT_NONDET_DP_RANK:
+        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
     case RP_INJECT_VAE_DECODE_RANK:
         return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",
                                   n, l->dp);

@@ -36,6 +36,10 @@
  *                                                    to 8 bits by truncation, not rounding
  *   temb-period-rank      world > 1    all           the last rank's timestep (and FLUX guidance)
  *                                                    embedding uses max_period 10001, not 10000
+ *   nondet-dp-rank        dp > 1       all           the last dp group's guided prediction moves by
+ *                                                    a number of ulps that follows the clock, as a
+ *                                                    reduction whose order follows thread timing:
+ *                                                    nondeterministic run to run, no state kept
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -73,6 +77,7 @@ typedef enum rp_inject_id {
     RP_INJECT_DP_IMAGE_ORDER,
     RP_INJECT_VAE_DECODE_RANK,
     RP_INJECT_TEMB_PERIOD_RANK,
+    RP_INJECT_NONDET_DP_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

@@ -8,6 +8,8 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +334,17 @@ const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp) {
 
 float rp_par_max_period(const rp_ctx *ctx, float max_period) {
     return last_rank_fault(ctx, RP_INJECT_TEMB_PERIOD_RANK) ? max_period + 1.0f : max_period;
+}
+
+void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n) {
+    if (!n || !rp_par_fault(ctx, RP_INJECT_NONDET_DP_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
+    /* the fault's randomness is the clock, as a timing-dependent reduction's is: not a
+     * state a run could leave to the next one */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t t = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
+    const int k = 1 + (int)((t ^ (t >> 10)) & 1023);
+    for (int i = 0; i < k; i++) x[0] = nextafterf(x[0], INFINITY);
 }
 
 int rp_par_rgb8_truncates(const rp_ctx *ctx) {

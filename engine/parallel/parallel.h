@@ -451,6 +451,9 @@ float rp_par_max_period(const rp_ctx *ctx, float max_period);
 /* vae-decode-rank: 1 when this rank's decoded images go to 8 bits by truncation instead of
  * rounding (the last dp group, whose leader decodes its images, when injected), else 0. */
 int rp_par_rgb8_truncates(const rp_ctx *ctx);
+/* nondet-dp-rank: on the last dp group, x[0] of the guided prediction (n floats) moves up
+ * by 1..1024 ulps chosen by the clock (else nothing). */
+void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n);
 
 /* ---- dp (dp.c) --------------------------------------------------------------------------
  * Items cross ranks serialised: per item seed (u64 LE), class (i32 LE), prompt length

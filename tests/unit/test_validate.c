@@ -520,7 +520,8 @@ START_TEST(inject_rules) {
     EXPECT_INVALID(c, &env,
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
-                   "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank)");
+                   "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
+                   "nondet-dp-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -669,7 +670,8 @@ START_TEST(inject_registry) {
     ck_assert_str_eq(e.msg,
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
-                     "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank)");
+                     "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
+                     "nondet-dp-rank)");
 }
 END_TEST
 
