@@ -237,6 +237,30 @@ START_TEST(test_decide_replicas) {
 }
 END_TEST
 
+/* A reference's twins: the option's kinds, plus the attention twin when it rounds coarser
+ * than fp32; none for a case that is not a reference (twins 0). */
+START_TEST(test_twin_list) {
+    rp_case ref, tw;
+    rp_case_defaults(&ref);
+    int k[RP_CLS_TWIN_KINDS], noise = -1;
+    ck_assert_int_eq(rp_cls_twin_list(&ref, 3, k), 3);
+    ck_assert(k[0] == 0 && k[1] == 1 && k[2] == 2);
+    ck_assert_int_eq(rp_cls_twin_list(&ref, 0, k), 0);
+    snprintf(ref.precision, sizeof ref.precision, "bf16");
+    ck_assert_int_eq(rp_cls_twin_list(&ref, 3, k), 4);
+    ck_assert_int_eq(k[3], RP_CLS_TWIN_ATTENTION);
+    ck_assert_str_eq(rp_cls_twin_name(RP_CLS_TWIN_ATTENTION), "attention");
+    rp_cls_twin_case(&ref, RP_CLS_TWIN_ATTENTION, &tw, &noise);
+    ck_assert_str_eq(tw.attention, "subquad");
+    ck_assert(noise == 0 && tw.reduce_split == ref.reduce_split && tw.threads == ref.threads);
+    snprintf(ref.attention, sizeof ref.attention, "flash");
+    rp_cls_twin_case(&ref, RP_CLS_TWIN_ATTENTION, &tw, &noise);
+    ck_assert_str_eq(tw.attention, "math");
+    ck_assert(rp_cls_twin_other_math(0) && rp_cls_twin_other_math(1) && !rp_cls_twin_other_math(2));
+    ck_assert(rp_cls_twin_other_math(RP_CLS_TWIN_ATTENTION));
+}
+END_TEST
+
 /* The floor follows the precision the GEMMs really run: fp32 on a GPU in fast mode is TF32. */
 START_TEST(test_effective_precision) {
     rp_case c;
@@ -580,6 +604,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_layer_order);
     tcase_add_test(tc, test_trace_roundtrip);
     tcase_add_test(tc, test_decide_replicas);
+    tcase_add_test(tc, test_twin_list);
     tcase_add_test(tc, test_effective_precision);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
