@@ -80,7 +80,14 @@ done
 [ $n_ref = 6 ] || fail "expected 6 references with twins, found $n_ref"
 # only the noise twin moves the initial noise; the dp cases keep it bitwise
 d=$res/teach-dit/$(id_of "$res/teach-dit" "sampler=ddim dp=2")
-[ -s "$d/teacher/teacher.safetensors" ] || fail "the dp=2 case has no teacher run"
+# a case bitwise identical to its reference needs no teacher run, and the worker makes none:
+# on some kernel sets (Prescott) dp=2 is bitwise the single rank, since whether a GEMM row's
+# bits depend on the row count is the BLAS's property, not ours
+if json_line "$d/classification.json" verdict | grep -q '"identical"'; then
+    [ -e "$d/teacher" ] && fail "the dp=2 case is bitwise its reference but ran a teacher run"
+else
+    [ -s "$d/teacher/teacher.safetensors" ] || fail "the dp=2 case has no teacher run"
+fi
 json_line "$d/classification.json" verdict | grep -q '"drift"\|"identical"' || fail "dp=2: not drift"
 sed -n '/"initial_noise"/,/}/p' "$d/classification.json" | grep -q '"rel":[[:space:]]*0,' ||
     fail "dp=2: the initial noise moved"

@@ -35,6 +35,9 @@
 set -u
 repro=$1 scratch=$2 fam=$3 mode=$4 py=$5 cmp=$6
 here=$(cd "$(dirname "$0")" && pwd)
+# runs left by an earlier run (another kernel set, another build) are not this one's
+# references: start empty
+rm -rf "$scratch"
 mkdir -p "$scratch" || exit 1
 cd "$scratch" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }

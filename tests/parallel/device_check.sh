@@ -23,6 +23,9 @@
 set -u
 repro=$1 scratch=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# runs left by an earlier run (another kernel set, another build) are not this one's
+# references: start empty
+rm -rf "$scratch"
 mkdir -p "$scratch" || exit 1
 cd "$scratch" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }

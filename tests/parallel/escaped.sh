@@ -22,6 +22,9 @@
 set -u
 repro=$1 scratch=$2 fam=$3 cmp=$4
 here=$(cd "$(dirname "$0")" && pwd)
+# a clean run left by an earlier run (another kernel set, another build) is not this one's
+# bitwise reference: start empty
+rm -rf "$scratch"
 mkdir -p "$scratch" || exit 1
 cd "$scratch" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
