@@ -1866,8 +1866,9 @@ void rp_matrix_help(FILE *f) {
 "    %s\n"
 "  name (a label; default: the swept values) expect (an expected label)\n"
 "\n"
-"Cases whose device is absent here (cuda, cuda:<name>) or whose backend is not built are\n"
-"SKIPPED with the reason; cases that break a rule below are CONFIG_ERROR, without running.\n"
+"Cases whose device is absent here (cuda, cuda:<name>), whose backend is not built, or whose\n"
+"blas_core this CPU cannot run (e.g. SkylakeX without AVX-512) are SKIPPED with the reason;\n"
+"cases that break a rule below are CONFIG_ERROR, without running.\n"
 "Neither is a file error.\n",
             RP_MATRIX_MAX_REPEAT, rp_inject_names());
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "backends/comm.h"
@@ -39,6 +40,19 @@ void rp_validate_env_host(rp_validate_env *env) {
     memset(env, 0, sizeof *env);
     env->gloo_built = rp_comm_available(RP_COMM_GLOO);
     env->nccl_built = rp_comm_available(RP_COMM_NCCL);
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    const struct { unsigned bit; int has; } isa[] = {
+        {RP_ISA_SSE3, __builtin_cpu_supports("sse3")},     {RP_ISA_SSSE3, __builtin_cpu_supports("ssse3")},
+        {RP_ISA_SSE42, __builtin_cpu_supports("sse4.2")},  {RP_ISA_AVX, __builtin_cpu_supports("avx")},
+        {RP_ISA_AVX2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+        {RP_ISA_AVX512, __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                            __builtin_cpu_supports("avx512cd")},
+    };
+    for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++)
+        if (!isa[i].has) env->cpu_lacks |= isa[i].bit;
+#endif
 #ifdef REPRO_HAVE_CUDA
     int n = rp_cuda_device_count();
     if (n > RP_VALIDATE_MAX_GPUS) n = RP_VALIDATE_MAX_GPUS;
@@ -477,6 +491,20 @@ static int matching_gpus(const char *device, const rp_validate_env *env) {
 }
 
 static rp_status check_placement(const rp_case *c, const rp_validate_env *env, rp_error *err) {
+    if (c->blas_core[0]) {
+        /* the instruction sets the kernel set needs (unknown names: the worker finds out) */
+        static const struct { const char *core, *what; unsigned needs; } CORES[] = {
+            {"prescott", "SSE3", RP_ISA_SSE3},          {"core2", "SSSE3", RP_ISA_SSSE3},
+            {"penryn", "SSSE3", RP_ISA_SSSE3},          {"nehalem", "SSE4.2", RP_ISA_SSE42},
+            {"sandybridge", "AVX", RP_ISA_AVX},         {"haswell", "AVX2 and FMA", RP_ISA_AVX2},
+            {"zen", "AVX2 and FMA", RP_ISA_AVX2},       {"skylakex", "AVX-512", RP_ISA_AVX512},
+            {"cooperlake", "AVX-512", RP_ISA_AVX512},   {"sapphirerapids", "AVX-512", RP_ISA_AVX512},
+        };
+        for (size_t i = 0; i < sizeof CORES / sizeof CORES[0]; i++)
+            if (!strcasecmp(c->blas_core, CORES[i].core) && (env->cpu_lacks & CORES[i].needs))
+                return INVALID("blas_core=%s: the kernel set needs %s, which this CPU lacks", c->blas_core,
+                               CORES[i].what);
+    }
     const int world = rp_case_world(c);
     if (strcmp(c->backend, "self") == 0 && world > 1)
         return INVALID("backend=self with world %d: self runs one rank; use gloo (or nccl) for world > 1", world);

@@ -62,7 +62,13 @@ typedef struct rp_validate_env {
     char gpu_names[RP_VALIDATE_MAX_GPUS][128];
     int gloo_built;   /* rp_comm_available(RP_COMM_GLOO) */
     int nccl_built;   /* rp_comm_available(RP_COMM_NCCL) */
+    unsigned cpu_lacks; /* RP_ISA_* instruction sets this CPU lacks (0: any kernel set runs) */
 } rp_validate_env;
+
+/* Instruction sets an OpenBLAS kernel set needs (x86-64): Prescott SSE3, Core2 SSSE3,
+ * Nehalem SSE4.2, Sandybridge AVX, Haswell and Zen AVX2 (+FMA), SkylakeX and later
+ * AVX-512. A case whose blas_core this CPU cannot run is valid elsewhere: SKIPPED here. */
+enum { RP_ISA_SSE3 = 1, RP_ISA_SSSE3 = 2, RP_ISA_SSE42 = 4, RP_ISA_AVX = 8, RP_ISA_AVX2 = 16, RP_ISA_AVX512 = 32 };
 
 /* This process's environment: the backends compiled in and, in a CUDA build,
  * the visible GPUs (world 0). */

@@ -273,6 +273,21 @@ START_TEST(backend_and_device_names) {
     EXPECT_INVALID(c, &env, "device=cuda:#2: no visible GPU 2 (2 visible)");
     snprintf(c.device, sizeof c.device, "cuda:h200"); /* names match as the device picks them: any case */
     EXPECT_VALID(c, &env);
+    /* a kernel set this CPU cannot run is valid elsewhere (the runner's SKIPPED) */
+    c = dit();
+    env = test_env();
+    snprintf(c.blas_core, sizeof c.blas_core, "SkylakeX");
+    EXPECT_VALID(c, &env); /* cpu_lacks 0: any kernel set */
+    env.cpu_lacks = RP_ISA_AVX512;
+    EXPECT_INVALID(c, &env, "blas_core=SkylakeX: the kernel set needs AVX-512, which this CPU lacks");
+    snprintf(c.blas_core, sizeof c.blas_core, "haswell");
+    EXPECT_VALID(c, &env);
+    env.cpu_lacks = RP_ISA_AVX512 | RP_ISA_AVX2;
+    EXPECT_INVALID(c, &env, "blas_core=haswell: the kernel set needs AVX2 and FMA, which this CPU lacks");
+    snprintf(c.blas_core, sizeof c.blas_core, "Sandybridge");
+    EXPECT_VALID(c, &env);
+    snprintf(c.blas_core, sizeof c.blas_core, "Bulldozer"); /* unknown here: the worker finds out */
+    EXPECT_VALID(c, &env);
 }
 END_TEST
 
