@@ -33,7 +33,13 @@ rp_ctx rp_ctx_default(void) {
 }
 
 void rp_ctx_apply(const rp_ctx *ctx) {
-    if (ctx->threads > 0) openblas_set_num_threads(ctx->threads);
+    /* OpenBLAS keeps one thread count for the whole process. threads 0 (the library's own
+     * choice) is the count it started with, restored explicitly: a run that set another
+     * (the classifier's threads twin, made in the case's own process) must not leave it
+     * to the runs after it, whose bits may depend on it */
+    static int initial = 0;
+    if (!initial) initial = openblas_get_num_threads();
+    openblas_set_num_threads(ctx->threads > 0 ? ctx->threads : initial);
 }
 
 rp_status rp_precision_for_host(const char *name, int gpu, rp_precision *out, rp_error *err) {
