@@ -24,6 +24,7 @@ rp_ctx rp_ctx_default(void) {
     rp_ctx c = {0};
     c.precision = RP_PREC_FP32;
     c.reduce_split = 0;
+    c.numerics = RP_NUMERICS_DEFAULT;
     c.threads = 0;
     c.blas_core[0] = '\0';
     c.attn.kind = RP_ATTN_MATH;
@@ -58,6 +59,17 @@ const char *rp_precision_name(rp_precision p) {
     case RP_PREC_BF16: return "bf16";
     }
     return "unknown";
+}
+
+const char *rp_numerics_name(rp_numerics n) {
+    return n == RP_NUMERICS_INVARIANT ? "invariant" : "default";
+}
+
+rp_status rp_numerics_parse(const char *s, rp_numerics *out, rp_error *err) {
+    if (s && !strcmp(s, "default")) *out = RP_NUMERICS_DEFAULT;
+    else if (s && !strcmp(s, "invariant")) *out = RP_NUMERICS_INVARIANT;
+    else return RP_FAIL(err, RP_ERR_INVALID, "numerics '%s': not default or invariant", s ? s : "(null)");
+    return RP_OK;
 }
 
 const char *rp_attn_kind_name(rp_attn_kind k) {
@@ -416,6 +428,7 @@ void rp_ctx_trace_notes(const rp_ctx *ctx, rp_trace *t) {
     char v[256];
     rp_trace_note_once(t, "precision", rp_precision_name(ctx->precision));
     rp_trace_note_once(t, "reduce_split", ctx->reduce_split ? "1" : "0");
+    rp_trace_note_once(t, "numerics", rp_numerics_name(ctx->numerics));
     snprintf(v, sizeof v, "%d", ctx->threads);
     rp_trace_note_once(t, "threads", v);
     snprintf(v, sizeof v, "%d", openblas_get_num_threads());

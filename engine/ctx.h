@@ -19,6 +19,20 @@ typedef enum rp_precision {
                          only the fp32 accumulation rounds, as in sbgemm. */
 } rp_precision;
 
+/* How layout-dependent the arithmetic may be.
+ *   DEFAULT    the libraries' fastest order: OpenBLAS picks its kernel path from the
+ *              shape (so a row's bits depend on how many rows share its GEMM), and the
+ *              attention variant of ctx->attn.
+ *   INVARIANT  every value depends only on the inputs of its own row, never on the batch
+ *              size, the batch composition, the rank count or where a shard starts:
+ *              GEMMs run our own kernel (engine/gemm_invariant.c: each output element one
+ *              fmaf chain over k = 0 .. K-1, whatever M, N, the row's position or the thread
+ *              count), attention the canonical key-block algorithm
+ *              (engine/attention/canonical.c), whose per-block partials merge in one fixed
+ *              order whether the keys are local or arrive round a ring. So dp, cfg,
+ *              ulysses, ring and USP give the serial run's bits. */
+typedef enum rp_numerics { RP_NUMERICS_DEFAULT = 0, RP_NUMERICS_INVARIANT } rp_numerics;
+
 typedef enum rp_attn_kind {
     RP_ATTN_MATH = 0, /* full score matrix, softmax, PV */
     RP_ATTN_SPLIT,    /* query slices */
@@ -67,6 +81,7 @@ typedef struct rp_ctx {
     rp_precision precision;
     int reduce_split;        /* 1: every GEMM sums its K reduction as two halves added
                                 afterwards (the order a split-K GPU kernel uses) */
+    rp_numerics numerics;    /* DEFAULT or INVARIANT (layout-invariant arithmetic, above) */
     int threads;             /* GEMM threads (OpenBLAS); 0 = library default */
     char blas_core[32];      /* OpenBLAS kernel set (OPENBLAS_CORETYPE, e.g. "Haswell",
                                 "SkylakeX"); "" = the library's own pick. Only takes effect
@@ -90,6 +105,9 @@ rp_ctx rp_ctx_default(void);
 void rp_ctx_apply(const rp_ctx *ctx);
 
 const char *rp_precision_name(rp_precision p);
+const char *rp_numerics_name(rp_numerics n); /* "default" | "invariant" */
+/* Parses "default" | "invariant"; anything else: RP_ERR_INVALID naming the value. */
+rp_status rp_numerics_parse(const char *s, rp_numerics *out, rp_error *err);
 /* The host-side precision for a case / CLI precision name: fp32 and bf16 are themselves;
  * on a GPU (gpu != 0) tf32 and fp16 are GEMM modes of the device and the host-side parts
  * (the prompt encoder) run fp32. Anything else: RP_ERR_INVALID naming the value. */
