@@ -2,7 +2,11 @@
  * and the ratio to cblas_sgemm at 2048^3 measured in the same run, same threads.
  *
  *   build/bench/engine [--threads N] [--models dit-tiny,dit-xl-2-256,sd3-tiny,flux-tiny,flux-dev]
- *                      [--repeat R]
+ *                      [--repeat R] [--numerics default|invariant|both]
+ *
+ * --numerics both runs every model under the default numerics, then under invariant
+ * numerics (engine/ctx.h: the layout-invariant kernels), and prints the ratio
+ * invariant / default of the two times measured in this run (README: "Invariant numerics").
  *
  * sd3-tiny / flux-tiny: a whole sample (prompt encoding, 28 Euler steps, VAE decode),
  * one item, best of `repeat`; synthetic weights from the cache.
@@ -52,7 +56,8 @@ static double sgemm_peak(int n, int repeat) {
     return 2.0 * n * (double)n * n / best / 1e9;
 }
 
-static int bench_dit(const char *name, int repeat, double peak) {
+/* *secs: the best forward time (s). */
+static int bench_dit(const char *name, int repeat, double peak, rp_numerics num, double *secs) {
     rp_error err = {0};
     rp_dit_config cfg;
     if (rp_dit_preset(name, &cfg, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
@@ -75,6 +80,7 @@ static int bench_dit(const char *name, int repeat, double peak) {
     int y[2] = {207, cfg.num_classes}; /* conditional + null class, as a CFG pair */
     for (int i = 0; i < B; i++) rp_randn(x + (size_t)i * C * S * S, (size_t)C * S * S, 0, i, 0);
     rp_ctx ctx = rp_ctx_default();
+    ctx.numerics = num;
     if (rp_dit_forward(m, &ctx, out, x, t, y, B, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     double best = 1e30;
     for (int r = 0; r < repeat; r++) {
@@ -84,9 +90,10 @@ static int bench_dit(const char *name, int repeat, double peak) {
         if (dt < best) best = dt;
     }
     double gflop = 2.0 * rp_dit_macs(&cfg) * B / 1e9;
-    printf("%-14s %6d %5d %10.4f %10.1f %10.1f %8.3f   (weights %.1f s, %.1f M params)\n", name, B,
-           cfg.depth, best, gflop, gflop / best, gflop / best / peak, t_gen,
+    printf("%-14s %6d %5d %10.4f %10.1f %10.1f %8.3f   (%s; weights %.1f s, %.1f M params)\n", name, B,
+           cfg.depth, best, gflop, gflop / best, gflop / best / peak, rp_numerics_name(num), t_gen,
            rp_params_total(&l) / 1e6);
+    *secs = best;
     free(x); free(out);
     rp_dit_free(m);
     rp_params_free(&l);
@@ -96,7 +103,7 @@ static int bench_dit(const char *name, int repeat, double peak) {
 
 static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd, int ns,
                         const float *x, const float *t, const float *g, const float *ctxt,
-                        const float *pooled, float *out, int H, int L, double *macs) {
+                        const float *pooled, float *out, int H, int L, rp_numerics num, double *macs) {
     rp_error err = {0};
     rp_flux_config cfg = *base;
     rp_flux *m = NULL;
@@ -105,6 +112,7 @@ static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd,
         return -1;
     }
     rp_ctx ctx = rp_ctx_default();
+    ctx.numerics = num;
     double t0 = now();
     rp_status s = rp_flux_forward(m, &ctx, out, x, t, g, ctxt, NULL, pooled, 1, H, H, L, &err);
     double dt = now() - t0;
@@ -114,7 +122,8 @@ static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd,
     return dt;
 }
 
-static int bench_flux(const char *name, double peak) {
+/* *secs: the 2 + 2 block forward's time (s). */
+static int bench_flux(const char *name, double peak, rp_numerics num, double *secs) {
     rp_error err = {0};
     rp_flux_config cfg;
     if (rp_flux_preset(name, &cfg, &err) || rp_flux_set_depth(&cfg, 2, 2, &err)) {
@@ -137,17 +146,18 @@ static int bench_flux(const char *name, double peak) {
     rp_randn(pooled, (size_t)cfg.pooled_dim, 2, 0, 0);
     float t = 0.75f, g = 3.5f;
     double m22, m20, m00;
-    double t22 = time_flux(&cfg, w, 2, 2, x, &t, &g, ctxt, pooled, out, H, L, &m22);
-    double t20 = time_flux(&cfg, w, 2, 0, x, &t, &g, ctxt, pooled, out, H, L, &m20);
-    double t00 = time_flux(&cfg, w, 0, 0, x, &t, &g, ctxt, pooled, out, H, L, &m00);
+    double t22 = time_flux(&cfg, w, 2, 2, x, &t, &g, ctxt, pooled, out, H, L, num, &m22);
+    double t20 = time_flux(&cfg, w, 2, 0, x, &t, &g, ctxt, pooled, out, H, L, num, &m20);
+    double t00 = time_flux(&cfg, w, 0, 0, x, &t, &g, ctxt, pooled, out, H, L, num, &m00);
     rp_st_close(w);
     free(x); free(out); free(ctxt); free(pooled);
     if (t22 < 0 || t20 < 0 || t00 < 0) return 1;
     double td = (t20 - t00) / 2, ts = (t22 - t20) / 2;           /* seconds per block */
     double fd = 2 * (m20 - m00) / 2 / 1e9, fs = 2 * (m22 - m20) / 2 / 1e9; /* GFLOP per block */
-    printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f   (%dx%d px, %d text tokens; weights %.1f s, %.1f M params)\n",
+    printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f   (%s; %dx%d px, %d text tokens; weights %.1f s, %.1f M params)\n",
            "flux-dev 2+2", 1, "2+2", t22, 2 * m22 / 1e9, 2 * m22 / 1e9 / t22, 2 * m22 / 1e9 / t22 / peak,
-           8 * H, 8 * H, L, t_gen, rp_params_total(&l) / 1e6);
+           rp_numerics_name(num), 8 * H, 8 * H, L, t_gen, rp_params_total(&l) / 1e6);
+    *secs = t22;
     printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f\n", "  double block", 1, "1", td, fd, fd / td, fd / td / peak);
     printf("%-14s %6d %5s %10.4f %10.1f %10.1f %8.3f\n", "  single block", 1, "1", ts, fs, fs / ts, fs / ts / peak);
     printf("%-14s %6d %5s %10.4f\n", "  embed+final", 1, "0", t00);
@@ -155,7 +165,8 @@ static int bench_flux(const char *name, double peak) {
     return 0;
 }
 
-static int bench_sample(const char *name, int repeat) {
+/* *secs: the best whole-sample time (s). */
+static int bench_sample(const char *name, int repeat, rp_numerics num, double *secs) {
     rp_gen_item item = {.seed = 0, .global_index = 0, .class_id = 0, .prompt = "a red fox"};
     rp_gen_request req = {0};
     req.model = name;
@@ -166,6 +177,7 @@ static int bench_sample(const char *name, int repeat) {
     req.items = &item;
     req.decode = 1;
     rp_ctx ctx = rp_ctx_default();
+    ctx.numerics = num;
     rp_error err = {0};
     double best = 1e30;
     int evals = 0;
@@ -178,8 +190,9 @@ static int bench_sample(const char *name, int repeat) {
         evals = res.n_evals;
         rp_gen_result_free(&res);
     }
-    printf("%-14s %6d %5s %10.4f   (whole sample: 28 steps, %d model evals, VAE decode)\n", name, 1,
-           "-", best, evals);
+    printf("%-14s %6d %5s %10.4f   (%s; whole sample: 28 steps, %d model evals, VAE decode)\n", name, 1,
+           "-", best, rp_numerics_name(num), evals);
+    *secs = best;
     return 0;
 }
 
@@ -189,8 +202,15 @@ int main(int argc, char **argv) {
     int threads = (int)rp_arg_int(&a, "threads", 2);
     int repeat = (int)rp_arg_int(&a, "repeat", 3);
     const char *models = rp_arg_str(&a, "models", "dit-tiny,dit-xl-2-256,sd3-tiny,flux-tiny,flux-dev");
+    const char *numerics = rp_arg_str(&a, "numerics", "default");
     rp_error err = {0};
     if (rp_args_finish(&a, &err)) { fprintf(stderr, "bench/engine: %s\n", err.msg); return 2; }
+    const int both = !strcmp(numerics, "both");
+    rp_numerics one = RP_NUMERICS_DEFAULT;
+    if (!both && rp_numerics_parse(numerics, &one, &err)) {
+        fprintf(stderr, "bench/engine: --%s (or both)\n", err.msg);
+        return 2;
+    }
     openblas_set_num_threads(threads);
 
     cJSON *env = rp_env_collect();
@@ -206,9 +226,17 @@ int main(int argc, char **argv) {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", models);
     int rc = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-        rc |= !strcmp(tok, "flux-dev")                       ? bench_flux(tok, peak)
-              : !strcmp(tok, "sd3-tiny") || !strcmp(tok, "flux-tiny") ? bench_sample(tok, repeat)
-                                                                   : bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        double secs[2] = {0, 0};
+        for (int k = 0; k < 1 + both; k++) {
+            const rp_numerics num = both ? (k ? RP_NUMERICS_INVARIANT : RP_NUMERICS_DEFAULT) : one;
+            rc |= !strcmp(tok, "flux-dev") ? bench_flux(tok, peak, num, &secs[k])
+                  : !strcmp(tok, "sd3-tiny") || !strcmp(tok, "flux-tiny")
+                      ? bench_sample(tok, repeat, num, &secs[k])
+                      : bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak, num, &secs[k]);
+        }
+        if (both && secs[0] > 0 && secs[1] > 0)
+            printf("# %s: invariant / default = %.3f (same run, same threads)\n", tok, secs[1] / secs[0]);
+    }
     return rc;
 }

@@ -65,7 +65,7 @@ static const case_field case_fields[] = {
     FS("precision", precision), FS("attention", attention), FI("attn_q_chunk", attn_q_chunk),
     FI("attn_kv_chunk", attn_kv_chunk), FS("device_profile", device_profile),
     FI("threads", threads), FS("blas_core", blas_core), FI("reduce_split", reduce_split),
-    FS("mode", mode),
+    FS("mode", mode), FS("numerics", numerics),
     FS("backend", backend), FS("device", device), FS("gpu_mode", gpu_mode),
     FI("dp", dp), FI("cfg_parallel", cfg_parallel), FI("ulysses", ulysses), FI("ring", ring),
     FI("pipefusion", pipefusion), FI("patch", patch), FI("num_pipeline_patch", num_pipeline_patch),
@@ -97,6 +97,7 @@ void rp_case_defaults(rp_case *c) {
     set_str(c->precision, sizeof c->precision, "fp32");
     set_str(c->attention, sizeof c->attention, "math");
     set_str(c->mode, sizeof c->mode, "deterministic");
+    set_str(c->numerics, sizeof c->numerics, "default");
     set_str(c->backend, sizeof c->backend, "self");
     set_str(c->device, sizeof c->device, "cpu");
     set_str(c->gpu_mode, sizeof c->gpu_mode, "deterministic");
@@ -389,7 +390,7 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
 
 /* Fields hashed only when they differ from their default (see the top of the file). */
 static const struct { const char *key, *dflt; } id_optional[] = {
-    {"gpu_mode", "deterministic"}, {"prompt_embeds", ""}, {"sharpen", "0"}};
+    {"gpu_mode", "deterministic"}, {"prompt_embeds", ""}, {"sharpen", "0"}, {"numerics", "default"}};
 
 void rp_case_id(const rp_case *c, char *out) {
     assert(c && out);

@@ -64,6 +64,8 @@ typedef struct rp_case {
     char blas_core[32];       /* OPENBLAS_CORETYPE; "" = library's pick */
     int reduce_split;
     char mode[16];            /* deterministic | fast */
+    char numerics[16];        /* default | invariant: layout-invariant arithmetic (engine/ctx.h
+                                 rp_numerics): every exact layout bitwise the serial run */
     /* placement */
     char backend[16];         /* self | gloo | nccl */
     char device[64];          /* cpu | cuda | cuda:<name substring> | cuda:#<ordinal> */

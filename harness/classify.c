@@ -121,6 +121,24 @@ const char *rp_cls_effective_precision(const rp_case *c) {
     return c->precision;
 }
 
+int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
+    if (strcmp(c->numerics, "invariant") || strcmp(ref->numerics, "invariant")) return 0;
+    if (c->pipefusion > 1 || c->patch > 1 || ref->pipefusion > 1 || ref->patch > 1) return 0;
+    rp_case a = *c; /* c with ref's layout: the rest must be the same case */
+    a.dp = ref->dp;
+    a.cfg_parallel = ref->cfg_parallel;
+    a.ulysses = ref->ulysses;
+    a.ring = ref->ring;
+    a.threads = ref->threads;
+    memcpy(a.backend, ref->backend, sizeof a.backend);
+    memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
+    memcpy(a.inject, ref->inject, sizeof a.inject);
+    char ia[17], ir[17];
+    rp_case_id(&a, ia);
+    rp_case_id(ref, ir);
+    return !strcmp(ia, ir);
+}
+
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n) {
     double dd = 0.0, rr = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -333,6 +351,20 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
                  f->promised ? "" : " (fast mode: reported, not failed)");
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+    }
+    /* an invariant pair has no envelope: the earliest difference at all is the bug */
+    if (f->invariant && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0 || f->image_break >= 0)) {
+        const char *what = f->noise_break ? "the initial noise" : f->layer_break >= 0 ? f->layer_name
+                           : f->step_break >= 0 ? (f->step_layer[0] ? f->step_layer : "the step's output")
+                                                : "the decoded image";
+        const int step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break >= 0 ? f->step_break : -1;
+        char at[64] = "";
+        if (step >= 0) snprintf(at, sizeof at, " at step %d%s", step, f->step_break >= 0 && !f->noise_break &&
+                                f->layer_break < 0 ? " (teacher-forced)" : "");
+        snprintf(s, cap, "numerics invariant: %s differs from the reference%s; an exact layout must be bitwise the "
+                 "serial run, so any difference is a bug%s%s", what, at, f->image_break >= 0 && step < 0 ? ": " : "",
+                 f->image_break >= 0 && step < 0 ? f->image_msg : "");
+        return RP_V_BUG;
     }
     /* where a divergence began: the earliest step; within step 0 the noise comes before
      * any layer, and the first evaluation's layers before the step's local error */
@@ -913,7 +945,10 @@ static rp_status cls_twins(cls *x, rp_error *err) {
     const rp_cls_inputs *in = x->in;
     int kinds[RP_CLS_TWIN_KINDS];
     /* the reference's list (its precision decides the attention twin) */
-    const int nd = in->n_twins > 0 ? in->n_twins : rp_cls_twin_list(x->have_rc ? &x->rc : &x->c, x->o->twins, kinds);
+    /* an invariant pair has no envelope: its twins (if any ran for other cases) are not read */
+    const int nd = x->f.invariant ? 0
+                   : in->n_twins > 0 ? in->n_twins
+                                     : rp_cls_twin_list(x->have_rc ? &x->rc : &x->c, x->o->twins, kinds);
     x->tw = calloc((size_t)(nd > 0 ? nd : 1), sizeof *x->tw);
     double *v = malloc(sizeof(double) * (x->N + 1));
     if (!x->tw || !v) {
@@ -1288,8 +1323,8 @@ out:
 /* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
  * item at a time and takes no part in any parallel layout, so then its output from the same
  * latents is the same bits. */
-static int decoder_numerics_equal(const rp_case *a, const rp_case *b) {
-    return !strcmp(a->precision, b->precision) && !strcmp(a->attention, b->attention) &&
+int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
+    return !strcmp(a->precision, b->precision) && !strcmp(a->numerics, b->numerics) && !strcmp(a->attention, b->attention) &&
            a->attn_q_chunk == b->attn_q_chunk && a->attn_kv_chunk == b->attn_kv_chunk &&
            !strcmp(a->device_profile, b->device_profile) && a->threads == b->threads &&
            !strcmp(a->blas_core, b->blas_core) && a->reduce_split == b->reduce_split && !strcmp(a->device, b->device) &&
@@ -1306,14 +1341,23 @@ static int decoder_numerics_equal(const rp_case *a, const rp_case *b) {
  *       at most one;
  *   else (bf16, fp16, tf32 decoders)              recorded, not held to a rule.
  * And each decoded image against every reference image: one much closer to another item's
- * image is a MISMATCH (images returned in the wrong order). */
+ * image is a MISMATCH (images returned in the wrong order).
+ * When the case's latents are bitwise the reference's and it decodes with the reference's
+ * arithmetic (or is an invariant pair), its own images are that decode (the launch made no
+ * decode-only run: job_case.c), judged bitwise. */
 static rp_status cls_decode(cls *x, rp_error *err) {
+    const int same = x->f.invariant || (x->have_rc && rp_cls_decoder_numerics_equal(&x->c, &x->rc));
+    const int same_input =
+        same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN];
-    path_fmt(dd, "%s/decode", x->in->case_dir);
+    if (same_input) path_fmt(dd, "%s", x->in->case_dir);
+    else path_fmt(dd, "%s/decode", x->in->case_dir);
     struct stat sb;
-    if (x->in->ref_label || stat(dd, &sb) != 0) return RP_OK; /* a golden, or no decode run */
+    if (x->in->ref_label || (!same_input && stat(dd, &sb) != 0)) return RP_OK; /* a golden, or no decode run */
+    if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
     cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
-    const int same = x->have_rc && decoder_numerics_equal(&x->c, &x->rc);
+    cJSON_AddStringToObject(dj, "images", same_input ? "the case's own (its latents are bitwise the reference's)"
+                                                     : "the decode-only run's");
     const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
     cJSON_AddStringToObject(dj, "rule", same ? "bitwise (the reference's decoder arithmetic)"
                                         : fp32 ? "one level (fp32 rounding)" : "none (the decoder rounds coarser)");
@@ -1364,7 +1408,7 @@ static rp_status cls_decode(cls *x, rp_error *err) {
             x->f.image_break = i;
             snprintf(x->f.image_msg, sizeof x->f.image_msg,
                      "image %d: the reference's final latents decoded with this layout differ from the reference's "
-                     "image by up to %d levels in %.2f%% of the values (rule: %s)",
+                     "image by up to %d levels in %.2f%% of the values (rule: %s, at vae.decode)",
                      i, max_abs, n ? 100.0 * changed / n : 0.0, same ? "bitwise" : "one level");
         }
     }
@@ -1680,6 +1724,9 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     x->f.warmup = x->c.warmup_steps;
     x->f.promised = !strcmp(x->c.mode, "deterministic");
     cJSON_AddStringToObject(x->ev, "exactness", warmup_exact ? "warmup-exact" : "exact");
+    x->f.invariant = x->have_rc && !x->f.approx && rp_cls_invariant_pair(&x->c, &x->rc);
+    if (x->f.invariant) x->floor = 0.0; /* any difference breaks */
+    cJSON_AddBoolToObject(x->ev, "invariant", x->f.invariant);
     cls_status(x);
     if (x->f.failed == RP_V_COUNT) {
         x->f.is_reference = !in->ref_label && same_dir(in->case_dir, in->ref_dir);
@@ -1696,7 +1743,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             cls_noise(x);
             st = cls_teacher(x, err);
         }
-        if (st == RP_OK) cls_shadow(x);
+        if (st == RP_OK && !x->f.invariant) cls_shadow(x);
         if (st == RP_OK) cls_replicas(x);
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */

@@ -107,6 +107,17 @@ double rp_cls_unit_roundoff(const char *precision);
  * "tf32". The envelope's floor follows it. */
 const char *rp_cls_effective_precision(const rp_case *c);
 
+/* 1 when c and ref both run numerics=invariant and differ only in how the work is laid out
+ * (dp, cfg_parallel, ulysses, ring, backend, threads, blas_core) and in the injected fault:
+ * then c must be bitwise ref, no rounding envelope applies and any difference is a BUG
+ * (docs/invariant.md). pipefusion and patch never qualify (validation refuses them with
+ * invariant numerics: they are approximate after warmup). */
+int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
+
+/* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
+ * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
+int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b);
+
 /* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
  * is zero or x holds a NaN/inf where ref is finite. */
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n);
@@ -155,6 +166,7 @@ typedef struct rp_cls_facts {
     char failed_reason[600];
     int is_reference;         /* the case is its own reference */
     int identical;            /* latents, trajectory and images bitwise the reference's */
+    int invariant;            /* an invariant pair (rp_cls_invariant_pair): every envelope is 0 */
     int mismatch;             /* assignment found another item closer */
     char mismatch_msg[512];
     /* exact evidence: index of the first break or -1, and its ratio */
@@ -200,6 +212,7 @@ void rp_cls_facts_init(rp_cls_facts *f);
 /* The verdict of the facts, first match wins:
  *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
  *   MISMATCH;
+ *   BUG (invariant pair): the earliest difference at all, naming the tensor and the step;
  *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
  *        initial noise, a layer or a checked step breaks the envelope, the reference's final
  *        latents decoded with the case's layout give another image, or an approximate case

@@ -17,7 +17,7 @@ int rp_cmd_env(int argc, char **argv) {
     const char *out = rp_arg_str(&a, "out", NULL);
     rp_error err = {0};
     if (rp_args_finish(&a, &err)) { rp_report_error(&err); return 2; }
-    if (out) return rp_env_write(out, &err) ? rp_report_error(&err) : 0;
+    if (out) return rp_env_write(out, NULL, &err) ? rp_report_error(&err) : 0;
     cJSON *env = rp_env_collect();
     char *text = cJSON_Print(env);
     puts(text);

@@ -119,6 +119,9 @@ static const char USAGE[] =
     "  --gpu-mode M       deterministic (default) | fast (cuBLASLt heuristic per call,\n"
     "                     split-K and TF32 allowed); cuda only\n"
     "  --reduce-split     split every GEMM's K reduction in two halves\n"
+    "  --numerics N       default | invariant: layout-invariant kernels (every row's bits\n"
+    "                     independent of batch size, batch composition and ranks; CPU,\n"
+    "                     attention math; docs/invariant.md)\n"
     "  --attention A      math | split | subquad | flash | auto (default math)\n"
     "  --attention-q-chunk N   query rows per slice/chunk/tile (split, subquad, flash,\n"
     "                     auto; default: the variant's, or auto's pick)\n"
@@ -190,7 +193,7 @@ static void join_u64(char *buf, size_t cap, const uint64_t *v, int n) {
 typedef struct gen_opts {
     const char *model, *weights, *vae, *vae_weights, *trace, *out, *latents, *sampler_s,
         *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s,
-        *prompt_embeds, *save_prompt_embeds;
+        *prompt_embeds, *save_prompt_embeds, *numerics_s;
     rp_family family;
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item, sharpen;
     uint64_t weight_seed, first_index;
@@ -362,6 +365,8 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
         if (o->gpu_mode_s) TRY(rp_st_writer_meta(w, "gpu_mode", o->gpu_mode_s, err));
     }
     TRY(rp_st_writer_meta(w, "reduce_split", ctx->reduce_split ? "1" : "0", err));
+    if (ctx->numerics != RP_NUMERICS_DEFAULT) /* default files keep their old key set */
+        TRY(rp_st_writer_meta(w, "numerics", rp_numerics_name(ctx->numerics), err));
     TRY(rp_st_writer_meta(w, "attention", rp_attn_kind_name(ctx->attn.kind), err));
     snprintf(v, sizeof v, "%d", ctx->attn.q_chunk);
     TRY(rp_st_writer_meta(w, "attention.q_chunk", v, err));
@@ -448,6 +453,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     o->precision_s = rp_arg_str(&a, "precision", "fp32");
     o->device_s = rp_arg_str(&a, "device", "cpu");
     o->gpu_mode_s = rp_arg_str(&a, "gpu-mode", NULL);
+    o->numerics_s = rp_arg_str(&a, "numerics", "default");
     o->attention_s = rp_arg_str(&a, "attention", "math");
     const char *aq_s = rp_arg_str(&a, "attention-q-chunk", NULL);
     const char *akv_s = rp_arg_str(&a, "attention-kv-chunk", NULL);
@@ -656,12 +662,16 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     *ctx = rp_ctx_default();
     ctx->threads = o->threads;
     ctx->reduce_split = o->reduce_split;
+    if (rp_numerics_parse(o->numerics_s, &ctx->numerics, &err) != RP_OK) return usage_error("--numerics: %s", err.msg);
     /* on cuda the precision is the GEMMs' (the device's); the host-side parts (the text
      * encoder) run in fp32, or bf16 for bf16 */
     const int cuda = rp_device_name_is_cuda(o->device_s);
     if (strcmp(o->device_s, "cpu") && strcmp(o->device_s, "host-check") && !cuda)
         return usage_error("--device: '%s' is not cpu, cuda, cuda:<name>, cuda:#<ordinal> or host-check",
                            o->device_s);
+    if (ctx->numerics == RP_NUMERICS_INVARIANT && cuda)
+        return usage_error("--numerics invariant: the layout-invariant kernels exist for the CPU engine only "
+                           "(got --device %s)", o->device_s);
     if (o->gpu_mode_s && !cuda) return usage_error("--gpu-mode needs --device cuda (got --device %s)", o->device_s);
     if (o->gpu_mode_s && strcmp(o->gpu_mode_s, "deterministic") && strcmp(o->gpu_mode_s, "fast"))
         return usage_error("--gpu-mode: '%s' is not deterministic or fast", o->gpu_mode_s);

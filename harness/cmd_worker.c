@@ -205,13 +205,13 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->teacher_steps = (int)rp_arg_int(&a, "teacher-steps", 0);
     o->perturb_noise = rp_arg_flag(&a, "perturb-noise");
     o->leak_check = rp_arg_flag(&a, "leak-check");
-    o->then_twins = (int)rp_arg_int(&a, "then-twins", 0);
+    o->then_twins = (int)rp_arg_int(&a, "then-twins", -1);
     o->then_teacher = rp_arg_str(&a, "then-teacher", NULL);
     o->then_leak = rp_arg_flag(&a, "then-leak");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
-    if (o->then_twins < 0 || o->then_twins > RP_CLS_MAX_TWINS) {
+    if (o->then_twins < -1 || o->then_twins > RP_CLS_MAX_TWINS) {
         RP_FAIL(&err, RP_ERR_INVALID, "--then-twins %d: must be 0..%d", o->then_twins, RP_CLS_MAX_TWINS);
         return fail(re, &err, RP_WORKER_EXIT_USAGE);
     }

@@ -178,9 +178,10 @@ cJSON *rp_env_collect(void) {
     return env;
 }
 
-rp_status rp_env_write(const char *path, rp_error *err) {
+rp_status rp_env_write(const char *path, const char *numerics, rp_error *err) {
     RP_TRY(rp_atomic_target_ok(path, err));
     cJSON *env = rp_env_collect();
+    if (numerics) cJSON_AddStringToObject(env, "numerics", numerics);
     char *text = cJSON_Print(env);
     cJSON_Delete(env);
     if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "env: JSON printing failed");

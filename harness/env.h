@@ -23,7 +23,8 @@ const char *rp_git_revision(void);
 /* Returns a new JSON object (caller deletes). Never fails: unknown fields are "unknown". */
 cJSON *rp_env_collect(void);
 
-/* Writes rp_env_collect() to path atomically (tmp + rename). */
-rp_status rp_env_write(const char *path, rp_error *err);
+/* Writes rp_env_collect() to path atomically (tmp + rename), with "numerics" (the run's
+ * rp_numerics name: whether its bits may depend on the layout) when numerics is not NULL. */
+rp_status rp_env_write(const char *path, const char *numerics, rp_error *err);
 
 #endif

@@ -53,6 +53,7 @@ static rp_status case_ctx(const rp_case *c, rp_ctx *ctx, rp_error *err) {
     *ctx = rp_ctx_default();
     ctx->threads = c->threads;
     ctx->reduce_split = c->reduce_split;
+    RP_TRY(rp_numerics_parse(c->numerics, &ctx->numerics, err));
     RP_TRY(rp_precision_for_host(c->precision, rp_device_name_is_cuda(c->device), &ctx->precision, err));
     RP_TRY(rp_attn_kind_parse(c->attention, &ctx->attn.kind, err));
     char q[32], kv[32];
@@ -270,7 +271,7 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     snprintf(path, sizeof path, "%s/trace.safetensors", dir);
     RP_TRY(rp_trace_save(trace, path, err));
     snprintf(path, sizeof path, "%s/env.json", dir);
-    RP_TRY(rp_env_write(path, err));
+    RP_TRY(rp_env_write(path, c->numerics, err));
     t[6] = now_s() - t0;
     t[7] = now_s() - t_start;
     snprintf(path, sizeof path, "%s/done.json", dir);
@@ -336,7 +337,7 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     snprintf(path, sizeof path, "%.4000s/trace.safetensors", dir);
     if (st == RP_OK) st = rp_trace_save(trace, path, err);
     snprintf(path, sizeof path, "%.4000s/env.json", dir);
-    if (st == RP_OK) st = rp_env_write(path, err);
+    if (st == RP_OK) st = rp_env_write(path, c->numerics, err);
     t[7] = now_s() - t_start;
     snprintf(path, sizeof path, "%.4000s/done.json", dir);
     return st == RP_OK ? write_done(path, c, id, r, par, device, t, err) : st;
@@ -642,6 +643,24 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
  * trajectory, or a case's teacher run against its reference; the fp32 shadow of a coarser
  * precision; a case's decode-only run; the leak check. Stops at the first run that fails
  * (recorded in its aux.json). */
+/* 1 when the case and the reference in ref_dir are an invariant pair (rp_cls_invariant_pair:
+ * bitwise or a bug), so no run that only measures rounding is needed. */
+/* What the case's relation to the reference in ref_dir spares (rank 0 decides, from the
+ * files; every rank gets the answer): *exact_only when they are an invariant pair
+ * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *same_images when
+ * the case's latents are bitwise the reference's and it decodes with the reference's
+ * arithmetic (or is an invariant pair): its own images then are what a decode-only run
+ * would give. */
+static void job_relation(job *J, const char *ref_dir, int identical, int *exact_only, int *same_images) {
+    char p[4200];
+    rp_case rc;
+    rp_error e;
+    snprintf(p, sizeof p, "%.4000s/case.json", ref_dir);
+    const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
+    *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
+    *same_images = job_rank0_says(J, loaded && identical && (*exact_only || rp_cls_decoder_numerics_equal(J->c, &rc)));
+}
+
 static void job_classifier_runs(job *J) {
     const rp_job_case_opts *o = J->o;
     char dir[4200];
@@ -651,10 +670,14 @@ static void job_classifier_runs(job *J) {
         if (c->ops->barrier(c, &e) != RP_OK) return;
     }
     if (job_twins(J, J->c, o->then_twins, o->out_dir, 1)) return;
-    const char *tref = o->then_twins > 0 ? o->out_dir : o->then_teacher;
+    const char *tref = o->then_twins >= 0 ? o->out_dir : o->then_teacher;
     const int rank0 = J->par.rank == 0;
-    const int teach =
-        tref && (tref == o->out_dir || !job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir)));
+    const int other = tref && tref != o->out_dir; /* a case against its reference */
+    const int identical = other && job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir));
+    const int teach = tref && !identical;
+    /* a reference's --then-twins 0 says no case needs its envelope */
+    int exact_only = tref == o->out_dir && o->then_twins == 0, same_images = 0;
+    if (other) job_relation(J, tref, identical, &exact_only, &same_images);
     if (teach) {
         snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
         const run_spec tt = {J->c, dir, tref, 0, 0, 0, 0};
@@ -667,7 +690,7 @@ static void job_classifier_runs(job *J) {
      * own shadow teacher run and its twins' (the envelope); a case, its layout's. On the
      * CPU only: a CUDA device is made for one precision. */
     const int shadow = strcmp(rp_cls_effective_precision(J->c), "fp32") && !rp_device_name_is_cuda(J->c->device);
-    if (teach && shadow) {
+    if (teach && shadow && !exact_only) { /* an invariant pair has no envelope to tighten */
         rp_case sc = *J->c;
         snprintf(sc.precision, sizeof sc.precision, "fp32");
         snprintf(dir, sizeof dir, "%.4000s/shadow/teacher", o->out_dir);
@@ -677,10 +700,12 @@ static void job_classifier_runs(job *J) {
         if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }
     /* the images' teacher forcing: the reference's final latents decoded with this layout
-     * (the decoder then sees the reference's input, so its images are evidence of their own) */
+     * (the decoder then sees the reference's input, so its images are evidence of their own);
+     * not needed when the case's own decode already had that input (same_images), nor for
+     * an invariant pair (whose latents are bitwise or already a bug) */
     char ref_image[4200];
     snprintf(ref_image, sizeof ref_image, "%.4000s/image-0.png", tref ? tref : "");
-    if (tref && tref != o->out_dir && job_rank0_says(J, rank0 && rp_is_file(ref_image))) {
+    if (other && !exact_only && !same_images && job_rank0_says(J, rank0 && rp_is_file(ref_image))) {
         snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
         const run_spec dd = {J->c, dir, tref, 0, 0, 1, 1};
         if (job_aux(J, "decode", &dd, 0)) return;
@@ -813,7 +838,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
                                !o->teacher_ref && !o->leak_check, 0};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
-    if (o->then_twins > 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);
+    if (o->then_twins >= 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));

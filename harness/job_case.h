@@ -57,7 +57,8 @@ typedef struct rp_job_case_opts {
        written first); each in its directory with aux.json (rp_cls_write_aux) */
     int then_twins;          /* --then-twins N: the rounding twins 0..N-1 (OUT/twins/<name>/, with the
                                 teacher runs of those with other arithmetic) and the case's own
-                                teacher run (OUT/teacher/): a reference's runs */
+                                teacher run (OUT/teacher/): a reference's runs. N = 0: its teacher
+                                run only (no case needs an envelope); -1: not a reference */
     const char *then_teacher;/* --then-teacher REF_DIR: teacher forcing from REF_DIR into OUT/teacher/,
                                 unless the case's trajectory is bitwise REF_DIR's */
     int then_leak;           /* --then-leak: the leak check into OUT/leak/ */

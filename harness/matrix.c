@@ -410,6 +410,7 @@ static const char *const NONNEG[] = {"depth",         "single_depth",  "width", 
 static const char *const NONNEG_REAL[] = {"eta", "cfg", "guidance"};
 static const char *const PRECISIONS[] = {"fp32", "bf16", "tf32", "fp16"};
 static const char *const MODES[] = {"deterministic", "fast"};
+static const char *const NUMERICS[] = {"default", "invariant"};
 static const char *const BATCH_FORWARD[] = {"joint", "per-item"};
 /* Suggestions only: acceptance asks the engine's own parsers. */
 static const char *const ATTENTIONS[] = {"math", "split", "subquad", "flash", "auto"};
@@ -517,6 +518,7 @@ static rp_status check_value(pctx *x, const fdesc *f, const cJSON *v, const yaml
         if (!strcmp(k, "precision")) return check_choice(x, n, path, s, PRECISIONS, COUNT(PRECISIONS));
         if (!strcmp(k, "mode")) return check_choice(x, n, path, s, MODES, COUNT(MODES));
         if (!strcmp(k, "gpu_mode")) return check_choice(x, n, path, s, MODES, COUNT(MODES));
+        if (!strcmp(k, "numerics")) return check_choice(x, n, path, s, NUMERICS, COUNT(NUMERICS));
         if (!strcmp(k, "batch_forward")) return check_choice(x, n, path, s, BATCH_FORWARD, COUNT(BATCH_FORWARD));
         if (!strcmp(k, "attention")) {
             rp_attn_kind ak;
@@ -1856,6 +1858,8 @@ void rp_matrix_help(FILE *f) {
 "  precision (fp32 bf16 tf32 fp16)  attention (math split subquad flash auto)\n"
 "  attn_q_chunk attn_kv_chunk device_profile threads blas_core reduce_split\n"
 "  mode (deterministic fast: with fast, repeats that differ are reported, not failed)\n"
+"  numerics (default invariant: invariant = layout-invariant kernels, every exact layout\n"
+"    bitwise the serial run; a difference is then a BUG; docs/invariant.md)\n"
 "  backend (self gloo nccl)  device (cpu | cuda | cuda:<name substring>, e.g. cuda:H200 |\n"
 "    cuda:#<ordinal>)  gpu_mode (deterministic fast: the CUDA GEMMs; fast needs a cuda device)\n"
 "  precision on cuda: fp32 tf32 bf16 fp16 (the GEMMs'; the text encoder runs on the CPU in\n"

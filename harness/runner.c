@@ -862,11 +862,18 @@ static int aux_run(runner *r, const rp_case *c, const char *case_json, const cha
     return cancelled;
 }
 
-/* 1 when some other case compares against case i (its reference needs twins). */
-static int has_dependents(const rp_matrix *m, int i) {
+/* How many other cases compare against case i (0: it needs no classifier runs as a
+ * reference); *envelope = 1 when one of them needs the rounding envelope (its twins), i.e.
+ * is not an invariant pair with it (rp_cls_invariant_pair: bitwise or a bug). */
+static int dependents(const rp_matrix *m, int i, int *envelope) {
+    int n = 0;
+    *envelope = 0;
     for (int j = 0; j < m->n_cases; j++)
-        if (j != i && m->cases[j].ref == i) return 1;
-    return 0;
+        if (j != i && m->cases[j].ref == i) {
+            n++;
+            if (!rp_cls_invariant_pair(&m->cases[j].c, &m->cases[i].c)) *envelope = 1;
+        }
+    return n;
 }
 
 /* The classifier's runs of case i, made by its first launch after the case's own run
@@ -886,12 +893,14 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     const rp_matrix_case *mc = &m->cases[i];
     int na = 0, planned = 0;
     snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
-    if (mc->ref == i && has_dependents(m, i)) {
-        snprintf(p->twins, sizeof p->twins, "%d", co->twins);
+    int envelope = 0;
+    if (mc->ref == i && dependents(m, i, &envelope)) {
+        const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
+        snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
         p->argv[na++] = p->twins;
         int kinds[RP_CLS_TWIN_KINDS];
-        planned += rp_cls_twin_list(&mc->c, co->twins, kinds) + 3; /* twins, their teacher runs, its own */
+        planned += twins ? rp_cls_twin_list(&mc->c, twins, kinds) + 3 : 1; /* twins, their teacher runs, its own */
     } else if (mc->ref != i) {
         char done[PATHLEN];
         case_dir(r, mc->ref, p->ref);

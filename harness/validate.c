@@ -242,6 +242,9 @@ static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error
         return INVALID("reduce_split=%d: must be 0 or 1", c->reduce_split);
     static const char *const modes[] = {"deterministic", "fast"};
     if (!is_one_of(c->mode, modes, 2)) return INVALID("mode=%s: unknown (known: deterministic fast)", c->mode);
+    static const char *const numerics[] = {"default", "invariant"};
+    if (!is_one_of(c->numerics, numerics, 2))
+        return INVALID("numerics=%s: unknown (known: default invariant)", c->numerics);
     if (!is_one_of(c->gpu_mode, modes, 2))
         return INVALID("gpu_mode=%s: unknown (known: deterministic fast)", c->gpu_mode);
     if (strcmp(c->gpu_mode, "fast") == 0 && !rp_device_name_is_cuda(c->device))
@@ -406,6 +409,41 @@ static rp_status check_sequence(const rp_case *c, const model_facts *m, int h, i
         return INVALID("ulysses x ring = %d x %d needs the text sequence divisible by %d too (FLUX splits image and "
                        "text tokens); %s's text encoder gives %d tokens (sequences are not padded)",
                        c->ulysses, c->ring, sp, c->model, m->text_len);
+    return RP_OK;
+}
+
+/* numerics=invariant (engine/ctx.h rp_numerics): what it cannot make bitwise the serial run
+ * is refused with the reason, rather than run and reported as a difference. */
+static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, int w, rp_error *err) {
+    if (strcmp(c->numerics, "invariant")) return RP_OK;
+    if (rp_device_name_is_cuda(c->device))
+        return INVALID("numerics=invariant with device=%s: the layout-invariant kernels exist for the CPU engine "
+                       "only (the CUDA GEMMs and attention have no fixed-order variant yet); use device=cpu",
+                       c->device);
+    if (strcmp(c->attention, "math"))
+        return INVALID("numerics=invariant with attention=%s: invariant numerics has its own attention order "
+                       "(canonical key blocks merged in one fixed order), so another variant would be ignored; "
+                       "leave attention=math", c->attention);
+    if (c->pipefusion > 1 || c->patch > 1)
+        return INVALID("numerics=invariant with %s=%d: %s computes with activations from the previous step after "
+                       "its warmup (an approximation by design), so it cannot be bitwise the serial run; "
+                       "invariant numerics takes dp, cfg_parallel, ulysses and ring",
+                       c->pipefusion > 1 ? "pipefusion" : "patch", c->pipefusion > 1 ? c->pipefusion : c->patch,
+                       c->pipefusion > 1 ? "PipeFusion" : "patch parallelism (DistriFusion)");
+    /* a ring rank's shard of a segment must be whole canonical key blocks: no block may
+     * straddle two ranks, or its partial could not be computed where its keys are */
+    const struct { const char *what; long n; } segs[] = {
+        {"image", tokens_of(h, w, m->p)}, {"text", m->fam == RP_FAMILY_FLUX ? m->text_len : 0}};
+    for (int i = 0; i < 2; i++) {
+        const long n = segs[i].n;
+        if (n <= 0 || c->ring <= 1 || n % c->ring) continue;
+        const int bk = rp_attn_canon_block((int)n);
+        if ((n / c->ring) % bk)
+            return INVALID("numerics=invariant with ring=%d: each ring rank holds %ld of the %ld %s tokens, not a "
+                           "whole number of the canonical key blocks of %d tokens the attention sums in "
+                           "(engine/attention/canonical.c); choose a ring degree that divides %ld",
+                           c->ring, n / c->ring, n, segs[i].what, bk, n / bk);
+    }
     return RP_OK;
 }
 
@@ -607,6 +645,7 @@ rp_status rp_case_validate(const rp_case *c, const rp_validate_env *env, rp_erro
     RP_TRY(check_latent(c, &m, &H, &W, &h, &w, err));
     RP_TRY(check_degrees(c, &m, env, err));
     RP_TRY(check_sequence(c, &m, h, w, err));
+    RP_TRY(check_invariant(c, &m, h, w, err));
     RP_TRY(check_pipeline(c, &m, h, err));
     RP_TRY(check_placement(c, env, err));
     RP_TRY(check_inject(c, &m, err));
@@ -630,6 +669,9 @@ const char *rp_validate_describe_rules(void) {
            "  attention     math split subquad flash auto; chunk sizes >= 0, none for math,\n"
            "                no kv chunk for split; device_profile a preset or spec\n"
            "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
+           "  numerics      default|invariant; invariant: device cpu, attention math, no\n"
+           "                pipefusion or patch, and a ring rank's share of the image (FLUX:\n"
+           "                and text) tokens a whole number of canonical key blocks\n"
            "  gpu_mode      deterministic|fast (the CUDA GEMMs); fast only with a CUDA device\n"
            "  batch_forward joint|per-item (per-item: SD3/FLUX)\n"
            "  backend       self gloo nccl, compiled in; self only with world 1;\n"

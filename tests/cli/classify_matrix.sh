@@ -19,6 +19,12 @@
 #           (8-bit rounding moves it by <= 1 level per image). (Before: PSNR never falls,
 #           which fails on another CPU above ~80 dB: a level in a handful of pixels.)
 #           Skipped (77) while pipefusion / patch are not in the build
+#   invariant numerics: invariant (docs/invariant.md) on dit-tiny, sd3-tiny, flux-tiny and
+#           dit-xl-2-128 (depth 4; family "ditxl"), fp32 and bf16, every exact layout at
+#           batches of 1, 3 and 8: every layout identical to its serial run, the planted faults
+#           BUG (MISMATCH) however small; and batch composition: item i's whole trajectory is
+#           bitwise the same in the serial runs of 1, 3 and 8 items (its noise is keyed by
+#           (seed, index), so only the arithmetic could make it differ)
 #   classify_matrix.sh REPRO SCRATCH SET SRC
 set -u
 repro=$1 scratch=$2 set=$3 src=$4
@@ -28,7 +34,9 @@ mkdir -p "$scratch" || exit 1
 res=$scratch/results
 t0=$(date +%s)
 dirs=
-for fam in dit sd3 flux; do
+fams="dit sd3 flux"
+[ "$set" = invariant ] && fams="dit sd3 flux ditxl"
+for fam in $fams; do
     m=$src/tests/classify/$set-$fam.yaml
     [ -s "$m" ] || fail "no matrix $m"
     t1=$(date +%s)
@@ -44,7 +52,7 @@ for fam in dit sd3 flux; do
     grep -q '^confusion: diagonal' "$scratch/$fam.out" || fail "$set-$fam: the confusion table is not diagonal"
     dirs="$dirs $res/$(sed -n 's/^name: //p' "$m")"
 done
-echo "== $set: the three families together"
+echo "== $set: the families together"
 # shellcheck disable=SC2086 # the directories are word-split on purpose (no spaces in them)
 "$repro" classify --table $dirs >"$scratch/table"
 rc=$?
@@ -133,6 +141,46 @@ for fam in ("dit", "sd3", "flux"):
                 print("  quality fell at warmup %d: PSNR %.2f after %.2f dB, RMS beyond 2 levels" % (w, p, p0))
                 bad = 1
 sys.exit(bad)
+EOF
+    ;;
+invariant)
+    n=$(echo "$rows" | awk '$3 == "identical"' | wc -l)
+    [ "$n" -ge 200 ] || fail "invariant: only $n layouts labelled identical"
+    echo "$rows" | awk '$3 == "identical" && $2 != "identical" { print; bad = 1 } END { exit bad }' ||
+        fail "invariant: an exact layout is not bitwise its serial run"
+    echo "$rows" | awk '($3 == "BUG" || $3 == "MISMATCH") && $2 != $3 { print; bad = 1 } END { exit bad }' ||
+        fail "invariant: a planted fault is not flagged"
+    # batch composition: the serial runs of 1, 3 and 8 items hold item i bitwise alike
+    # shellcheck disable=SC2086
+    "${REPRO_PYTHON:-/usr/bin/python3}" - $dirs <<'EOF' || fail "invariant: an item's latents depend on its batch"
+import json, struct, sys
+def trajectory(path):  # [step][item] -> the item's fp32 bytes at that step
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])["trajectory"]
+    assert h["dtype"] == "F32", h
+    rows, items = h["shape"][0], h["shape"][1]
+    data = b[8 + n + h["data_offsets"][0]:8 + n + h["data_offsets"][1]]
+    per = len(data) // (rows * items)
+    return [[data[(r * items + i) * per:(r * items + i + 1) * per] for i in range(items)] for r in range(rows)]
+bad = checked = 0
+for d in sys.argv[1:]:
+    s = json.load(open(d + "/report/summary.json"))
+    serial = {}  # precision -> {items: trajectory}
+    for c in s["cases"]:
+        cfg = c.get("config") or {}
+        if c["name"].endswith(" serial") and c["status"] == "ok":
+            serial.setdefault(cfg["precision"], {})[len(cfg["items"])] = trajectory("%s/%s/latents.safetensors" % (d, c["id"]))
+    for prec, byn in sorted(serial.items()):
+        big = max(byn)
+        for n, t in sorted(byn.items()):
+            for i in range(n):
+                checked += 1
+                if any(t[r][i] != byn[big][r][i] for r in range(len(t))):
+                    print("  %s %s: item %d of the %d-item batch differs from item %d of the %d-item batch" % (d, prec, i, n, i, big))
+                    bad = 1
+print("  batch composition: %d items checked against the largest batch: %s" % (checked, "DIFFERENCES" if bad else "all bitwise"))
+sys.exit(bad or not checked)
 EOF
     ;;
 *) fail "unknown set $set" ;;

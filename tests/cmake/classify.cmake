@@ -15,6 +15,10 @@
 #                          (dp-rank-layout: MISMATCH) at the right first step, the right layer
 #   matrix.classify.approx pipefusion and patch with warmup 0..steps: approx or drift, quality
 #                          improving with warmup (skips, 77, while those strategies are missing)
+#   matrix.classify.invariant numerics: invariant: every exact layout (dp, cfg, ulysses, ring,
+#                          USP; batches 1, 3, 8; fp32 and bf16) over dit-tiny, sd3-tiny,
+#                          flux-tiny and dit-xl-2-128 depth 4 identical to serial, the planted
+#                          faults BUG, an item's bits independent of its batch
 #   the matrix tests print the confusion table and require it diagonal
 #   (tests/cli/classify_matrix.sh, tests/classify/*.yaml; label matrix)
 if(TARGET test_classify)
@@ -28,7 +32,7 @@ add_test(NAME cli.classify
 set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
 if(REPRO_HAVE_GLOO)
-  foreach(set drift corpus bugs approx)
+  foreach(set drift corpus bugs approx invariant)
     add_test(NAME matrix.classify.${set}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
                      ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})

@@ -12,6 +12,8 @@
 #   ulysses=4, ulysses=8 (flux-tiny has 2 heads)              CONFIG_ERROR, rejected at validation
 #   vae_scale_factor=16 (flux-dev), with its serial reference CONFIG_ERROR, rejected at validation
 #   pipefusion or patch with warmup_steps short of the steps  approx
+#   numerics=invariant, without a planted fault that acts     identical (references included:
+#                                                             an exact layout is bitwise serial)
 #   everything else (references included)                     drift
 # the case counts are those the files document, and without a GPU every device=cuda case is
 # SKIPPED.
@@ -47,6 +49,7 @@ check() { # check MATRIX CASES STEPS...
     dry "$m" "$d/latent" --filter inject=dp-rank-layout --filter dp=2 --filter cfg_parallel=2
     dry "$m" "$d/CONFIG_ERROR" --filter ulysses=4 --filter ulysses=8
     dry "$m" "$d/vae16" --filter vae_scale_factor=16
+    dry "$m" "$d/invariant" --filter numerics=invariant
     : >"$d/approx"
     for w in 0 1 2 4 8 16; do
         dry "$m" "$d/approx-p$w" --filter warmup_steps=$w --filter pipefusion=2 --filter pipefusion=4
@@ -71,6 +74,11 @@ for lab, f in (("approx", "approx"), ("MISMATCH", "MISMATCH"), ("drift", "latent
     for i, (name, is_ref, v) in rows(d + "/" + f).items():
         if not is_ref:
             want[i] = lab
+# invariant numerics: no drift at all, so what would be drift (a reference, a correct layout,
+# the latent dp-rank-layout) is identical
+for i, (name, is_ref, v) in rows(d + "/invariant").items():
+    if want[i] == "drift":
+        want[i] = "identical"
 # the doubled VAE factor (flux_multinode): the case and its serial reference are rejected
 for i, (name, is_ref, v) in rows(d + "/vae16").items():
     want[i] = "CONFIG_ERROR"
@@ -93,9 +101,9 @@ sys.exit(bad)
 EOF
     [ $? -eq 0 ] || fail "$m: expectations (above)"
 }
-check flux_dp 38
+check flux_dp 49
 check attention_cross_device 24
-check sd3_batch 33
+check sd3_batch 53
 check dit_async_warmup 53
 check nightly 207
 echo ok

@@ -44,9 +44,17 @@ def num(x):
     return float(x) if isinstance(x, (int, float)) else float(str(x))
 
 rows = {}
+inv = []  # the invariant-numerics cases: identical to their invariant serial run, the fault BUG
 for c in s["cases"]:
     cfg = c.get("config")
     if not cfg:
+        continue
+    if cfg.get("numerics") == "invariant" and c["status"] != "SKIPPED":
+        inv.append("  %-40s %-10s %-10s %s" % (c["name"][:40], c["degrees"], c["verdict"],
+                                               ((c.get("evidence") or {}).get("summary") or "")[:90]))
+        want = "BUG" if cfg.get("inject") else "identical"
+        if check and c["verdict"] != want:
+            bad.append("%s: verdict %s, not %s (numerics invariant)" % (c["name"], c["verdict"], want))
         continue
     res = cfg.get("width")
     w = (c["metrics"].get("worst") or {})
@@ -87,6 +95,9 @@ for res in sorted(rows):
     for world, deg, name, verdict, p, ss, ch, ratio, nloc in sorted(rows[res], key=lambda r: (r[1] != "1", "".join(ch for ch in r[1] if not ch.isdigit()), r[0], r[2])):
         print("  %-5s %-30s %-10s %-12s %9s %8s %8s %12s" % (res, name[:30], deg, verdict, f(p, "%.2f"), f(ss, "%.5f"),
               f(None if ch is None else num(ch) * 100, "%.1f%%"), f(ratio if nloc else None, "x%.2f")))
+if inv:
+    print("\nflux_dp: invariant numerics (every exact layout must be bitwise the invariant serial run)")
+    print("\n".join(inv))
 # the reporters' observation: the same layouts at the smaller size differ more
 means = {}
 for res, rs in rows.items():

@@ -27,7 +27,8 @@ for c in s["cases"]:
     print("  %-36s %-9s %-10s %s" % (c["name"], c["degrees"], c["verdict"], (c.get("evidence") or {}).get("summary") or ""))
     p = (c["metrics"].get("worst") or {}).get("psnr")
     p = "" if p is None else " (inf)" if math.isinf(float(p)) else " (%.1f dB)" % float(p)
-    cells.setdefault((c["world"], c["degrees"]), {})[(len(cfg["items"]), bool(cfg.get("inject")))] = c["verdict"] + (
+    key = (len(cfg["items"]), bool(cfg.get("inject")), cfg.get("numerics") == "invariant")
+    cells.setdefault((c["world"], c["degrees"]), {})[key] = c["verdict"] + (
         p if c["verdict"] in ("drift", "identical") else "")
     if c["verdict"] != "MISMATCH":
         if check and c["status"] == "ok" and c["verdict"] not in ("identical", "drift"):
@@ -48,8 +49,9 @@ for c in s["cases"]:
             print("      image %d, asked for %-36s got prompt %d %s" % (i, '"%s",' % items[i]["prompt"], j,
                                                                     '"%s"' % items[j]["prompt"]))
 if md and cells:
-    cols = sorted({k for v in cells.values() for k in v}, key=lambda k: (-k[0], k[1]))
-    print("| degrees | " + " | ".join("%d prompts%s" % (n, ", `dp-rank-layout`" if f else "") for n, f in cols) + " |", file=mdout)
+    cols = sorted({k for v in cells.values() for k in v}, key=lambda k: (k[2], -k[0], k[1]))
+    print("| degrees | " + " | ".join("%d prompts%s%s" % (n, ", `dp-rank-layout`" if f else "", ", invariant" if inv else "")
+                                     for n, f, inv in cols) + " |", file=mdout)
     print("|---" * (len(cols) + 1) + "|", file=mdout)
     for (w, deg), v in sorted(cells.items()):
         print("| %s | %s |" % (deg.replace(" ", " x "), " | ".join(v.get(k, "") for k in cols)), file=mdout)

@@ -118,7 +118,7 @@ START_TEST(id_stability) {
     snprintf(b.name, sizeof b.name, "another label");
     rp_case_id(&b, ib);
     ck_assert_str_eq(ia, ib);
-    /* fields added later (gpu_mode, prompt_embeds, sharpen) are outside the id while they hold their
+    /* fields added later (gpu_mode, prompt_embeds, sharpen, numerics) are outside the id while they hold their
      * defaults: the id is that of the same JSON without the keys, as computed before the
      * fields existed */
     {
@@ -131,6 +131,8 @@ START_TEST(id_stability) {
         cJSON_DeleteItemFromObject(j, "prompt_embeds");
         ck_assert(cJSON_GetObjectItemCaseSensitive(j, "sharpen")->valuedouble == 0);
         cJSON_DeleteItemFromObject(j, "sharpen");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "numerics")->valuestring, "default");
+        cJSON_DeleteItemFromObject(j, "numerics");
         char *text = cJSON_PrintUnformatted(j);
         cJSON_Delete(j);
         unsigned long long h = 0xcbf29ce484222325ULL;
@@ -142,8 +144,8 @@ START_TEST(id_stability) {
         ck_assert_str_eq(ia, want);
     }
     /* every field does: one change per field, each id distinct from the base */
-    rp_case v[28];
-    for (int i = 0; i < 28; i++) v[i] = sample_case();
+    rp_case v[29];
+    for (int i = 0; i < 29; i++) v[i] = sample_case();
     int k = 0;
     snprintf(v[k++].model, 64, "flux-dev");
     v[k++].depth = 2;
@@ -173,9 +175,10 @@ START_TEST(id_stability) {
     snprintf(v[k++].gpu_mode, 16, "fast");
     snprintf(v[k++].prompt_embeds, 16, "e.safetensors");
     v[k++].sharpen = 16;
-    ck_assert_int_eq(k, 28);
-    char ids[28][17];
-    for (int i = 0; i < 28; i++) {
+    snprintf(v[k++].numerics, 16, "invariant");
+    ck_assert_int_eq(k, 29);
+    char ids[29][17];
+    for (int i = 0; i < 29; i++) {
         rp_case_id(&v[i], ids[i]);
         ck_assert_msg(strcmp(ids[i], ia) != 0, "change %d kept the id", i);
         for (int m = 0; m < i; m++) ck_assert_msg(strcmp(ids[i], ids[m]) != 0, "changes %d and %d collide", i, m);

@@ -245,7 +245,7 @@ START_TEST(yaml_types_are_strict) {
     parse_fails("axes: {foo: [1, 2]}\n", "1:8: field 'axes.foo': unknown key; known keys: model depth single_depth "
                                          "weights prompt_embeds weight_seed sharpen vae width height vae_scale_factor steps sampler eta "
                                          "cfg guidance precision attention attn_q_chunk attn_kv_chunk device_profile "
-                                         "threads blas_core reduce_split mode backend device gpu_mode dp cfg_parallel ulysses "
+                                         "threads blas_core reduce_split mode numerics backend device gpu_mode dp cfg_parallel ulysses "
                                          "ring pipefusion patch num_pipeline_patch pipefusion_layers warmup_steps "
                                          "batch_forward inject expect name items resolution");
     /* hex and octal integers are integers */
