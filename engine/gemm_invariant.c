@@ -48,12 +48,12 @@
 #include "fastmath.h"
 
 #define NR 32         /* accumulator lanes: 2 zmm (AVX-512) or 4 ymm (AVX2) */
-#define MR_WIDE 6     /* accumulator rows with AVX-512: 12 zmm of 32 */
+#define MR_WIDE 8     /* accumulator rows with AVX-512: 16 zmm of 32 */
 #define MR_NARROW 3   /* accumulator rows otherwise: 12 ymm of 16 (AVX2 has 16 registers) */
-#define MR_MAX 6
+#define MR_MAX 8
 #define KC_MAX 256    /* k per block: a (KC, NR) Y micro-panel fits L1 (32 KiB) */
 #define MC_MAX 144    /* broadcast rows per tile (multiple of both MRs) */
-#define NC_MAX 256    /* vector lanes per tile (multiple of NR) */
+#define NC_MAX 512    /* vector lanes per tile (multiple of NR) */
 
 /* ---- micro-kernels ---------------------------------------------------------------
  * acc (MR, NR) [+]= X (MR, kc) Y (kc, NR), one fmaf chain per element over k in
@@ -149,16 +149,36 @@ static void pack_y(const gemm_job *jb, int p0, int p1) {
     }
 }
 
-/* C (r, v) for the n_r x n_v valid part of one (mr, NR) accumulator block. */
-static void store_block(const gemm_job *jb, const float *acc, int r0, int v0, int n_r, int n_v) {
-    for (int r = 0; r < n_r; r++) {
-        const float *a = acc + (size_t)r * NR;
-        float *c = jb->C + (size_t)(r0 + r) * jb->cs_r + (size_t)v0 * jb->cs_v;
-        const ptrdiff_t cs = jb->cs_v;
-        if (jb->beta == 0.0f) {
-            for (int v = 0; v < n_v; v++) c[v * cs] = jb->alpha * a[v];
-        } else {
-            for (int v = 0; v < n_v; v++) c[v * cs] = jb->alpha * a[v] + jb->beta * c[v * cs];
+/* The epilogue of one tile: C (r, v) = alpha * acc [+ beta * C] for rows
+ * [r0, r0 + mr_t) and lanes [v0, v0 + nv_t), acc in the tile's block layout
+ * (run_tile). Walks C along its rows (v when cs_v == 1, else r): in the C^T
+ * orientation a block's lanes are 32 different rows of C, and writing them block by
+ * block misses a cache line per element. */
+static void store_tile(const gemm_job *jb, const float *acc, int r0, int v0, int mr_t, int nv_t) {
+    const int mr = jb->mr, nbr = (mr_t + mr - 1) / mr;
+    const float alpha = jb->alpha, beta = jb->beta;
+    if (jb->cs_v == 1) {   /* C = op(A) op(B) orientation */
+        for (int r = 0; r < mr_t; r++) {
+            float *c = jb->C + (size_t)(r0 + r) * jb->cs_r + v0;
+            for (int bv = 0; bv * NR < nv_t; bv++) {
+                const float *a = acc + (((size_t)bv * nbr + r / mr) * mr + r % mr) * NR;
+                float *cb = c + bv * NR;
+                int n = nv_t - bv * NR < NR ? nv_t - bv * NR : NR;
+                if (beta == 0.0f) for (int v = 0; v < n; v++) cb[v] = alpha * a[v];
+                else for (int v = 0; v < n; v++) cb[v] = alpha * a[v] + beta * cb[v];
+            }
+        }
+    } else { /* C^T orientation: cs_r == 1 */
+        assert(jb->cs_r == 1);
+        for (int v = 0; v < nv_t; v++) {
+            float *c = jb->C + (size_t)(v0 + v) * jb->cs_v + r0;
+            for (int br = 0; br < nbr; br++) {
+                const float *a = acc + ((size_t)(v / NR) * nbr + br) * mr * NR + v % NR;
+                float *cb = c + (size_t)br * mr;
+                int n = mr_t - br * mr < mr ? mr_t - br * mr : mr;
+                if (beta == 0.0f) for (int r = 0; r < n; r++) cb[r] = alpha * a[r * NR];
+                else for (int r = 0; r < n; r++) cb[r] = alpha * a[r * NR] + beta * cb[r];
+            }
         }
     }
 }
@@ -176,7 +196,6 @@ static void run_tile(const gemm_job *jb, int tile, float *acc, float *xp) {
     const int direct = jb->xs_k == 1;
     for (int p0 = 0; p0 < K; p0 += jb->kc) {
         int kc = K - p0 < jb->kc ? K - p0 : jb->kc;
-        int last = p0 + kc == K;
         if (!direct) { /* X block (mr_t, kc) -> micro-panels (kc, mr); rows past R repeat the last */
             for (int br = 0; br < nbr; br++) {
                 float *d = xp + (size_t)br * kc * mr;
@@ -202,20 +221,27 @@ static void run_tile(const gemm_job *jb, int tile, float *acc, float *xp) {
                         xr[r] = jb->x + (size_t)row * jb->xs_r + p0;
                     }
                     xs = 1;
+                    /* First pass over this X block: its rows come from memory in
+                     * short pieces (kc floats of rows K apart), which the hardware
+                     * prefetcher barely ramps up on; fetch the next micro-rows'
+                     * pieces into L2 while this kernel runs. */
+                    if (bv == 0 && br + 1 < nbr)
+                        for (int r = 0; r < mr; r++) {
+                            int row = r0 + (br + 1) * mr + r;
+                            if (row >= jb->R) break;
+                            const float *q = jb->x + (size_t)row * jb->xs_r + p0;
+                            for (int k = 0; k < kc; k += 16) __builtin_prefetch(q + k, 0, 2);
+                        }
                 } else {
                     for (int r = 0; r < mr; r++) xr[r] = xp + (size_t)br * kc * mr + r;
                     xs = mr;
                 }
                 if (mr == MR_WIDE) micro_wide(kc, xr, xs, yp, a, p0 > 0);
                 else micro_narrow(kc, xr, xs, yp, a, p0 > 0);
-                if (last) {
-                    int n_r = mr_t - br * mr < mr ? mr_t - br * mr : mr;
-                    int n_v = nv_t - bv * NR < NR ? nv_t - bv * NR : NR;
-                    store_block(jb, a, r0 + br * mr, v0 + bv * NR, n_r, n_v);
-                }
             }
         }
     }
+    store_tile(jb, acc, r0, v0, mr_t, nv_t);
 }
 
 /* Worker `t` of the job: packs its share of Y's panels, waits for the others,
