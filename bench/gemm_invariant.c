@@ -8,7 +8,10 @@
  * text, slow on a small machine): (3072, 3072), qkv (9216, 3072), fc1 (12288, 3072),
  * fc2 (3072, 12288). Each time is the best of R runs (default 3) after one warm-up;
  * OpenBLAS gets the same thread count (openblas_set_num_threads through
- * rp_ctx_apply). Prints the machine (CPU, SIMD flags, OpenBLAS core and config,
+ * rp_ctx_apply). OpenBLAS's pool threads keep spinning for a while after each call
+ * (GOTO thread timeout, ~0.1 s) and would take CPU from the invariant GEMM's own
+ * threads, which the engine never runs beside OpenBLAS calls; so the invariant runs
+ * start after a 0.5 s pause. Prints the machine (CPU, SIMD flags, OpenBLAS core and config,
  * from the environment record of harness/env.c), then per shape and thread count
  * GFLOP/s of both and the ratio of times invariant / OpenBLAS. */
 #include <cblas.h>
@@ -118,6 +121,7 @@ int main(int argc, char **argv) {
             const shape *s = &shapes[i];
             double flop = 2.0 * s->M * (double)s->N * s->K;
             double tb = time_gemm(0, s, X, W, C, threads[ti], repeat);
+            nanosleep(&(struct timespec){0, 500000000L}, NULL);
             double tv = time_gemm(1, s, X, W, C, threads[ti], repeat);
             printf("%-10s %5d %6d %6d %3d %12.1f %12.1f %7.3f\n", s->name, s->M, s->N, s->K,
                    threads[ti], flop / tb / 1e9, flop / tv / 1e9, tv / tb);

@@ -23,13 +23,14 @@
  *    (x W^T) with few rows that is vectorising over the rows of x, so the weight
  *    is streamed in place and only x is transposed.
  *  - Register blocking. The micro-kernel keeps an MR x NR accumulator block in
- *    registers (6 x 32 floats = 12 zmm with AVX-512, 6 x 16 = 12 ymm with AVX2)
+ *    registers (8 x 32 floats = 16 zmm with AVX-512, 3 x 32 = 12 ymm otherwise)
  *    and runs its k loop as broadcast-FMA; it is compiled with RP_SIMD_CLONES so
  *    the v4/v3 clones use vfmadd231ps (the baseline clone calls fmaf).
  *  - Cache blocking. K is cut into blocks of <= KC_MAX; between blocks the
  *    accumulators are stored to a per-thread buffer and reloaded, which does not
  *    change an fp32 value, so each element's fmaf chain stays k = 0 .. K-1 in
- *    order. Tiles of MC_MAX x NC_MAX outputs are the unit of work.
+ *    order. Tiles of MC_MAX x NC_MAX outputs are the unit of work; a tile's
+ *    alpha/beta epilogue runs once, after its last K block.
  *  - Threads. Tiles are handed out by an atomic counter: which thread computes a
  *    tile only changes who runs its fixed chains.
  * Scratch (the packed Y, per-thread accumulators and X blocks) is allocated per
@@ -51,6 +52,8 @@
 #define MR_WIDE 8     /* accumulator rows with AVX-512: 16 zmm of 32 */
 #define MR_NARROW 3   /* accumulator rows otherwise: 12 ymm of 16 (AVX2 has 16 registers) */
 #define MR_MAX 8
+/* Block sizes, tuned on a 2-core Sapphire-Rapids-class VM (48 KiB L1d, 2 MiB L2
+ * per core) at the DiT-XL/2 and FLUX-dev Linear shapes; they change speed only. */
 #define KC_MAX 256    /* k per block: a (KC, NR) Y micro-panel fits L1 (32 KiB) */
 #define MC_MAX 144    /* broadcast rows per tile (multiple of both MRs) */
 #define NC_MAX 512    /* vector lanes per tile (multiple of NR) */
@@ -59,9 +62,11 @@
  * acc (MR, NR) [+]= X (MR, kc) Y (kc, NR), one fmaf chain per element over k in
  * order: X row r at x[r][k * xs]; yp the packed micro-panel (kc, NR), unit stride;
  * load 0: the chains start from 0 (acc not read). MR and NR are compile-time
- * constants so GCC keeps the accumulators in registers (checked with objdump: the
- * v4 clone of 6 x 32 and the v3 clone of 3 x 32 run the k loop as broadcast +
- * vfmadd231ps on 12 registers; 6 x 16 on v3, the obvious AVX2 shape, GCC spills). */
+ * constants so GCC keeps the accumulators in registers. Checked with objdump (GCC
+ * 12): the v4 clone of 8 x 32 runs the k loop as 2 loads, 8 vbroadcastss and 16
+ * vfmadd231ps on zmm, the v3 clone of 3 x 32 as 4 loads, 3 broadcasts and 12
+ * vfmadd231ps on ymm, no spills; 6 x 16 on v3, the textbook AVX2 shape, GCC
+ * vectorises across rows and spills, and 12 x 32 on v4 measured slower than 8 x 32. */
 #define RP_DEF_MICRO(NAME, MR)                                                            \
     RP_SIMD_CLONES                                                                        \
     static void NAME(int kc, const float *const *x, ptrdiff_t xs, const float *yp,        \
@@ -252,8 +257,11 @@ static void work(gemm_job *jb, int t) {
     if (p0 < p1) pack_y(jb, p0, p1);
     if (jb->nthreads > 1) pthread_barrier_wait(&jb->bar);
 
-    float *acc = rp_gemm_scratch((size_t)jb->mc * jb->nc);                 /* (mc, nc) */
-    float *xp = jb->xs_k == 1 ? NULL : rp_gemm_scratch((size_t)jb->mc * jb->kc); /* (mc, kc) */
+    /* a tile is at most (rows, lanes), rounded up to whole micro-kernel blocks */
+    size_t rows = (size_t)((jb->R < jb->mc ? jb->R : jb->mc) + jb->mr - 1) / jb->mr * jb->mr;
+    size_t lanes = (size_t)((jb->NV < jb->nc ? jb->NV : jb->nc) + NR - 1) / NR * NR;
+    float *acc = rp_gemm_scratch(rows * lanes);                                 /* (rows, lanes) */
+    float *xp = jb->xs_k == 1 ? NULL : rp_gemm_scratch(rows * (size_t)jb->kc); /* (rows, kc) */
     int ntiles = jb->tiles_r * jb->tiles_v;
     for (;;) {
         int tile = atomic_fetch_add(&jb->next_tile, 1);

@@ -37,7 +37,7 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
  * is correctly rounded everywhere). threads <= 1: the calling thread only; more:
  * that many threads (same bits). Scratch is allocated per call (fatal if out of
  * memory): one operand packed, K x M or K x N floats (usually the smaller), plus
- * about 300 KiB a thread. */
+ * up to ~450 KiB a thread. */
 void rp_gemm_invariant(int transA, int transB, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta,
                        float *C, int ldc, int threads);
