@@ -1,7 +1,7 @@
 /* gemm.c — the one GEMM entry point (rp_gemm), nn.Linear, and the bf16/fp16
  * scalar conversions.
  *
- * Every matrix product of the engine goes through rp_gemm, so the two knobs
+ * Every matrix product of the engine goes through rp_gemm, so the three knobs
  * that change its floating-point work live here and nowhere else:
  *
  *   ctx->precision  FP32: cblas_sgemm on the inputs as given.
@@ -9,6 +9,15 @@
  *                   rp_f32_to_bf16) and the product is accumulated in fp32.
  *   ctx->reduce_split  the K reduction is done as two halves whose fp32
  *                   partial sums are added afterwards (split-K order).
+ *   ctx->numerics   DEFAULT: the products are cblas_sgemm's, whose bits depend on
+ *                   the shape of the call (how many rows share it, where a row
+ *                   sits), the kernel set and the thread split.
+ *                   INVARIANT: every product (the plain one and both halves of
+ *                   reduce_split) is rp_gemm_invariant's (engine/gemm_invariant.c):
+ *                   one fmaf chain over k per element, so a row's bits depend on
+ *                   that row alone and dp / sequence shards give the serial bits.
+ *                   The bf16 rounding and the split-K combine are the same code
+ *                   in both modes (they are per element already).
  *
  * Why BF16 does not call cblas_sbgemm: Debian's libopenblas 0.3.21 is built
  * without BUILD_BFLOAT16, so cblas.h declares cblas_sbgemm but the library
@@ -20,16 +29,6 @@
  * sbgemm. (Only the BLAS's own summation order could differ, which is the
  * BLAS's choice in both cases.) The fp32 copies cost 2x the memory of bf16
  * copies; they are scratch for one call.
- *
- *   ctx->numerics   DEFAULT: the products are cblas_sgemm's, whose bits depend on
- *                   the shape of the call (how many rows share it, where a row
- *                   sits), the kernel set and the thread split.
- *                   INVARIANT: every product (the plain one and both halves of
- *                   reduce_split) is rp_gemm_invariant's (engine/gemm_invariant.c):
- *                   one fmaf chain over k per element, so a row's bits depend on
- *                   that row alone and dp / sequence shards give the serial bits.
- *                   The bf16 rounding and the split-K combine are the same code
- *                   in both modes (they are per element already).
  *
  * Threads: DEFAULT, OpenBLAS's (set process-wide by rp_ctx_apply); INVARIANT,
  * ctx->threads pthreads per call (0: one). */
