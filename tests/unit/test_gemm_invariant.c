@@ -135,7 +135,7 @@ END_TEST
 /* A row's bits do not depend on the batch it is in: rows [off, off + m) of op(A)
  * computed alone equal the same rows of the full (300-row) product, for many
  * (off, m) — m not a multiple of any block, starts anywhere — and the same for
- * column ranges of op(B); threads 1, 2 and 3 agree. All four transpositions, and
+ * column ranges of op(B); threads 1, 2, 3, 7 and 64 agree. All four transpositions, and
  * N both below and above M (the kernel picks its orientation from the shape). */
 START_TEST(test_batch_invariance) {
     const int M = 300, K = 333;
@@ -149,9 +149,10 @@ START_TEST(test_batch_invariance) {
         float *A = rand_matrix(ar, ac, lda, &s), *B = rand_matrix(br, bc, ldb, &s);
         float *full = alloc_f((size_t)M * N), *sub = alloc_f((size_t)M * N);
         rp_gemm_invariant(tA, tB, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, full, N, 1);
-        for (int t = 2; t <= 3; t++) {
-            rp_gemm_invariant(tA, tB, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, sub, N, t);
-            ck_assert_msg(first_diff(full, N, sub, N, M, N) < 0, "threads %d != threads 1", t);
+        const int ts[] = {2, 3, 7, 64}; /* 64: more threads than tiles */
+        for (int q = 0; q < 4; q++) {
+            rp_gemm_invariant(tA, tB, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, sub, N, ts[q]);
+            ck_assert_msg(first_diff(full, N, sub, N, M, N) < 0, "threads %d != threads 1", ts[q]);
         }
         const int ms[] = {1, 2, 3, 5, 6, 7, 13, 31, 32, 33, 64, 100, 145, 299};
         const int offs[] = {0, 1, 5, 6, 11, 17, 64, 150};
