@@ -6,7 +6,8 @@
  * Shapes (N, K): DiT-XL/2 256 px, batch 2 (M = 512 tokens): proj (1152, 1152), qkv
  * (3456, 1152), fc1 (4608, 1152), fc2 (1152, 4608); FLUX-dev double/single block (M = 1024 by default; 4608 is 1024 px with the
  * text, slow on a small machine): (3072, 3072), qkv (9216, 3072), fc1 (12288, 3072),
- * fc2 (3072, 12288). Each time is the best of R runs (default 3) after one warm-up;
+ * fc2 (3072, 12288). Each time is the best of R samples (default 3) of >= 0.25 s,
+ * after one warm-up call;
  * OpenBLAS gets the same thread count (openblas_set_num_threads through
  * rp_ctx_apply). OpenBLAS's pool threads keep spinning for a while after each call
  * (GOTO thread timeout, ~0.1 s) and would take CPU from the invariant GEMM's own
@@ -54,19 +55,30 @@ static const char *env_str(const cJSON *env, const char *obj, const char *key) {
 
 typedef struct shape { const char *name; int M, N, K; } shape;
 
-/* Best-of-repeat seconds of one product; which = 0 OpenBLAS, 1 invariant. */
+static void run_once(int which, const shape *s, const float *X, const float *W, float *C,
+                     int threads) {
+    if (which)
+        rp_gemm_invariant(0, 1, s->M, s->N, s->K, 1.0f, X, s->K, W, s->K, 0.0f, C, s->N, threads);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->M, s->N, s->K, 1.0f, X, s->K, W,
+                    s->K, 0.0f, C, s->N);
+}
+
+/* Seconds per product, best of `repeat` samples; which = 0 OpenBLAS, 1 invariant.
+ * A sample repeats the product for at least 0.25 s (count from the warm-up call), so
+ * the DiT shapes (a few ms each) are not one scheduler tick's worth of noise. */
 static double time_gemm(int which, const shape *s, const float *X, const float *W, float *C,
                         int threads, int repeat) {
+    double t0 = now();
+    run_once(which, s, X, W, C, threads);
+    double warm = now() - t0;
+    int n = warm > 0 ? (int)(0.25 / warm) + 1 : 1;
     double best = 1e30;
-    for (int r = -1; r < repeat; r++) { /* r = -1: warm-up */
-        double t0 = now();
-        if (which)
-            rp_gemm_invariant(0, 1, s->M, s->N, s->K, 1.0f, X, s->K, W, s->K, 0.0f, C, s->N, threads);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->M, s->N, s->K, 1.0f, X, s->K,
-                        W, s->K, 0.0f, C, s->N);
-        double dt = now() - t0;
-        if (r >= 0 && dt < best) best = dt;
+    for (int r = 0; r < repeat; r++) {
+        t0 = now();
+        for (int i = 0; i < n; i++) run_once(which, s, X, W, C, threads);
+        double dt = (now() - t0) / n;
+        if (dt < best) best = dt;
     }
     return best;
 }
