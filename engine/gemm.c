@@ -1,7 +1,7 @@
 /* gemm.c — the one GEMM entry point (rp_gemm), nn.Linear, and the bf16/fp16
  * scalar conversions.
  *
- * Every matrix product of the engine goes through rp_gemm, so the two knobs
+ * Every matrix product of the engine goes through rp_gemm, so the three knobs
  * that change its floating-point work live here and nowhere else:
  *
  *   ctx->precision  FP32: cblas_sgemm on the inputs as given.
@@ -9,6 +9,15 @@
  *                   rp_f32_to_bf16) and the product is accumulated in fp32.
  *   ctx->reduce_split  the K reduction is done as two halves whose fp32
  *                   partial sums are added afterwards (split-K order).
+ *   ctx->numerics   DEFAULT: the products are cblas_sgemm's, whose bits depend on
+ *                   the shape of the call (how many rows share it, where a row
+ *                   sits), the kernel set and the thread split.
+ *                   INVARIANT: every product (the plain one and both halves of
+ *                   reduce_split) is rp_gemm_invariant's (engine/gemm_invariant.c):
+ *                   one fmaf chain over k per element, so a row's bits depend on
+ *                   that row alone and dp / sequence shards give the serial bits.
+ *                   The bf16 rounding and the split-K combine are the same code
+ *                   in both modes (they are per element already).
  *
  * Why BF16 does not call cblas_sbgemm: Debian's libopenblas 0.3.21 is built
  * without BUILD_BFLOAT16, so cblas.h declares cblas_sbgemm but the library
@@ -21,21 +30,25 @@
  * BLAS's choice in both cases.) The fp32 copies cost 2x the memory of bf16
  * copies; they are scratch for one call.
  *
- * Threads: only OpenBLAS's (set process-wide by rp_ctx_apply). */
+ * Threads: DEFAULT, OpenBLAS's (set process-wide by rp_ctx_apply); INVARIANT,
+ * ctx->threads pthreads per call (0: one). */
 #include "ops.h"
 
 #include <assert.h>
 #include <cblas.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Scratch allocation for void ops: they have no error path in their contract
  * (ops.h), so running out of memory here is fatal. abort() rather than exit()
- * so that a core dump / debugger shows where. */
-static void *gemm_alloc(size_t nfloat) {
-    void *p = malloc(nfloat ? nfloat * sizeof(float) : 1);
-    if (!p) {
+ * so that a core dump / debugger shows where. 64-byte aligned: the invariant
+ * kernel's packed panels are read a cache line (one zmm) at a time. */
+float *rp_gemm_scratch(size_t nfloat) {
+    void *p = NULL;
+    if (nfloat > SIZE_MAX / sizeof(float) ||
+        posix_memalign(&p, 64, nfloat ? nfloat * sizeof(float) : 1) != 0) {
         fprintf(stderr, "repro: out of memory allocating %zu floats of GEMM scratch\n", nfloat);
         abort();
     }
@@ -119,10 +132,17 @@ static void round_bf16_pack(float *dst, const float *src, int rows, int cols, in
 }
 
 /* C (M, N) = alpha * op(A) op(B) + beta * C with BLAS semantics (beta == 0:
- * C is not read). K >= 1. */
-static void sgemm(int transA, int transB, int M, int N, int K, float alpha,
+ * C is not read), fp32 as given. K >= 1. The one place that picks the product:
+ * cblas_sgemm, or rp_gemm_invariant under numerics invariant. */
+static void sgemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc) {
+    if (ctx->numerics == RP_NUMERICS_INVARIANT) {
+        rp_gemm_invariant(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                          ctx->threads > 1 ? ctx->threads : 1);
+        return;
+    }
+    assert(ctx->numerics == RP_NUMERICS_DEFAULT);
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
                 beta, C, ldc);
@@ -145,26 +165,26 @@ static void scale_c(float *C, int M, int N, int ldc, float beta) {
  *                                        beta == 0: the beta term is skipped)
  * With beta == 0, P1 is written straight into C to save one temporary (same
  * bits: fp32 addition is commutative). */
-static void gemm_split(int transA, int transB, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb, float beta,
-                       float *C, int ldc) {
+static void gemm_split(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
+                       float alpha, const float *A, int lda, const float *B, int ldb,
+                       float beta, float *C, int ldc) {
     assert(K >= 2);
     int K1 = K / 2, K2 = K - K1;
     /* second-half views: op(A)[:, K1:] and op(B)[K1:, :] */
     const float *A2 = transA ? A + (size_t)K1 * lda : A + K1;
     const float *B2 = transB ? B + K1 : B + (size_t)K1 * ldb;
-    float *P0 = gemm_alloc((size_t)M * N);                   /* (M, N) */
-    sgemm(transA, transB, M, N, K1, 1.0f, A, lda, B, ldb, 0.0f, P0, N);
+    float *P0 = rp_gemm_scratch((size_t)M * N);                   /* (M, N) */
+    sgemm(ctx, transA, transB, M, N, K1, 1.0f, A, lda, B, ldb, 0.0f, P0, N);
     if (beta == 0.0f) {
-        sgemm(transA, transB, M, N, K2, 1.0f, A2, lda, B2, ldb, 0.0f, C, ldc);
+        sgemm(ctx, transA, transB, M, N, K2, 1.0f, A2, lda, B2, ldb, 0.0f, C, ldc);
         for (int i = 0; i < M; i++) {
             float *c = C + (size_t)i * ldc;
             const float *p0 = P0 + (size_t)i * N;
             for (int j = 0; j < N; j++) c[j] = alpha * (p0[j] + c[j]);
         }
     } else {
-        float *P1 = gemm_alloc((size_t)M * N);               /* (M, N) */
-        sgemm(transA, transB, M, N, K2, 1.0f, A2, lda, B2, ldb, 0.0f, P1, N);
+        float *P1 = rp_gemm_scratch((size_t)M * N);               /* (M, N) */
+        sgemm(ctx, transA, transB, M, N, K2, 1.0f, A2, lda, B2, ldb, 0.0f, P1, N);
         for (int i = 0; i < M; i++) {
             float *c = C + (size_t)i * ldc;
             const float *p0 = P0 + (size_t)i * N, *p1 = P1 + (size_t)i * N;
@@ -198,8 +218,8 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
         /* Pack the stored matrices (not op()) densely, rounding to bf16. */
         int ar = transA ? K : M, ac = transA ? M : K;
         int br = transB ? N : K, bc = transB ? K : N;
-        Ab = gemm_alloc((size_t)ar * ac);                    /* (ar, ac) */
-        Bb = gemm_alloc((size_t)br * bc);                    /* (br, bc) */
+        Ab = rp_gemm_scratch((size_t)ar * ac);                    /* (ar, ac) */
+        Bb = rp_gemm_scratch((size_t)br * bc);                    /* (br, bc) */
         round_bf16_pack(Ab, A, ar, ac, lda);
         round_bf16_pack(Bb, B, br, bc, ldb);
         A = Ab; lda = ac;
@@ -211,9 +231,9 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
     /* K < 2 cannot be split: one half would be empty, so the split order and the
      * plain order are the same computation (alpha * AB + beta * C). */
     if (ctx->reduce_split && K >= 2)
-        gemm_split(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_split(ctx, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else
-        sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm(ctx, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 
     free(Ab);
     free(Bb);

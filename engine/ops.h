@@ -3,7 +3,7 @@
  * Layout conventions: row-major, PyTorch order. Every pointer argument has its
  * shape in a comment. Outputs may alias inputs only where a comment says so.
  * All GEMM work goes through rp_gemm so precision and reduction-order knobs
- * (ctx->precision, ctx->reduce_split) act in one place. */
+ * (ctx->precision, ctx->reduce_split, ctx->numerics) act in one place. */
 #ifndef REPRO_OPS_H
 #define REPRO_OPS_H
 
@@ -23,6 +23,28 @@
 void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
              float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc);
+
+/* The layout-invariant product behind ctx->numerics == RP_NUMERICS_INVARIANT
+ * (engine/gemm_invariant.c). Same shapes and BLAS conventions as rp_gemm
+ * (row-major; op(A) (M, K), op(B) (K, N); beta == 0: C is not read), in fp32 as
+ * given (rp_gemm does any bf16 rounding and split-K before calling it). Every
+ * element is exactly
+ *     acc = 0.0f; for k = 0 .. K-1: acc = fmaf(op(A)[i][k], op(B)[k][j], acc);
+ *     C[i][j] = beta == 0 ? alpha * acc : alpha * acc + beta * C[i][j]
+ * (each operation rounded to fp32, left to right), so its bits depend only on
+ * row i of op(A), column j of op(B), K, alpha, beta and C[i][j] — never on M, N,
+ * where the row or column sits, the blocking, the thread count or the ISA (fmaf
+ * is correctly rounded everywhere). threads <= 1: the calling thread only; more:
+ * that many threads (same bits). Scratch is allocated per call (fatal if out of
+ * memory): one operand packed, K x M or K x N floats (usually the smaller), plus
+ * up to ~450 KiB a thread. */
+void rp_gemm_invariant(int transA, int transB, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta,
+                       float *C, int ldc, int threads);
+
+/* nfloat floats (64-byte aligned; free with free()) of GEMM scratch. GEMMs are
+ * void ops with no error path, so running out of memory aborts with a message. */
+float *rp_gemm_scratch(size_t nfloat);
 
 /* A PyTorch nn.Linear: weight (out, in), bias (out) or NULL. */
 typedef struct rp_linear_w {

@@ -9,10 +9,11 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND CMAKE_C_COMPILER_ID STREQUA
   foreach(arch x86-64 x86-64-v3 x86-64-v4)
     add_executable(isa_dump_${arch} ${CMAKE_SOURCE_DIR}/tests/isa/isa_dump.c
                    ${CMAKE_SOURCE_DIR}/engine/ops.c ${CMAKE_SOURCE_DIR}/engine/gemm.c
+                   ${CMAKE_SOURCE_DIR}/engine/gemm_invariant.c
                    ${CMAKE_SOURCE_DIR}/engine/rng.c ${_isa_attn_src})
     target_include_directories(isa_dump_${arch} PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/engine)
     target_compile_options(isa_dump_${arch} PRIVATE -march=${arch} -DREPRO_NO_CLONES)
-    target_link_libraries(isa_dump_${arch} PRIVATE PkgConfig::OPENBLAS PkgConfig::CJSON m)
+    target_link_libraries(isa_dump_${arch} PRIVATE PkgConfig::OPENBLAS PkgConfig::CJSON Threads::Threads m)
     set_target_properties(isa_dump_${arch} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
     list(APPEND _isa_bins $<TARGET_FILE:isa_dump_${arch}>)
   endforeach()

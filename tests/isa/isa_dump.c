@@ -2,8 +2,9 @@
  * file. Built once per -march level (tests/cmake/isa.cmake) with the ISA clones
  * disabled, so each binary runs one instruction set; tests/isa/compare.sh then
  * requires the files to be byte-identical: our own float code gives the same
- * bits on SSE2, AVX2 and AVX-512 machines. (GEMMs are OpenBLAS's: their kernel
- * choice is a swept knob, OPENBLAS_CORETYPE, not something we claim is fixed.) */
+ * bits on SSE2, AVX2 and AVX-512 machines. (Default-mode GEMMs are OpenBLAS's:
+ * their kernel choice is a swept knob, OPENBLAS_CORETYPE, not something we claim
+ * is fixed; the invariant GEMM is ours and is dumped.) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,6 +48,28 @@ int main(int argc, char **argv) {
     float t[8] = {0, 1, 17.5f, 250, 499.25f, 750, 998, 999};
     rp_timestep_embedding(y, t, 8, 256, 10000.f, 0.f); put(f, y, 8 * 256);
     rp_upsample_nearest2x(y, x, 1, 16, 64, 64); put(f, y, n);
+    /* the invariant GEMM (numerics: invariant): its micro-kernel is ours too, and
+     * claims the same bits everywhere (AVX-512 vfmadd, AVX2 vfmadd, glibc's fmaf);
+     * the two SIMD levels also pick different panel widths (32 / 16 lanes) */
+    {
+        const int M = 37, N = 45, K = 300;
+        for (int t = 0; t < 4; t++) {
+            int tA = t & 1, tB = t >> 1;
+            rp_gemm_invariant(tA, tB, M, N, K, 1.0f, x, tA ? M : K, x + 20000, tB ? K : N, 0.0f, y,
+                              N, 2);
+            put(f, y, (size_t)M * N);
+            for (int i = 0; i < M * N; i++) z[i] = x[50000 + i];
+            rp_gemm_invariant(tA, tB, M, N, K, 0.5f, x, tA ? M : K, x + 20000, tB ? K : N, 0.25f, z,
+                              N, 1);
+            put(f, z, (size_t)M * N);
+        }
+        rp_ctx ctx = rp_ctx_default();
+        ctx.numerics = RP_NUMERICS_INVARIANT;
+        ctx.precision = RP_PREC_BF16;
+        ctx.reduce_split = 1;
+        rp_gemm(&ctx, 0, 1, M, N, K, 1.0f, x, K, x + 20000, K, 0.0f, y, N);
+        put(f, y, (size_t)M * N);
+    }
     /* attention variants: their row/tile code is ours (the GEMMs inside are
      * OpenBLAS's, the same kernel for every dump on one host) */
     {
