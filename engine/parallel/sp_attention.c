@@ -34,6 +34,18 @@
  *   last. The replicated QUERY rows keep each block's partial and merge them in block
  *   order 0 .. R - 1, then the replicated block, so every ring rank computes the same
  *   bits for them (they must stay identical copies). out = O / l.
+ * Numerics invariant (ctx->numerics; host path only — a device or a K/V hook is refused):
+ * the canonical attention of attention.h over the key segments of the single process's
+ * sequence [all lead | all second | replicated] (zero-length ones dropped). Plain and
+ * Ulysses see those keys in that order and call rp_attention_canonical with the segments.
+ * The ring computes, for each arriving shard of ring rank src (ring ranks hold consecutive
+ * sp shards: sp rank = ring rank * ulysses + ulysses rank, parallel.c), the partials of
+ * all its query rows (sharded and replicated alike) against the shard's lead piece — the
+ * lead segment's keys src Tl .. src Tl + Tl - 1, Tl its lead keys per ring rank — and its
+ * second piece (src Tsec .. in the second segment) into their canonical block slots, then
+ * the replicated segment's locally; after the ring every row folds its slots in canonical
+ * order (rp_attn_canon_merge; ring-no-rescale: the fold without the max correction). A
+ * piece that is not a whole number of its segment's canonical blocks is RP_ERR_INVALID.
  * Tags on the ring comm: TAG_RING. */
 #include <assert.h>
 #include <math.h>
@@ -212,6 +224,86 @@ done:
     return st;
 }
 
+/* ---- ring attention, numerics invariant ------------------------------------------------ */
+
+/* Canonical ring attention (the header's "numerics invariant") of Q (B, Hh, Tg, D), Tg =
+ * Ts + Trep, over K, V (B, Hh, Tg, D) whose first Ts keys are this ring rank's shard:
+ * [Tl lead | Ts - Tl second] (Tl: lead keys per ring rank), the last Trep replicated. */
+static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V, int B,
+                                int Hh, int Ts, int Tl, int Trep, int D, float scale, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    rp_comm *c = p->ring.comm;
+    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tsec = Ts - Tl;
+    const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
+    /* the single process's segments: every ring rank's lead pieces, second pieces, replicated */
+    const long long n[3] = {(long long)R * Tl, (long long)R * Tsec, Trep};
+    const int piece[3] = {Tl, Tsec, Trep};
+    const char *name[3] = {"lead (text)", "second (image)", "replicated (text)"};
+    int bk[3], nb[3];
+    for (int s = 0; s < 3; s++) {
+        if (n[s] > 0x7fffffff)
+            return RP_FAIL(err, RP_ERR_INVALID, "ring attention: the %s segment has %lld keys", name[s], n[s]);
+        bk[s] = rp_attn_canon_block((int)n[s]);
+        if (piece[s] % bk[s])
+            return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant ring attention: the %s segment's %lld keys over "
+                           "ring %d give shards of %d keys, not a multiple of its canonical block Bk(%lld) = %d",
+                           name[s], n[s], R, piece[s], n[s], bk[s]);
+        nb[s] = (int)(n[s] / bk[s]);
+    }
+    const int nbt = nb[0] + nb[1] + nb[2]; /* canonical blocks of a row */
+    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbt;
+    const int ktn = Ts > Trep ? Ts : Trep;
+    float *kv = malloc(sizeof(float) * 4 * blk);            /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
+    float *kt = malloc(sizeof(float) * ((size_t)ktn * D + 1)); /* one piece's keys, packed */
+    float *pm = malloc(sizeof(float) * (slots + 1));        /* (B, Hh, Tg, nbt) */
+    float *pl = malloc(sizeof(float) * (slots + 1));        /* (B, Hh, Tg, nbt) */
+    float *pO = malloc(sizeof(float) * (slots * D + 1));    /* (B, Hh, Tg, nbt, D) */
+    rp_status st = RP_OK;
+    if (!kv || !kt || !pm || !pl || !pO) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials (B %d, heads %d, "
+                     "%d + %d tokens, %d blocks a row)", slots, B, Hh, Ts, Trep, nbt);
+        goto done;
+    }
+    float *cur = kv, *next = kv + 2 * blk;
+    for (size_t bh = 0; bh < BH; bh++) {
+        memcpy(cur + bh * Ts * D, K + bh * Tg * D, sizeof(float) * Ts * D);
+        memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
+    }
+    for (int s = 0; s < R && st == RP_OK; s++) {
+        const int src = ((ri - s) % R + R) % R; /* whose shard is here */
+        const int i0[2] = {src * (Tl / bk[0]), nb[0] + src * (Tsec / bk[1])};
+        for (size_t bh = 0; bh < BH; bh++) {
+            const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
+            for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
+                if (!piece[g]) continue;
+                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], bk[g], D);
+                rp_attn_canon_partials(pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, nbt, i0[g], q,
+                                       kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale);
+            }
+        }
+        if (s + 1 < R) {
+            st = c->ops->sendrecv(c, cur, sizeof(float) * 2 * blk, (ri + 1) % R, next, sizeof(float) * 2 * blk,
+                                  (ri - 1 + R) % R, TAG_RING, err);
+            float *t = cur;
+            cur = next;
+            next = t;
+        }
+    }
+    if (st != RP_OK) goto done;
+    for (size_t bh = 0; bh < BH; bh++) {
+        if (Trep) { /* the replicated keys: the last segment, here on every rank */
+            rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D);
+            rp_attn_canon_partials(pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, nbt, nb[0] + nb[1],
+                                   Q + bh * Tg * D, kt, V + (bh * Tg + Ts) * D, NULL, Tg, Trep, bk[2], D, scale);
+        }
+        rp_attn_canon_merge(out + bh * Tg * D, pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, Tg, nbt,
+                            D, no_rescale);
+    }
+done:
+    free(kv); free(kt); free(pm); free(pl); free(pO);
+    return st;
+}
+
 /* ---- the entry point ------------------------------------------------------------------ */
 
 /* The K/V hook (if any) on k, v (B, H, T, D) whose first Tlead and last Trep tokens are
@@ -275,6 +367,10 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
     if (key_mask && Tk != T)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the key "
                        "count (%d -> %d)", layer, T, Tk);
+    if (ctx->numerics == RP_NUMERICS_INVARIANT) {
+        const int seg[3] = {Tlead, T - Tlead - Trep, Trep};
+        return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, err);
+    }
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
 
@@ -286,6 +382,14 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
     if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
         scale = (float)(1.0 / sqrt((double)D + 1.0));
+    const int invariant = ctx->numerics == RP_NUMERICS_INVARIANT;
+    if (invariant) {
+        RP_TRY(rp_attn_canon_check(ctx, err));
+        if (p && (p->hooks.kv || p->stage_dev))
+            return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant has no %s path (the canonical "
+                           "attention runs on the host, over the whole sequence's keys)", layer,
+                           p->hooks.kv ? "pipefusion / patch (K/V hook)" : "device");
+    }
     if (!p || p->sp.size == 1 || p->deg.patch > 1)
         return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
 
@@ -301,6 +405,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
         const float *kk, *vv;
         int Tk;
         RP_TRY(kv_hook(ctx, layer, k, v, B, H, T, Tlead, Trep, D, &kk, &vv, &Tk, err));
+        if (invariant) return ring_canonical(ctx, out, q, kk, vv, B, H, Ts, Tlead, Trep, D, scale, err);
         return ring_attention(ctx, out, q, kk, vv, B, H, Ts, Tk - Trep, Trep, D, scale, err);
     }
 
@@ -351,7 +456,11 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     int Tgk;
     st = kv_hook(ctx, layer, K, V, B, Hu, Tg, u * Tlead, Trep, D, &KK, &VV, &Tgk, err);
     if (st != RP_OK) goto done;
-    if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
+    if (invariant) { /* the gathered sequence is the single process's order */
+        const int seg[3] = {u * Tlead, u * Tsec, Trep};
+        if (R == 1) st = rp_attention_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, err);
+        else st = ring_canonical(ctx, O, Q, KK, VV, B, Hu, u * Ts, u * Tlead, Trep, D, scale, err);
+    } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
     if (st != RP_OK) goto done;
     /* all-to-all 2: head groups -> token shards (send reused: same size) */
@@ -401,6 +510,9 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
                            const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
                            int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
+    if (ctx->dev && ctx->numerics == RP_NUMERICS_INVARIANT)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant runs on the host only (the device "
+                       "has no canonical attention)", layer);
     if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
     const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
     const int hooked = p && p->hooks.kv;

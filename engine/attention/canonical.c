@@ -1,0 +1,217 @@
+/* canonical.c — the layout-invariant attention (contract in attention.h): canonical
+ * key blocks, one partial (m_b, l_b, O_b) per query row and block, folded in one fixed
+ * order. The serial call and the ring (engine/parallel/sp_attention.c) both compute
+ * partials with rp_attn_canon_partials and fold them with rp_attn_canon_merge, so the
+ * arithmetic exists once.
+ *
+ * Speed: the dot products run QT query rows against one block at a time over the block's
+ * keys packed transposed (kt: (D, bk)), so the inner loop is a vector of keys times one
+ * broadcast q[d]; P V runs over d. Each output value is still one fmaf chain in a fixed
+ * order; the vector lanes are different values, never parts of one sum, so the bits do
+ * not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa compares). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fastmath.h"
+#include "internal.h"
+
+enum { QT = 4, BK_MAX = 64 };
+
+int rp_attn_canon_block(int n) {
+    if (n <= 0) return 1;
+    const int p2 = n & -n; /* 2^v2(n) */
+    const int b = p2 / 8;
+    return b < 1 ? 1 : (b > BK_MAX ? BK_MAX : b);
+}
+
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D) {
+    for (int j0 = 0; j0 < nk; j0 += bk) {
+        float *t = kt + (size_t)j0 * D;       /* (D, bk) */
+        const float *kb = k + (size_t)j0 * D; /* (bk, D) */
+        for (int j = 0; j < bk; j++)
+            for (int d = 0; d < D; d++) t[(size_t)d * bk + j] = kb[(size_t)j * D + d];
+    }
+}
+
+/* S[r][0 .. bk) = scale * dot(q_r, k_j) for nr <= QT rows q (nr, D), kt (D, bk): each
+ * dot one fmaf chain over d. BK is bk when it is a compile-time constant (the common
+ * block sizes: the loop bounds are then known and the accumulators stay in registers). */
+static inline __attribute__((always_inline)) void tile_dots(float S[QT][BK_MAX], const float *q, int nr,
+                                                            const float *kt, const int BK, int D, float scale) {
+    for (int r = 0; r < QT; r++)
+        for (int j = 0; j < BK; j++) S[r][j] = 0.0f;
+    if (nr == QT) {
+        for (int d = 0; d < D; d++) {
+            const float *kd = kt + (size_t)d * BK;
+            const float q0 = q[d], q1 = q[D + d], q2 = q[2 * D + d], q3 = q[3 * D + d];
+            for (int j = 0; j < BK; j++) {
+                S[0][j] = fmaf(q0, kd[j], S[0][j]);
+                S[1][j] = fmaf(q1, kd[j], S[1][j]);
+                S[2][j] = fmaf(q2, kd[j], S[2][j]);
+                S[3][j] = fmaf(q3, kd[j], S[3][j]);
+            }
+        }
+    } else {
+        for (int d = 0; d < D; d++) {
+            const float *kd = kt + (size_t)d * BK;
+            for (int r = 0; r < nr; r++) {
+                const float qr = q[(size_t)r * D + d];
+                for (int j = 0; j < BK; j++) S[r][j] = fmaf(qr, kd[j], S[r][j]);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < BK; j++) S[r][j] = S[r][j] * scale;
+}
+
+/* The partials of nr <= QT rows q (nr, D) and one block (kt (D, bk), v (bk, D), mask (bk)
+ * or NULL): row r's m_b, l_b to pm[r ld], pl[r ld] and O_b to pO + r ld D. */
+RP_SIMD_CLONES
+static void tile_block(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
+                       const float *v, const uint8_t *mask, int bk, int D, float scale) {
+    float S[QT][BK_MAX]; /* scores, then p */
+    switch (bk) {        /* constant bounds for the usual block sizes (the same arithmetic) */
+    case 64: tile_dots(S, q, nr, kt, 64, D, scale); break;
+    case 32: tile_dots(S, q, nr, kt, 32, D, scale); break;
+    case 16: tile_dots(S, q, nr, kt, 16, D, scale); break;
+    default: tile_dots(S, q, nr, kt, bk, D, scale); break;
+    }
+    for (int r = 0; r < nr; r++) {
+        float *s = S[r];
+        if (mask)
+            for (int j = 0; j < bk; j++) s[j] = mask[j] ? s[j] : -INFINITY;
+        const float m = rp_attn_rowmax(s, bk);
+        pl[(size_t)r * ld] = rp_attn_exp_sum(s, bk, m); /* p_j in place; zeros when m = -Inf */
+        pm[(size_t)r * ld] = m;
+        float *o = pO + (size_t)r * ld * D;
+        for (int d = 0; d < D; d++) o[d] = 0.0f;
+        for (int j = 0; j < bk; j++) {
+            const float p = s[j];
+            const float *vj = v + (size_t)j * D;
+            for (int d = 0; d < D; d++) o[d] = fmaf(p, vj[d], o[d]);
+        }
+    }
+}
+
+void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
+                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale) {
+    for (int r0 = 0; r0 < nq; r0 += QT) {
+        const int nr = nq - r0 < QT ? nq - r0 : QT;
+        for (int j0 = 0, i = i0; j0 < nk; j0 += bk, i++) {
+            const size_t slot = (size_t)r0 * nb + i;
+            tile_block(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
+                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, bk, D, scale);
+        }
+    }
+}
+
+/* (m, l, O (D)) of one row folded with the next block's partial (mb, lb, Ob): the one
+ * merge step of the contract; no_rescale: the ring-no-rescale fault's plain sums. */
+RP_SIMD_CLONES
+static void fold(float *m, float *l, float *O, float mb, float lb, const float *Ob, int D, int no_rescale) {
+    const float mn = mb > *m ? mb : *m;
+    if (no_rescale) {
+        *l = *l + lb;
+        for (int d = 0; d < D; d++) O[d] = O[d] + Ob[d];
+        *m = mn;
+        return;
+    }
+    if (mn == -INFINITY) return; /* both empty: l = 0 and O = 0 stay (no -Inf - -Inf) */
+    const float a = rp_expf(*m - mn), c = rp_expf(mb - mn);
+    *l = a * *l + c * lb;
+    for (int d = 0; d < D; d++) O[d] = a * O[d] + c * Ob[d];
+    *m = mn;
+}
+
+void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
+                         int no_rescale) {
+    for (int r = 0; r < nq; r++) {
+        float *o = out + (size_t)r * D;
+        const size_t s0 = (size_t)r * nb;
+        if (nb < 1) { /* no keys */
+            memset(o, 0, sizeof(float) * D);
+            continue;
+        }
+        float m = pm[s0], l = pl[s0];
+        memcpy(o, pO + s0 * D, sizeof(float) * D); /* the fold runs in the output row */
+        for (int i = 1; i < nb; i++) fold(&m, &l, o, pm[s0 + i], pl[s0 + i], pO + (s0 + i) * D, D, no_rescale);
+        if (l == 0.0f) memset(o, 0, sizeof(float) * D);
+        else
+            for (int d = 0; d < D; d++) o[d] = o[d] / l;
+    }
+}
+
+rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
+    if (!ctx) return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: ctx is NULL");
+    if (ctx->attn.kind != RP_ATTN_MATH)
+        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant has its own attention order; attention %s would be "
+                       "ignored (use math)", rp_attn_kind_name(ctx->attn.kind));
+    if (ctx->precision != RP_PREC_FP32 || ctx->reduce_split)
+        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant attention is fp32 with its own summation order; "
+                       "precision %s%s would be ignored", rp_precision_name(ctx->precision),
+                       ctx->reduce_split ? " with reduce_split" : "");
+    return RP_OK;
+}
+
+/* Rows of one (b, h) at a time, QT_RUN rows a pass: their partials for every block, then
+ * the fold. The slots of a pass stay in cache (QT_RUN x nb x D floats). */
+enum { QT_RUN = 16 };
+
+rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                 const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                 const int *seg, int nseg, rp_error *err) {
+    RP_TRY(rp_attn_check("canonical", ctx, out, q, k, v, B, H, Tq, Tk, D, err));
+    RP_TRY(rp_attn_canon_check(ctx, err));
+    int one = Tk;
+    if (!seg) {
+        seg = &one;
+        nseg = 1;
+    }
+    if (nseg < 1) return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: %d key segments (need >= 1)", nseg);
+    long long sum = 0;
+    int nb = 0;
+    for (int s = 0; s < nseg; s++) {
+        if (seg[s] < 0)
+            return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segment %d has length %d", s, seg[s]);
+        sum += seg[s];
+        nb += seg[s] / rp_attn_canon_block(seg[s]);
+    }
+    if (sum != Tk)
+        return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
+    if (Tq == 0) return RP_OK;
+    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));                     /* (Tk, D) packed */
+    float *pm = malloc(sizeof(float) * ((size_t)QT_RUN * nb + 1));               /* (QT_RUN, nb) */
+    float *pl = malloc(sizeof(float) * ((size_t)QT_RUN * nb + 1));               /* (QT_RUN, nb) */
+    float *pO = malloc(sizeof(float) * ((size_t)QT_RUN * nb * D + 1));           /* (QT_RUN, nb, D) */
+    rp_status st = RP_OK;
+    if (!kt || !pm || !pl || !pO) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
+        goto done;
+    }
+    for (int b = 0; b < B; b++) {
+        const uint8_t *mb = key_mask ? key_mask + (size_t)b * Tk : NULL; /* (Tk) */
+        for (int h = 0; h < H; h++) {
+            const size_t bh = (size_t)b * H + h;
+            const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
+            for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
+                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], rp_attn_canon_block(seg[s]), D);
+            for (int r0 = 0; r0 < Tq; r0 += QT_RUN) {
+                const int nr = Tq - r0 < QT_RUN ? Tq - r0 : QT_RUN;
+                for (int s = 0, j0 = 0, i0 = 0; s < nseg; j0 += seg[s], s++) {
+                    const int bk = rp_attn_canon_block(seg[s]);
+                    rp_attn_canon_partials(pm, pl, pO, nb, i0, qb + (size_t)r0 * D, kt + (size_t)j0 * D,
+                                           vb + (size_t)j0 * D, mb ? mb + j0 : NULL, nr, seg[s], bk, D, scale);
+                    i0 += seg[s] / bk;
+                }
+                rp_attn_canon_merge(out + (bh * Tq + r0) * D, pm, pl, pO, nr, nb, D, 0);
+            }
+        }
+    }
+done:
+    free(kt);
+    free(pm);
+    free(pl);
+    free(pO);
+    return st;
+}
