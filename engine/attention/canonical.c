@@ -34,35 +34,126 @@ void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D) {
     }
 }
 
-/* S[r][0 .. bk) = scale * dot(q_r, k_j) for nr <= QT rows q (nr, D), kt (D, bk): each
- * dot one fmaf chain over d. BK is bk when it is a compile-time constant (the common
- * block sizes: the loop bounds are then known and the accumulators stay in registers). */
-static inline __attribute__((always_inline)) void tile_dots(float S[QT][BK_MAX], const float *q, int nr,
-                                                            const float *kt, const int BK, int D, float scale) {
+/* Vectors of 16 floats (GCC vector extension: one zmm on AVX-512, two ymm on AVX2, four
+ * xmm on the baseline). Lanes are separate values; vfma is fmaf lane by lane (one vfmadd
+ * where the ISA has it, libm's correctly rounded fmaf where not: the same bits). */
+#pragma GCC diagnostic ignored "-Wpsabi" /* 64-byte vectors only pass between inlined helpers */
+typedef float vf __attribute__((vector_size(64)));
+typedef float vfu __attribute__((vector_size(64), aligned(4))); /* an unaligned load / store */
+enum { VL = 16 };
+
+static inline __attribute__((always_inline)) vf vfma(vf a, vf b, vf c) {
+    vf r;
+    for (int i = 0; i < VL; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+}
+
+static inline __attribute__((always_inline)) vf vbcast(float x) {
+    vf r;
+    for (int i = 0; i < VL; i++) r[i] = x;
+    return r;
+}
+
+/* S[r][0 .. NV VL) = dot(q_r, k_j) for QT rows q (QT, D), kt (D, NV VL): each dot one fmaf
+ * chain over d, the QT x NV accumulators in registers. */
+static inline __attribute__((always_inline)) void dots_vec(float S[QT][BK_MAX], const float *q, const float *kt,
+                                                           const int NV, int D) {
+    vf a[QT][BK_MAX / VL];
+#pragma GCC unroll 4
     for (int r = 0; r < QT; r++)
-        for (int j = 0; j < BK; j++) S[r][j] = 0.0f;
-    if (nr == QT) {
-        for (int d = 0; d < D; d++) {
-            const float *kd = kt + (size_t)d * BK;
-            const float q0 = q[d], q1 = q[D + d], q2 = q[2 * D + d], q3 = q[3 * D + d];
-            for (int j = 0; j < BK; j++) {
-                S[0][j] = fmaf(q0, kd[j], S[0][j]);
-                S[1][j] = fmaf(q1, kd[j], S[1][j]);
-                S[2][j] = fmaf(q2, kd[j], S[2][j]);
-                S[3][j] = fmaf(q3, kd[j], S[3][j]);
-            }
-        }
-    } else {
-        for (int d = 0; d < D; d++) {
-            const float *kd = kt + (size_t)d * BK;
-            for (int r = 0; r < nr; r++) {
-                const float qr = q[(size_t)r * D + d];
-                for (int j = 0; j < BK; j++) S[r][j] = fmaf(qr, kd[j], S[r][j]);
-            }
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) a[r][c] = vbcast(0.0f);
+    for (int d = 0; d < D; d++) {
+        vf kv[BK_MAX / VL];
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) kv[c] = *(const vfu *)(kt + ((size_t)d * NV + c) * VL);
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) {
+            const vf qb = vbcast(q[(size_t)r * D + d]);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++) a[r][c] = vfma(qb, kv[c], a[r][c]);
         }
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) *(vfu *)&S[r][c * VL] = a[r][c];
+}
+
+/* S[r][0 .. bk) = dot(q_r, k_j) for nr <= QT rows, any bk: the same fmaf chains, scalar. */
+static void dots_any(float S[QT][BK_MAX], const float *q, int nr, const float *kt, int bk, int D) {
     for (int r = 0; r < nr; r++)
-        for (int j = 0; j < BK; j++) S[r][j] = S[r][j] * scale;
+        for (int j = 0; j < bk; j++) S[r][j] = 0.0f;
+    for (int d = 0; d < D; d++) {
+        const float *kd = kt + (size_t)d * bk;
+        for (int r = 0; r < nr; r++) {
+            const float qr = q[(size_t)r * D + d];
+            for (int j = 0; j < bk; j++) S[r][j] = fmaf(qr, kd[j], S[r][j]);
+        }
+    }
+}
+
+/* O row r (at O + r ldo) = sum_j P[r][j] v_j, one fmaf chain over j = 0 .. bk-1 a value,
+ * for QT rows: 4 VL-wide column chunks x QT rows in registers, then single chunks (the
+ * last one ending at D, overlapping its predecessor), D < VL scalar (the same chains). */
+static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, float P[QT][BK_MAX],
+                                                         const float *v, int bk, int D) {
+    int d0 = 0;
+    for (; d0 + 4 * VL <= D; d0 += 4 * VL) {
+        vf a[QT][4];
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) a[r][c] = vbcast(0.0f);
+        for (int j = 0; j < bk; j++) {
+            const float *vj = v + (size_t)j * D + d0;
+            vf vv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) vv[c] = *(const vfu *)(vj + c * VL);
+#pragma GCC unroll 4
+            for (int r = 0; r < QT; r++) {
+                const vf pb = vbcast(P[r][j]);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) a[r][c] = vfma(pb, vv[c], a[r][c]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) *(vfu *)(O + r * ldo + d0 + c * VL) = a[r][c];
+    }
+    for (; d0 < D && D >= VL; d0 += VL) {
+        if (d0 + VL > D) d0 = D - VL; /* the last chunk overlaps the previous: the same chains again */
+        vf a[QT];
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) a[r] = vbcast(0.0f);
+        for (int j = 0; j < bk; j++) {
+            const vf vv = *(const vfu *)(v + (size_t)j * D + d0);
+#pragma GCC unroll 4
+            for (int r = 0; r < QT; r++) a[r] = vfma(vbcast(P[r][j]), vv, a[r]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) *(vfu *)(O + r * ldo + d0) = a[r];
+    }
+    for (int r = 0; r < QT; r++)
+        for (int d = d0; d < D; d++) {
+            float o = 0.0f;
+            for (int j = 0; j < bk; j++) o = fmaf(P[r][j], v[(size_t)j * D + d], o);
+            O[r * ldo + d] = o;
+        }
+}
+
+/* The same for nr <= QT rows, scalar. */
+static void pv_any(float *O, size_t ldo, float P[QT][BK_MAX], int nr, const float *v, int bk, int D) {
+    for (int r = 0; r < nr; r++) {
+        float *o = O + r * ldo;
+        for (int d = 0; d < D; d++) o[d] = 0.0f;
+        for (int j = 0; j < bk; j++) {
+            const float p = P[r][j];
+            const float *vj = v + (size_t)j * D;
+            for (int d = 0; d < D; d++) o[d] = fmaf(p, vj[d], o[d]);
+        }
+    }
 }
 
 /* The partials of nr <= QT rows q (nr, D) and one block (kt (D, bk), v (bk, D), mask (bk)
@@ -70,40 +161,34 @@ static inline __attribute__((always_inline)) void tile_dots(float S[QT][BK_MAX],
 RP_SIMD_CLONES
 static void tile_block(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
                        const float *v, const uint8_t *mask, int bk, int D, float scale) {
-    float S[QT][BK_MAX]; /* scores, then p */
-    switch (bk) {        /* constant bounds for the usual block sizes (the same arithmetic) */
-    case 64: tile_dots(S, q, nr, kt, 64, D, scale); break;
-    case 32: tile_dots(S, q, nr, kt, 32, D, scale); break;
-    case 16: tile_dots(S, q, nr, kt, 16, D, scale); break;
-    default: tile_dots(S, q, nr, kt, bk, D, scale); break;
-    }
+    float S[QT][BK_MAX]; /* dots, scores, then p */
+    if (nr == QT && bk == 64) dots_vec(S, q, kt, 4, D);
+    else if (nr == QT && bk == 32) dots_vec(S, q, kt, 2, D);
+    else if (nr == QT && bk == 16) dots_vec(S, q, kt, 1, D);
+    else dots_any(S, q, nr, kt, bk, D);
     for (int r = 0; r < nr; r++) {
         float *s = S[r];
+        for (int j = 0; j < bk; j++) s[j] = s[j] * scale;
         if (mask)
             for (int j = 0; j < bk; j++) s[j] = mask[j] ? s[j] : -INFINITY;
         const float m = rp_attn_rowmax(s, bk);
         pl[(size_t)r * ld] = rp_attn_exp_sum(s, bk, m); /* p_j in place; zeros when m = -Inf */
         pm[(size_t)r * ld] = m;
-        float *o = pO + (size_t)r * ld * D;
-        for (int d = 0; d < D; d++) o[d] = 0.0f;
-        for (int j = 0; j < bk; j++) {
-            const float p = s[j];
-            const float *vj = v + (size_t)j * D;
-            for (int d = 0; d < D; d++) o[d] = fmaf(p, vj[d], o[d]);
-        }
     }
+    if (nr == QT) pv_vec(pO, ld * D, S, v, bk, D);
+    else pv_any(pO, ld * D, S, nr, v, bk, D);
 }
 
 void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
                             const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale) {
-    for (int r0 = 0; r0 < nq; r0 += QT) {
-        const int nr = nq - r0 < QT ? nq - r0 : QT;
-        for (int j0 = 0, i = i0; j0 < nk; j0 += bk, i++) {
+    /* block outer: its keys and values stay in cache while every row tile reads them */
+    for (int j0 = 0, i = i0; j0 < nk; j0 += bk, i++)
+        for (int r0 = 0; r0 < nq; r0 += QT) {
+            const int nr = nq - r0 < QT ? nq - r0 : QT;
             const size_t slot = (size_t)r0 * nb + i;
             tile_block(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
                        kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, bk, D, scale);
         }
-    }
 }
 
 /* (m, l, O (D)) of one row folded with the next block's partial (mb, lb, Ob): the one
@@ -156,7 +241,7 @@ rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
 
 /* Rows of one (b, h) at a time, QT_RUN rows a pass: their partials for every block, then
  * the fold. The slots of a pass stay in cache (QT_RUN x nb x D floats). */
-enum { QT_RUN = 16 };
+enum { QT_RUN = 128 };
 
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
