@@ -42,10 +42,14 @@
  * sp shards: sp rank = ring rank * ulysses + ulysses rank, parallel.c), the partials of
  * all its query rows (sharded and replicated alike) against the shard's lead piece — the
  * lead segment's keys src Tl .. src Tl + Tl - 1, Tl its lead keys per ring rank — and its
- * second piece (src Tsec .. in the second segment) into their canonical block slots, then
- * the replicated segment's locally; after the ring every row folds its slots in canonical
- * order (rp_attn_canon_merge; ring-no-rescale: the fold without the max correction). A
- * piece that is not a whole number of its segment's canonical blocks is RP_ERR_INVALID.
+ * second piece (src Tsec .. in the second segment) into their canonical block slots; after
+ * the ring, a tile of rows at a time, the replicated segment's blocks (last in canonical
+ * order, local) join them and every row folds its slots in canonical order
+ * (rp_attn_canon_merge; ring-no-rescale: the fold without the max correction). A piece
+ * that is not a whole number of its segment's canonical blocks is RP_ERR_INVALID. Memory:
+ * the ring blocks' partials of every query row, B Hh Tg (R Tl / Bk_lead + R Tsec / Bk_sec)
+ * (D + 2) floats (FLUX at 1024^2, ring 2: 2 GB; the price of folding in one fixed order
+ * while the shards arrive in a rank-dependent one).
  * Tags on the ring comm: TAG_RING. */
 #include <assert.h>
 #include <math.h>
@@ -250,18 +254,26 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
                            name[s], n[s], R, piece[s], n[s], bk[s]);
         nb[s] = (int)(n[s] / bk[s]);
     }
-    const int nbt = nb[0] + nb[1] + nb[2]; /* canonical blocks of a row */
-    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbt;
+    /* Slots for the ring's blocks only (nbr a row): the replicated segment comes last in the
+     * canonical order and is here, so its blocks are computed after the ring, RT rows at a
+     * time, next to a copy of those rows' ring slots (SD3's text has Bk 1: its slots would
+     * be most of the memory). */
+    enum { RT = 64 };
+    const int nbr = nb[0] + nb[1], nbt = nbr + nb[2];
+    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
     const int ktn = Ts > Trep ? Ts : Trep;
-    float *kv = malloc(sizeof(float) * 4 * blk);            /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
+    float *kv = malloc(sizeof(float) * 4 * blk);               /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
     float *kt = malloc(sizeof(float) * ((size_t)ktn * D + 1)); /* one piece's keys, packed */
-    float *pm = malloc(sizeof(float) * (slots + 1));        /* (B, Hh, Tg, nbt) */
-    float *pl = malloc(sizeof(float) * (slots + 1));        /* (B, Hh, Tg, nbt) */
-    float *pO = malloc(sizeof(float) * (slots * D + 1));    /* (B, Hh, Tg, nbt, D) */
+    float *pm = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
+    float *pl = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
+    float *pO = malloc(sizeof(float) * (slots * D + 1));       /* (B, Hh, Tg, nbr, D) */
+    float *tm = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
+    float *tl = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
+    float *tO = Trep ? malloc(sizeof(float) * tile * D) : NULL; /* (RT, nbt, D) */
     rp_status st = RP_OK;
-    if (!kv || !kt || !pm || !pl || !pO) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials (B %d, heads %d, "
-                     "%d + %d tokens, %d blocks a row)", slots, B, Hh, Ts, Trep, nbt);
+    if (!kv || !kt || !pm || !pl || !pO || (Trep && (!tm || !tl || !tO))) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials of %d floats (B %d, "
+                     "heads %d, %d + %d tokens, %d ring blocks a row)", slots, D + 2, B, Hh, Ts, Trep, nbr);
         goto done;
     }
     float *cur = kv, *next = kv + 2 * blk;
@@ -277,7 +289,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
                 if (!piece[g]) continue;
                 rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], bk[g], D);
-                rp_attn_canon_partials(pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, nbt, i0[g], q,
+                rp_attn_canon_partials(pm + bh * Tg * nbr, pl + bh * Tg * nbr, pO + bh * Tg * nbr * D, nbr, i0[g], q,
                                        kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale);
             }
         }
@@ -291,16 +303,27 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
     }
     if (st != RP_OK) goto done;
     for (size_t bh = 0; bh < BH; bh++) {
-        if (Trep) { /* the replicated keys: the last segment, here on every rank */
-            rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D);
-            rp_attn_canon_partials(pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, nbt, nb[0] + nb[1],
-                                   Q + bh * Tg * D, kt, V + (bh * Tg + Ts) * D, NULL, Tg, Trep, bk[2], D, scale);
+        const float *bm = pm + bh * Tg * nbr, *bl = pl + bh * Tg * nbr, *bO = pO + bh * Tg * nbr * D;
+        if (!Trep) {
+            rp_attn_canon_merge(out + bh * Tg * D, bm, bl, bO, Tg, nbr, D, no_rescale);
+            continue;
         }
-        rp_attn_canon_merge(out + bh * Tg * D, pm + bh * Tg * nbt, pl + bh * Tg * nbt, pO + bh * Tg * nbt * D, Tg, nbt,
-                            D, no_rescale);
+        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D);
+        for (int r0 = 0; r0 < Tg; r0 += RT) {
+            const int nr = Tg - r0 < RT ? Tg - r0 : RT;
+            for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */
+                const size_t from = (size_t)(r0 + r) * nbr, to = (size_t)r * nbt;
+                memcpy(tm + to, bm + from, sizeof(float) * nbr);
+                memcpy(tl + to, bl + from, sizeof(float) * nbr);
+                memcpy(tO + to * D, bO + from * D, sizeof(float) * nbr * D);
+            }
+            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, Q + (bh * Tg + r0) * D, kt, V + (bh * Tg + Ts) * D, NULL, nr,
+                                   Trep, bk[2], D, scale);
+            rp_attn_canon_merge(out + (bh * Tg + r0) * D, tm, tl, tO, nr, nbt, D, no_rescale);
+        }
     }
 done:
-    free(kv); free(kt); free(pm); free(pl); free(pO);
+    free(kv); free(kt); free(pm); free(pl); free(pO); free(tm); free(tl); free(tO);
     return st;
 }
 

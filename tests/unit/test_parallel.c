@@ -538,7 +538,7 @@ static const sp_case SP_CASES[] = {
     {2, 1, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 4, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 8, 32, 64, 0, RP_INJECT_NONE, 1},
     {2, 2, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 3, 24, 48, 0, RP_INJECT_NONE, 1},
     {2, 1, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 4, 0, 64, 12, RP_INJECT_NONE, 1},
-    {2, 2, 0, 64, 12, RP_INJECT_NONE, 1},
+    {2, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 256, 12, RP_INJECT_NONE, 1}, /* 140 rows: 3 tiles of the fold */
     {1, 2, 0, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {1, 2, 0, 64, 12, RP_INJECT_RING_NO_RESCALE, 1},
     {2, 2, 32, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {2, 1, 0, 64, 0, RP_INJECT_ATTN_SCALE, 1},
     {2, 1, 0, 64, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 1},
