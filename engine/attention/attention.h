@@ -131,6 +131,10 @@ void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, con
 void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
                          int no_rescale);
 
+/* Query rows a pass for nb blocks a row (<= 128, slots within 2^20 floats, >= 4): how many
+ * rows' partials the callers hold before folding them (any count gives the same bits). */
+int rp_attn_canon_pass_rows(int nb, int D);
+
 /* Whether ctx may run the canonical attention: RP_ERR_INVALID naming the setting when
  * ctx->attn.kind is not math (its order would be ignored) or the precision is not fp32 /
  * reduce_split is set (the canonical order has no GEMM for them to act on). */

@@ -239,9 +239,15 @@ rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
     return RP_OK;
 }
 
-/* Rows of one (b, h) at a time, QT_RUN rows a pass: their partials for every block, then
- * the fold. The slots of a pass stay in cache (QT_RUN x nb x D floats). */
-enum { QT_RUN = 128 };
+int rp_attn_canon_pass_rows(int nb, int D) {
+    /* up to 128 rows (a block's keys and values are read once per pass, so more rows a pass
+     * read them less often), slots within 2^20 floats; a multiple of the row tile */
+    const long long per_row = (long long)(nb > 0 ? nb : 1) * (D + 2);
+    long long r = (1LL << 20) / per_row;
+    r = r > 128 ? 128 : r;
+    r -= r % QT;
+    return r < QT ? QT : (int)r;
+}
 
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
@@ -265,10 +271,12 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
     if (sum != Tk)
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
     if (Tq == 0) return RP_OK;
-    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));                     /* (Tk, D) packed */
-    float *pm = malloc(sizeof(float) * ((size_t)QT_RUN * nb + 1));               /* (QT_RUN, nb) */
-    float *pl = malloc(sizeof(float) * ((size_t)QT_RUN * nb + 1));               /* (QT_RUN, nb) */
-    float *pO = malloc(sizeof(float) * ((size_t)QT_RUN * nb * D + 1));           /* (QT_RUN, nb, D) */
+    /* one (b, h) at a time, `run` rows a pass: their partials for every block, then the fold */
+    const int run = rp_attn_canon_pass_rows(nb, D);
+    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));        /* (Tk, D) packed */
+    float *pm = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
+    float *pl = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
+    float *pO = malloc(sizeof(float) * ((size_t)run * nb * D + 1)); /* (run, nb, D) */
     rp_status st = RP_OK;
     if (!kt || !pm || !pl || !pO) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
@@ -281,8 +289,8 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
             const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
             for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
                 rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], rp_attn_canon_block(seg[s]), D);
-            for (int r0 = 0; r0 < Tq; r0 += QT_RUN) {
-                const int nr = Tq - r0 < QT_RUN ? Tq - r0 : QT_RUN;
+            for (int r0 = 0; r0 < Tq; r0 += run) {
+                const int nr = Tq - r0 < run ? Tq - r0 : run;
                 for (int s = 0, j0 = 0, i0 = 0; s < nseg; j0 += seg[s], s++) {
                     const int bk = rp_attn_canon_block(seg[s]);
                     rp_attn_canon_partials(pm, pl, pO, nb, i0, qb + (size_t)r0 * D, kt + (size_t)j0 * D,
