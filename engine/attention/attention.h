@@ -107,23 +107,33 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
  * order is fixed: any split of the query rows, of the batch or of the heads, and any
  * arrival order of the key blocks give the same bits, as long as each block's partial
  * is stored at its canonical index and the fold runs at the end (the ring does this).
- * The arithmetic is fp32 whatever ctx->precision says (it calls no GEMM); the bits do
- * not depend on the ISA (fmaf is correctly rounded; RP_SIMD_CLONES, no contraction). */
+ * Precision bf16 rounds the inputs of the two products as rp_gemm rounds a GEMM's (round
+ * to nearest even, rp_f32_to_bf16): q and k before the dots, p_j and v before the O_b
+ * sums (l_b sums the unrounded p_j); accumulation stays fp32. reduce_split has no GEMM to
+ * act on here and is refused (rp_attn_canon_check). The bits do not depend on the ISA
+ * (fmaf is correctly rounded; RP_SIMD_CLONES, no contraction; tests/isa compares). */
 
 /* Bk(n) above; n <= 0 gives 1. */
 int rp_attn_canon_block(int n);
 
 /* kt (nk / bk, D, bk) = the keys k (nk, D) transposed block by block (nk % bk == 0): the
- * layout rp_attn_canon_partials reads. */
-void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D);
+ * layout rp_attn_canon_partials reads; bf16: rounded to bf16 values. */
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D, int bf16);
+
+/* x (n) rounded in place to bf16 values (rp_f32_to_bf16; idempotent): the q and v that
+ * rp_attn_canon_partials reads under precision bf16. */
+void rp_attn_canon_round(float *x, size_t n);
 
 /* The partials of nq query rows q (nq, D) against a run of nk keys that starts at a block
  * boundary of its segment: kt (the run's keys, rp_attn_canon_pack'ed with bk = the
  * segment's Bk), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
  * written to slot i0 + i of each row r: pm[r nb + i0 + i] (m_b), pl[...] (l_b),
- * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order. */
+ * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order.
+ * bf16 (precision bf16): p_j is rounded to bf16 for the O_b sums; q, kt and v must hold
+ * bf16 values already (rp_attn_canon_round, rp_attn_canon_pack). */
 void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
-                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale);
+                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
+                            int bf16);
 
 /* out (nq, D) = the fold of each row's nb slots (layout as rp_attn_canon_partials) in
  * slot order, divided by l. no_rescale: the injected fault ring-no-rescale — the fold
@@ -136,8 +146,8 @@ void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const flo
 int rp_attn_canon_pass_rows(int nb, int D);
 
 /* Whether ctx may run the canonical attention: RP_ERR_INVALID naming the setting when
- * ctx->attn.kind is not math (its order would be ignored) or the precision is not fp32 /
- * reduce_split is set (the canonical order has no GEMM for them to act on). */
+ * ctx->attn.kind is not math (its order would be ignored) or reduce_split is set (the
+ * canonical order has no GEMM for it to act on). */
 rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err);
 
 /* The canonical attention of q (B, H, Tq, D), k, v (B, H, Tk, D), key_mask (B, Tk) or

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../fastmath.h"
+#include "../ops.h"
 #include "internal.h"
 
 enum { QT = 4, BK_MAX = 64 };
@@ -25,13 +26,20 @@ int rp_attn_canon_block(int n) {
     return b < 1 ? 1 : (b > BK_MAX ? BK_MAX : b);
 }
 
-void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D) {
+static inline float bf16_round(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
+
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D, int bf16) {
     for (int j0 = 0; j0 < nk; j0 += bk) {
         float *t = kt + (size_t)j0 * D;       /* (D, bk) */
         const float *kb = k + (size_t)j0 * D; /* (bk, D) */
         for (int j = 0; j < bk; j++)
             for (int d = 0; d < D; d++) t[(size_t)d * bk + j] = kb[(size_t)j * D + d];
     }
+    if (bf16) rp_attn_canon_round(kt, (size_t)nk * D);
+}
+
+void rp_attn_canon_round(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = bf16_round(x[i]);
 }
 
 /* Vectors of 16 floats (GCC vector extension: one zmm on AVX-512, two ymm on AVX2, four
@@ -160,7 +168,7 @@ static void pv_any(float *O, size_t ldo, float P[QT][BK_MAX], int nr, const floa
  * or NULL): row r's m_b, l_b to pm[r ld], pl[r ld] and O_b to pO + r ld D. */
 RP_SIMD_CLONES
 static void tile_block(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
-                       const float *v, const uint8_t *mask, int bk, int D, float scale) {
+                       const float *v, const uint8_t *mask, int bk, int D, float scale, int bf16) {
     float S[QT][BK_MAX]; /* dots, scores, then p */
     if (nr == QT && bk == 64) dots_vec(S, q, kt, 4, D);
     else if (nr == QT && bk == 32) dots_vec(S, q, kt, 2, D);
@@ -174,20 +182,23 @@ static void tile_block(float *pm, float *pl, float *pO, size_t ld, const float *
         const float m = rp_attn_rowmax(s, bk);
         pl[(size_t)r * ld] = rp_attn_exp_sum(s, bk, m); /* p_j in place; zeros when m = -Inf */
         pm[(size_t)r * ld] = m;
+        if (bf16) /* the P V product's input, after l_b took the fp32 p_j */
+            for (int j = 0; j < bk; j++) s[j] = bf16_round(s[j]);
     }
     if (nr == QT) pv_vec(pO, ld * D, S, v, bk, D);
     else pv_any(pO, ld * D, S, nr, v, bk, D);
 }
 
 void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
-                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale) {
+                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
+                            int bf16) {
     /* block outer: its keys and values stay in cache while every row tile reads them */
     for (int j0 = 0, i = i0; j0 < nk; j0 += bk, i++)
         for (int r0 = 0; r0 < nq; r0 += QT) {
             const int nr = nq - r0 < QT ? nq - r0 : QT;
             const size_t slot = (size_t)r0 * nb + i;
             tile_block(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
-                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, bk, D, scale);
+                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, bk, D, scale, bf16);
         }
 }
 
@@ -232,10 +243,9 @@ rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
     if (ctx->attn.kind != RP_ATTN_MATH)
         return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant has its own attention order; attention %s would be "
                        "ignored (use math)", rp_attn_kind_name(ctx->attn.kind));
-    if (ctx->precision != RP_PREC_FP32 || ctx->reduce_split)
-        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant attention is fp32 with its own summation order; "
-                       "precision %s%s would be ignored", rp_precision_name(ctx->precision),
-                       ctx->reduce_split ? " with reduce_split" : "");
+    if (ctx->reduce_split)
+        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant attention has its own summation order; "
+                       "reduce_split would be ignored");
     return RP_OK;
 }
 
@@ -272,13 +282,15 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
     if (Tq == 0) return RP_OK;
     /* one (b, h) at a time, `run` rows a pass: their partials for every block, then the fold */
-    const int run = rp_attn_canon_pass_rows(nb, D);
+    const int run = rp_attn_canon_pass_rows(nb, D), bf16 = ctx->precision == RP_PREC_BF16;
     float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));        /* (Tk, D) packed */
     float *pm = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
     float *pl = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
     float *pO = malloc(sizeof(float) * ((size_t)run * nb * D + 1)); /* (run, nb, D) */
+    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)run * D + 1)) : NULL; /* (run, D) bf16 values */
+    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL;  /* (Tk, D) bf16 values */
     rp_status st = RP_OK;
-    if (!kt || !pm || !pl || !pO) {
+    if (!kt || !pm || !pl || !pO || (bf16 && (!qr || !vr))) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
         goto done;
     }
@@ -288,13 +300,25 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
             const size_t bh = (size_t)b * H + h;
             const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
             for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
-                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], rp_attn_canon_block(seg[s]), D);
+                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], rp_attn_canon_block(seg[s]), D,
+                                   bf16);
+            if (bf16) {
+                memcpy(vr, vb, sizeof(float) * Tk * D);
+                rp_attn_canon_round(vr, (size_t)Tk * D);
+                vb = vr;
+            }
             for (int r0 = 0; r0 < Tq; r0 += run) {
                 const int nr = Tq - r0 < run ? Tq - r0 : run;
+                const float *qp = qb + (size_t)r0 * D;
+                if (bf16) {
+                    memcpy(qr, qp, sizeof(float) * nr * D);
+                    rp_attn_canon_round(qr, (size_t)nr * D);
+                    qp = qr;
+                }
                 for (int s = 0, j0 = 0, i0 = 0; s < nseg; j0 += seg[s], s++) {
                     const int bk = rp_attn_canon_block(seg[s]);
-                    rp_attn_canon_partials(pm, pl, pO, nb, i0, qb + (size_t)r0 * D, kt + (size_t)j0 * D,
-                                           vb + (size_t)j0 * D, mb ? mb + j0 : NULL, nr, seg[s], bk, D, scale);
+                    rp_attn_canon_partials(pm, pl, pO, nb, i0, qp, kt + (size_t)j0 * D, vb + (size_t)j0 * D,
+                                           mb ? mb + j0 : NULL, nr, seg[s], bk, D, scale, bf16);
                     i0 += seg[s] / bk;
                 }
                 rp_attn_canon_merge(out + (bh * Tq + r0) * D, pm, pl, pO, nr, nb, D, 0);
@@ -306,5 +330,7 @@ done:
     free(pm);
     free(pl);
     free(pO);
+    free(qr);
+    free(vr);
     return st;
 }

@@ -260,7 +260,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
      * be most of the memory). */
     const int nbr = nb[0] + nb[1], nbt = nbr + nb[2], RT = rp_attn_canon_pass_rows(nbt, D);
     const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
-    const int ktn = Ts > Trep ? Ts : Trep;
+    const int ktn = Ts > Trep ? Ts : Trep, bf16 = ctx->precision == RP_PREC_BF16;
     float *kv = malloc(sizeof(float) * 4 * blk);               /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
     float *kt = malloc(sizeof(float) * ((size_t)ktn * D + 1)); /* one piece's keys, packed */
     float *pm = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
@@ -269,8 +269,11 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
     float *tm = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
     float *tl = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
     float *tO = Trep ? malloc(sizeof(float) * tile * D) : NULL; /* (RT, nbt, D) */
+    /* bf16: the products' inputs as bf16 values (the shards travel rounded) */
+    float *qr = bf16 ? malloc(sizeof(float) * (BH * Tg * D + 1)) : NULL;           /* (B, Hh, Tg, D) */
+    float *vr = bf16 && Trep ? malloc(sizeof(float) * ((size_t)Trep * D)) : NULL;   /* (Trep, D) */
     rp_status st = RP_OK;
-    if (!kv || !kt || !pm || !pl || !pO || (Trep && (!tm || !tl || !tO))) {
+    if (!kv || !kt || !pm || !pl || !pO || (Trep && (!tm || !tl || !tO)) || (bf16 && (!qr || (Trep && !vr)))) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials of %d floats (B %d, "
                      "heads %d, %d + %d tokens, %d ring blocks a row)", slots, D + 2, B, Hh, Ts, Trep, nbr);
         goto done;
@@ -280,6 +283,12 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
         memcpy(cur + bh * Ts * D, K + bh * Tg * D, sizeof(float) * Ts * D);
         memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
     }
+    if (bf16) {
+        rp_attn_canon_round(cur, 2 * blk);
+        memcpy(qr, Q, sizeof(float) * BH * Tg * D);
+        rp_attn_canon_round(qr, BH * Tg * D);
+        Q = qr;
+    }
     for (int s = 0; s < R && st == RP_OK; s++) {
         const int src = ((ri - s) % R + R) % R; /* whose shard is here */
         const int i0[2] = {src * (Tl / bk[0]), nb[0] + src * (Tsec / bk[1])};
@@ -287,9 +296,9 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
             for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
                 if (!piece[g]) continue;
-                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], bk[g], D);
+                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], bk[g], D, 0); /* rounded already */
                 rp_attn_canon_partials(pm + bh * Tg * nbr, pl + bh * Tg * nbr, pO + bh * Tg * nbr * D, nbr, i0[g], q,
-                                       kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale);
+                                       kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale, bf16);
             }
         }
         if (s + 1 < R) {
@@ -307,7 +316,13 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             rp_attn_canon_merge(out + bh * Tg * D, bm, bl, bO, Tg, nbr, D, no_rescale);
             continue;
         }
-        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D);
+        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D, bf16);
+        const float *vrep = V + (bh * Tg + Ts) * D; /* (Trep, D) */
+        if (bf16) {
+            memcpy(vr, vrep, sizeof(float) * Trep * D);
+            rp_attn_canon_round(vr, (size_t)Trep * D);
+            vrep = vr;
+        }
         for (int r0 = 0; r0 < Tg; r0 += RT) {
             const int nr = Tg - r0 < RT ? Tg - r0 : RT;
             for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */
@@ -316,13 +331,13 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
                 memcpy(tl + to, bl + from, sizeof(float) * nbr);
                 memcpy(tO + to * D, bO + from * D, sizeof(float) * nbr * D);
             }
-            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, Q + (bh * Tg + r0) * D, kt, V + (bh * Tg + Ts) * D, NULL, nr,
-                                   Trep, bk[2], D, scale);
+            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, Q + (bh * Tg + r0) * D, kt, vrep, NULL, nr, Trep, bk[2], D,
+                                   scale, bf16);
             rp_attn_canon_merge(out + (bh * Tg + r0) * D, tm, tl, tO, nr, nbt, D, no_rescale);
         }
     }
 done:
-    free(kv); free(kt); free(pm); free(pl); free(pO); free(tm); free(tl); free(tO);
+    free(kv); free(kt); free(pm); free(pl); free(pO); free(tm); free(tl); free(tO); free(qr); free(vr);
     return st;
 }
 

@@ -29,6 +29,8 @@
 
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
+#include "engine/fastmath.h"
+#include "engine/ops.h"
 #include "tests/common/test_rng.h"
 
 static const double U32 = 0x1p-24;
@@ -75,8 +77,13 @@ static const acc_case ACC[] = {
     {3, 1, 5, 8, {24, 0, 0}, 1, 1, 1.0f},       /* batch 1 every key masked */
 };
 
+enum { NACC = sizeof ACC / sizeof *ACC };
+
+/* Loops NACC .. 2 NACC - 1: precision bf16, against the exact attention of the bf16-rounded
+ * q, k, v; the rounding of p_j to bf16 for the P V sums (not for l_b) adds 2^-9 sum_j p_j |v_j|. */
 START_TEST(accuracy_vs_double) {
-    const acc_case *c = &ACC[_i];
+    const acc_case *c = &ACC[_i % NACC];
+    const int bf16 = _i >= NACC;
     int Tk = 0, nb = 0, bkmax = 1;
     for (int s = 0; s < c->nseg; s++) {
         const int b = rp_attn_canon_block(c->seg[s]);
@@ -96,9 +103,15 @@ START_TEST(accuracy_vs_double) {
         if (B > 2) memset(mask + Tk, 0, Tk);
     }
     rp_ctx ctx = rp_ctx_default();
+    if (bf16) ctx.precision = RP_PREC_BF16;
     rp_error err = {0};
     ck_assert_msg(rp_attention_canonical(&ctx, out, q, k, v, mask, B, H, Tq, Tk, D, scale, c->seg, c->nseg, &err) ==
                   RP_OK, "%s", err.msg);
+    if (bf16) { /* the reference sees the inputs the products saw */
+        rp_attn_canon_round(q, (size_t)B * H * Tq * D);
+        rp_attn_canon_round(k, (size_t)B * H * Tk * D);
+        rp_attn_canon_round(v, (size_t)B * H * Tk * D);
+    }
     double *sc = malloc(sizeof(double) * Tk), *es = malloc(sizeof(double) * Tk), *p = malloc(sizeof(double) * Tk);
     const double gL = gamma_n(bkmax + nb + 4);
     double worst = 0;
@@ -144,7 +157,8 @@ START_TEST(accuracy_vs_double) {
                         Bv += p[j] * fabs(vv) * es[j];
                     }
                     const double bound =
-                        1.01 * (Bv + A * (rbar + gL + 2 * U32) + gL * (A + Bv + A * (rbar + gL + 2 * U32)));
+                        1.01 * (Bv + A * (rbar + gL + 2 * U32) + gL * (A + Bv + A * (rbar + gL + 2 * U32)) +
+                                (bf16 ? 0x1p-9 * A : 0.0));
                     const double dev = fabs(oi[e] - ref);
                     ck_assert_msg(dev <= bound, "b %d h %d row %d ch %d: |out - exact| %g > bound %g", b, h, i, e,
                                   dev, bound);
@@ -152,9 +166,90 @@ START_TEST(accuracy_vs_double) {
                 }
             }
         }
-    printf("  canonical case %d: worst error / bound %.3f\n", _i, worst);
+    printf("  canonical case %d%s: worst error / bound %.3f\n", _i % NACC, bf16 ? " bf16" : "", worst);
     ck_assert(worst > 0); /* the comparison ran on rounded values, not on nothing */
     free(sc); free(es); free(p); free(q); free(k); free(v); free(out); free(mask);
+}
+END_TEST
+
+/* ---- the contract, written out ------------------------------------------------------------ */
+
+static float bf(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
+
+/* One query row q (D) of the header's contract, scalar and literal: keys k, v (Tk, D) in
+ * segments seg (nseg), mask (Tk) or NULL; bf16: the precision's roundings. */
+static void contract_row(float *out, const float *q, const float *k, const float *v, const uint8_t *mask, int Tk,
+                         int D, float scale, const int *seg, int nseg, int bf16) {
+    float m = 0, l = 0, *O = calloc(D, sizeof(float)), *Ob = calloc(D, sizeof(float)), s[64];
+    int first = 1;
+    for (int g = 0, j0 = 0; g < nseg; j0 += seg[g], g++) {
+        const int bk = rp_attn_canon_block(seg[g]);
+        for (int b0 = j0; b0 < j0 + seg[g]; b0 += bk) {
+            float mb = -INFINITY, lane[8] = {0};
+            for (int j = 0; j < bk; j++) {
+                float acc = 0;
+                for (int d = 0; d < D; d++)
+                    acc = bf16 ? fmaf(bf(q[d]), bf(k[(size_t)(b0 + j) * D + d]), acc)
+                               : fmaf(q[d], k[(size_t)(b0 + j) * D + d], acc);
+                s[j] = acc * scale;
+                if (mask && !mask[b0 + j]) s[j] = -INFINITY;
+                if (s[j] > mb) mb = s[j];
+            }
+            for (int j = 0; j < bk; j++) {
+                s[j] = mb == -INFINITY ? 0.0f : rp_expf(s[j] - mb);
+                lane[j % 8] += s[j];
+            }
+            const float lb = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+            for (int d = 0; d < D; d++) {
+                float acc = 0;
+                for (int j = 0; j < bk; j++)
+                    acc = bf16 ? fmaf(bf(s[j]), bf(v[(size_t)(b0 + j) * D + d]), acc)
+                               : fmaf(s[j], v[(size_t)(b0 + j) * D + d], acc);
+                Ob[d] = acc;
+            }
+            if (first) {
+                m = mb;
+                l = lb;
+                memcpy(O, Ob, sizeof(float) * D);
+                first = 0;
+                continue;
+            }
+            const float mn = mb > m ? mb : m;
+            if (mn == -INFINITY) continue;
+            const float a = rp_expf(m - mn), c = rp_expf(mb - mn);
+            l = a * l + c * lb;
+            for (int d = 0; d < D; d++) O[d] = a * O[d] + c * Ob[d];
+            m = mn;
+        }
+    }
+    for (int d = 0; d < D; d++) out[d] = l == 0.0f ? 0.0f : O[d] / l;
+    free(O);
+    free(Ob);
+}
+
+/* The implementation is the documented contract, bit for bit (fp32 and bf16; blocks of
+ * 64, 16, 4, 2 and 1 keys, masked keys, a fully masked block). */
+START_TEST(implementation_is_the_contract) {
+    enum { Tq = 7, D = 40 };
+    const int seg[5] = {512, 128, 32, 16, 13}, Tk = 701;
+    uint64_t s = 4242;
+    float *q = randf((size_t)Tq * D, 3, &s), *k = randf((size_t)Tk * D, 1, &s), *v = randf((size_t)Tk * D, 1, &s);
+    float *out = malloc(sizeof(float) * Tq * D), row[D];
+    uint8_t *mask = malloc(Tk);
+    for (int j = 0; j < Tk; j++) mask[j] = (rng_next(&s) % 6) != 0;
+    memset(mask + 640, 0, 4); /* a whole block of the 32-key segment (Bk 4) */
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        rp_ctx ctx = rp_ctx_default();
+        ctx.precision = bf16 ? RP_PREC_BF16 : RP_PREC_FP32;
+        rp_error err = {0};
+        ck_assert(rp_attention_canonical(&ctx, out, q, k, v, mask, 1, 1, Tq, Tk, D, 0.15f, seg, 5, &err) == RP_OK);
+        for (int i = 0; i < Tq; i++) {
+            contract_row(row, q + (size_t)i * D, k, v, mask, Tk, D, 0.15f, seg, 5, bf16);
+            ck_assert_msg(!memcmp(row, out + (size_t)i * D, sizeof row), "%s row %d: not the contract's bits",
+                          bf16 ? "bf16" : "fp32", i);
+        }
+    }
+    free(q); free(k); free(v); free(out); free(mask);
 }
 END_TEST
 
@@ -198,12 +293,12 @@ static void ring_rows(const inv *P, int R, int me, int r0, int nr, int no_rescal
         const float *kl = P->k + (size_t)src * l * ID, *ks = P->k + (size_t)(P->n0 + src * t) * ID;
         const float *vl = P->v + (size_t)src * l * ID, *vs = P->v + (size_t)(P->n0 + src * t) * ID;
         ck_assert(l % bk0 == 0 && t % bk1 == 0);
-        rp_attn_canon_pack(kt, kl, l, bk0, ID);
+        rp_attn_canon_pack(kt, kl, l, bk0, ID, 0);
         rp_attn_canon_partials(pm, pl, pO, nb, src * (l / bk0), P->q + (size_t)r0 * ID, kt, vl, NULL, nr, l, bk0, ID,
-                               0.2f);
-        rp_attn_canon_pack(kt, ks, t, bk1, ID);
+                               0.2f, 0);
+        rp_attn_canon_pack(kt, ks, t, bk1, ID, 0);
         rp_attn_canon_partials(pm, pl, pO, nb, nb0 + src * (t / bk1), P->q + (size_t)r0 * ID, kt, vs, NULL, nr, t, bk1,
-                               ID, 0.2f);
+                               ID, 0.2f, 0);
     }
     rp_attn_canon_merge(out, pm, pl, pO, nr, nb, ID, no_rescale);
     free(pm); free(pl); free(pO); free(kt);
@@ -258,8 +353,8 @@ START_TEST(block_arrival_order_does_not_matter) {
     for (int i = 0; i < nb; i++) {
         const int blk = order[i], seg1 = blk >= nb0, bk = seg1 ? bk1 : bk0;
         const int key = seg1 ? 32 + (blk - nb0) * bk1 : blk * bk0;
-        rp_attn_canon_pack(kt, P.k + (size_t)key * ID, bk, bk, ID);
-        rp_attn_canon_partials(pm, pl, pO, nb, blk, P.q, kt, P.v + (size_t)key * ID, NULL, P.Tq, bk, bk, ID, 0.2f);
+        rp_attn_canon_pack(kt, P.k + (size_t)key * ID, bk, bk, ID, 0);
+        rp_attn_canon_partials(pm, pl, pO, nb, blk, P.q, kt, P.v + (size_t)key * ID, NULL, P.Tq, bk, bk, ID, 0.2f, 0);
     }
     rp_attn_canon_merge(out, pm, pl, pO, P.Tq, nb, ID, 0);
     ck_assert(!memcmp(out, P.ref, sizeof(float) * P.Tq * ID));
@@ -304,9 +399,10 @@ START_TEST(batch_heads_and_dispatch) {
     ck_assert(rp_attention(&ctx, disp, q, k, v, mask, B, H, T, T, D, 0.15f, &err) == RP_ERR_INVALID);
     ck_assert_msg(strstr(err.msg, "flash") && strstr(err.msg, "invariant"), "%s", err.msg);
     ctx.attn.kind = RP_ATTN_MATH;
-    ctx.precision = RP_PREC_BF16;
+    ctx.reduce_split = 1;
     ck_assert(rp_attention(&ctx, disp, q, k, v, mask, B, H, T, T, D, 0.15f, &err) == RP_ERR_INVALID);
-    ctx.precision = RP_PREC_FP32;
+    ck_assert_msg(strstr(err.msg, "reduce_split"), "%s", err.msg);
+    ctx.reduce_split = 0;
     /* segments that do not sum to Tk */
     const int bad[2] = {20, 20};
     ck_assert(rp_attention_canonical(&ctx, disp, q, k, v, NULL, B, H, T, T, D, 0.15f, bad, 2, &err) == RP_ERR_INVALID);
@@ -350,7 +446,8 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("canonical");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, block_rule);
-    tcase_add_loop_test(tc, accuracy_vs_double, 0, (int)(sizeof ACC / sizeof *ACC));
+    tcase_add_loop_test(tc, accuracy_vs_double, 0, 2 * NACC);
+    tcase_add_test(tc, implementation_is_the_contract);
     tcase_add_test(tc, ring_orders_are_bitwise_the_single_call);
     tcase_add_test(tc, block_arrival_order_does_not_matter);
     tcase_add_test(tc, batch_heads_and_dispatch);

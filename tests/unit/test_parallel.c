@@ -362,8 +362,9 @@ typedef struct sp_case {
     int Ttxt, Timg;       /* global sharded segments: FLUX-like [text; image] (Ttxt > 0) or one (Ttxt 0) */
     int Trep;             /* replicated tokens (SD3-like) */
     rp_inject_id fault;
-    int invariant;        /* 1: numerics invariant (bitwise the single process); 2: invariant with shards
-                             that split a canonical block (ring > 8): RP_ERR_INVALID naming the segment */
+    int invariant;        /* 1: numerics invariant (bitwise the single process); 3: the same in bf16;
+                             2: invariant with shards that split a canonical block (ring > 8):
+                             RP_ERR_INVALID naming the segment */
 } sp_case;
 
 enum { SB = 2, SH = 4, SD = 8 };
@@ -427,6 +428,7 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     rp_ctx ctx = rp_ctx_default();
     if (sc->invariant) {
         ctx.numerics = RP_NUMERICS_INVARIANT;
+        if (sc->invariant == 3) ctx.precision = RP_PREC_BF16;
         if (rp_par_attention(&ctx, 0, ref, q, k, v, NULL, SB, SH, Tg, sc->Ttxt, sc->Trep, SD, scale, &err) != RP_OK) {
             fprintf(stderr, "rank %d: single process: %s\n", rank, err.msg);
             return 1;
@@ -514,7 +516,7 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     if (rank == 0)
         printf("  u %d R %d text %d image %d replicated %d %-18s%s: |par - f64| %.3g, |single - f64| %.3g, |par - "
                "single| %.3g\n", sc->u, sc->R, sc->Ttxt, sc->Timg, sc->Trep, rp_inject_name(sc->fault),
-               sc->invariant ? " invariant" : "", e_par, e_ref, d_ref);
+               sc->invariant == 3 ? " invariant bf16" : sc->invariant ? " invariant" : "", e_par, e_ref, d_ref);
     free(q); free(k); free(v); free(ref); free(lq); free(lk); free(lv); free(lo);
     rp_par_free(&par);
     return bad;
@@ -544,6 +546,9 @@ static const sp_case SP_CASES[] = {
     {1, 2, 0, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {1, 2, 0, 64, 12, RP_INJECT_RING_NO_RESCALE, 1},
     {2, 2, 32, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {2, 1, 0, 64, 0, RP_INJECT_ATTN_SCALE, 1},
     {2, 1, 0, 64, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 1},
+    /* ... in bf16 */
+    {1, 4, 0, 64, 0, RP_INJECT_NONE, 3}, {2, 1, 32, 64, 0, RP_INJECT_NONE, 3}, {2, 2, 32, 64, 0, RP_INJECT_NONE, 3},
+    {1, 2, 0, 64, 12, RP_INJECT_NONE, 3},
     /* ring 16 over 16 image keys: shards of 1 key, Bk(16) = 2 */
     {1, 16, 0, 16, 0, RP_INJECT_NONE, 2},
 };
