@@ -256,8 +256,8 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
     }
     /* Slots for the ring's blocks only (nbr a row): the replicated segment comes last in the
      * canonical order and is here, so its blocks are computed after the ring, RT rows at a
-     * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots (SD3's text has Bk 1: its slots would
-     * be most of the memory). */
+     * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots (SD3's text
+     * has Bk 1: its slots would be most of the memory). */
     const int nbr = nb[0] + nb[1], nbt = nbr + nb[2], RT = rp_attn_canon_pass_rows(nbt, D);
     const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
     const int ktn = Ts > Trep ? Ts : Trep, bf16 = ctx->precision == RP_PREC_BF16;
