@@ -116,17 +116,18 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
 /* Bk(n) above; n <= 0 gives 1. */
 int rp_attn_canon_block(int n);
 
-/* kt (nk / bk, D, bk) = the keys k (nk, D) transposed block by block (nk % bk == 0): the
- * layout rp_attn_canon_partials reads; bf16: rounded to bf16 values. */
-void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D, int bf16);
+/* kt (nk, D) = the keys k (nk, D) in chunks of 64 keys (the last one shorter), each
+ * transposed to (D, width): the layout rp_attn_canon_partials reads for a run of keys
+ * packed from its start; bf16: rounded to bf16 values. */
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16);
 
 /* x (n) rounded in place to bf16 values (rp_f32_to_bf16; idempotent): the q and v that
  * rp_attn_canon_partials reads under precision bf16. */
 void rp_attn_canon_round(float *x, size_t n);
 
 /* The partials of nq query rows q (nq, D) against a run of nk keys that starts at a block
- * boundary of its segment: kt (the run's keys, rp_attn_canon_pack'ed with bk = the
- * segment's Bk), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
+ * boundary of its segment (nk a multiple of bk, the segment's Bk): kt (the run's keys,
+ * rp_attn_canon_pack'ed), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
  * written to slot i0 + i of each row r: pm[r nb + i0 + i] (m_b), pl[...] (l_b),
  * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order.
  * bf16 (precision bf16): p_j is rounded to bf16 for the O_b sums; q, kt and v must hold

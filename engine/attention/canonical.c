@@ -17,7 +17,9 @@
 #include "../ops.h"
 #include "internal.h"
 
-enum { QT = 4, BK_MAX = 64 };
+/* QT query rows a tile; keys in chunks of KC (a multiple of every Bk: the dots of a chunk
+ * are computed together, then cut into its blocks). */
+enum { QT = 4, BK_MAX = 64, KC = 64 };
 
 int rp_attn_canon_block(int n) {
     if (n <= 0) return 1;
@@ -28,12 +30,13 @@ int rp_attn_canon_block(int n) {
 
 static inline float bf16_round(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
 
-void rp_attn_canon_pack(float *kt, const float *k, int nk, int bk, int D, int bf16) {
-    for (int j0 = 0; j0 < nk; j0 += bk) {
-        float *t = kt + (size_t)j0 * D;       /* (D, bk) */
-        const float *kb = k + (size_t)j0 * D; /* (bk, D) */
-        for (int j = 0; j < bk; j++)
-            for (int d = 0; d < D; d++) t[(size_t)d * bk + j] = kb[(size_t)j * D + d];
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16) {
+    for (int j0 = 0; j0 < nk; j0 += KC) {
+        const int w = nk - j0 < KC ? nk - j0 : KC;
+        float *t = kt + (size_t)j0 * D;       /* (D, w) */
+        const float *kb = k + (size_t)j0 * D; /* (w, D) */
+        for (int j = 0; j < w; j++)
+            for (int d = 0; d < D; d++) t[(size_t)d * w + j] = kb[(size_t)j * D + d];
     }
     if (bf16) rp_attn_canon_round(kt, (size_t)nk * D);
 }
@@ -64,15 +67,15 @@ static inline __attribute__((always_inline)) vf vbcast(float x) {
 
 /* S[r][0 .. NV VL) = dot(q_r, k_j) for QT rows q (QT, D), kt (D, NV VL): each dot one fmaf
  * chain over d, the QT x NV accumulators in registers. */
-static inline __attribute__((always_inline)) void dots_vec(float S[QT][BK_MAX], const float *q, const float *kt,
+static inline __attribute__((always_inline)) void dots_vec(float S[QT][KC], const float *q, const float *kt,
                                                            const int NV, int D) {
-    vf a[QT][BK_MAX / VL];
+    vf a[QT][KC / VL];
 #pragma GCC unroll 4
     for (int r = 0; r < QT; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++) a[r][c] = vbcast(0.0f);
     for (int d = 0; d < D; d++) {
-        vf kv[BK_MAX / VL];
+        vf kv[KC / VL];
 #pragma GCC unroll 4
         for (int c = 0; c < NV; c++) kv[c] = *(const vfu *)(kt + ((size_t)d * NV + c) * VL);
 #pragma GCC unroll 4
@@ -89,7 +92,7 @@ static inline __attribute__((always_inline)) void dots_vec(float S[QT][BK_MAX], 
 }
 
 /* S[r][0 .. bk) = dot(q_r, k_j) for nr <= QT rows, any bk: the same fmaf chains, scalar. */
-static void dots_any(float S[QT][BK_MAX], const float *q, int nr, const float *kt, int bk, int D) {
+static void dots_any(float S[QT][KC], const float *q, int nr, const float *kt, int bk, int D) {
     for (int r = 0; r < nr; r++)
         for (int j = 0; j < bk; j++) S[r][j] = 0.0f;
     for (int d = 0; d < D; d++) {
@@ -104,8 +107,8 @@ static void dots_any(float S[QT][BK_MAX], const float *q, int nr, const float *k
 /* O row r (at O + r ldo) = sum_j P[r][j] v_j, one fmaf chain over j = 0 .. bk-1 a value,
  * for QT rows: 4 VL-wide column chunks x QT rows in registers, then single chunks (the
  * last one ending at D, overlapping its predecessor), D < VL scalar (the same chains). */
-static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, float P[QT][BK_MAX],
-                                                         const float *v, int bk, int D) {
+static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, const float *P, const float *v,
+                                                         int bk, int D) {
     int d0 = 0;
     for (; d0 + 4 * VL <= D; d0 += 4 * VL) {
         vf a[QT][4];
@@ -120,7 +123,7 @@ static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, f
             for (int c = 0; c < 4; c++) vv[c] = *(const vfu *)(vj + c * VL);
 #pragma GCC unroll 4
             for (int r = 0; r < QT; r++) {
-                const vf pb = vbcast(P[r][j]);
+                const vf pb = vbcast(P[r * KC + j]);
 #pragma GCC unroll 4
                 for (int c = 0; c < 4; c++) a[r][c] = vfma(pb, vv[c], a[r][c]);
             }
@@ -138,7 +141,7 @@ static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, f
         for (int j = 0; j < bk; j++) {
             const vf vv = *(const vfu *)(v + (size_t)j * D + d0);
 #pragma GCC unroll 4
-            for (int r = 0; r < QT; r++) a[r] = vfma(vbcast(P[r][j]), vv, a[r]);
+            for (int r = 0; r < QT; r++) a[r] = vfma(vbcast(P[r * KC + j]), vv, a[r]);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < QT; r++) *(vfu *)(O + r * ldo + d0) = a[r];
@@ -146,96 +149,132 @@ static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, f
     for (int r = 0; r < QT; r++)
         for (int d = d0; d < D; d++) {
             float o = 0.0f;
-            for (int j = 0; j < bk; j++) o = fmaf(P[r][j], v[(size_t)j * D + d], o);
+            for (int j = 0; j < bk; j++) o = fmaf(P[r * KC + j], v[(size_t)j * D + d], o);
             O[r * ldo + d] = o;
         }
 }
 
 /* The same for nr <= QT rows, scalar. */
-static void pv_any(float *O, size_t ldo, float P[QT][BK_MAX], int nr, const float *v, int bk, int D) {
+static void pv_any(float *O, size_t ldo, const float *P, int nr, const float *v, int bk, int D) {
     for (int r = 0; r < nr; r++) {
         float *o = O + r * ldo;
         for (int d = 0; d < D; d++) o[d] = 0.0f;
         for (int j = 0; j < bk; j++) {
-            const float p = P[r][j];
+            const float p = P[r * KC + j];
             const float *vj = v + (size_t)j * D;
             for (int d = 0; d < D; d++) o[d] = fmaf(p, vj[d], o[d]);
         }
     }
 }
 
-/* The partials of nr <= QT rows q (nr, D) and one block (kt (D, bk), v (bk, D), mask (bk)
- * or NULL): row r's m_b, l_b to pm[r ld], pl[r ld] and O_b to pO + r ld D. */
+/* The partials of nr <= QT rows q (nr, D) and one chunk of w keys (kt (D, w), v (w, D),
+ * mask (w) or NULL), w a multiple of bk: the chunk's block i (keys i bk ..) of row r goes
+ * to pm[r ld + i], pl[r ld + i], pO + (r ld + i) D. */
 RP_SIMD_CLONES
-static void tile_block(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
-                       const float *v, const uint8_t *mask, int bk, int D, float scale, int bf16) {
-    float S[QT][BK_MAX]; /* dots, scores, then p */
-    if (nr == QT && bk == 64) dots_vec(S, q, kt, 4, D);
-    else if (nr == QT && bk == 32) dots_vec(S, q, kt, 2, D);
-    else if (nr == QT && bk == 16) dots_vec(S, q, kt, 1, D);
-    else dots_any(S, q, nr, kt, bk, D);
+static void tile_chunk(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
+                       const float *v, const uint8_t *mask, int w, int bk, int D, float scale, int bf16) {
+    float S[QT][KC]; /* dots, scores, then p */
+    if (nr == QT && w == 64) dots_vec(S, q, kt, 4, D);
+    else if (nr == QT && w == 32) dots_vec(S, q, kt, 2, D);
+    else if (nr == QT && w == 16) dots_vec(S, q, kt, 1, D);
+    else dots_any(S, q, nr, kt, w, D);
     for (int r = 0; r < nr; r++) {
         float *s = S[r];
-        for (int j = 0; j < bk; j++) s[j] = s[j] * scale;
+        for (int j = 0; j < w; j++) s[j] = s[j] * scale;
         if (mask)
-            for (int j = 0; j < bk; j++) s[j] = mask[j] ? s[j] : -INFINITY;
-        const float m = rp_attn_rowmax(s, bk);
-        pl[(size_t)r * ld] = rp_attn_exp_sum(s, bk, m); /* p_j in place; zeros when m = -Inf */
-        pm[(size_t)r * ld] = m;
+            for (int j = 0; j < w; j++) s[j] = mask[j] ? s[j] : -INFINITY;
+        for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) { /* each block: its max, p_j in place, l_b */
+            const float m = rp_attn_rowmax(s + j0, bk);
+            pl[(size_t)r * ld + i] = rp_attn_exp_sum(s + j0, bk, m); /* zeros when m = -Inf */
+            pm[(size_t)r * ld + i] = m;
+        }
         if (bf16) /* the P V product's input, after l_b took the fp32 p_j */
-            for (int j = 0; j < bk; j++) s[j] = bf16_round(s[j]);
+            for (int j = 0; j < w; j++) s[j] = bf16_round(s[j]);
     }
-    if (nr == QT) pv_vec(pO, ld * D, S, v, bk, D);
-    else pv_any(pO, ld * D, S, nr, v, bk, D);
+    for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) {
+        float *o = pO + (size_t)i * D;
+        if (nr == QT) pv_vec(o, ld * D, &S[0][j0], v + (size_t)j0 * D, bk, D);
+        else pv_any(o, ld * D, &S[0][j0], nr, v + (size_t)j0 * D, bk, D);
+    }
 }
 
 void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
                             const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
                             int bf16) {
-    /* block outer: its keys and values stay in cache while every row tile reads them */
-    for (int j0 = 0, i = i0; j0 < nk; j0 += bk, i++)
+    /* chunk outer: its keys and values stay in cache while every row tile reads them */
+    for (int j0 = 0; j0 < nk; j0 += KC) {
+        const int w = nk - j0 < KC ? nk - j0 : KC, i = i0 + j0 / bk;
         for (int r0 = 0; r0 < nq; r0 += QT) {
             const int nr = nq - r0 < QT ? nq - r0 : QT;
             const size_t slot = (size_t)r0 * nb + i;
-            tile_block(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
-                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, bk, D, scale, bf16);
+            tile_chunk(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
+                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, w, bk, D, scale, bf16);
         }
+    }
 }
 
-/* (m, l, O (D)) of one row folded with the next block's partial (mb, lb, Ob): the one
- * merge step of the contract; no_rescale: the ring-no-rescale fault's plain sums. */
+/* The fold of up to MR rows at once (rows[r] = row r's nb slots): the per-row scalars
+ * (max, the two factors, l) run across rows in vector lanes, O row by row. Per row this is
+ * the contract's step, m' = max(m, m_b); a = rp_expf(m - m'), c = rp_expf(m_b - m');
+ * l = a l + c l_b; O = a O + c O_b, with (a, c) = (1, 0) when m' = -Inf (both empty: l = 0
+ * and O = +0 stay exactly what they are) and (1, 1) for the ring-no-rescale fault (plain
+ * sums): products by 1 and 0 are exact, so these are the same bits as skipping. */
+enum { MR = 16 };
+
 RP_SIMD_CLONES
-static void fold(float *m, float *l, float *O, float mb, float lb, const float *Ob, int D, int no_rescale) {
-    const float mn = mb > *m ? mb : *m;
-    if (no_rescale) {
-        *l = *l + lb;
-        for (int d = 0; d < D; d++) O[d] = O[d] + Ob[d];
-        *m = mn;
-        return;
+static void merge_rows(float *out, const float *pm, const float *pl, const float *pO, int nr, int nb, int D,
+                       int no_rescale) {
+    float m[MR], l[MR], a[MR], c[MR], mb[MR], lb[MR];
+    for (int r = 0; r < MR; r++) { /* lanes past nr: an empty row, never written back */
+        const int live = r < nr;
+        m[r] = live ? pm[(size_t)r * nb] : -INFINITY;
+        l[r] = live ? pl[(size_t)r * nb] : 0.0f;
     }
-    if (mn == -INFINITY) return; /* both empty: l = 0 and O = 0 stay (no -Inf - -Inf) */
-    const float a = rp_expf(*m - mn), c = rp_expf(mb - mn);
-    *l = a * *l + c * lb;
-    for (int d = 0; d < D; d++) O[d] = a * O[d] + c * Ob[d];
-    *m = mn;
+    for (int r = 0; r < nr; r++) /* the first block initialises; the fold runs in the output row */
+        memcpy(out + (size_t)r * D, pO + (size_t)r * nb * D, sizeof(float) * D);
+    for (int i = 1; i < nb; i++) {
+        for (int r = 0; r < MR; r++) {
+            mb[r] = r < nr ? pm[(size_t)r * nb + i] : -INFINITY;
+            lb[r] = r < nr ? pl[(size_t)r * nb + i] : 0.0f;
+        }
+        float mn[MR], xa[MR], xc[MR];
+        for (int r = 0; r < MR; r++) {
+            mn[r] = mb[r] > m[r] ? mb[r] : m[r];
+            xa[r] = mn[r] == -INFINITY ? 0.0f : m[r] - mn[r];
+            xc[r] = mn[r] == -INFINITY ? 0.0f : mb[r] - mn[r];
+        }
+        for (int r = 0; r < MR; r++) a[r] = rp_expf(xa[r]); /* separate loops: each vectorises */
+        for (int r = 0; r < MR; r++) c[r] = rp_expf(xc[r]);
+        for (int r = 0; r < MR; r++) {
+            const int empty = mn[r] == -INFINITY;
+            a[r] = no_rescale || empty ? 1.0f : a[r];
+            c[r] = no_rescale ? 1.0f : (empty ? 0.0f : c[r]);
+            l[r] = a[r] * l[r] + c[r] * lb[r];
+            m[r] = mn[r];
+        }
+        for (int r = 0; r < nr; r++) {
+            float *o = out + (size_t)r * D;
+            const float *ob = pO + ((size_t)r * nb + i) * D, ar = a[r], cr = c[r];
+            for (int d = 0; d < D; d++) o[d] = ar * o[d] + cr * ob[d];
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        float *o = out + (size_t)r * D;
+        if (l[r] == 0.0f) memset(o, 0, sizeof(float) * D);
+        else
+            for (int d = 0; d < D; d++) o[d] = o[d] / l[r];
+    }
 }
 
 void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
                          int no_rescale) {
-    for (int r = 0; r < nq; r++) {
-        float *o = out + (size_t)r * D;
-        const size_t s0 = (size_t)r * nb;
-        if (nb < 1) { /* no keys */
-            memset(o, 0, sizeof(float) * D);
-            continue;
-        }
-        float m = pm[s0], l = pl[s0];
-        memcpy(o, pO + s0 * D, sizeof(float) * D); /* the fold runs in the output row */
-        for (int i = 1; i < nb; i++) fold(&m, &l, o, pm[s0 + i], pl[s0 + i], pO + (s0 + i) * D, D, no_rescale);
-        if (l == 0.0f) memset(o, 0, sizeof(float) * D);
-        else
-            for (int d = 0; d < D; d++) o[d] = o[d] / l;
+    if (nb < 1) { /* no keys */
+        memset(out, 0, sizeof(float) * nq * (size_t)D);
+        return;
     }
+    for (int r0 = 0; r0 < nq; r0 += MR)
+        merge_rows(out + (size_t)r0 * D, pm + (size_t)r0 * nb, pl + (size_t)r0 * nb, pO + (size_t)r0 * nb * D,
+                   nq - r0 < MR ? nq - r0 : MR, nb, D, no_rescale);
 }
 
 rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
@@ -300,8 +339,7 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
             const size_t bh = (size_t)b * H + h;
             const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
             for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
-                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], rp_attn_canon_block(seg[s]), D,
-                                   bf16);
+                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], D, bf16);
             if (bf16) {
                 memcpy(vr, vb, sizeof(float) * Tk * D);
                 rp_attn_canon_round(vr, (size_t)Tk * D);

@@ -296,7 +296,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
             for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
                 if (!piece[g]) continue;
-                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], bk[g], D, 0); /* rounded already */
+                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], D, 0); /* rounded already */
                 rp_attn_canon_partials(pm + bh * Tg * nbr, pl + bh * Tg * nbr, pO + bh * Tg * nbr * D, nbr, i0[g], q,
                                        kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale, bf16);
             }
@@ -316,7 +316,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             rp_attn_canon_merge(out + bh * Tg * D, bm, bl, bO, Tg, nbr, D, no_rescale);
             continue;
         }
-        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, bk[2], D, bf16);
+        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, D, bf16);
         const float *vrep = V + (bh * Tg + Ts) * D; /* (Trep, D) */
         if (bf16) {
             memcpy(vr, vrep, sizeof(float) * Trep * D);

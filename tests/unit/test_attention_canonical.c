@@ -293,10 +293,10 @@ static void ring_rows(const inv *P, int R, int me, int r0, int nr, int no_rescal
         const float *kl = P->k + (size_t)src * l * ID, *ks = P->k + (size_t)(P->n0 + src * t) * ID;
         const float *vl = P->v + (size_t)src * l * ID, *vs = P->v + (size_t)(P->n0 + src * t) * ID;
         ck_assert(l % bk0 == 0 && t % bk1 == 0);
-        rp_attn_canon_pack(kt, kl, l, bk0, ID, 0);
+        rp_attn_canon_pack(kt, kl, l, ID, 0);
         rp_attn_canon_partials(pm, pl, pO, nb, src * (l / bk0), P->q + (size_t)r0 * ID, kt, vl, NULL, nr, l, bk0, ID,
                                0.2f, 0);
-        rp_attn_canon_pack(kt, ks, t, bk1, ID, 0);
+        rp_attn_canon_pack(kt, ks, t, ID, 0);
         rp_attn_canon_partials(pm, pl, pO, nb, nb0 + src * (t / bk1), P->q + (size_t)r0 * ID, kt, vs, NULL, nr, t, bk1,
                                ID, 0.2f, 0);
     }
@@ -353,7 +353,7 @@ START_TEST(block_arrival_order_does_not_matter) {
     for (int i = 0; i < nb; i++) {
         const int blk = order[i], seg1 = blk >= nb0, bk = seg1 ? bk1 : bk0;
         const int key = seg1 ? 32 + (blk - nb0) * bk1 : blk * bk0;
-        rp_attn_canon_pack(kt, P.k + (size_t)key * ID, bk, bk, ID, 0);
+        rp_attn_canon_pack(kt, P.k + (size_t)key * ID, bk, ID, 0);
         rp_attn_canon_partials(pm, pl, pO, nb, blk, P.q, kt, P.v + (size_t)key * ID, NULL, P.Tq, bk, bk, ID, 0.2f, 0);
     }
     rp_attn_canon_merge(out, pm, pl, pO, P.Tq, nb, ID, 0);
