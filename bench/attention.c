@@ -5,6 +5,8 @@
  *   build/bench/attention [--threads N] [--heads H] [--repeat R] [--seqs 256,1024,4096]
  *                         [--dims 64,128] [--mask]
  *
+ * "canonical (invariant)" is the layout-invariant attention of numerics invariant
+ * (engine/attention/canonical.c: no BLAS, fmaf chains in a fixed order).
  * Self-attention, batch 1, H heads (default 4), Tq = Tk = T; --mask masks the
  * last 1/8 of the keys (padding). FLOPs = 4 H T^2 D (the two matrix products;
  * the softmax's exps are not counted, so a variant that spends more in them
@@ -46,23 +48,30 @@ static double sgemm_peak(int n, int repeat) {
     return 2.0 * n * (double)n * n / best / 1e9;
 }
 
-typedef struct variant { const char *label; rp_attn_kind kind; int qc, kc; const char *profile; } variant;
+typedef struct variant {
+    const char *label;
+    rp_attn_kind kind;
+    int qc, kc;
+    const char *profile;
+    rp_numerics numerics; /* INVARIANT: the canonical attention (its own order; kind math) */
+} variant;
 
 /* Defaults (0) are the dispatcher's; the extra flash rows are the tiles auto
  * picks for SDPA's flash (PyTorch CPU: 256 x 512 for T >= 768) and mem-efficient
  * (cutlass: 64 x 64 for D <= 64, 32 x 128 above). */
 static const variant VARIANTS[] = {
-    {"math", RP_ATTN_MATH, 0, 0, NULL},
-    {"split q1024", RP_ATTN_SPLIT, 0, 0, NULL},
-    {"split q256", RP_ATTN_SPLIT, 256, 0, NULL},
-    {"subquad q1024 kv=sqrtT", RP_ATTN_SUBQUAD, 0, 0, NULL},
-    {"subquad q1024 kv512", RP_ATTN_SUBQUAD, 1024, 512, NULL},
-    {"flash 128x128", RP_ATTN_FLASH, 0, 0, NULL},
-    {"flash 256x512", RP_ATTN_FLASH, 256, 512, NULL},
-    {"flash 64x64", RP_ATTN_FLASH, 64, 64, NULL},
-    {"flash 32x128", RP_ATTN_FLASH, 32, 128, NULL},
-    {"auto cpu-avx512-24g", RP_ATTN_AUTO, 0, 0, "cpu-avx512-24g"},
-    {"auto host", RP_ATTN_AUTO, 0, 0, "host"},
+    {"math", RP_ATTN_MATH, 0, 0, NULL, RP_NUMERICS_DEFAULT},
+    {"split q1024", RP_ATTN_SPLIT, 0, 0, NULL, RP_NUMERICS_DEFAULT},
+    {"split q256", RP_ATTN_SPLIT, 256, 0, NULL, RP_NUMERICS_DEFAULT},
+    {"subquad q1024 kv=sqrtT", RP_ATTN_SUBQUAD, 0, 0, NULL, RP_NUMERICS_DEFAULT},
+    {"subquad q1024 kv512", RP_ATTN_SUBQUAD, 1024, 512, NULL, RP_NUMERICS_DEFAULT},
+    {"flash 128x128", RP_ATTN_FLASH, 0, 0, NULL, RP_NUMERICS_DEFAULT},
+    {"flash 256x512", RP_ATTN_FLASH, 256, 512, NULL, RP_NUMERICS_DEFAULT},
+    {"flash 64x64", RP_ATTN_FLASH, 64, 64, NULL, RP_NUMERICS_DEFAULT},
+    {"flash 32x128", RP_ATTN_FLASH, 32, 128, NULL, RP_NUMERICS_DEFAULT},
+    {"auto cpu-avx512-24g", RP_ATTN_AUTO, 0, 0, "cpu-avx512-24g", RP_NUMERICS_DEFAULT},
+    {"auto host", RP_ATTN_AUTO, 0, 0, "host", RP_NUMERICS_DEFAULT},
+    {"canonical (invariant)", RP_ATTN_MATH, 0, 0, NULL, RP_NUMERICS_INVARIANT},
 };
 #define NVARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
@@ -125,6 +134,7 @@ int main(int argc, char **argv) {
                 ctx.attn.kind = vr->kind;
                 ctx.attn.q_chunk = vr->qc;
                 ctx.attn.kv_chunk = vr->kc;
+                ctx.numerics = vr->numerics;
                 if (vr->profile && rp_device_profile_parse(vr->profile, &ctx.device, &err) != RP_OK) {
                     fprintf(stderr, "%s\n", err.msg);
                     return 1;

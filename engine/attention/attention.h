@@ -31,7 +31,10 @@
  *            "attention.auto" (variant), "attention.auto.backend", ".q_chunk",
  *            ".kv_chunk" and "attention.auto.reason". An unset ctx->device means
  *            this machine, read at each call (rp_device_profile_host).
- * Chunk sizes come from ctx->attn (0 = the default above). */
+ * Chunk sizes come from ctx->attn (0 = the default above).
+ * With ctx->numerics == RP_NUMERICS_INVARIANT rp_attention runs the canonical
+ * attention below instead (ctx->attn.kind must be math: the canonical order replaces
+ * every variant's). */
 #ifndef REPRO_ATTENTION_H
 #define REPRO_ATTENTION_H
 
@@ -74,6 +77,87 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
                              const float *v, const uint8_t *key_mask, int B, int H, int Tq,
                              int Tk, int D, float scale, int q_chunk, int kv_chunk,
                              rp_error *err);
+
+/* ---- the canonical (layout-invariant) attention: canonical.c ----------------------
+ *
+ * The contract every layout must reproduce bit for bit (ctx->numerics invariant).
+ * For one (b, h) the keys, in the single process's order, are cut into SEGMENTS by
+ * the caller (FLUX: [text | image], SD3: [image | text], DiT, the text encoder, the
+ * VAE: one). A segment of n keys is cut into canonical blocks of
+ *   Bk(n) = max(1, min(64, 2^v2(n) / 8))   (v2: exponent of the largest power of 2
+ *                                           dividing n; integer division)
+ * keys: Bk(n) divides n / R for every ring degree R in 1..8 that divides n, so no
+ * block straddles two ring ranks' shards. For a query row q and one block:
+ *   s_j  = scale * dot(q, k_j), dot = fmaf(q[d], k_j[d], acc) over d = 0 .. D-1 from
+ *          acc = 0 (one rounding a step), then one fp32 multiply by scale; a masked
+ *          key's s_j = -Inf
+ *   m_b  = max_j s_j (exact; -Inf when every key of the block is masked)
+ *   p_j  = rp_expf(s_j - m_b) (fp32)
+ *   l_b  = sum_j p_j in fp32, in rp_attn_exp_sum's fixed order (8 lanes, lane t summing
+ *          j = t mod 8 in key order, then ((0+1)+(2+3))+((4+5)+(6+7)))
+ *   O_b[d] = fmaf(p_j, v_j[d], acc) over j in key order from acc = 0
+ *   an all-masked block: m_b = -Inf, l_b = 0, O_b = 0.
+ * The blocks of a row then fold in canonical order (segment 0's blocks in key order,
+ * then segment 1's, ...): the first initialises (m, l, O) = (m_b, l_b, O_b); each
+ * further one, in fp32 (mul, mul, add: no fused steps):
+ *   m' = max(m, m_b); a = rp_expf(m - m'), c = rp_expf(m_b - m');
+ *   l = a l + c l_b; O = a O + c O_b; m = m'        (m' = -Inf: nothing to add)
+ * and out = O / l (fp32 division; l == 0, every key masked: zeros).
+ * Every value depends only on the query row and the keys of its block, and the fold
+ * order is fixed: any split of the query rows, of the batch or of the heads, and any
+ * arrival order of the key blocks give the same bits, as long as each block's partial
+ * is stored at its canonical index and the fold runs at the end (the ring does this).
+ * Precision bf16 rounds the inputs of the two products as rp_gemm rounds a GEMM's (round
+ * to nearest even, rp_f32_to_bf16): q and k before the dots, p_j and v before the O_b
+ * sums (l_b sums the unrounded p_j); accumulation stays fp32. reduce_split has no GEMM to
+ * act on here and is refused (rp_attn_canon_check). The bits do not depend on the ISA
+ * (fmaf is correctly rounded; RP_SIMD_CLONES, no contraction; tests/isa compares). */
+
+/* Bk(n) above; n <= 0 gives 1. */
+int rp_attn_canon_block(int n);
+
+/* kt (nk, D) = the keys k (nk, D) in chunks of 64 keys (the last one shorter), each
+ * transposed to (D, width): the layout rp_attn_canon_partials reads for a run of keys
+ * packed from its start; bf16: rounded to bf16 values. */
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16);
+
+/* x (n) rounded in place to bf16 values (rp_f32_to_bf16; idempotent): the q and v that
+ * rp_attn_canon_partials reads under precision bf16. */
+void rp_attn_canon_round(float *x, size_t n);
+
+/* The partials of nq query rows q (nq, D) against a run of nk keys that starts at a block
+ * boundary of its segment (nk a multiple of bk, the segment's Bk): kt (the run's keys,
+ * rp_attn_canon_pack'ed), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
+ * written to slot i0 + i of each row r: pm[r nb + i0 + i] (m_b), pl[...] (l_b),
+ * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order.
+ * bf16 (precision bf16): p_j is rounded to bf16 for the O_b sums; q, kt and v must hold
+ * bf16 values already (rp_attn_canon_round, rp_attn_canon_pack). */
+void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
+                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
+                            int bf16);
+
+/* out (nq, D) = the fold of each row's nb slots (layout as rp_attn_canon_partials) in
+ * slot order, divided by l. no_rescale: the injected fault ring-no-rescale — the fold
+ * adds l += l_b, O += O_b with no max correction. */
+void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
+                         int no_rescale);
+
+/* Query rows a pass for nb blocks a row (<= 128, slots within 2^20 floats, >= 4): how many
+ * rows' partials the callers hold before folding them (any count gives the same bits). */
+int rp_attn_canon_pass_rows(int nb, int D);
+
+/* Whether ctx may run the canonical attention: RP_ERR_INVALID naming the setting when
+ * ctx->attn.kind is not math (its order would be ignored) or reduce_split is set (the
+ * canonical order has no GEMM for it to act on). */
+rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err);
+
+/* The canonical attention of q (B, H, Tq, D), k, v (B, H, Tk, D), key_mask (B, Tk) or
+ * NULL -> out (B, H, Tq, D). seg (nseg) the segment lengths, summing to Tk (zeros
+ * allowed); seg NULL: one segment of Tk. Errors: rp_attn_canon_check's, bad shapes or
+ * segments (RP_ERR_INVALID), RP_ERR_NOMEM. */
+rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                 const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                 const int *seg, int nseg, rp_error *err);
 
 /* What auto picked for one call. kind is never RP_ATTN_AUTO; the chunk sizes are
  * explicit (>= 1) for the variants that take them, 0 otherwise. */

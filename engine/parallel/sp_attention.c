@@ -34,6 +34,22 @@
  *   last. The replicated QUERY rows keep each block's partial and merge them in block
  *   order 0 .. R - 1, then the replicated block, so every ring rank computes the same
  *   bits for them (they must stay identical copies). out = O / l.
+ * Numerics invariant (ctx->numerics; host path only — a device or a K/V hook is refused):
+ * the canonical attention of attention.h over the key segments of the single process's
+ * sequence [all lead | all second | replicated] (zero-length ones dropped). Plain and
+ * Ulysses see those keys in that order and call rp_attention_canonical with the segments.
+ * The ring computes, for each arriving shard of ring rank src (ring ranks hold consecutive
+ * sp shards: sp rank = ring rank * ulysses + ulysses rank, parallel.c), the partials of
+ * all its query rows (sharded and replicated alike) against the shard's lead piece — the
+ * lead segment's keys src Tl .. src Tl + Tl - 1, Tl its lead keys per ring rank — and its
+ * second piece (src Tsec .. in the second segment) into their canonical block slots; after
+ * the ring, a tile of rows at a time, the replicated segment's blocks (last in canonical
+ * order, local) join them and every row folds its slots in canonical order
+ * (rp_attn_canon_merge; ring-no-rescale: the fold without the max correction). A piece
+ * that is not a whole number of its segment's canonical blocks is RP_ERR_INVALID. Memory:
+ * the ring blocks' partials of every query row, B Hh Tg (R Tl / Bk_lead + R Tsec / Bk_sec)
+ * (D + 2) floats (FLUX at 1024^2, ring 2: 2 GB; the price of folding in one fixed order
+ * while the shards arrive in a rank-dependent one).
  * Tags on the ring comm: TAG_RING. */
 #include <assert.h>
 #include <math.h>
@@ -212,6 +228,119 @@ done:
     return st;
 }
 
+/* ---- ring attention, numerics invariant ------------------------------------------------ */
+
+/* Canonical ring attention (the header's "numerics invariant") of Q (B, Hh, Tg, D), Tg =
+ * Ts + Trep, over K, V (B, Hh, Tg, D) whose first Ts keys are this ring rank's shard:
+ * [Tl lead | Ts - Tl second] (Tl: lead keys per ring rank), the last Trep replicated. */
+static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V, int B,
+                                int Hh, int Ts, int Tl, int Trep, int D, float scale, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    rp_comm *c = p->ring.comm;
+    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tsec = Ts - Tl;
+    const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
+    /* the single process's segments: every ring rank's lead pieces, second pieces, replicated */
+    const long long n[3] = {(long long)R * Tl, (long long)R * Tsec, Trep};
+    const int piece[3] = {Tl, Tsec, Trep};
+    const char *name[3] = {"lead (text)", "second (image)", "replicated (text)"};
+    int bk[3], nb[3];
+    for (int s = 0; s < 3; s++) {
+        if (n[s] > 0x7fffffff)
+            return RP_FAIL(err, RP_ERR_INVALID, "ring attention: the %s segment has %lld keys", name[s], n[s]);
+        bk[s] = rp_attn_canon_block((int)n[s]);
+        if (piece[s] % bk[s])
+            return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant ring attention: the %s segment's %lld keys over "
+                           "ring %d give shards of %d keys, not a multiple of its canonical block Bk(%lld) = %d",
+                           name[s], n[s], R, piece[s], n[s], bk[s]);
+        nb[s] = (int)(n[s] / bk[s]);
+    }
+    /* Slots for the ring's blocks only (nbr a row): the replicated segment comes last in the
+     * canonical order and is here, so its blocks are computed after the ring, RT rows at a
+     * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots (SD3's text
+     * has Bk 1: its slots would be most of the memory). */
+    const int nbr = nb[0] + nb[1], nbt = nbr + nb[2], RT = rp_attn_canon_pass_rows(nbt, D);
+    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
+    const int ktn = Ts > Trep ? Ts : Trep, bf16 = ctx->precision == RP_PREC_BF16;
+    float *kv = malloc(sizeof(float) * 4 * blk);               /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
+    float *kt = malloc(sizeof(float) * ((size_t)ktn * D + 1)); /* one piece's keys, packed */
+    float *pm = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
+    float *pl = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
+    float *pO = malloc(sizeof(float) * (slots * D + 1));       /* (B, Hh, Tg, nbr, D) */
+    float *tm = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
+    float *tl = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
+    float *tO = Trep ? malloc(sizeof(float) * tile * D) : NULL; /* (RT, nbt, D) */
+    /* bf16: the products' inputs as bf16 values (the shards travel rounded) */
+    float *qr = bf16 ? malloc(sizeof(float) * (BH * Tg * D + 1)) : NULL;           /* (B, Hh, Tg, D) */
+    float *vr = bf16 && Trep ? malloc(sizeof(float) * ((size_t)Trep * D)) : NULL;   /* (Trep, D) */
+    rp_status st = RP_OK;
+    if (!kv || !kt || !pm || !pl || !pO || (Trep && (!tm || !tl || !tO)) || (bf16 && (!qr || (Trep && !vr)))) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials of %d floats (B %d, "
+                     "heads %d, %d + %d tokens, %d ring blocks a row)", slots, D + 2, B, Hh, Ts, Trep, nbr);
+        goto done;
+    }
+    float *cur = kv, *next = kv + 2 * blk;
+    for (size_t bh = 0; bh < BH; bh++) {
+        memcpy(cur + bh * Ts * D, K + bh * Tg * D, sizeof(float) * Ts * D);
+        memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
+    }
+    if (bf16) {
+        rp_attn_canon_round(cur, 2 * blk);
+        memcpy(qr, Q, sizeof(float) * BH * Tg * D);
+        rp_attn_canon_round(qr, BH * Tg * D);
+        Q = qr;
+    }
+    for (int s = 0; s < R && st == RP_OK; s++) {
+        const int src = ((ri - s) % R + R) % R; /* whose shard is here */
+        const int i0[2] = {src * (Tl / bk[0]), nb[0] + src * (Tsec / bk[1])};
+        for (size_t bh = 0; bh < BH; bh++) {
+            const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
+            for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
+                if (!piece[g]) continue;
+                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], D, 0); /* rounded already */
+                rp_attn_canon_partials(pm + bh * Tg * nbr, pl + bh * Tg * nbr, pO + bh * Tg * nbr * D, nbr, i0[g], q,
+                                       kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale, bf16);
+            }
+        }
+        if (s + 1 < R) {
+            st = c->ops->sendrecv(c, cur, sizeof(float) * 2 * blk, (ri + 1) % R, next, sizeof(float) * 2 * blk,
+                                  (ri - 1 + R) % R, TAG_RING, err);
+            float *t = cur;
+            cur = next;
+            next = t;
+        }
+    }
+    if (st != RP_OK) goto done;
+    for (size_t bh = 0; bh < BH; bh++) {
+        const float *bm = pm + bh * Tg * nbr, *bl = pl + bh * Tg * nbr, *bO = pO + bh * Tg * nbr * D;
+        if (!Trep) {
+            rp_attn_canon_merge(out + bh * Tg * D, bm, bl, bO, Tg, nbr, D, no_rescale);
+            continue;
+        }
+        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, D, bf16);
+        const float *vrep = V + (bh * Tg + Ts) * D; /* (Trep, D) */
+        if (bf16) {
+            memcpy(vr, vrep, sizeof(float) * Trep * D);
+            rp_attn_canon_round(vr, (size_t)Trep * D);
+            vrep = vr;
+        }
+        for (int r0 = 0; r0 < Tg; r0 += RT) {
+            const int nr = Tg - r0 < RT ? Tg - r0 : RT;
+            for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */
+                const size_t from = (size_t)(r0 + r) * nbr, to = (size_t)r * nbt;
+                memcpy(tm + to, bm + from, sizeof(float) * nbr);
+                memcpy(tl + to, bl + from, sizeof(float) * nbr);
+                memcpy(tO + to * D, bO + from * D, sizeof(float) * nbr * D);
+            }
+            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, Q + (bh * Tg + r0) * D, kt, vrep, NULL, nr, Trep, bk[2], D,
+                                   scale, bf16);
+            rp_attn_canon_merge(out + (bh * Tg + r0) * D, tm, tl, tO, nr, nbt, D, no_rescale);
+        }
+    }
+done:
+    free(kv); free(kt); free(pm); free(pl); free(pO); free(tm); free(tl); free(tO); free(qr); free(vr);
+    return st;
+}
+
 /* ---- the entry point ------------------------------------------------------------------ */
 
 /* The K/V hook (if any) on k, v (B, H, T, D) whose first Tlead and last Trep tokens are
@@ -275,6 +404,10 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
     if (key_mask && Tk != T)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the key "
                        "count (%d -> %d)", layer, T, Tk);
+    if (ctx->numerics == RP_NUMERICS_INVARIANT) {
+        const int seg[3] = {Tlead, T - Tlead - Trep, Trep};
+        return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, err);
+    }
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
 
@@ -286,6 +419,14 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
     if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
         scale = (float)(1.0 / sqrt((double)D + 1.0));
+    const int invariant = ctx->numerics == RP_NUMERICS_INVARIANT;
+    if (invariant) {
+        RP_TRY(rp_attn_canon_check(ctx, err));
+        if (p && (p->hooks.kv || p->stage_dev))
+            return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant has no %s path (the canonical "
+                           "attention runs on the host, over the whole sequence's keys)", layer,
+                           p->hooks.kv ? "pipefusion / patch (K/V hook)" : "device");
+    }
     if (!p || p->sp.size == 1 || p->deg.patch > 1)
         return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
 
@@ -301,6 +442,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
         const float *kk, *vv;
         int Tk;
         RP_TRY(kv_hook(ctx, layer, k, v, B, H, T, Tlead, Trep, D, &kk, &vv, &Tk, err));
+        if (invariant) return ring_canonical(ctx, out, q, kk, vv, B, H, Ts, Tlead, Trep, D, scale, err);
         return ring_attention(ctx, out, q, kk, vv, B, H, Ts, Tk - Trep, Trep, D, scale, err);
     }
 
@@ -351,7 +493,11 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     int Tgk;
     st = kv_hook(ctx, layer, K, V, B, Hu, Tg, u * Tlead, Trep, D, &KK, &VV, &Tgk, err);
     if (st != RP_OK) goto done;
-    if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
+    if (invariant) { /* the gathered sequence is the single process's order */
+        const int seg[3] = {u * Tlead, u * Tsec, Trep};
+        if (R == 1) st = rp_attention_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, err);
+        else st = ring_canonical(ctx, O, Q, KK, VV, B, Hu, u * Ts, u * Tlead, Trep, D, scale, err);
+    } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
     if (st != RP_OK) goto done;
     /* all-to-all 2: head groups -> token shards (send reused: same size) */
@@ -401,6 +547,9 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
                            const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
                            int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
+    if (ctx->dev && ctx->numerics == RP_NUMERICS_INVARIANT)
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant runs on the host only (the device "
+                       "has no canonical attention)", layer);
     if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
     const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
     const int hooked = p && p->hooks.kv;

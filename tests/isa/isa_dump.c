@@ -91,5 +91,20 @@ int main(int argc, char **argv) {
             put(f, y, m);
         }
     }
+    /* the canonical attention (numerics invariant): all our own float code, vector and
+     * scalar paths (blocks of 64, 16, 4 and 1 keys; a partial column chunk at D 72) */
+    {
+        const int B = 1, H = 1, T = 693, D = 72, seg[4] = {512, 128, 32, 21};
+        const size_t m = (size_t)B * H * T * D;
+        uint8_t mask[693];
+        for (int i = 0; i < T; i++) mask[i] = (uint8_t)(i % 11 != 3);
+        rp_ctx ctx = rp_ctx_default();
+        rp_error err = {0};
+        if (rp_attention_canonical(&ctx, y, x, x + m, x + 2 * m, mask, B, H, T, T, D, 0.125f, seg, 4, &err)) {
+            fprintf(stderr, "canonical attention: %s\n", err.msg);
+            return 1;
+        }
+        put(f, y, m);
+    }
     return fclose(f) == 0 ? 0 : 1;
 }

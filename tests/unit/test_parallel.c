@@ -184,10 +184,11 @@ static void same_trace(const rp_trace *a, const rp_trace *b) {
 
 static const char *const PRESETS[] = {"dit-tiny", "sd3-tiny", "flux-tiny"};
 
-/* A world of one: the parallel context must not change a bit, output or trace. */
+/* A world of one: the parallel context must not change a bit, output or trace (loops 3 .. 5:
+ * under numerics invariant, whose attention is the canonical one on both sides). */
 START_TEST(world_one_is_the_plain_path) {
     model_run m;
-    model_open(&m, PRESETS[_i]);
+    model_open(&m, PRESETS[_i % 3]);
     rp_error err = {0};
     rp_comm *self = NULL;
     rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
@@ -202,8 +203,9 @@ START_TEST(world_one_is_the_plain_path) {
     rp_trace_init(&ta);
     rp_trace_init(&tb);
     rp_ctx ctx = rp_ctx_default();
+    if (_i >= 3) ctx.numerics = RP_NUMERICS_INVARIANT;
     ctx.trace = &ta;
-    ck_assert_int_eq(forward(&m, &ctx, a, &err), RP_OK);
+    ck_assert_msg(forward(&m, &ctx, a, &err) == RP_OK, "%s", err.msg);
     ctx.trace = &tb;
     ctx.par = &par;
     int rows[2] = {0, 1};
@@ -360,6 +362,9 @@ typedef struct sp_case {
     int Ttxt, Timg;       /* global sharded segments: FLUX-like [text; image] (Ttxt > 0) or one (Ttxt 0) */
     int Trep;             /* replicated tokens (SD3-like) */
     rp_inject_id fault;
+    int invariant;        /* 1: numerics invariant (bitwise the single process); 3: the same in bf16;
+                             2: invariant with shards that split a canonical block (ring > 8):
+                             RP_ERR_INVALID naming the segment */
 } sp_case;
 
 enum { SB = 2, SH = 4, SD = 8 };
@@ -417,10 +422,19 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     float *q, *k, *v;
     sp_inputs(sc, &q, &k, &v);
     const float scale = 1.0f / sqrtf((float)SD);
-    /* the single process: math attention over the whole sequence */
+    /* the single process: math attention over the whole sequence (invariant: the model's call
+     * without a layout, i.e. the canonical attention over the segments [text | image | replicated]) */
     float *ref = malloc(sizeof(float) * SB * SH * Tg * SD);
     rp_ctx ctx = rp_ctx_default();
-    rp_attention(&ctx, ref, q, k, v, NULL, SB, SH, Tg, Tg, SD, scale, &err);
+    if (sc->invariant) {
+        ctx.numerics = RP_NUMERICS_INVARIANT;
+        if (sc->invariant == 3) ctx.precision = RP_PREC_BF16;
+        if (rp_par_attention(&ctx, 0, ref, q, k, v, NULL, SB, SH, Tg, sc->Ttxt, sc->Trep, SD, scale, &err) != RP_OK) {
+            fprintf(stderr, "rank %d: single process: %s\n", rank, err.msg);
+            return 1;
+        }
+    } else
+        rp_attention(&ctx, ref, q, k, v, NULL, SB, SH, Tg, Tg, SD, scale, &err);
     /* this rank's shard */
     float *lq = malloc(sizeof(float) * SB * SH * Tl * SD), *lk = malloc(sizeof(float) * SB * SH * Tl * SD);
     float *lv = malloc(sizeof(float) * SB * SH * Tl * SD), *lo = malloc(sizeof(float) * SB * SH * Tl * SD);
@@ -432,7 +446,16 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
             memcpy(lv + l, v + g, sizeof(float) * SD);
         }
     ctx.par = &par;
-    if (rp_par_attention(&ctx, 0, lo, lq, lk, lv, NULL, SB, SH, Tl, sc->Ttxt / sp, sc->Trep, SD, scale, &err) != RP_OK) {
+    const rp_status st = rp_par_attention(&ctx, 0, lo, lq, lk, lv, NULL, SB, SH, Tl, sc->Ttxt / sp, sc->Trep, SD, scale,
+                                          &err);
+    if (sc->invariant == 2) { /* the shards split a canonical block: refused, naming the numbers */
+        const int ok = st == RP_ERR_INVALID && strstr(err.msg, "canonical block") && strstr(err.msg, "image");
+        if (!ok) fprintf(stderr, "rank %d: expected the canonical-block error, got %d: %s\n", rank, (int)st, err.msg);
+        free(q); free(k); free(v); free(ref); free(lq); free(lk); free(lv); free(lo);
+        rp_par_free(&par);
+        return !ok;
+    }
+    if (st != RP_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         return 1;
     }
@@ -471,6 +494,11 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     /* the bound: as accurate as the single process within 4x, floored at 8 ulp of the values */
     const double bound = fmax(4 * e_ref, 8 * mx * 0x1p-24);
     if (sc->fault == RP_INJECT_NONE) {
+        if (sc->invariant && d_ref != 0.0) { /* the contract of numerics invariant */
+            fprintf(stderr, "rank %d (u %d, R %d, invariant): not bitwise the single process (max diff %g)\n", rank,
+                    sc->u, sc->R, d_ref);
+            bad = 1;
+        }
         if (sc->R == 1 && d_ref != 0.0) { /* Ulysses: the same GEMMs on the same rows, keys in the same order */
             fprintf(stderr, "rank %d (u %d): Ulysses is not bitwise the single process (max diff %g)\n", rank, sc->u,
                     d_ref);
@@ -486,9 +514,9 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
         bad = 1;
     }
     if (rank == 0)
-        printf("  u %d R %d text %d image %d replicated %d %-18s: |par - f64| %.3g, |single - f64| %.3g, |par - "
-               "single| %.3g\n", sc->u, sc->R, sc->Ttxt, sc->Timg, sc->Trep, rp_inject_name(sc->fault), e_par, e_ref,
-               d_ref);
+        printf("  u %d R %d text %d image %d replicated %d %-18s%s: |par - f64| %.3g, |single - f64| %.3g, |par - "
+               "single| %.3g\n", sc->u, sc->R, sc->Ttxt, sc->Timg, sc->Trep, rp_inject_name(sc->fault),
+               sc->invariant == 3 ? " invariant bf16" : sc->invariant ? " invariant" : "", e_par, e_ref, d_ref);
     free(q); free(k); free(v); free(ref); free(lq); free(lk); free(lv); free(lo);
     rp_par_free(&par);
     return bad;
@@ -496,17 +524,33 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
 
 static const sp_case SP_CASES[] = {
     /* DiT-like: one sharded sequence */
-    {2, 1, 0, 48, 0, RP_INJECT_NONE}, {4, 1, 0, 48, 0, RP_INJECT_NONE}, {1, 2, 0, 48, 0, RP_INJECT_NONE},
-    {1, 4, 0, 48, 0, RP_INJECT_NONE}, {2, 2, 0, 48, 0, RP_INJECT_NONE},
+    {2, 1, 0, 48, 0, RP_INJECT_NONE, 0}, {4, 1, 0, 48, 0, RP_INJECT_NONE, 0}, {1, 2, 0, 48, 0, RP_INJECT_NONE, 0},
+    {1, 4, 0, 48, 0, RP_INJECT_NONE, 0}, {2, 2, 0, 48, 0, RP_INJECT_NONE, 0},
     /* FLUX-like: text and image sharded separately */
-    {2, 1, 16, 32, 0, RP_INJECT_NONE}, {4, 1, 16, 32, 0, RP_INJECT_NONE}, {1, 2, 16, 32, 0, RP_INJECT_NONE},
-    {2, 2, 16, 32, 0, RP_INJECT_NONE},
+    {2, 1, 16, 32, 0, RP_INJECT_NONE, 0}, {4, 1, 16, 32, 0, RP_INJECT_NONE, 0}, {1, 2, 16, 32, 0, RP_INJECT_NONE, 0},
+    {2, 2, 16, 32, 0, RP_INJECT_NONE, 0},
     /* SD3-like: image sharded, text replicated */
-    {2, 1, 0, 32, 12, RP_INJECT_NONE}, {1, 2, 0, 32, 12, RP_INJECT_NONE}, {1, 4, 0, 32, 12, RP_INJECT_NONE},
-    {2, 2, 0, 32, 12, RP_INJECT_NONE},
+    {2, 1, 0, 32, 12, RP_INJECT_NONE, 0}, {1, 2, 0, 32, 12, RP_INJECT_NONE, 0}, {1, 4, 0, 32, 12, RP_INJECT_NONE, 0},
+    {2, 2, 0, 32, 12, RP_INJECT_NONE, 0},
     /* the faults that act inside attention */
-    {2, 1, 0, 48, 0, RP_INJECT_ULYSSES_HEAD_ORDER}, {1, 2, 0, 48, 0, RP_INJECT_RING_NO_RESCALE},
-    {1, 2, 0, 32, 12, RP_INJECT_RING_NO_RESCALE}, {2, 1, 0, 48, 0, RP_INJECT_ATTN_SCALE},
+    {2, 1, 0, 48, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 0}, {1, 2, 0, 48, 0, RP_INJECT_RING_NO_RESCALE, 0},
+    {1, 2, 0, 32, 12, RP_INJECT_RING_NO_RESCALE, 0}, {2, 1, 0, 48, 0, RP_INJECT_ATTN_SCALE, 0},
+    /* numerics invariant: bitwise the single process at every degree (canonical blocks: 64 keys
+     * -> Bk 8, 48 -> 2, 32 -> 4, 24 and 12 -> 1) */
+    {2, 1, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 2, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 8, 0, 64, 0, RP_INJECT_NONE, 1},
+    {2, 2, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 3, 0, 48, 0, RP_INJECT_NONE, 1}, {1, 6, 0, 48, 0, RP_INJECT_NONE, 1},
+    {2, 1, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 4, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 8, 32, 64, 0, RP_INJECT_NONE, 1},
+    {2, 2, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 3, 24, 48, 0, RP_INJECT_NONE, 1},
+    {2, 1, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 4, 0, 64, 12, RP_INJECT_NONE, 1},
+    {2, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 256, 12, RP_INJECT_NONE, 1}, /* 140 rows: 3 tiles of the fold */
+    {1, 2, 0, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {1, 2, 0, 64, 12, RP_INJECT_RING_NO_RESCALE, 1},
+    {2, 2, 32, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {2, 1, 0, 64, 0, RP_INJECT_ATTN_SCALE, 1},
+    {2, 1, 0, 64, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 1},
+    /* ... in bf16 */
+    {1, 4, 0, 64, 0, RP_INJECT_NONE, 3}, {2, 1, 32, 64, 0, RP_INJECT_NONE, 3}, {2, 2, 32, 64, 0, RP_INJECT_NONE, 3},
+    {1, 2, 0, 64, 12, RP_INJECT_NONE, 3},
+    /* ring 16 over 16 image keys: shards of 1 key, Bk(16) = 2 */
+    {1, 16, 0, 16, 0, RP_INJECT_NONE, 2},
 };
 
 START_TEST(sp_attention_ranks) {
@@ -640,7 +684,7 @@ static Suite *suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, world_one_is_the_plain_path, 0, 3);
+    tcase_add_loop_test(tc, world_one_is_the_plain_path, 0, 6);
     tcase_add_loop_test(tc, pipeline_hooks_are_bitwise_the_plain_forward, 0, 3);
     suite_add_tcase(s, tc);
     tc = tcase_create("ranks");

@@ -1,0 +1,374 @@
+/* canonical.c — the layout-invariant attention (contract in attention.h): canonical
+ * key blocks, one partial (m_b, l_b, O_b) per query row and block, folded in one fixed
+ * order. The serial call and the ring (engine/parallel/sp_attention.c) both compute
+ * partials with rp_attn_canon_partials and fold them with rp_attn_canon_merge, so the
+ * arithmetic exists once.
+ *
+ * Speed: the dot products run QT query rows against one block at a time over the block's
+ * keys packed transposed (kt: (D, bk)), so the inner loop is a vector of keys times one
+ * broadcast q[d]; P V runs over d. Each output value is still one fmaf chain in a fixed
+ * order; the vector lanes are different values, never parts of one sum, so the bits do
+ * not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa compares). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fastmath.h"
+#include "../ops.h"
+#include "internal.h"
+
+/* QT query rows a tile; keys in chunks of KC (a multiple of every Bk: the dots of a chunk
+ * are computed together, then cut into its blocks). */
+enum { QT = 4, BK_MAX = 64, KC = 64 };
+
+int rp_attn_canon_block(int n) {
+    if (n <= 0) return 1;
+    const int p2 = n & -n; /* 2^v2(n) */
+    const int b = p2 / 8;
+    return b < 1 ? 1 : (b > BK_MAX ? BK_MAX : b);
+}
+
+static inline float bf16_round(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
+
+void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16) {
+    for (int j0 = 0; j0 < nk; j0 += KC) {
+        const int w = nk - j0 < KC ? nk - j0 : KC;
+        float *t = kt + (size_t)j0 * D;       /* (D, w) */
+        const float *kb = k + (size_t)j0 * D; /* (w, D) */
+        for (int j = 0; j < w; j++)
+            for (int d = 0; d < D; d++) t[(size_t)d * w + j] = kb[(size_t)j * D + d];
+    }
+    if (bf16) rp_attn_canon_round(kt, (size_t)nk * D);
+}
+
+void rp_attn_canon_round(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = bf16_round(x[i]);
+}
+
+/* Vectors of 16 floats (GCC vector extension: one zmm on AVX-512, two ymm on AVX2, four
+ * xmm on the baseline). Lanes are separate values; vfma is fmaf lane by lane (one vfmadd
+ * where the ISA has it, libm's correctly rounded fmaf where not: the same bits). */
+#pragma GCC diagnostic ignored "-Wpsabi" /* 64-byte vectors only pass between inlined helpers */
+typedef float vf __attribute__((vector_size(64)));
+typedef float vfu __attribute__((vector_size(64), aligned(4))); /* an unaligned load / store */
+enum { VL = 16 };
+
+static inline __attribute__((always_inline)) vf vfma(vf a, vf b, vf c) {
+    vf r;
+    for (int i = 0; i < VL; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+}
+
+static inline __attribute__((always_inline)) vf vbcast(float x) {
+    vf r;
+    for (int i = 0; i < VL; i++) r[i] = x;
+    return r;
+}
+
+/* S[r][0 .. NV VL) = dot(q_r, k_j) for QT rows q (QT, D), kt (D, NV VL): each dot one fmaf
+ * chain over d, the QT x NV accumulators in registers. */
+static inline __attribute__((always_inline)) void dots_vec(float S[QT][KC], const float *q, const float *kt,
+                                                           const int NV, int D) {
+    vf a[QT][KC / VL];
+#pragma GCC unroll 4
+    for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) a[r][c] = vbcast(0.0f);
+    for (int d = 0; d < D; d++) {
+        vf kv[KC / VL];
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) kv[c] = *(const vfu *)(kt + ((size_t)d * NV + c) * VL);
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) {
+            const vf qb = vbcast(q[(size_t)r * D + d]);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++) a[r][c] = vfma(qb, kv[c], a[r][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; c++) *(vfu *)&S[r][c * VL] = a[r][c];
+}
+
+/* S[r][0 .. bk) = dot(q_r, k_j) for nr <= QT rows, any bk: the same fmaf chains, scalar. */
+static void dots_any(float S[QT][KC], const float *q, int nr, const float *kt, int bk, int D) {
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < bk; j++) S[r][j] = 0.0f;
+    for (int d = 0; d < D; d++) {
+        const float *kd = kt + (size_t)d * bk;
+        for (int r = 0; r < nr; r++) {
+            const float qr = q[(size_t)r * D + d];
+            for (int j = 0; j < bk; j++) S[r][j] = fmaf(qr, kd[j], S[r][j]);
+        }
+    }
+}
+
+/* O row r (at O + r ldo) = sum_j P[r][j] v_j, one fmaf chain over j = 0 .. bk-1 a value,
+ * for QT rows: 4 VL-wide column chunks x QT rows in registers, then single chunks (the
+ * last one ending at D, overlapping its predecessor), D < VL scalar (the same chains). */
+static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, const float *P, const float *v,
+                                                         int bk, int D) {
+    int d0 = 0;
+    for (; d0 + 4 * VL <= D; d0 += 4 * VL) {
+        vf a[QT][4];
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) a[r][c] = vbcast(0.0f);
+        for (int j = 0; j < bk; j++) {
+            const float *vj = v + (size_t)j * D + d0;
+            vf vv[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) vv[c] = *(const vfu *)(vj + c * VL);
+#pragma GCC unroll 4
+            for (int r = 0; r < QT; r++) {
+                const vf pb = vbcast(P[r * KC + j]);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) a[r][c] = vfma(pb, vv[c], a[r][c]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) *(vfu *)(O + r * ldo + d0 + c * VL) = a[r][c];
+    }
+    for (; d0 < D && D >= VL; d0 += VL) {
+        if (d0 + VL > D) d0 = D - VL; /* the last chunk overlaps the previous: the same chains again */
+        vf a[QT];
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) a[r] = vbcast(0.0f);
+        for (int j = 0; j < bk; j++) {
+            const vf vv = *(const vfu *)(v + (size_t)j * D + d0);
+#pragma GCC unroll 4
+            for (int r = 0; r < QT; r++) a[r] = vfma(vbcast(P[r * KC + j]), vv, a[r]);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < QT; r++) *(vfu *)(O + r * ldo + d0) = a[r];
+    }
+    for (int r = 0; r < QT; r++)
+        for (int d = d0; d < D; d++) {
+            float o = 0.0f;
+            for (int j = 0; j < bk; j++) o = fmaf(P[r * KC + j], v[(size_t)j * D + d], o);
+            O[r * ldo + d] = o;
+        }
+}
+
+/* The same for nr <= QT rows, scalar. */
+static void pv_any(float *O, size_t ldo, const float *P, int nr, const float *v, int bk, int D) {
+    for (int r = 0; r < nr; r++) {
+        float *o = O + r * ldo;
+        for (int d = 0; d < D; d++) o[d] = 0.0f;
+        for (int j = 0; j < bk; j++) {
+            const float p = P[r * KC + j];
+            const float *vj = v + (size_t)j * D;
+            for (int d = 0; d < D; d++) o[d] = fmaf(p, vj[d], o[d]);
+        }
+    }
+}
+
+/* The partials of nr <= QT rows q (nr, D) and one chunk of w keys (kt (D, w), v (w, D),
+ * mask (w) or NULL), w a multiple of bk: the chunk's block i (keys i bk ..) of row r goes
+ * to pm[r ld + i], pl[r ld + i], pO + (r ld + i) D. */
+RP_SIMD_CLONES
+static void tile_chunk(float *pm, float *pl, float *pO, size_t ld, const float *q, int nr, const float *kt,
+                       const float *v, const uint8_t *mask, int w, int bk, int D, float scale, int bf16) {
+    float S[QT][KC]; /* dots, scores, then p */
+    if (nr == QT && w == 64) dots_vec(S, q, kt, 4, D);
+    else if (nr == QT && w == 32) dots_vec(S, q, kt, 2, D);
+    else if (nr == QT && w == 16) dots_vec(S, q, kt, 1, D);
+    else dots_any(S, q, nr, kt, w, D);
+    for (int r = 0; r < nr; r++) {
+        float *s = S[r];
+        for (int j = 0; j < w; j++) s[j] = s[j] * scale;
+        if (mask)
+            for (int j = 0; j < w; j++) s[j] = mask[j] ? s[j] : -INFINITY;
+        for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) { /* each block: its max, p_j in place, l_b */
+            const float m = rp_attn_rowmax(s + j0, bk);
+            pl[(size_t)r * ld + i] = rp_attn_exp_sum(s + j0, bk, m); /* zeros when m = -Inf */
+            pm[(size_t)r * ld + i] = m;
+        }
+        if (bf16) /* the P V product's input, after l_b took the fp32 p_j */
+            for (int j = 0; j < w; j++) s[j] = bf16_round(s[j]);
+    }
+    for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) {
+        float *o = pO + (size_t)i * D;
+        if (nr == QT) pv_vec(o, ld * D, &S[0][j0], v + (size_t)j0 * D, bk, D);
+        else pv_any(o, ld * D, &S[0][j0], nr, v + (size_t)j0 * D, bk, D);
+    }
+}
+
+void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
+                            const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
+                            int bf16) {
+    /* chunk outer: its keys and values stay in cache while every row tile reads them */
+    for (int j0 = 0; j0 < nk; j0 += KC) {
+        const int w = nk - j0 < KC ? nk - j0 : KC, i = i0 + j0 / bk;
+        for (int r0 = 0; r0 < nq; r0 += QT) {
+            const int nr = nq - r0 < QT ? nq - r0 : QT;
+            const size_t slot = (size_t)r0 * nb + i;
+            tile_chunk(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
+                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, w, bk, D, scale, bf16);
+        }
+    }
+}
+
+/* The fold of up to MR rows at once (rows[r] = row r's nb slots): the per-row scalars
+ * (max, the two factors, l) run across rows in vector lanes, O row by row. Per row this is
+ * the contract's step, m' = max(m, m_b); a = rp_expf(m - m'), c = rp_expf(m_b - m');
+ * l = a l + c l_b; O = a O + c O_b, with (a, c) = (1, 0) when m' = -Inf (both empty: l = 0
+ * and O = +0 stay exactly what they are) and (1, 1) for the ring-no-rescale fault (plain
+ * sums): products by 1 and 0 are exact, so these are the same bits as skipping. */
+enum { MR = 16 };
+
+RP_SIMD_CLONES
+static void merge_rows(float *out, const float *pm, const float *pl, const float *pO, int nr, int nb, int D,
+                       int no_rescale) {
+    float m[MR], l[MR], a[MR], c[MR], mb[MR], lb[MR];
+    for (int r = 0; r < MR; r++) { /* lanes past nr: an empty row, never written back */
+        const int live = r < nr;
+        m[r] = live ? pm[(size_t)r * nb] : -INFINITY;
+        l[r] = live ? pl[(size_t)r * nb] : 0.0f;
+    }
+    for (int r = 0; r < nr; r++) /* the first block initialises; the fold runs in the output row */
+        memcpy(out + (size_t)r * D, pO + (size_t)r * nb * D, sizeof(float) * D);
+    for (int i = 1; i < nb; i++) {
+        for (int r = 0; r < MR; r++) {
+            mb[r] = r < nr ? pm[(size_t)r * nb + i] : -INFINITY;
+            lb[r] = r < nr ? pl[(size_t)r * nb + i] : 0.0f;
+        }
+        float mn[MR], xa[MR], xc[MR];
+        for (int r = 0; r < MR; r++) {
+            mn[r] = mb[r] > m[r] ? mb[r] : m[r];
+            xa[r] = mn[r] == -INFINITY ? 0.0f : m[r] - mn[r];
+            xc[r] = mn[r] == -INFINITY ? 0.0f : mb[r] - mn[r];
+        }
+        for (int r = 0; r < MR; r++) a[r] = rp_expf(xa[r]); /* separate loops: each vectorises */
+        for (int r = 0; r < MR; r++) c[r] = rp_expf(xc[r]);
+        for (int r = 0; r < MR; r++) {
+            const int empty = mn[r] == -INFINITY;
+            a[r] = no_rescale || empty ? 1.0f : a[r];
+            c[r] = no_rescale ? 1.0f : (empty ? 0.0f : c[r]);
+            l[r] = a[r] * l[r] + c[r] * lb[r];
+            m[r] = mn[r];
+        }
+        for (int r = 0; r < nr; r++) {
+            float *o = out + (size_t)r * D;
+            const float *ob = pO + ((size_t)r * nb + i) * D, ar = a[r], cr = c[r];
+            for (int d = 0; d < D; d++) o[d] = ar * o[d] + cr * ob[d];
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        float *o = out + (size_t)r * D;
+        if (l[r] == 0.0f) memset(o, 0, sizeof(float) * D);
+        else
+            for (int d = 0; d < D; d++) o[d] = o[d] / l[r];
+    }
+}
+
+void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
+                         int no_rescale) {
+    if (nb < 1) { /* no keys */
+        memset(out, 0, sizeof(float) * nq * (size_t)D);
+        return;
+    }
+    for (int r0 = 0; r0 < nq; r0 += MR)
+        merge_rows(out + (size_t)r0 * D, pm + (size_t)r0 * nb, pl + (size_t)r0 * nb, pO + (size_t)r0 * nb * D,
+                   nq - r0 < MR ? nq - r0 : MR, nb, D, no_rescale);
+}
+
+rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
+    if (!ctx) return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: ctx is NULL");
+    if (ctx->attn.kind != RP_ATTN_MATH)
+        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant has its own attention order; attention %s would be "
+                       "ignored (use math)", rp_attn_kind_name(ctx->attn.kind));
+    if (ctx->reduce_split)
+        return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant attention has its own summation order; "
+                       "reduce_split would be ignored");
+    return RP_OK;
+}
+
+int rp_attn_canon_pass_rows(int nb, int D) {
+    /* up to 128 rows (a block's keys and values are read once per pass, so more rows a pass
+     * read them less often), slots within 2^20 floats; a multiple of the row tile */
+    const long long per_row = (long long)(nb > 0 ? nb : 1) * (D + 2);
+    long long r = (1LL << 20) / per_row;
+    r = r > 128 ? 128 : r;
+    r -= r % QT;
+    return r < QT ? QT : (int)r;
+}
+
+rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                 const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                 const int *seg, int nseg, rp_error *err) {
+    RP_TRY(rp_attn_check("canonical", ctx, out, q, k, v, B, H, Tq, Tk, D, err));
+    RP_TRY(rp_attn_canon_check(ctx, err));
+    int one = Tk;
+    if (!seg) {
+        seg = &one;
+        nseg = 1;
+    }
+    if (nseg < 1) return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: %d key segments (need >= 1)", nseg);
+    long long sum = 0;
+    int nb = 0;
+    for (int s = 0; s < nseg; s++) {
+        if (seg[s] < 0)
+            return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segment %d has length %d", s, seg[s]);
+        sum += seg[s];
+        nb += seg[s] / rp_attn_canon_block(seg[s]);
+    }
+    if (sum != Tk)
+        return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
+    if (Tq == 0) return RP_OK;
+    /* one (b, h) at a time, `run` rows a pass: their partials for every block, then the fold */
+    const int run = rp_attn_canon_pass_rows(nb, D), bf16 = ctx->precision == RP_PREC_BF16;
+    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));        /* (Tk, D) packed */
+    float *pm = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
+    float *pl = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
+    float *pO = malloc(sizeof(float) * ((size_t)run * nb * D + 1)); /* (run, nb, D) */
+    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)run * D + 1)) : NULL; /* (run, D) bf16 values */
+    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL;  /* (Tk, D) bf16 values */
+    rp_status st = RP_OK;
+    if (!kt || !pm || !pl || !pO || (bf16 && (!qr || !vr))) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
+        goto done;
+    }
+    for (int b = 0; b < B; b++) {
+        const uint8_t *mb = key_mask ? key_mask + (size_t)b * Tk : NULL; /* (Tk) */
+        for (int h = 0; h < H; h++) {
+            const size_t bh = (size_t)b * H + h;
+            const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
+            for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
+                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], D, bf16);
+            if (bf16) {
+                memcpy(vr, vb, sizeof(float) * Tk * D);
+                rp_attn_canon_round(vr, (size_t)Tk * D);
+                vb = vr;
+            }
+            for (int r0 = 0; r0 < Tq; r0 += run) {
+                const int nr = Tq - r0 < run ? Tq - r0 : run;
+                const float *qp = qb + (size_t)r0 * D;
+                if (bf16) {
+                    memcpy(qr, qp, sizeof(float) * nr * D);
+                    rp_attn_canon_round(qr, (size_t)nr * D);
+                    qp = qr;
+                }
+                for (int s = 0, j0 = 0, i0 = 0; s < nseg; j0 += seg[s], s++) {
+                    const int bk = rp_attn_canon_block(seg[s]);
+                    rp_attn_canon_partials(pm, pl, pO, nb, i0, qp, kt + (size_t)j0 * D, vb + (size_t)j0 * D,
+                                           mb ? mb + j0 : NULL, nr, seg[s], bk, D, scale, bf16);
+                    i0 += seg[s] / bk;
+                }
+                rp_attn_canon_merge(out + (bh * Tq + r0) * D, pm, pl, pO, nr, nb, D, 0);
+            }
+        }
+    }
+done:
+    free(kt);
+    free(pm);
+    free(pl);
+    free(pO);
+    free(qr);
+    free(vr);
+    return st;
+}
