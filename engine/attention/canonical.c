@@ -1,14 +1,16 @@
 /* canonical.c — the layout-invariant attention (contract in attention.h): canonical
  * key blocks, one partial (m_b, l_b, O_b) per query row and block, folded in one fixed
- * order. The serial call and the ring (engine/parallel/sp_attention.c) both compute
- * partials with rp_attn_canon_partials and fold them with rp_attn_canon_merge, so the
- * arithmetic exists once.
+ * order. One block kernel (tile_chunk) computes partials and one fold step (fold_block)
+ * merges them: the serial call folds each chunk's blocks as they come (they come in
+ * canonical order); the ring (engine/parallel/sp_attention.c), whose shards arrive in a
+ * rank-dependent order, stores them at their canonical slots (rp_attn_canon_partials) and
+ * folds after (rp_attn_canon_merge).
  *
- * Speed: the dot products run QT query rows against one block at a time over the block's
- * keys packed transposed (kt: (D, bk)), so the inner loop is a vector of keys times one
- * broadcast q[d]; P V runs over d. Each output value is still one fmaf chain in a fixed
- * order; the vector lanes are different values, never parts of one sum, so the bits do
- * not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa compares). */
+ * Speed: the dot products run QT query rows against a chunk of up to 64 keys (any number
+ * of whole blocks) packed transposed (kt: (D, width)), so the inner loop is a vector of
+ * keys times one broadcast q[d]; P V runs over d. Each output value is still one fmaf
+ * chain in a fixed order; the vector lanes are different values, never parts of one sum,
+ * so the bits do not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
