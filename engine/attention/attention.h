@@ -143,7 +143,8 @@ void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const flo
                          int no_rescale);
 
 /* Query rows a pass for nb blocks a row (<= 128, slots within 2^20 floats, >= 4): how many
- * rows' partials the callers hold before folding them (any count gives the same bits). */
+ * rows' partials a caller of rp_attn_canon_partials holds at once before folding them
+ * (the ring's replicated-segment tiles; any count gives the same bits). */
 int rp_attn_canon_pass_rows(int nb, int D);
 
 /* Whether ctx may run the canonical attention: RP_ERR_INVALID naming the setting when

@@ -1,14 +1,16 @@
 /* canonical.c — the layout-invariant attention (contract in attention.h): canonical
  * key blocks, one partial (m_b, l_b, O_b) per query row and block, folded in one fixed
- * order. The serial call and the ring (engine/parallel/sp_attention.c) both compute
- * partials with rp_attn_canon_partials and fold them with rp_attn_canon_merge, so the
- * arithmetic exists once.
+ * order. One block kernel (tile_chunk) computes partials and one fold step (fold_block)
+ * merges them: the serial call folds each chunk's blocks as they come (they come in
+ * canonical order); the ring (engine/parallel/sp_attention.c), whose shards arrive in a
+ * rank-dependent order, stores them at their canonical slots (rp_attn_canon_partials) and
+ * folds after (rp_attn_canon_merge).
  *
- * Speed: the dot products run QT query rows against one block at a time over the block's
- * keys packed transposed (kt: (D, bk)), so the inner loop is a vector of keys times one
- * broadcast q[d]; P V runs over d. Each output value is still one fmaf chain in a fixed
- * order; the vector lanes are different values, never parts of one sum, so the bits do
- * not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa compares). */
+ * Speed: the dot products run QT query rows against a chunk of up to 64 keys (any number
+ * of whole blocks) packed transposed (kt: (D, width)), so the inner loop is a vector of
+ * keys times one broadcast q[d]; P V runs over d. Each output value is still one fmaf
+ * chain in a fixed order; the vector lanes are different values, never parts of one sum,
+ * so the bits do not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,11 +185,21 @@ static void tile_chunk(float *pm, float *pl, float *pO, size_t ld, const float *
         for (int j = 0; j < w; j++) s[j] = s[j] * scale;
         if (mask)
             for (int j = 0; j < w; j++) s[j] = mask[j] ? s[j] : -INFINITY;
-        for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) { /* each block: its max, p_j in place, l_b */
-            const float m = rp_attn_rowmax(s + j0, bk);
-            pl[(size_t)r * ld + i] = rp_attn_exp_sum(s + j0, bk, m); /* zeros when m = -Inf */
-            pm[(size_t)r * ld + i] = m;
-        }
+        if (bk == 1) /* what rp_attn_rowmax and rp_attn_exp_sum give for one key (NaN skipped by the max,
+                      * p = exp(0) = 1, the lane tree adds zeros), across the chunk's blocks at once */
+            for (int j = 0; j < w; j++) {
+                const float m = s[j] > -INFINITY ? s[j] : -INFINITY;
+                const float pj = m == -INFINITY ? 0.0f : rp_expf(s[j] - m);
+                pm[(size_t)r * ld + j] = m;
+                pl[(size_t)r * ld + j] = pj;
+                s[j] = pj;
+            }
+        else
+            for (int j0 = 0, i = 0; j0 < w; j0 += bk, i++) { /* each block: its max, p_j in place, l_b */
+                const float m = rp_attn_rowmax(s + j0, bk);
+                pl[(size_t)r * ld + i] = rp_attn_exp_sum(s + j0, bk, m); /* zeros when m = -Inf */
+                pm[(size_t)r * ld + i] = m;
+            }
         if (bf16) /* the P V product's input, after l_b took the fp32 p_j */
             for (int j = 0; j < w; j++) s[j] = bf16_round(s[j]);
     }
@@ -213,57 +225,75 @@ void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, con
     }
 }
 
-/* The fold of up to MR rows at once (rows[r] = row r's nb slots): the per-row scalars
- * (max, the two factors, l) run across rows in vector lanes, O row by row. Per row this is
- * the contract's step, m' = max(m, m_b); a = rp_expf(m - m'), c = rp_expf(m_b - m');
- * l = a l + c l_b; O = a O + c O_b, with (a, c) = (1, 0) when m' = -Inf (both empty: l = 0
- * and O = +0 stay exactly what they are) and (1, 1) for the ring-no-rescale fault (plain
- * sums): products by 1 and 0 are exact, so these are the same bits as skipping. */
+/* The fold of one block into up to NL <= MR rows at once: state m, l (NL lanes; lanes past
+ * nr hold an empty row: -Inf, 0) and O rows (O + r ldo), the block's mb, lb (MR lanes) and
+ * Ob rows (Ob + r ldb). The per-row scalars (max, the two factors, l) run across rows in
+ * vector lanes, O row by row. Per row this is the contract's step, m' = max(m, m_b);
+ * a = rp_expf(m - m'), c = rp_expf(m_b - m'); l = a l + c l_b; O = a O + c O_b; with
+ * (a, c) = (1, 0) when m' = -Inf (both empty: l = 0 and O = +0 stay exactly what they
+ * are) and (1, 1) for the ring-no-rescale fault (plain sums): products by 1 and 0 are
+ * exact, so these are the same bits as skipping. The one merge step of this file. */
 enum { MR = 16 };
 
+static inline __attribute__((always_inline)) void fold_block(float *m, float *l, float *O, size_t ldo,
+                                                             const float *mb, const float *lb, const float *Ob,
+                                                             size_t ldb, int nr, int D, int no_rescale,
+                                                             const int NL) {
+    float mn[MR], xa[MR], xc[MR], a[MR], c[MR];
+    for (int r = 0; r < NL; r++) {
+        mn[r] = mb[r] > m[r] ? mb[r] : m[r];
+        xa[r] = mn[r] == -INFINITY ? 0.0f : m[r] - mn[r];
+        xc[r] = mn[r] == -INFINITY ? 0.0f : mb[r] - mn[r];
+    }
+    for (int r = 0; r < NL; r++) a[r] = rp_expf(xa[r]); /* separate loops: each vectorises */
+    for (int r = 0; r < NL; r++) c[r] = rp_expf(xc[r]);
+    for (int r = 0; r < NL; r++) {
+        const int empty = mn[r] == -INFINITY;
+        a[r] = no_rescale || empty ? 1.0f : a[r];
+        c[r] = no_rescale ? 1.0f : (empty ? 0.0f : c[r]);
+        l[r] = a[r] * l[r] + c[r] * lb[r];
+        m[r] = mn[r];
+    }
+    for (int r = 0; r < nr; r++) {
+        float *o = O + r * ldo;
+        const float *ob = Ob + r * ldb, ar = a[r], cr = c[r];
+        for (int d = 0; d < D; d++) o[d] = ar * o[d] + cr * ob[d];
+    }
+}
+
+/* out rows (nr, D) = O rows (O + r ldo) / l[r]; l == 0 (every key masked): zeros. out may be O. */
+static inline __attribute__((always_inline)) void finish_rows(float *out, const float *O, size_t ldo,
+                                                              const float *l, int nr, int D) {
+    for (int r = 0; r < nr; r++) {
+        float *o = out + (size_t)r * D;
+        const float *src = O + r * ldo;
+        if (l[r] == 0.0f) memset(o, 0, sizeof(float) * D);
+        else
+            for (int d = 0; d < D; d++) o[d] = src[d] / l[r];
+    }
+}
+
+/* Lanes r < nr of column i of the (nr, nb) slot arrays pm, pl into mb, lb; the rest empty. */
+static inline __attribute__((always_inline)) void gather_col(float *mb, float *lb, const float *pm, const float *pl,
+                                                             int nr, int nb, int i) {
+    for (int r = 0; r < MR; r++) {
+        mb[r] = r < nr ? pm[(size_t)r * nb + i] : -INFINITY;
+        lb[r] = r < nr ? pl[(size_t)r * nb + i] : 0.0f;
+    }
+}
+
+/* rp_attn_canon_merge for nr <= MR rows. */
 RP_SIMD_CLONES
 static void merge_rows(float *out, const float *pm, const float *pl, const float *pO, int nr, int nb, int D,
                        int no_rescale) {
-    float m[MR], l[MR], a[MR], c[MR], mb[MR], lb[MR];
-    for (int r = 0; r < MR; r++) { /* lanes past nr: an empty row, never written back */
-        const int live = r < nr;
-        m[r] = live ? pm[(size_t)r * nb] : -INFINITY;
-        l[r] = live ? pl[(size_t)r * nb] : 0.0f;
-    }
-    for (int r = 0; r < nr; r++) /* the first block initialises; the fold runs in the output row */
-        memcpy(out + (size_t)r * D, pO + (size_t)r * nb * D, sizeof(float) * D);
+    float m[MR], l[MR], mb[MR], lb[MR];
+    gather_col(m, l, pm, pl, nr, nb, 0); /* the first block initialises; the fold runs in out */
+    for (int r = 0; r < nr; r++) memcpy(out + (size_t)r * D, pO + (size_t)r * nb * D, sizeof(float) * D);
     for (int i = 1; i < nb; i++) {
-        for (int r = 0; r < MR; r++) {
-            mb[r] = r < nr ? pm[(size_t)r * nb + i] : -INFINITY;
-            lb[r] = r < nr ? pl[(size_t)r * nb + i] : 0.0f;
-        }
-        float mn[MR], xa[MR], xc[MR];
-        for (int r = 0; r < MR; r++) {
-            mn[r] = mb[r] > m[r] ? mb[r] : m[r];
-            xa[r] = mn[r] == -INFINITY ? 0.0f : m[r] - mn[r];
-            xc[r] = mn[r] == -INFINITY ? 0.0f : mb[r] - mn[r];
-        }
-        for (int r = 0; r < MR; r++) a[r] = rp_expf(xa[r]); /* separate loops: each vectorises */
-        for (int r = 0; r < MR; r++) c[r] = rp_expf(xc[r]);
-        for (int r = 0; r < MR; r++) {
-            const int empty = mn[r] == -INFINITY;
-            a[r] = no_rescale || empty ? 1.0f : a[r];
-            c[r] = no_rescale ? 1.0f : (empty ? 0.0f : c[r]);
-            l[r] = a[r] * l[r] + c[r] * lb[r];
-            m[r] = mn[r];
-        }
-        for (int r = 0; r < nr; r++) {
-            float *o = out + (size_t)r * D;
-            const float *ob = pO + ((size_t)r * nb + i) * D, ar = a[r], cr = c[r];
-            for (int d = 0; d < D; d++) o[d] = ar * o[d] + cr * ob[d];
-        }
+        gather_col(mb, lb, pm, pl, nr, nb, i);
+        fold_block(m, l, out, (size_t)D, mb, lb, pO + (size_t)i * D, (size_t)nb * D, nr, D, no_rescale, MR);
     }
-    for (int r = 0; r < nr; r++) {
-        float *o = out + (size_t)r * D;
-        if (l[r] == 0.0f) memset(o, 0, sizeof(float) * D);
-        else
-            for (int d = 0; d < D; d++) o[d] = o[d] / l[r];
-    }
+    finish_rows(out, out, (size_t)D, l, nr, D);
 }
 
 void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const float *pO, int nq, int nb, int D,
@@ -275,6 +305,41 @@ void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const flo
     for (int r0 = 0; r0 < nq; r0 += MR)
         merge_rows(out + (size_t)r0 * D, pm + (size_t)r0 * nb, pl + (size_t)r0 * nb, pO + (size_t)r0 * nb * D,
                    nq - r0 < MR ? nq - r0 : MR, nb, D, no_rescale);
+}
+
+/* The serial call's fold as the blocks come, in canonical order: the nbc block partials of
+ * nr <= QT rows (slots (nr, nbc): tm, tl, tO) into those rows' running state sm, sl (nr)
+ * and sO (nr, D); first: the first block of the rows initialises the state. */
+RP_SIMD_CLONES
+static void fold_chunk(float *sm, float *sl, float *sO, int nr, const float *tm, const float *tl, const float *tO,
+                       int nbc, int D, int first) {
+    float m[MR], l[MR], mb[MR], lb[MR];
+    for (int r = 0; r < MR; r++) {
+        m[r] = r < nr ? sm[r] : -INFINITY;
+        l[r] = r < nr ? sl[r] : 0.0f;
+    }
+    for (int i = 0; i < nbc; i++) {
+        gather_col(mb, lb, tm, tl, nr, nbc, i);
+        if (first && i == 0) {
+            for (int r = 0; r < nr; r++) {
+                m[r] = mb[r];
+                l[r] = lb[r];
+                memcpy(sO + (size_t)r * D, tO + (size_t)r * nbc * D, sizeof(float) * D);
+            }
+            continue;
+        }
+        fold_block(m, l, sO, (size_t)D, mb, lb, tO + (size_t)i * D, (size_t)nbc * D, nr, D, 0, QT);
+    }
+    for (int r = 0; r < nr; r++) {
+        sm[r] = m[r];
+        sl[r] = l[r];
+    }
+}
+
+/* out (nr, D) = sO / sl: the serial call's finish. */
+RP_SIMD_CLONES
+static void finish_state(float *out, const float *sO, const float *sl, int nr, int D) {
+    finish_rows(out, sO, (size_t)D, sl, nr, D);
 }
 
 rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err) {
@@ -320,16 +385,21 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
     if (sum != Tk)
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
     if (Tq == 0) return RP_OK;
-    /* one (b, h) at a time, `run` rows a pass: their partials for every block, then the fold */
-    const int run = rp_attn_canon_pass_rows(nb, D), bf16 = ctx->precision == RP_PREC_BF16;
-    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));        /* (Tk, D) packed */
-    float *pm = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
-    float *pl = malloc(sizeof(float) * ((size_t)run * nb + 1));     /* (run, nb) */
-    float *pO = malloc(sizeof(float) * ((size_t)run * nb * D + 1)); /* (run, nb, D) */
-    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)run * D + 1)) : NULL; /* (run, D) bf16 values */
-    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL;  /* (Tk, D) bf16 values */
+    /* One (b, h) at a time, PASS rows a pass with their running state (m, l, O); for each
+     * chunk of keys in canonical order (segment by segment), every QT-row tile's partials of
+     * the chunk's blocks, folded at once into the tile's state. The blocks fold in canonical
+     * order, so this is rp_attn_canon_merge's fold without holding every block's partial. */
+    enum { PASS = 128 };
+    const int bf16 = ctx->precision == RP_PREC_BF16;
+    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));          /* (Tk, D) packed */
+    float *sm = malloc(sizeof(float) * PASS), *sl = malloc(sizeof(float) * PASS); /* (PASS) */
+    float *sO = malloc(sizeof(float) * (size_t)PASS * D);              /* (PASS, D) */
+    float *tm = malloc(sizeof(float) * QT * KC), *tl = malloc(sizeof(float) * QT * KC); /* (QT, KC) */
+    float *tO = malloc(sizeof(float) * (size_t)QT * KC * D);           /* (QT, KC, D) */
+    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)PASS * D)) : NULL;  /* (PASS, D) bf16 values */
+    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL; /* (Tk, D) bf16 values */
     rp_status st = RP_OK;
-    if (!kt || !pm || !pl || !pO || (bf16 && (!qr || !vr))) {
+    if (!kt || !sm || !sl || !sO || !tm || !tl || !tO || (bf16 && (!qr || !vr))) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
         goto done;
     }
@@ -345,30 +415,37 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
                 rp_attn_canon_round(vr, (size_t)Tk * D);
                 vb = vr;
             }
-            for (int r0 = 0; r0 < Tq; r0 += run) {
-                const int nr = Tq - r0 < run ? Tq - r0 : run;
+            for (int r0 = 0; r0 < Tq; r0 += PASS) {
+                const int nr = Tq - r0 < PASS ? Tq - r0 : PASS;
                 const float *qp = qb + (size_t)r0 * D;
                 if (bf16) {
                     memcpy(qr, qp, sizeof(float) * nr * D);
                     rp_attn_canon_round(qr, (size_t)nr * D);
                     qp = qr;
                 }
-                for (int s = 0, j0 = 0, i0 = 0; s < nseg; j0 += seg[s], s++) {
-                    const int bk = rp_attn_canon_block(seg[s]);
-                    rp_attn_canon_partials(pm, pl, pO, nb, i0, qp, kt + (size_t)j0 * D, vb + (size_t)j0 * D,
-                                           mb ? mb + j0 : NULL, nr, seg[s], bk, D, scale, bf16);
-                    i0 += seg[s] / bk;
+                for (int r = 0; r < nr; r++) { /* no block yet: an empty row (Tk 0 stays so: zeros) */
+                    sm[r] = -INFINITY;
+                    sl[r] = 0.0f;
                 }
-                rp_attn_canon_merge(out + (bh * Tq + r0) * D, pm, pl, pO, nr, nb, D, 0);
+                memset(sO, 0, sizeof(float) * nr * D);
+                int first = 1;
+                for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++) {
+                    const int bk = rp_attn_canon_block(seg[s]);
+                    for (int c0 = 0; c0 < seg[s]; c0 += KC, first = 0) { /* a run's chunks start at c0 */
+                        const int w = seg[s] - c0 < KC ? seg[s] - c0 : KC, j = j0 + c0;
+                        for (int t0 = 0; t0 < nr; t0 += QT) {
+                            const int nt = nr - t0 < QT ? nr - t0 : QT;
+                            tile_chunk(tm, tl, tO, (size_t)(w / bk), qp + (size_t)t0 * D, nt, kt + (size_t)j * D,
+                                       vb + (size_t)j * D, mb ? mb + j : NULL, w, bk, D, scale, bf16);
+                            fold_chunk(sm + t0, sl + t0, sO + (size_t)t0 * D, nt, tm, tl, tO, w / bk, D, first);
+                        }
+                    }
+                }
+                finish_state(out + (bh * Tq + r0) * D, sO, sl, nr, D);
             }
         }
     }
 done:
-    free(kt);
-    free(pm);
-    free(pl);
-    free(pO);
-    free(qr);
-    free(vr);
+    free(kt); free(sm); free(sl); free(sO); free(tm); free(tl); free(tO); free(qr); free(vr);
     return st;
 }
