@@ -57,7 +57,7 @@ static double sgemm_peak(int n, int repeat) {
 }
 
 /* *secs: the best forward time (s). */
-static int bench_dit(const char *name, int repeat, double peak, rp_numerics num, double *secs) {
+static int bench_dit(const char *name, int repeat, double peak, rp_numerics num, int threads, double *secs) {
     rp_error err = {0};
     rp_dit_config cfg;
     if (rp_dit_preset(name, &cfg, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
@@ -81,6 +81,7 @@ static int bench_dit(const char *name, int repeat, double peak, rp_numerics num,
     for (int i = 0; i < B; i++) rp_randn(x + (size_t)i * C * S * S, (size_t)C * S * S, 0, i, 0);
     rp_ctx ctx = rp_ctx_default();
     ctx.numerics = num;
+    ctx.threads = threads; /* the invariant kernel's own threads (OpenBLAS's are set in main) */
     if (rp_dit_forward(m, &ctx, out, x, t, y, B, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     double best = 1e30;
     for (int r = 0; r < repeat; r++) {
@@ -103,7 +104,7 @@ static int bench_dit(const char *name, int repeat, double peak, rp_numerics num,
 
 static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd, int ns,
                         const float *x, const float *t, const float *g, const float *ctxt,
-                        const float *pooled, float *out, int H, int L, rp_numerics num, double *macs) {
+                        const float *pooled, float *out, int H, int L, rp_numerics num, int threads, double *macs) {
     rp_error err = {0};
     rp_flux_config cfg = *base;
     rp_flux *m = NULL;
@@ -113,6 +114,7 @@ static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd,
     }
     rp_ctx ctx = rp_ctx_default();
     ctx.numerics = num;
+    ctx.threads = threads;
     double t0 = now();
     rp_status s = rp_flux_forward(m, &ctx, out, x, t, g, ctxt, NULL, pooled, 1, H, H, L, &err);
     double dt = now() - t0;
@@ -123,7 +125,7 @@ static double time_flux(const rp_flux_config *base, const rp_st_file *w, int nd,
 }
 
 /* *secs: the 2 + 2 block forward's time (s). */
-static int bench_flux(const char *name, double peak, rp_numerics num, double *secs) {
+static int bench_flux(const char *name, double peak, rp_numerics num, int threads, double *secs) {
     rp_error err = {0};
     rp_flux_config cfg;
     if (rp_flux_preset(name, &cfg, &err) || rp_flux_set_depth(&cfg, 2, 2, &err)) {
@@ -146,9 +148,9 @@ static int bench_flux(const char *name, double peak, rp_numerics num, double *se
     rp_randn(pooled, (size_t)cfg.pooled_dim, 2, 0, 0);
     float t = 0.75f, g = 3.5f;
     double m22, m20, m00;
-    double t22 = time_flux(&cfg, w, 2, 2, x, &t, &g, ctxt, pooled, out, H, L, num, &m22);
-    double t20 = time_flux(&cfg, w, 2, 0, x, &t, &g, ctxt, pooled, out, H, L, num, &m20);
-    double t00 = time_flux(&cfg, w, 0, 0, x, &t, &g, ctxt, pooled, out, H, L, num, &m00);
+    double t22 = time_flux(&cfg, w, 2, 2, x, &t, &g, ctxt, pooled, out, H, L, num, threads, &m22);
+    double t20 = time_flux(&cfg, w, 2, 0, x, &t, &g, ctxt, pooled, out, H, L, num, threads, &m20);
+    double t00 = time_flux(&cfg, w, 0, 0, x, &t, &g, ctxt, pooled, out, H, L, num, threads, &m00);
     rp_st_close(w);
     free(x); free(out); free(ctxt); free(pooled);
     if (t22 < 0 || t20 < 0 || t00 < 0) return 1;
@@ -166,7 +168,7 @@ static int bench_flux(const char *name, double peak, rp_numerics num, double *se
 }
 
 /* *secs: the best whole-sample time (s). */
-static int bench_sample(const char *name, int repeat, rp_numerics num, double *secs) {
+static int bench_sample(const char *name, int repeat, rp_numerics num, int threads, double *secs) {
     rp_gen_item item = {.seed = 0, .global_index = 0, .class_id = 0, .prompt = "a red fox"};
     rp_gen_request req = {0};
     req.model = name;
@@ -178,6 +180,7 @@ static int bench_sample(const char *name, int repeat, rp_numerics num, double *s
     req.decode = 1;
     rp_ctx ctx = rp_ctx_default();
     ctx.numerics = num;
+    ctx.threads = threads;
     rp_error err = {0};
     double best = 1e30;
     int evals = 0;
@@ -230,10 +233,10 @@ int main(int argc, char **argv) {
         double secs[2] = {0, 0};
         for (int k = 0; k < 1 + both; k++) {
             const rp_numerics num = both ? (k ? RP_NUMERICS_INVARIANT : RP_NUMERICS_DEFAULT) : one;
-            rc |= !strcmp(tok, "flux-dev") ? bench_flux(tok, peak, num, &secs[k])
+            rc |= !strcmp(tok, "flux-dev") ? bench_flux(tok, peak, num, threads, &secs[k])
                   : !strcmp(tok, "sd3-tiny") || !strcmp(tok, "flux-tiny")
-                      ? bench_sample(tok, repeat, num, &secs[k])
-                      : bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak, num, &secs[k]);
+                      ? bench_sample(tok, repeat, num, threads, &secs[k])
+                      : bench_dit(tok, strstr(tok, "tiny") ? repeat * 10 : repeat, peak, num, threads, &secs[k]);
         }
         if (both && secs[0] > 0 && secs[1] > 0)
             printf("# %s: invariant / default = %.3f (same run, same threads)\n", tok, secs[1] / secs[0]);

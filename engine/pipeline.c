@@ -377,6 +377,9 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     float *img = malloc(sizeof(float) * per_img);                   /* (1, 3, H, W) */
     res->rgb = malloc((size_t)res->B * H * W * 3);                   /* (B, H, W, 3) */
     const int truncate = rp_par_rgb8_truncates(ctx); /* 0 but for vae-decode-rank's group */
+    /* (B, C, h, w): the run's own final latents, or the reference's (teacher's last row) */
+    const float *latents = req->teacher && req->decode_teacher_final
+                               ? req->teacher + (size_t)req->steps * res->B * per_lat : res->latents;
     rp_status st = RP_OK;
     if (!img || !res->rgb) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d decoded %dx%d images", res->B, W, H);
@@ -384,7 +387,7 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
         /* One item at a time: bounded memory, and each image is independent of the
          * batch it was sampled in. */
         for (int b = 0; b < res->B && st == RP_OK; b++) {
-            st = rp_vae_decode(vae, ctx, img, res->latents + b * per_lat, 1, res->h, res->w, err);
+            st = rp_vae_decode(vae, ctx, img, latents + b * per_lat, 1, res->h, res->w, err);
             if (st == RP_OK) rp_image_to_rgb8_cast(res->rgb + (size_t)b * H * W * 3, img, 1, H, W, truncate);
         }
     }

@@ -184,6 +184,9 @@ typedef struct rp_gen_request {
      * RP_ERR_INVALID. One model evaluation per step run, in step order. */
     const float *teacher;
     const unsigned char *teacher_steps; /* (steps) or NULL */
+    /* With teacher and decode: decode teacher's last row (the reference's final latents)
+     * instead of res->latents: the images' teacher forcing, in the same run as the steps'. */
+    int decode_teacher_final;
     /* 1: one ulp added (nextafterf towards +inf) to the first value of every item's initial
      * noise — the "noise-ulp" rounding twin. */
     int perturb_noise;

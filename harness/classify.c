@@ -1349,15 +1349,17 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     const int same = x->f.invariant || (x->have_rc && rp_cls_decoder_numerics_equal(&x->c, &x->rc));
     const int same_input =
         same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
-    char dd[PATHLEN];
+    char dd[PATHLEN], p0[PATHLEN];
     if (same_input) path_fmt(dd, "%s", x->in->case_dir);
-    else path_fmt(dd, "%s/decode", x->in->case_dir);
-    struct stat sb;
-    if (x->in->ref_label || (!same_input && stat(dd, &sb) != 0)) return RP_OK; /* a golden, or no decode run */
+    else path_fmt(dd, "%s/teacher", x->in->case_dir); /* the teacher run decoded them, */
+    path_fmt(p0, "%s/image-0.png", dd);
+    if (!same_input && !rp_is_file(p0)) path_fmt(dd, "%s/decode", x->in->case_dir); /* or a run of its own */
+    path_fmt(p0, "%s/image-0.png", dd);
+    if (x->in->ref_label || (!same_input && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
     if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
     cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
     cJSON_AddStringToObject(dj, "images", same_input ? "the case's own (its latents are bitwise the reference's)"
-                                                     : "the decode-only run's");
+                                                     : "the reference's final latents decoded with the case's layout");
     const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
     cJSON_AddStringToObject(dj, "rule", same ? "bitwise (the reference's decoder arithmetic)"
                                         : fp32 ? "one level (fp32 rounding)" : "none (the decoder rounds coarser)");

@@ -253,6 +253,17 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
     return st;
 }
 
+/* dir/image-<i>.png for every decoded item of r (none when r has no images). */
+static rp_status write_images(const char *dir, const rp_gen_result *r, rp_error *err) {
+    char path[4200];
+    const size_t per = (size_t)r->H * r->W * 3;
+    for (int i = 0; r->rgb && i < r->B; i++) {
+        snprintf(path, sizeof path, "%.4000s/image-%d.png", dir, i);
+        RP_TRY(rp_png_write(path, r->rgb + i * per, r->W, r->H, err));
+    }
+    return RP_OK;
+}
+
 /* Rank 0: every output file, done.json last. */
 static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_result *r, const rp_trace *trace,
                                const rp_parallel *par, const char *device, double *t, double t_start, rp_error *err) {
@@ -261,13 +272,7 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     rp_case_id(c, id);
     snprintf(path, sizeof path, "%s/latents.safetensors", dir);
     RP_TRY(write_latents(path, c, id, r, err));
-    if (r->rgb) {
-        const size_t per = (size_t)r->H * r->W * 3;
-        for (int i = 0; i < r->B; i++) {
-            snprintf(path, sizeof path, "%s/image-%d.png", dir, i);
-            RP_TRY(rp_png_write(path, r->rgb + i * per, r->W, r->H, err));
-        }
-    }
+    RP_TRY(write_images(dir, r, err));
     snprintf(path, sizeof path, "%s/trace.safetensors", dir);
     RP_TRY(rp_trace_save(trace, path, err));
     snprintf(path, sizeof path, "%s/env.json", dir);
@@ -334,6 +339,7 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     if (st == RP_OK) st = rp_st_writer_write(w, path, err);
     rp_st_writer_free(w);
     free(steps);
+    if (st == RP_OK) st = write_images(dir, r, err); /* with decode_ref: the reference's final latents' */
     snprintf(path, sizeof path, "%.4000s/trace.safetensors", dir);
     if (st == RP_OK) st = rp_trace_save(trace, path, err);
     snprintf(path, sizeof path, "%.4000s/env.json", dir);
@@ -448,6 +454,9 @@ typedef struct run_spec {
     int perturb_noise;        /* one ulp in each item's initial noise (a twin) */
     int leak_prelude;         /* another case first (the leak check) */
     int decode;               /* decode the images (each dp group's leader) */
+    int decode_ref;           /* with teacher_ref: the teacher-forced steps, then the reference's final
+                                 latents decoded with this layout into out_dir's images (the
+                                 images' teacher forcing in the same run) */
     int decode_only;          /* with teacher_ref: no step runs, the reference's final latents are
                                  decoded with this layout (the images' teacher forcing) */
 } run_spec;
@@ -517,7 +526,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
-        req.decode = s->decode_only && J->par.replica.rank == 0;
+        req.decode = (s->decode_only || s->decode_ref) && J->par.replica.rank == 0;
+        req.decode_teacher_final = s->decode_ref;
     }
     if (st == RP_OK && s->leak_prelude) {
         req.decode = 0; /* the check compares latents */
@@ -627,12 +637,12 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
         rp_cls_twin_case(c, k, &tc, &noise);
         snprintf(dir, sizeof dir, "%.3900s/twins/%s", prefix, rp_cls_twin_name(k));
         if (noise && free_noise) {
-            const run_spec tw = {&tc, dir, NULL, noise, 0, 0, 0};
+            const run_spec tw = {.c = &tc, .out_dir = dir, .perturb_noise = noise};
             if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return 1;
         }
         if (!rp_cls_twin_other_math(k)) continue; /* the noise alone */
         snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
-        const run_spec tt = {&tc, tdir, J->o->out_dir, 0, 0, 0, 0};
+        const run_spec tt = {.c = &tc, .out_dir = tdir, .teacher_ref = J->o->out_dir};
         if (job_aux(J, "teacher", &tt, 1)) return 1;
     }
     return 0;
@@ -678,9 +688,17 @@ static void job_classifier_runs(job *J) {
     /* a reference's --then-twins 0 says no case needs its envelope */
     int exact_only = tref == o->out_dir && o->then_twins == 0, same_images = 0;
     if (other) job_relation(J, tref, identical, &exact_only, &same_images);
+    /* The images' teacher forcing: the reference's final latents decoded with this layout
+     * (the decoder then sees the reference's input, so its images are evidence of their own),
+     * at the end of the teacher run (its images), or alone (decode/) when no teacher run is
+     * made. Not needed when the case's own decode already had that input (same_images), nor
+     * for an invariant pair (whose latents are bitwise or already a bug). */
+    char ref_image[4200];
+    snprintf(ref_image, sizeof ref_image, "%.4000s/image-0.png", tref ? tref : "");
+    const int images = other && !exact_only && !same_images && job_rank0_says(J, rank0 && rp_is_file(ref_image));
     if (teach) {
         snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
-        const run_spec tt = {J->c, dir, tref, 0, 0, 0, 0};
+        const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
         if (job_aux(J, "teacher", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
@@ -694,25 +712,19 @@ static void job_classifier_runs(job *J) {
         rp_case sc = *J->c;
         snprintf(sc.precision, sizeof sc.precision, "fp32");
         snprintf(dir, sizeof dir, "%.4000s/shadow/teacher", o->out_dir);
-        const run_spec st = {&sc, dir, tref, 0, 0, 0, 0};
+        const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
         snprintf(dir, sizeof dir, "%.4000s/shadow", o->out_dir);
         if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }
-    /* the images' teacher forcing: the reference's final latents decoded with this layout
-     * (the decoder then sees the reference's input, so its images are evidence of their own);
-     * not needed when the case's own decode already had that input (same_images), nor for
-     * an invariant pair (whose latents are bitwise or already a bug) */
-    char ref_image[4200];
-    snprintf(ref_image, sizeof ref_image, "%.4000s/image-0.png", tref ? tref : "");
-    if (other && !exact_only && !same_images && job_rank0_says(J, rank0 && rp_is_file(ref_image))) {
+    if (images && !teach) {
         snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
-        const run_spec dd = {J->c, dir, tref, 0, 0, 1, 1};
+        const run_spec dd = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode = 1, .decode_only = 1};
         if (job_aux(J, "decode", &dd, 0)) return;
     }
     if (o->then_leak) {
         snprintf(dir, sizeof dir, "%.4000s/leak", o->out_dir);
-        const run_spec lk = {J->c, dir, NULL, 0, 1, 0, 0};
+        const run_spec lk = {.c = J->c, .out_dir = dir, .leak_prelude = 1};
         (void)job_aux(J, "leak", &lk, 0);
     }
 }
@@ -834,8 +846,9 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     for (int i = 0; i < J.count; i++) J.local[i].embed_row = J.first + i; /* the case's item i: row i */
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
-    const run_spec main_run = {c, o->out_dir, o->teacher_ref, o->perturb_noise, o->leak_check,
-                               !o->teacher_ref && !o->leak_check, 0};
+    const run_spec main_run = {.c = c, .out_dir = o->out_dir, .teacher_ref = o->teacher_ref,
+                               .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check,
+                               .decode = !o->teacher_ref && !o->leak_check};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
     if (o->then_twins >= 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);

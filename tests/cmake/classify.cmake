@@ -16,9 +16,11 @@
 #   matrix.classify.approx pipefusion and patch with warmup 0..steps: approx or drift, quality
 #                          improving with warmup (skips, 77, while those strategies are missing)
 #   matrix.classify.invariant numerics: invariant: every exact layout (dp, cfg, ulysses, ring,
-#                          USP; batches 1, 3, 8; fp32 and bf16) over dit-tiny, sd3-tiny,
-#                          flux-tiny and dit-xl-2-128 depth 4 identical to serial, the planted
-#                          faults BUG, an item's bits independent of its batch
+#                          USP; batches 1, 3, 8; fp32 and bf16) over dit-tiny, sd3-tiny and
+#                          flux-tiny identical to serial, the planted faults BUG, an item's
+#                          bits independent of its batch (~4.5 min on 2 cores)
+#   matrix.classify.invariantxl the same on dit-xl-2-128 at depth 4 (DiT-XL/2's widths; ~12 min:
+#                          label sweep, run with ci/test.sh -L sweep)
 #   the matrix tests print the confusion table and require it diagonal
 #   (tests/cli/classify_matrix.sh, tests/classify/*.yaml; label matrix)
 if(TARGET test_classify)
@@ -32,13 +34,16 @@ add_test(NAME cli.classify
 set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
 if(REPRO_HAVE_GLOO)
-  foreach(set drift corpus bugs approx invariant)
+  foreach(set drift corpus bugs approx invariant invariantxl)
     add_test(NAME matrix.classify.${set}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
                      ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})
     if(set STREQUAL "corpus")  # ~20 min on 2 cores: only when asked for (ci/test.sh -L corpus)
       set_tests_properties(matrix.classify.${set} PROPERTIES
         LABELS "matrix;corpus" SKIP_RETURN_CODE 77 TIMEOUT 5400 ENVIRONMENT "${_classify_env}")
+    elseif(set STREQUAL "invariantxl")  # ~12 min: ci/test.sh -L sweep
+      set_tests_properties(matrix.classify.${set} PROPERTIES
+        LABELS "matrix;sweep" SKIP_RETURN_CODE 77 TIMEOUT 3600 ENVIRONMENT "${_classify_env}")
     else()
       set_tests_properties(matrix.classify.${set} PROPERTIES
         LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 COST 200 ENVIRONMENT "${_classify_env}")

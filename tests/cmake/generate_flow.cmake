@@ -38,6 +38,15 @@ foreach(tool latents_cmp gemm_rows)
   target_link_libraries(${tool} PRIVATE repro_core)
   set_target_properties(${tool} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 endforeach()
+# cli.invariant.<model>: numerics invariant bitwise across OpenBLAS kernel sets, thread
+# counts and the batch (tests/cli/invariant_kernels.sh)
+foreach(model dit-tiny sd3-tiny flux-tiny)
+  add_test(NAME cli.invariant.${model}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/invariant_kernels.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/cli-scratch/invariant-${model} ${model} $<TARGET_FILE:latents_cmp>)
+  set_tests_properties(cli.invariant.${model} PROPERTIES
+    LABELS cli TIMEOUT 300 ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache")
+endforeach()
 foreach(model sd3-tiny flux-tiny)
   add_test(NAME cli.generate_batch.${model}
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/generate_batch.sh $<TARGET_FILE:repro>
