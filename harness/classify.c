@@ -79,6 +79,10 @@ int rp_cls_twin_list(const rp_case *ref, int twins, int *out) {
 void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise) {
     assert(ref && twin && k >= 0 && k < RP_CLS_TWIN_KINDS);
     *twin = *ref;
+    /* the invariant kernels have no reduction order to move (threads and kernel sets give
+     * their bits, reduce_split is refused): an invariant reference's twins, needed only by a
+     * case that is not its invariant pair, vary the default numerics' rounding */
+    snprintf(twin->numerics, sizeof twin->numerics, "default");
     if (TWINS[k].split) twin->reduce_split = !ref->reduce_split;
     if (TWINS[k].threads) twin->threads = ref->threads >= 2 ? 1 : 2;
     if (TWINS[k].attention) /* another exact algorithm: the keys summed in other chunks */

@@ -424,6 +424,10 @@ static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, 
         return INVALID("numerics=invariant with attention=%s: invariant numerics has its own attention order "
                        "(canonical key blocks merged in one fixed order), so another variant would be ignored; "
                        "leave attention=math", c->attention);
+    if (c->reduce_split)
+        return INVALID("numerics=invariant with reduce_split=1: the canonical attention sums each key block "
+                       "in one fixed order with no GEMM to split, so the split would act on the GEMMs only; "
+                       "leave reduce_split 0");
     if (c->pipefusion > 1 || c->patch > 1)
         return INVALID("numerics=invariant with %s=%d: %s computes with activations from the previous step after "
                        "its warmup (an approximation by design), so it cannot be bitwise the serial run; "
@@ -669,8 +673,8 @@ const char *rp_validate_describe_rules(void) {
            "  attention     math split subquad flash auto; chunk sizes >= 0, none for math,\n"
            "                no kv chunk for split; device_profile a preset or spec\n"
            "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
-           "  numerics      default|invariant; invariant: device cpu, attention math, no\n"
-           "                pipefusion or patch, and a ring rank's share of the image (FLUX:\n"
+           "  numerics      default|invariant; invariant: device cpu, attention math,\n"
+           "                reduce_split 0, no pipefusion or patch, and a ring rank's share of the image (FLUX:\n"
            "                and text) tokens a whole number of canonical key blocks\n"
            "  gpu_mode      deterministic|fast (the CUDA GEMMs); fast only with a CUDA device\n"
            "  batch_forward joint|per-item (per-item: SD3/FLUX)\n"

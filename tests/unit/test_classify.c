@@ -279,6 +279,48 @@ START_TEST(test_effective_precision) {
 }
 END_TEST
 
+/* invariant pairs: both invariant, only layout / fault apart; then any break is a BUG that
+ * names the first differing tensor, however small its ratio */
+START_TEST(test_invariant_pair) {
+    rp_case ref, c;
+    rp_case_defaults(&ref);
+    snprintf(ref.numerics, sizeof ref.numerics, "invariant");
+    c = ref;
+    c.dp = 2, c.ring = 2, c.threads = 2;
+    snprintf(c.backend, sizeof c.backend, "gloo");
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
+    snprintf(c.inject, sizeof c.inject, "norm-eps-rank");
+    ck_assert(rp_cls_invariant_pair(&c, &ref));
+    snprintf(c.precision, sizeof c.precision, "bf16"); /* other arithmetic: an envelope again */
+    ck_assert(!rp_cls_invariant_pair(&c, &ref));
+    c = ref;
+    snprintf(c.numerics, sizeof c.numerics, "default");
+    ck_assert(!rp_cls_invariant_pair(&c, &ref));
+    ck_assert(!rp_cls_invariant_pair(&ref, &c));
+    c = ref;
+    c.pipefusion = 2; /* approximate: never a pair */
+    ck_assert(!rp_cls_invariant_pair(&c, &ref));
+    rp_case tw;
+    int noise = 0;
+    rp_cls_twin_case(&ref, 0, &tw, &noise); /* its twins vary the default numerics' rounding */
+    ck_assert_str_eq(tw.numerics, "default");
+
+    rp_cls_facts f;
+    char s[1024];
+    rp_cls_facts_init(&f);
+    f.invariant = 1;
+    f.layer_break = 3;
+    f.layer_ratio = INFINITY;
+    snprintf(f.layer_name, sizeof f.layer_name, "blocks.0.mlp");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "numerics invariant: blocks.0.mlp differs from the reference at step 0"), "%s", s);
+    rp_cls_facts_init(&f);
+    f.invariant = 1;
+    f.identical = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_IDENTICAL);
+}
+END_TEST
+
 START_TEST(test_decide) {
     rp_cls_facts f;
     char s[600];
@@ -606,6 +648,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_decide_replicas);
     tcase_add_test(tc, test_twin_list);
     tcase_add_test(tc, test_effective_precision);
+    tcase_add_test(tc, test_invariant_pair);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
     suite_add_tcase(s, tc);

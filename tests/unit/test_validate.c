@@ -575,6 +575,42 @@ END_TEST
 
 /* ---- valid configs of every strategy -------------------------------------------------- */
 
+/* numerics=invariant: what it cannot make bitwise the serial run is refused with the reason */
+START_TEST(invariant_rules) {
+    rp_validate_env env = test_env();
+    rp_case c = flux("flux-tiny");
+    gloo(&c);
+    snprintf(c.numerics, sizeof c.numerics, "exact");
+    EXPECT_INVALID(c, &env, "numerics=exact: unknown (known: default invariant)");
+    snprintf(c.numerics, sizeof c.numerics, "invariant");
+    c.ring = 2;
+    EXPECT_VALID(c, &env);
+    c.width = c.height = 512;                    /* 1024 image tokens: Bk 64; 32 text: Bk 4 */
+    c.ring = 16;                                 /* 2 text tokens a rank: half a block */
+    EXPECT_PREFIX(c, &env, "numerics=invariant with ring=16: each ring rank holds 2 of the 32 text tokens, not a "
+                           "whole number of the canonical key blocks of 4 tokens");
+    c.ring = 8;
+    EXPECT_VALID(c, &env);
+    c = dit();
+    snprintf(c.numerics, sizeof c.numerics, "invariant");
+    snprintf(c.attention, sizeof c.attention, "flash");
+    EXPECT_PREFIX(c, &env, "numerics=invariant with attention=flash: ");
+    c = dit();
+    snprintf(c.numerics, sizeof c.numerics, "invariant");
+    c.reduce_split = 1;
+    EXPECT_PREFIX(c, &env, "numerics=invariant with reduce_split=1: ");
+    c = dit();
+    snprintf(c.numerics, sizeof c.numerics, "invariant");
+    snprintf(c.device, sizeof c.device, "cuda");
+    EXPECT_PREFIX(c, &env, "numerics=invariant with device=cuda: ");
+    c = dit();
+    gloo(&c);
+    snprintf(c.numerics, sizeof c.numerics, "invariant");
+    c.pipefusion = 2;
+    EXPECT_PREFIX(c, &env, "numerics=invariant with pipefusion=2: ");
+}
+END_TEST
+
 START_TEST(valid_strategies) {
     rp_validate_env env = test_env();
     rp_case c = dit();
@@ -799,6 +835,7 @@ int main(void) {
     tcase_add_test(tc, placement);
     tcase_add_test(tc, inject_rules);
     tcase_add_test(tc, valid_strategies);
+    tcase_add_test(tc, invariant_rules);
     tcase_add_test(tc, host_env_and_help);
     tcase_add_test(tc, inject_registry);
     tcase_add_test(tc, inject_applicability);
