@@ -111,6 +111,16 @@ static void block_partial(const rp_ctx *ctx, const float *q, const float *k, con
     ring_gemm(ctx, 0, nq, D, nk, 1.0f, S, v, Ob);
 }
 
+/* One step of the ring: this rank's K/V block (*cur, bytes) goes to ring rank ri + 1 while
+ * ri - 1's arrives in *next; then the buffers swap, so *cur is the block now here. */
+static rp_status ring_pass(rp_comm *c, float **cur, float **next, size_t bytes, int R, int ri, rp_error *err) {
+    rp_status st = c->ops->sendrecv(c, *cur, bytes, (ri + 1) % R, *next, bytes, (ri - 1 + R) % R, TAG_RING, err);
+    float *t = *cur;
+    *cur = *next;
+    *next = t;
+    return st;
+}
+
 /* Merges a block partial (mb, lb, Ob) into the running (m, l, O) of nq rows; `first`
  * initialises. no_rescale: the injected fault (adds without the max correction). */
 static void merge(float *m, double *l, float *O, const float *mb, const double *lb, const float *Ob, int nq, int D,
@@ -192,13 +202,7 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
                               rO + o * Trep * D, S);
             }
         }
-        if (s + 1 < R) {
-            st = c->ops->sendrecv(c, cur, sizeof(float) * 2 * blk, (ri + 1) % R, next, sizeof(float) * 2 * blk,
-                                  (ri - 1 + R) % R, TAG_RING, err);
-            float *t = cur;
-            cur = next;
-            next = t;
-        }
+        if (s + 1 < R) st = ring_pass(c, &cur, &next, sizeof(float) * 2 * blk, R, ri, err);
     }
     if (st != RP_OK) goto done;
     if (Trep) /* the replicated keys, block nb - 1 */
@@ -301,13 +305,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
                                        kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale, bf16);
             }
         }
-        if (s + 1 < R) {
-            st = c->ops->sendrecv(c, cur, sizeof(float) * 2 * blk, (ri + 1) % R, next, sizeof(float) * 2 * blk,
-                                  (ri - 1 + R) % R, TAG_RING, err);
-            float *t = cur;
-            cur = next;
-            next = t;
-        }
+        if (s + 1 < R) st = ring_pass(c, &cur, &next, sizeof(float) * 2 * blk, R, ri, err);
     }
     if (st != RP_OK) goto done;
     for (size_t bh = 0; bh < BH; bh++) {
