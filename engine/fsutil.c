@@ -21,3 +21,10 @@ int rp_is_file(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
+
+int rp_exhausted_text(const char *text) {
+    static const int codes[] = {ENOSPC, EDQUOT, EMFILE, ENFILE};
+    for (size_t k = 0; text && k < sizeof codes / sizeof codes[0]; k++)
+        if (strstr(text, strerror(codes[k]))) return 1;
+    return 0;
+}

@@ -10,6 +10,11 @@
  * symlink to one), else RP_ERR_IO naming the path. */
 rp_status rp_atomic_target_ok(const char *path, rp_error *err);
 
+/* 1 when text reports that the machine ran out of a resource rather than a failure of
+ * the code: the disk or quota full, no file descriptors left (strerror's words for ENOSPC,
+ * EDQUOT, EMFILE, ENFILE, as error messages and stderr carry them). */
+int rp_exhausted_text(const char *text);
+
 /* 1 when path names a regular file (following links). */
 int rp_is_file(const char *path);
 

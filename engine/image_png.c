@@ -70,11 +70,14 @@ rp_status rp_png_write(const char *path, const uint8_t *rgb, int W, int H, rp_er
         return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory starting libpng", path);
     }
     if (setjmp(st.jmp)) {
-        /* png, info, fp and tmp are not modified after setjmp, so they are valid here */
+        /* png, info, fp and tmp are not modified after setjmp, so they are valid here; a
+         * failed fwrite in libpng's write callback ("Write Error") left its reason in errno */
+        const int e = errno, io = ferror(fp);
         png_destroy_write_struct(&png, &info);
         fclose(fp);
         unlink(tmp);
-        return RP_FAIL(err, RP_ERR_IO, "%s: writing PNG failed: %s", path, st.msg);
+        return RP_FAIL(err, RP_ERR_IO, "%s: writing PNG failed: %s%s%s", path, st.msg, io ? ": " : "",
+                       io ? strerror(e) : "");
     }
     png_init_io(png, fp);
     png_set_compression_level(png, PNG_ZLIB_LEVEL);

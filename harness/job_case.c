@@ -598,7 +598,9 @@ static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
     if ((st = job_agree(J, st, &err)) == RP_OK) st = job_run(J, s, &err);
     st = job_agree(J, st, &err);
     if (J->par.rank == 0)
-        rp_cls_write_aux(s->out_dir, kind, st == RP_OK ? "ok" : "CRASH", st == RP_OK ? "" : err.msg, now_s() - t0);
+        rp_cls_write_aux(s->out_dir, kind,
+                         st == RP_OK ? "ok" : rp_exhausted_text(err.msg) ? "INFRA_ERROR" : "CRASH", /* the machine's */
+                         st == RP_OK ? "" : err.msg, now_s() - t0);
     if (st != RP_OK) {
         rp_error e = err;
         snprintf(e.msg, sizeof e.msg, "worker rank %d/%d (%s run): %.960s", J->re->rank, J->re->world, kind, err.msg);

@@ -691,15 +691,6 @@ static void first_line(const char *text, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), text);
 }
 
-/* 1 when text reports a failure of the machine rather than of the code under test: the
- * disk or quota full, no file descriptors left (strerror's words, as the ranks print them). */
-static int infra_text(const char *text) {
-    static const int codes[] = {ENOSPC, EDQUOT, EMFILE, ENFILE};
-    for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
-        if (strstr(text, strerror(codes[k]))) return 1;
-    return 0;
-}
-
 /* 1 when the failed run in out (res) ended on an infrastructure failure: the failing rank
  * (or, with none known, any rank) says so in the tail of its stderr. */
 static int rank_infra(const char *out, const rp_launch_result *res) {
@@ -707,9 +698,9 @@ static int rank_infra(const char *out, const rp_launch_result *res) {
         if (res->first_failed >= 0 && k != res->first_failed) continue;
         char p[PATHLEN], tail[4096];
         path_fmt(p, "%s/rank%d.err", out, k);
-        if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0 && infra_text(tail)) return 1;
+        if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0 && rp_exhausted_text(tail)) return 1;
     }
-    return infra_text(res->report);
+    return rp_exhausted_text(res->report);
 }
 
 /* One launch of case c (case_json) writing into out, with extra worker arguments (NULL-
