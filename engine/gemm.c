@@ -121,14 +121,14 @@ uint16_t rp_f32_to_f16(float x) {
 
 /* ---- GEMM ---------------------------------------------------------------------- */
 
+void rp_bf16_round(float *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = rp_bf16_to_f32(rp_f32_to_bf16(src[i]));
+}
+
 /* Rounds a (rows, cols) matrix with leading dimension ld to bf16 values held in
  * fp32, packed densely into dst (rows, cols). */
 static void round_bf16_pack(float *dst, const float *src, int rows, int cols, int ld) {
-    for (int r = 0; r < rows; r++) {
-        const float *s = src + (size_t)r * ld;
-        float *d = dst + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) d[c] = rp_bf16_to_f32(rp_f32_to_bf16(s[c]));
-    }
+    for (int r = 0; r < rows; r++) rp_bf16_round(dst + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols);
 }
 
 /* C (M, N) = alpha * op(A) op(B) + beta * C with BLAS semantics (beta == 0:

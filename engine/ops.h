@@ -61,6 +61,10 @@ uint16_t rp_f32_to_bf16(float x);   /* round to nearest even; NaN stays NaN */
 float rp_bf16_to_f32(uint16_t x);
 float rp_f16_to_f32(uint16_t x);    /* IEEE half -> float (for fp16 checkpoints) */
 uint16_t rp_f32_to_f16(float x);    /* round to nearest even */
+/* dst (n) = src (n) rounded to bf16 values held in fp32 (rp_f32_to_bf16 and back; idempotent);
+ * dst may alias src. What every bf16 product rounds its operands to: rp_gemm's inputs, the
+ * canonical attention's q, k, p, v. */
+void rp_bf16_round(float *dst, const float *src, size_t n);
 
 /* ---- normalisation ----------------------------------------------------- */
 

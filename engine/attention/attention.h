@@ -121,17 +121,13 @@ int rp_attn_canon_block(int n);
  * packed from its start; bf16: rounded to bf16 values. */
 void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16);
 
-/* x (n) rounded in place to bf16 values (rp_f32_to_bf16; idempotent): the q and v that
- * rp_attn_canon_partials reads under precision bf16. */
-void rp_attn_canon_round(float *x, size_t n);
-
 /* The partials of nq query rows q (nq, D) against a run of nk keys that starts at a block
  * boundary of its segment (nk a multiple of bk, the segment's Bk): kt (the run's keys,
  * rp_attn_canon_pack'ed), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
  * written to slot i0 + i of each row r: pm[r nb + i0 + i] (m_b), pl[...] (l_b),
  * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order.
  * bf16 (precision bf16): p_j is rounded to bf16 for the O_b sums; q, kt and v must hold
- * bf16 values already (rp_attn_canon_round, rp_attn_canon_pack). */
+ * bf16 values already (rp_bf16_round of ops.h, rp_attn_canon_pack). */
 void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, const float *q, const float *kt,
                             const float *v, const uint8_t *mask, int nq, int nk, int bk, int D, float scale,
                             int bf16);

@@ -40,11 +40,7 @@ void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16) {
         for (int j = 0; j < w; j++)
             for (int d = 0; d < D; d++) t[(size_t)d * w + j] = kb[(size_t)j * D + d];
     }
-    if (bf16) rp_attn_canon_round(kt, (size_t)nk * D);
-}
-
-void rp_attn_canon_round(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = bf16_round(x[i]);
+    if (bf16) rp_bf16_round(kt, kt, (size_t)nk * D);
 }
 
 /* Vectors of 16 floats (GCC vector extension: one zmm on AVX-512, two ymm on AVX2, four
@@ -410,19 +406,11 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
             const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
             for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
                 rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], D, bf16);
-            if (bf16) {
-                memcpy(vr, vb, sizeof(float) * Tk * D);
-                rp_attn_canon_round(vr, (size_t)Tk * D);
-                vb = vr;
-            }
+            if (bf16) { rp_bf16_round(vr, vb, (size_t)Tk * D); vb = vr; }
             for (int r0 = 0; r0 < Tq; r0 += PASS) {
                 const int nr = Tq - r0 < PASS ? Tq - r0 : PASS;
                 const float *qp = qb + (size_t)r0 * D;
-                if (bf16) {
-                    memcpy(qr, qp, sizeof(float) * nr * D);
-                    rp_attn_canon_round(qr, (size_t)nr * D);
-                    qp = qr;
-                }
+                if (bf16) { rp_bf16_round(qr, qp, (size_t)nr * D); qp = qr; }
                 for (int r = 0; r < nr; r++) { /* no block yet: an empty row (Tk 0 stays so: zeros) */
                     sm[r] = -INFINITY;
                     sl[r] = 0.0f;

@@ -288,9 +288,8 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
         memcpy(cur + blk + bh * Ts * D, V + bh * Tg * D, sizeof(float) * Ts * D);
     }
     if (bf16) {
-        rp_attn_canon_round(cur, 2 * blk);
-        memcpy(qr, Q, sizeof(float) * BH * Tg * D);
-        rp_attn_canon_round(qr, BH * Tg * D);
+        rp_bf16_round(cur, cur, 2 * blk);
+        rp_bf16_round(qr, Q, BH * Tg * D);
         Q = qr;
     }
     for (int s = 0; s < R && st == RP_OK; s++) {
@@ -316,11 +315,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
         }
         rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, D, bf16);
         const float *vrep = V + (bh * Tg + Ts) * D; /* (Trep, D) */
-        if (bf16) {
-            memcpy(vr, vrep, sizeof(float) * Trep * D);
-            rp_attn_canon_round(vr, (size_t)Trep * D);
-            vrep = vr;
-        }
+        if (bf16) { rp_bf16_round(vr, vrep, (size_t)Trep * D); vrep = vr; }
         for (int r0 = 0; r0 < Tg; r0 += RT) {
             const int nr = Tg - r0 < RT ? Tg - r0 : RT;
             for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */

@@ -26,17 +26,17 @@ static const double U32 = 0x1p-24;
 
 static double gamma_n(int n) { return n * U32 / (1.0 - n * U32); }
 
+/* op(A)[i][k] and op(B)[k][j] of row-major A, B with leading dimensions lda, ldb. */
+static float op_a(const float *A, int lda, int tA, int i, int k) { return tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]; }
+static float op_b(const float *B, int ldb, int tB, int k, int j) { return tB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]; }
+
 /* The contract's loop, element by element. */
 static void ref_gemm(int tA, int tB, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             float acc = 0.0f;
-            for (int k = 0; k < K; k++) {
-                float a = tA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-                float b = tB ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
-                acc = fmaf(a, b, acc);
-            }
+            for (int k = 0; k < K; k++) acc = fmaf(op_a(A, lda, tA, i, k), op_b(B, ldb, tB, k, j), acc);
             float t = alpha * acc;
             float *c = &C[(size_t)i * ldc + j];
             *c = beta == 0.0f ? t : t + beta * *c;
@@ -234,11 +234,7 @@ START_TEST(test_close_to_openblas) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double S = 0;
-            for (int k = 0; k < K; k++) {
-                float a = tA ? A[(size_t)k * ac + i] : A[(size_t)i * ac + k];
-                float b = tB ? B[(size_t)j * bc + k] : B[(size_t)k * bc + j];
-                S += fabs((double)a * b);
-            }
+            for (int k = 0; k < K; k++) S += fabs((double)op_a(A, ac, tA, i, k) * op_b(B, bc, tB, k, j));
             double diff = fabs((double)Ci[(size_t)i * N + j] - Cd[(size_t)i * N + j]);
             ck_assert_msg(diff <= 2 * g * S, "tA=%d tB=%d (%d,%d): |%.9g - %.9g| > %g", tA, tB, i,
                           j, Ci[(size_t)i * N + j], Cd[(size_t)i * N + j], 2 * g * S);
