@@ -650,13 +650,6 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
     return 0;
 }
 
-/* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
- * their inputs exist: a reference's twins and its own teacher run, which read the case's
- * trajectory, or a case's teacher run against its reference; the fp32 shadow of a coarser
- * precision; a case's decode-only run; the leak check. Stops at the first run that fails
- * (recorded in its aux.json). */
-/* 1 when the case and the reference in ref_dir are an invariant pair (rp_cls_invariant_pair:
- * bitwise or a bug), so no run that only measures rounding is needed. */
 /* What the case's relation to the reference in ref_dir spares (rank 0 decides, from the
  * files; every rank gets the answer): *exact_only when they are an invariant pair
  * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *same_images when
@@ -673,6 +666,12 @@ static void job_relation(job *J, const char *ref_dir, int identical, int *exact_
     *same_images = job_rank0_says(J, loaded && identical && (*exact_only || rp_cls_decoder_numerics_equal(J->c, &rc)));
 }
 
+/* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
+ * their inputs exist: a reference's twins and its own teacher run, which read the case's
+ * trajectory, or a case's teacher run against its reference (ending with the images'
+ * teacher forcing); the fp32 shadow of a coarser precision; a decode-only run where no
+ * teacher run is made but the images still need one; the leak check. Stops at the first
+ * run that fails (recorded in its aux.json). */
 static void job_classifier_runs(job *J) {
     const rp_job_case_opts *o = J->o;
     char dir[4200];
