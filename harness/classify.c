@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/device.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/parallel/parallel.h"
@@ -38,11 +39,13 @@ void rp_classify_opts_default(rp_classify_opts *o) {
     o->approx_psnr = RP_CLS_DEFAULT_APPROX_PSNR;
     o->teacher_steps = 0;
     o->leak_check = 1;
+    o->invariant_shadow = 1;
 }
 
 void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap) {
-    snprintf(buf, cap, "twins=%d factor=%.17g ssim=%.17g psnr=%.17g teacher_steps=%d leak=%d", o->twins, o->factor,
-             o->approx_ssim, o->approx_psnr, o->teacher_steps, o->leak_check);
+    snprintf(buf, cap, "twins=%d factor=%.17g ssim=%.17g psnr=%.17g teacher_steps=%d leak=%d invariant_shadow=%d",
+             o->twins, o->factor, o->approx_ssim, o->approx_psnr, o->teacher_steps, o->leak_check,
+             o->invariant_shadow);
 }
 
 /* ---- twins ----------------------------------------------------------------------------- */
@@ -141,6 +144,33 @@ int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
     rp_case_id(&a, ia);
     rp_case_id(ref, ir);
     return !strcmp(ia, ir);
+}
+
+int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
+    assert(c && out);
+    if (!strcmp(c->numerics, "invariant") || c->pipefusion > 1 || c->patch > 1 || rp_device_name_is_cuda(c->device))
+        return 0;
+    *out = *c;
+    snprintf(out->numerics, sizeof out->numerics, "invariant");
+    /* the attention variant and the split reduction are rounding choices of the default
+     * numerics; the invariant kernels have one order of their own */
+    snprintf(out->attention, sizeof out->attention, "math");
+    out->attn_q_chunk = out->attn_kv_chunk = 0;
+    out->device_profile[0] = '\0';
+    out->reduce_split = 0;
+    out->expect[0] = '\0';
+    snprintf(out->name, sizeof out->name, "invariant shadow: %.100s", c->name);
+    return 1;
+}
+
+int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref) {
+    rp_case sc, sr;
+    if (!rp_cls_invariant_shadow(c, &sc) || !rp_cls_invariant_shadow(ref, &sr)) return 0;
+    if (!rp_cls_invariant_pair(&sc, &sr)) return 0;
+    char a[17], b[17];
+    rp_case_id(&sc, a);
+    rp_case_id(&sr, b);
+    return strcmp(a, b) != 0; /* the same case: its shadow would compare a run with itself */
 }
 
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n) {
@@ -357,7 +387,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     /* an invariant pair has no envelope: the earliest difference at all is the bug */
-    if (f->invariant && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0 || f->image_break >= 0)) {
+    /* exact comparisons presume deterministic runs: where the runs are shown not to be, that
+     * is the finding (below), not a difference between two of them */
+    const int nondeterministic = f->repeats_differ || (f->leak_differs && f->fresh_differs);
+    if (f->invariant && !nondeterministic &&
+        (f->noise_break || f->layer_break >= 0 || f->step_break >= 0 || f->image_break >= 0)) {
         const char *what = f->noise_break ? "the initial noise" : f->layer_break >= 0 ? f->layer_name
                            : f->step_break >= 0 ? (f->step_layer[0] ? f->step_layer : "the step's output")
                                                 : "the decoded image";
@@ -384,7 +418,13 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                                                               : "; every local error stays within it");
         return RP_V_BUG;
     }
-    if (f->step_break >= 0) {
+    if (f->step_break >= 0 && f->step_invariant && !nondeterministic) {
+        snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow (the layout "
+                 "teacher-forced under invariant numerics, where an exact layout is bitwise the serial run: any "
+                 "difference is a bug)", f->step_layer[0] ? f->step_layer : "the step's output", f->step_break);
+        return RP_V_BUG;
+    }
+    if (f->step_break >= 0 && !f->step_invariant) {
         const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
         if (f->step_layer[0])
             snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g)", f->step_layer,
@@ -710,6 +750,7 @@ typedef struct cls {
     image_summary im;
     rp_cls_facts f;
     double layer_rel, layer_env, step_layer_rel, step_layer_env;
+    double invariant_rel;    /* the invariant shadow's relative L2 at its first differing step */
     rp_case rc;              /* the reference's case (have_rc) */
     int have_rc;
     double largest;          /* the largest ratio any checked evidence reached (margins) */
@@ -1324,6 +1365,72 @@ out:
     for (int t = 0; t < n_tw; t++) teacher_run_free(&tw[t]);
 }
 
+/* Evidence 12: the invariant shadow (job_case.c, rp_cls_invariant_shadow_pair). The case's
+ * layout teacher-forced under invariant numerics from the reference's latents
+ * (<case>/invariant/teacher) against the reference's own run of the same kind
+ * (<base>/invariant/teacher): there an exact layout is bitwise the serial run, so the first
+ * step whose output differs at all, and in it the first layer that differs, is a bug's —
+ * however far below the rounding envelope of the default numerics (a norm's epsilon on
+ * one rank, a constant on one rank, anything in bf16). It becomes the case's step break
+ * when no earlier one exists. */
+static void cls_invariant_shadow(cls *x) {
+    char d[PATHLEN];
+    teacher_run c, b;
+    if (x->f.is_reference || x->f.identical || x->f.invariant) return;
+    path_fmt(d, "%s/invariant/teacher", x->in->case_dir);
+    if (!teacher_run_load(&c, d)) return;
+    path_fmt(d, "%s/invariant/teacher", x->base);
+    if (!teacher_run_load(&b, d)) {
+        teacher_run_free(&c);
+        cJSON_AddStringToObject(x->ev, "invariant_shadow", "the reference made no invariant shadow: not compared");
+        return;
+    }
+    cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
+    const int N = x->N;
+    int k = -1, compared = 0;
+    if (!traj_same_shape(&c.t, &b.t) || !traj_same_shape(&c.t, &x->cm)) {
+        cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
+        goto out;
+    }
+    const size_t row = (size_t)c.t.B * c.t.per;
+    for (int s = 0; s < N && k < 0; s++) {
+        const int ran = (!c.t.mask || c.t.mask[s] != 0.0f) && (!b.t.mask || b.t.mask[s] != 0.0f);
+        if (!ran) continue;
+        compared++;
+        const float *cr = c.t.x + (size_t)(s + 1) * row, *br = b.t.x + (size_t)(s + 1) * row;
+        if (memcmp(cr, br, sizeof(float) * row)) {
+            k = s;
+            x->invariant_rel = rp_cls_rel_l2(br, cr, row);
+        }
+    }
+    cJSON_AddNumberToObject(sj, "steps_compared", compared);
+    cJSON_AddNumberToObject(sj, "first_difference", k);
+    if (k < 0) goto out;
+    put(sj, "rel", x->invariant_rel);
+    /* the layer: the first record of that step's evaluation that differs at all */
+    char layer[96] = "";
+    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
+    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
+        const rp_trace_rec *r = &b.tr.recs[i];
+        if (r->eval != eb) continue;
+        if (rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name)) != 0.0) {
+            snprintf(layer, sizeof layer, "%s", r->name);
+            break;
+        }
+    }
+    if (layer[0]) cJSON_AddStringToObject(sj, "layer", layer);
+    rp_cls_facts *f = &x->f;
+    if (f->step_break >= 0 && f->step_break <= k) goto out; /* an earlier (or same-step) break stands */
+    f->step_break = k;
+    f->step_ratio = INFINITY;
+    f->step_shadow = 0;
+    f->step_invariant = 1;
+    snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
+out:
+    teacher_run_free(&c);
+    teacher_run_free(&b);
+}
+
 /* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
  * item at a time and takes no part in any parallel layout, so then its output from the same
  * latents is the same bits. */
@@ -1460,6 +1567,11 @@ static void cls_first(cls *x) {
             put(fs, "envelope", x->env_step[0]);
             put(fs, "ratio", f->step_ratio);
         }
+    } else if (f->step_break >= 0 && f->step_invariant) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->step_break);
+        cJSON_AddStringToObject(fs, "what", "invariant shadow");
+        put(fs, "rel", x->invariant_rel);
     } else if (f->step_break >= 0) {
         const int k = f->step_break;
         fs = cJSON_AddObjectToObject(x->ev, "first_step");
@@ -1487,6 +1599,11 @@ static void cls_first(cls *x) {
         put(fl, "rel", x->layer_rel);
         put(fl, "envelope", x->layer_env);
         put(fl, "ratio", f->layer_ratio);
+    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->step_layer);
+        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        cJSON_AddStringToObject(fl, "what", "invariant shadow");
     } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0]) {
         fl = cJSON_AddObjectToObject(x->ev, "first_layer");
         cJSON_AddStringToObject(fl, "name", f->step_layer);
@@ -1653,7 +1770,8 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
     if (v == RP_V_BUG)
         cJSON_AddBoolToObject(j, "by_ratio",
-                              !exact_first && (f->noise_break || f->layer_break >= 0 || f->step_break >= 0));
+                              !exact_first && (f->noise_break || f->layer_break >= 0 ||
+                                               (f->step_break >= 0 && !f->step_invariant)));
     /* the schema's order: evidence and metrics last */
     cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);
@@ -1750,6 +1868,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             st = cls_teacher(x, err);
         }
         if (st == RP_OK && !x->f.invariant) cls_shadow(x);
+        if (st == RP_OK) cls_invariant_shadow(x);
         if (st == RP_OK) cls_replicas(x);
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */

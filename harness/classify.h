@@ -60,6 +60,7 @@ typedef struct rp_classify_opts {
     double approx_psnr;   /* and PSNR (dB) at least */
     int teacher_steps;    /* 0: teacher-force every step; N: N steps spread over the run */
     int leak_check;       /* 1: run each case again after another case in one worker */
+    int invariant_shadow; /* 1: a layout's invariant shadow where it has one (rp_cls_invariant_shadow_pair) */
 } rp_classify_opts;
 
 void rp_classify_opts_default(rp_classify_opts *o);
@@ -113,6 +114,20 @@ const char *rp_cls_effective_precision(const rp_case *c);
  * (docs/invariant.md). pipefusion and patch never qualify (validation refuses them with
  * invariant numerics: they are approximate after warmup). */
 int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
+
+/* The invariant shadow of case c (docs/classification.md §12): c with numerics=invariant,
+ * attention math (no chunk sizes or profile) and reduce_split 0, its layout, precision,
+ * threads and fault unchanged; into *out. Returns 0 (out untouched) when c has none: it
+ * already runs invariant numerics, is approximate (pipefusion, patch) or runs on a CUDA
+ * device (no invariant kernels there). Whether the shadow validates (a ring shard of
+ * whole canonical key blocks) is the caller's check (harness/validate.h). */
+int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
+
+/* 1 when the invariant shadows of c and its reference ref exist, are an invariant pair
+ * and are not the same case: c's layout (or fault) teacher-forced under invariant numerics
+ * must then be bitwise ref's, so any difference is a BUG with no envelope. 0 also when
+ * the two differ only where the shadow normalises (attention variant, reduce_split). */
+int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
 
 /* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
  * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
@@ -181,6 +196,8 @@ typedef struct rp_cls_facts {
     double step_layer_ratio;
     int step_shadow;          /* that step broke in the case's fp32 shadow (a bf16/fp16/tf32
                                  case's layout run at fp32 from the same latents) */
+    int step_invariant;       /* that step differs in the case's invariant shadow (its layout
+                                 teacher-forced under invariant numerics): exact evidence */
     int teacher_missing;      /* exact steps could not be checked (no teacher run) */
     /* approximate strategies */
     int approx;               /* the case is approximate after warmup */

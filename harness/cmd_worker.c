@@ -48,7 +48,8 @@ static void usage(FILE *f) {
             "                 env.json and done.json last); the classifier's runs of a case:\n"
             "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise,\n"
             "                 --leak-check; after the case in the same launch: --then-twins N,\n"
-            "                 --then-teacher REF_DIR, --then-leak (harness/job_case.h)\n"
+            "                 --then-teacher REF_DIR, --then-invariant, --then-leak\n"
+            "                 (harness/job_case.h)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
             "  --backend B        self | gloo | nccl (default: self for one rank, else gloo)\n"
@@ -86,7 +87,7 @@ typedef struct worker_opts {
     const char *case_file, *out_dir; /* job case */
     const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
     int teacher_steps, perturb_noise, leak_check;
-    int then_twins, then_leak;       /* job case: the classifier's runs in the same launch */
+    int then_twins, then_invariant, then_leak; /* job case: the classifier's runs in the same launch */
     const char *then_teacher;
     int backend_given;               /* --backend was given */
 } worker_opts;
@@ -207,6 +208,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->leak_check = rp_arg_flag(&a, "leak-check");
     o->then_twins = (int)rp_arg_int(&a, "then-twins", -1);
     o->then_teacher = rp_arg_str(&a, "then-teacher", NULL);
+    o->then_invariant = rp_arg_flag(&a, "then-invariant");
     o->then_leak = rp_arg_flag(&a, "then-leak");
     rp_error err;
     rp_error_clear(&err);
@@ -356,9 +358,12 @@ int rp_cmd_worker(int argc, char **argv) {
         sleep_s(o.late_s);
     }
     if (o.job == JOB_CASE) { /* creates its communicator itself, once the case is validated */
-        rp_job_case_opts jo = {o.case_file, o.out_dir, o.comm, o.backend_given,
-                               o.teacher_ref, o.teacher_steps, o.perturb_noise, o.leak_check,
-                               o.then_twins, o.then_teacher, o.then_leak};
+        const rp_job_case_opts jo = {.case_file = o.case_file, .out_dir = o.out_dir, .comm = o.comm,
+                                     .backend_given = o.backend_given, .teacher_ref = o.teacher_ref,
+                                     .teacher_steps = o.teacher_steps, .perturb_noise = o.perturb_noise,
+                                     .leak_check = o.leak_check, .then_twins = o.then_twins,
+                                     .then_teacher = o.then_teacher, .then_invariant = o.then_invariant,
+                                     .then_leak = o.then_leak};
         return rp_job_case(&re, &jo);
     }
     rp_comm *c = NULL;

@@ -718,6 +718,15 @@ static void job_classifier_runs(job *J) {
         snprintf(dir, sizeof dir, "%.4000s/shadow", o->out_dir);
         if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }
+    /* The invariant shadow: the layout teacher-forced under invariant numerics, where an
+     * exact layout is bitwise the serial run (the reference makes its own from its own
+     * trajectory); the runner asks for it where both shadows exist and validate. */
+    rp_case ic;
+    if (o->then_invariant && (teach || tref == o->out_dir) && rp_cls_invariant_shadow(J->c, &ic)) {
+        snprintf(dir, sizeof dir, "%.4000s/invariant/teacher", o->out_dir);
+        const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref};
+        if (job_aux(J, "invariant teacher", &it, 1)) return;
+    }
     if (images && !teach) {
         snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
         const run_spec dd = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode = 1, .decode_only = 1};
@@ -852,7 +861,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
                                .decode = !o->teacher_ref && !o->leak_check};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
-    if (o->then_twins >= 0 || o->then_teacher || o->then_leak) job_classifier_runs(&J);
+    if (o->then_twins >= 0 || o->then_teacher || o->then_invariant || o->then_leak) job_classifier_runs(&J);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));

@@ -61,6 +61,9 @@ typedef struct rp_job_case_opts {
                                 run only (no case needs an envelope); -1: not a reference */
     const char *then_teacher;/* --then-teacher REF_DIR: teacher forcing from REF_DIR into OUT/teacher/,
                                 unless the case's trajectory is bitwise REF_DIR's */
+    int then_invariant;      /* --then-invariant: the invariant shadow (rp_cls_invariant_shadow) teacher-
+                                forced from OUT (a reference) or the --then-teacher REF_DIR into
+                                OUT/invariant/teacher/, unless the case's trajectory is bitwise REF_DIR's */
     int then_leak;           /* --then-leak: the leak check into OUT/leak/ */
 } rp_job_case_opts;
 

@@ -987,7 +987,7 @@ static rp_status read_tolerances(pctx *x, const yaml_node_t *n, rp_tolerances *t
 }
 
 static const char *const CLS_KEYS[] = {"enabled", "twins", "factor", "approx_ssim", "approx_psnr", "teacher_steps",
-                                       "leak_check"};
+                                       "leak_check", "invariant_shadow"};
 
 /* A boolean scalar into *out, else a type error. */
 static rp_status read_bool_node(pctx *x, const yaml_node_t *n, const char *path, int *out) {
@@ -1011,7 +1011,8 @@ static rp_status read_num_node(pctx *x, const yaml_node_t *n, const char *path, 
     return RP_OK;
 }
 
-/* classify: false | {enabled, twins, factor, approx_ssim, approx_psnr, teacher_steps, leak_check}
+/* classify: false | {enabled, twins, factor, approx_ssim, approx_psnr, teacher_steps, leak_check,
+ * invariant_shadow}
  * (harness/classify.h). */
 static rp_status read_classify(pctx *x, const yaml_node_t *n, rp_classify_opts *o) {
     if (n->type == YAML_SCALAR_NODE) return read_bool_node(x, n, "classify", &o->enabled);
@@ -1027,6 +1028,8 @@ static rp_status read_classify(pctx *x, const yaml_node_t *n, rp_classify_opts *
             RP_TRY(read_bool_node(x, v, path, &o->enabled));
         } else if (!strcmp(key, "leak_check")) {
             RP_TRY(read_bool_node(x, v, path, &o->leak_check));
+        } else if (!strcmp(key, "invariant_shadow")) {
+            RP_TRY(read_bool_node(x, v, path, &o->invariant_shadow));
         } else if (!strcmp(key, "twins")) {
             RP_TRY(read_int_node(x, v, path, RP_CLS_DEFAULT_TWINS, RP_CLS_MAX_TWINS, "an integer in [3, 6]", &i));
             o->twins = (int)i;
@@ -1844,6 +1847,8 @@ void rp_matrix_help(FILE *f) {
 "    approx_psnr: 25      and PSNR (dB) at least\n"
 "    teacher_steps: 0     teacher-forced steps: 0 every step, N spread over the run\n"
 "    leak_check: true     run each case again after another case in the same worker\n"
+"    invariant_shadow: true  each exact CPU layout also teacher-forced under invariant numerics,\n"
+"                         where it must be bitwise its reference's (any difference is a BUG)\n"
 "\n"
 "Case fields (as in case.json; a value of the wrong type, an unknown key or an impossible\n"
 "value is an error FILE:LINE:COLUMN before anything runs):\n"

@@ -387,6 +387,7 @@ typedef struct runner {
     int live;                   /* live progress line on stderr */
     int line_shown;             /* the live line is on screen */
     double timeout_s;
+    rp_validate_env host;       /* this machine, for the checks the classifier's runs need */
 } runner;
 
 typedef struct case_arg {
@@ -853,16 +854,36 @@ static int aux_run(runner *r, const rp_case *c, const char *case_json, const cha
     return cancelled;
 }
 
+/* Whether case j and its reference ref get an invariant shadow each (the classifier's
+ * evidence 12, rp_cls_invariant_shadow_pair): the pair exists and both shadows pass
+ * validation on this machine (a ring shard of whole canonical key blocks). */
+static int invariant_shadows(const runner *r, int j, int ref) {
+    const rp_case *c = &r->m->cases[j].c, *rc = &r->m->cases[ref].c;
+    if (!r->m->cls.invariant_shadow || !rp_cls_invariant_shadow_pair(c, rc)) return 0;
+    rp_case sc, sr;
+    rp_error e;
+    (void)rp_cls_invariant_shadow(c, &sc);
+    (void)rp_cls_invariant_shadow(rc, &sr);
+    rp_validate_env env = r->host;
+    env.world = rp_case_world(&sc);
+    if (rp_case_validate(&sc, &env, &e) != RP_OK) return 0;
+    env.world = rp_case_world(&sr);
+    return rp_case_validate(&sr, &env, &e) == RP_OK;
+}
+
 /* How many other cases compare against case i (0: it needs no classifier runs as a
  * reference); *envelope = 1 when one of them needs the rounding envelope (its twins), i.e.
- * is not an invariant pair with it (rp_cls_invariant_pair: bitwise or a bug). */
-static int dependents(const rp_matrix *m, int i, int *envelope) {
+ * is not an invariant pair with it (rp_cls_invariant_pair: bitwise or a bug); *invariant =
+ * 1 when one of them gets an invariant shadow (invariant_shadows). */
+static int dependents(const runner *r, int i, int *envelope, int *invariant) {
+    const rp_matrix *m = r->m;
     int n = 0;
-    *envelope = 0;
+    *envelope = *invariant = 0;
     for (int j = 0; j < m->n_cases; j++)
         if (j != i && m->cases[j].ref == i) {
             n++;
             if (!rp_cls_invariant_pair(&m->cases[j].c, &m->cases[i].c)) *envelope = 1;
+            if (!*invariant && invariant_shadows(r, j, i)) *invariant = 1;
         }
     return n;
 }
@@ -871,10 +892,10 @@ static int dependents(const rp_matrix *m, int i, int *envelope) {
  * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
  * a reference's rounding twins with their teacher runs and its own teacher run; a case's
  * teacher run against its reference (skipped by the worker when bitwise identical to it);
- * the leak check. Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
+ * the invariant shadows (invariant_shadows); the leak check. Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
  * their text) and returns how many runs that is. */
 typedef struct cls_plan {
-    const char *argv[10];
+    const char *argv[12];
     char twins[16], steps[16], ref[PATHLEN];
 } cls_plan;
 
@@ -884,8 +905,8 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     const rp_matrix_case *mc = &m->cases[i];
     int na = 0, planned = 0;
     snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
-    int envelope = 0;
-    if (mc->ref == i && dependents(m, i, &envelope)) {
+    int envelope = 0, invariant = 0;
+    if (mc->ref == i && dependents(r, i, &envelope, &invariant)) {
         const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
         snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
@@ -900,7 +921,12 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
             p->argv[na++] = "--then-teacher";
             p->argv[na++] = p->ref;
             planned++;
+            invariant = invariant_shadows(r, i, mc->ref);
         }
+    }
+    if (invariant) {
+        p->argv[na++] = "--then-invariant";
+        planned++;
     }
     if (na) {
         p->argv[na++] = "--teacher-steps";
@@ -1605,6 +1631,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     }
     rp_validate_env host;
     if (st == RP_OK) rp_validate_env_host(&host);
+    r.host = host;
     r.ncpu = cpu_count();
     r.timeout_s = o->timeout_s > 0 ? o->timeout_s : m->timeout_s;
     /* plan: verdict 0 run, 1 finished earlier, 2 CONFIG_ERROR, 3 SKIPPED */

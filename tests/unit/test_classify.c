@@ -321,6 +321,58 @@ START_TEST(test_invariant_pair) {
 }
 END_TEST
 
+START_TEST(test_invariant_shadow) {
+    rp_case ref, c, sh;
+    rp_case_defaults(&ref);
+    c = ref;
+    c.ulysses = 2;
+    snprintf(c.attention, sizeof c.attention, "flash");
+    c.attn_q_chunk = 16;
+    c.reduce_split = 1;
+    snprintf(c.expect, sizeof c.expect, "drift");
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_str_eq(sh.numerics, "invariant");
+    ck_assert_str_eq(sh.attention, "math");
+    ck_assert_int_eq(sh.attn_q_chunk, 0);
+    ck_assert_int_eq(sh.reduce_split, 0);
+    ck_assert_int_eq(sh.ulysses, 2); /* the layout is what it tests */
+    ck_assert_str_eq(sh.expect, "");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    /* only the rounding choices the shadow normalises differ: nothing to compare */
+    c.ulysses = 1;
+    ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
+    snprintf(c.inject, sizeof c.inject, "attn-scale"); /* a fault: the shadows differ */
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    c = ref;
+    c.dp = 2;
+    snprintf(c.precision, sizeof c.precision, "bf16"); /* another precision: not a pair */
+    ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
+    c = ref;
+    c.pipefusion = 2; /* approximate: no shadow */
+    ck_assert(!rp_cls_invariant_shadow(&c, &sh));
+    c = ref;
+    snprintf(c.device, sizeof c.device, "cuda");
+    ck_assert(!rp_cls_invariant_shadow(&c, &sh));
+    c = ref;
+    snprintf(c.numerics, sizeof c.numerics, "invariant"); /* its own pair needs none */
+    ck_assert(!rp_cls_invariant_shadow(&c, &sh));
+
+    /* a shadow's difference is a BUG with no ratio, unless the runs are shown nondeterministic */
+    rp_cls_facts f;
+    char s[1024];
+    rp_cls_facts_init(&f);
+    f.step_break = 2;
+    f.step_invariant = 1;
+    f.step_ratio = INFINITY;
+    snprintf(f.step_layer, sizeof f.step_layer, "blocks.0.mlp");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "blocks.0.mlp differs from the reference's at step 2 in the invariant shadow"), "%s", s);
+    f.promised = 1;
+    f.leak_differs = f.fresh_differs = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+}
+END_TEST
+
 START_TEST(test_decide) {
     rp_cls_facts f;
     char s[600];
@@ -649,6 +701,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_twin_list);
     tcase_add_test(tc, test_effective_precision);
     tcase_add_test(tc, test_invariant_pair);
+    tcase_add_test(tc, test_invariant_shadow);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
     suite_add_tcase(s, tc);
