@@ -4,7 +4,7 @@
 #
 #   dryrun.sh REPRO SCRATCH SOURCE_DIR
 #
-# For each matrices/*.yaml: --dry-run exits 0. For the scenario and nightly matrices, the
+# For each matrices/*.yaml and tests/{classify,matrices}/*.yaml: --dry-run exits 0. For the scenario and nightly matrices, the
 # expected label of every case follows from what it is (selected with --filter):
 #   inject=dp-shared-noise, inject=pipefusion-cache-leak      BUG
 #   inject=dp-rank-layout                                     MISMATCH, except at dp 2 x cfg 2
@@ -28,8 +28,17 @@ for m in "$src"/matrices/*.yaml; do
     out=$("$repro" --matrix "$m" --dry-run --results "$scratch/none" 2>&1) || { echo "$out"; fail "$m: --dry-run exited $?"; }
     n=$((n + 1))
 done
+# the test matrices too (the classifier's sets, scenarios): a field added to the case must
+# not turn one of their axis names into a field (the corpus's axis 'numerics' once did)
+k=0
+for m in "$src"/tests/classify/*.yaml "$src"/tests/matrices/*.yaml; do
+    [ -e "$m" ] || continue
+    out=$("$repro" --matrix "$m" --dry-run --results "$scratch/none" 2>&1) || { echo "$out"; fail "$m: --dry-run exited $?"; }
+    k=$((k + 1))
+done
 [ ! -e "$scratch/none" ] || fail "--dry-run wrote $scratch/none"
 [ $n -ge 7 ] || fail "only $n matrices in $src/matrices"
+[ $k -ge 15 ] || fail "only $k matrices in $src/tests/classify and tests/matrices"
 nogpu=0
 "$repro" env 2>/dev/null | tr -d ' \t\n' | grep -q '"gpus":\[\]' && nogpu=1
 
