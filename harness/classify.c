@@ -24,6 +24,7 @@
 #include "engine/image.h"
 #include "engine/parallel/parallel.h"
 #include "engine/safetensors.h"
+#include "engine/samplers/samplers.h"
 #include "harness/metrics.h"
 #include "harness/runner.h"
 
@@ -449,14 +450,16 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_NONDETERMINISTIC;
     }
     if (f->leak_differs && f->fresh_differs) {
-        snprintf(s, cap, "the run after another case differs from step %d (max-abs %.3g), and so does a fresh rerun "
-                 "of the case alone: the runs are nondeterministic%s", f->leak_step, f->leak_max_abs,
+        snprintf(s, cap, "step %d recomputed later in the same worker from the case's own input gives other bits "
+                 "(max-abs %.3g), and two fresh runs of the case alone differ too: the runs are nondeterministic%s",
+                 f->leak_step, f->leak_max_abs,
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
     if (f->leak_differs) {
-        snprintf(s, cap, "the run after another case in the same worker differs from step %d (max-abs %.3g) while a "
-                 "fresh rerun is bitwise the case's: state leaks between calls", f->leak_step, f->leak_max_abs);
+        snprintf(s, cap, "step %d recomputed in the same worker after another case, from the case's own input, gives "
+                 "other bits (max-abs %.3g) while two fresh runs of the case alone agree: state leaks between calls",
+                 f->leak_step, f->leak_max_abs);
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     if (f->is_reference) {
@@ -663,29 +666,57 @@ static int latents_equal(const char *da, const char *db, double *max_abs) {
     return eq;
 }
 
-/* The first trajectory row where the two runs' latents files differ (0 = the initial noise),
- * or -1 when equal or unreadable. */
-static int first_diff_row(const char *da, const char *db) {
-    char pa[PATHLEN], pb[PATHLEN];
-    path_fmt(pa, "%s/latents.safetensors", da);
-    path_fmt(pb, "%s/latents.safetensors", db);
-    traj a, b;
-    rp_error e;
-    int k = -1;
-    if (traj_load(pa, "trajectory", &a, &e) != RP_OK) return -1;
-    if (traj_load(pb, "trajectory", &b, &e) == RP_OK && traj_same_shape(&a, &b)) {
-        const size_t row = (size_t)a.B * a.per;
-        for (int r = 0; r < a.rows && k < 0; r++)
-            if (memcmp(a.x + r * row, b.x + r * row, sizeof(float) * row)) k = r;
-    }
-    traj_free(&a);
-    traj_free(&b);
-    return k;
-}
-
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
     double m;
     return latents_equal(dir_a, dir_b, &m);
+}
+
+static int same_dir(const char *a, const char *b);
+
+int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs) {
+    char p[PATHLEN];
+    traj c = {0}, t = {0}, r = {0};
+    rp_error e;
+    int res = -1;
+    *step = -1;
+    *max_abs = 0;
+    const int own = same_dir(case_dir, ref_dir); /* a reference: its teacher input is its own run */
+    path_fmt(p, "%s/teacher/teacher.safetensors", case_dir);
+    if (!rp_is_file(p) || traj_load(p, "teacher", &t, &e) != RP_OK) goto out;
+    path_fmt(p, "%s/latents.safetensors", case_dir);
+    if (traj_load(p, "trajectory", &c, &e) != RP_OK || !traj_same_shape(&c, &t)) goto out;
+    path_fmt(p, "%s/latents.safetensors", ref_dir);
+    if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
+    const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
+    const size_t row = (size_t)c.B * c.per;
+    /* a sampler whose free state between steps is more than the stored latent: step 0 only */
+    rp_case cc;
+    rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    path_fmt(p, "%s/case.json", case_dir);
+    if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
+    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
+    const int rows = rp_sampler_resumes_exactly(sk) ? c.rows : 2;
+    for (int k = 0; k + 1 < rows; k++) {
+        if (t.mask && t.mask[k] == 0.0f) continue;
+        if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
+        if (res < 0) res = 0;
+        const float *a = c.x + (size_t)(k + 1) * row, *b = t.x + (size_t)(k + 1) * row;
+        if (!memcmp(a, b, sizeof(float) * row)) continue;
+        double m = 0;
+        for (size_t i = 0; i < row; i++) {
+            const double d = fabs((double)a[i] - b[i]);
+            if (!(d <= m)) m = d;
+        }
+        *step = k;
+        *max_abs = m;
+        res = 1;
+        break;
+    }
+out:
+    traj_free(&c);
+    traj_free(&t);
+    traj_free(&r);
+    return res;
 }
 
 /* ---- the driver: JSON helpers ------------------------------------------------------------------ */
@@ -855,7 +886,8 @@ static void env_max(double *env, const double *v, int n, const float *mask) {
         if ((!mask || mask[k] != 0.0f) && isfinite(v[k]) && v[k] > env[k]) env[k] = v[k];
 }
 
-/* The end of the case's run, and of the classifier's own runs of it (teacher, leak). */
+/* The end of the case's run, and of the classifier's own runs of it (teacher, fresh reruns,
+ * decode). */
 static void cls_status(cls *x) {
     char why[600], td[PATHLEN];
     rp_cls_facts *f = &x->f;
@@ -868,12 +900,8 @@ static void cls_status(cls *x) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "teacher-forcing run: %.560s", why);
         return;
     }
-    path_fmt(td, "%s/leak", x->in->case_dir);
-    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
-        snprintf(f->failed_reason, sizeof f->failed_reason, "leak-check run: %.560s", why);
-        return;
-    }
-    static const char *const MORE[][2] = {{"fresh", "fresh rerun"}, {"decode", "decode-only teacher run"}};
+    static const char *const MORE[][2] = {
+        {"fresh", "fresh rerun"}, {"fresh-2", "second fresh rerun"}, {"decode", "decode-only teacher run"}};
     for (size_t i = 0; i < sizeof MORE / sizeof MORE[0]; i++) {
         path_fmt(td, "%s/%s", x->in->case_dir, MORE[i][0]);
         if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
@@ -1196,13 +1224,13 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     return RP_OK;
 }
 
-/* Evidence 7: the replica checks of the case's run, its teacher run and its leak-check run
+/* Evidence 7: the replica checks of the case's run, its teacher run and its invariant shadow
  * (<dir>/replicas.json, written by the worker's rank 0): the earliest copy that differs.
  * Then whether it comes before every other break: an earlier step, or at the same step a
  * tensor earlier in the forward (the initial noise first). */
 static void cls_replicas(cls *x) {
-    static const char *const RUN[] = {"", "teacher", "leak"};
-    static const char *const WHAT[] = {"case run", "teacher-forced run", "leak-check run"};
+    static const char *const RUN[] = {"", "teacher", "invariant/teacher"};
+    static const char *const WHAT[] = {"case run", "teacher-forced run", "invariant shadow"};
     rp_cls_facts *f = &x->f;
     cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
     for (int i = 0; i < 3; i++) {
@@ -1714,31 +1742,33 @@ static void cls_determinism(cls *x) {
     f->repeat_max_abs = worst;
     put(dj, "max_abs", worst);
     cJSON_AddBoolToObject(dj, "repeats_identical", !f->repeats_differ);
-    char ld[PATHLEN], msg[128];
-    path_fmt(ld, "%s/leak", x->in->case_dir);
-    struct stat sb;
-    if (stat(ld, &sb) != 0) {
-        cJSON_AddStringToObject(dj, "leak_check", "not run");
+    /* the leak check: the teacher run, later in the same worker, recomputing a step from the
+     * case's own input (rp_cls_rerun_check); a teacher run made elsewhere is no such check */
+    char msg[160];
+    int k = -1;
+    double m = 0;
+    const int r = x->in->teacher_dir ? -1 : rp_cls_rerun_check(x->in->case_dir, x->in->ref_dir, &k, &m);
+    if (r < 0) {
+        cJSON_AddStringToObject(dj, "leak_check", "not run (no step recomputed from the case's own input)");
         return;
     }
-    double m;
-    f->leak_differs = !latents_equal(x->in->case_dir, ld, &m);
+    f->leak_differs = r == 1;
     f->leak_max_abs = m;
     if (f->leak_differs) {
-        /* row r differs: the step that produced it, r - 1 (row 0 is the noise: step 0) */
-        const int r = first_diff_row(x->in->case_dir, ld);
-        f->leak_step = r > 0 ? r - 1 : 0;
-        snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", f->leak_step, m);
-        cJSON_AddNumberToObject(dj, "leak_first_step", f->leak_step);
-        /* the runner reruns the case alone after a differing leak check: different again
-         * means the run itself is nondeterministic, equal means state leaked */
-        char fd[PATHLEN], fmsg[96];
-        path_fmt(fd, "%s/fresh", x->in->case_dir);
+        f->leak_step = k;
+        snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", k, m);
+        cJSON_AddNumberToObject(dj, "leak_first_step", k);
+        /* the runner then runs the case alone twice, each in a fresh launch: the two differ
+         * when the runs are nondeterministic, agree when state leaked between calls */
+        char fa[PATHLEN], fb[PATHLEN], fmsg[96];
+        path_fmt(fa, "%s/fresh", x->in->case_dir);
+        path_fmt(fb, "%s/fresh-2", x->in->case_dir);
+        struct stat sb;
         double fm = 0;
-        if (stat(fd, &sb) != 0) snprintf(fmsg, sizeof fmsg, "not run");
-        else if ((f->fresh_differs = !latents_equal(x->in->case_dir, fd, &fm)))
-            snprintf(fmsg, sizeof fmsg, "differs (max-abs %.3g)", fm);
-        else snprintf(fmsg, sizeof fmsg, "identical");
+        if (stat(fa, &sb) != 0 || stat(fb, &sb) != 0) snprintf(fmsg, sizeof fmsg, "not run");
+        else if ((f->fresh_differs = !latents_equal(fa, fb, &fm)))
+            snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
+        else snprintf(fmsg, sizeof fmsg, "the two agree");
         cJSON_AddStringToObject(dj, "fresh_rerun", fmsg);
     } else {
         snprintf(msg, sizeof msg, "ok");

@@ -259,7 +259,7 @@ int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict
  * a verdict name, "reason", "wall_s"}), atomically; the classifier reads it back. A write
  * that fails leaves no aux.json, which reads as a failed run. */
 void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s);
-/* Status of one of those runs' directory (twin, teacher, leak, fresh): its aux.json, or,
+/* Status of one of those runs' directory (twin, teacher, fresh): its aux.json, or,
  * without one, ok when done.json exists. Returns RP_V_COUNT for ok, else the failing
  * verdict (CRASH for a missing directory), with the reason in why (cap bytes). */
 rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap);
@@ -267,9 +267,20 @@ rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap);
 /* 1 when dir_a and dir_b hold bitwise equal latents and trajectories (latents.safetensors). */
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
 
+/* The leak check's evidence (docs/classification.md §6). With the leak check on, the case's
+ * own run follows another case in its worker (every seed + 1, a few steps), and its launch's
+ * teacher run (<case_dir>/teacher/, from ref_dir's trajectory; ref_dir == case_dir for a
+ * reference) comes later in the same process. Wherever that teacher run recomputed a step
+ * from exactly the input the case's own run had (a reference: every step it ran; a case:
+ * the steps whose input is bitwise its reference's, at least step 0 when the noise is the
+ * same), its output must be the case's own bits. Returns 1 when one differs (*step the
+ * first, *max_abs its largest difference), 0 when every such step agrees, -1 when there is
+ * nothing to compare (no teacher run, no shared input). */
+int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs);
+
 typedef struct rp_cls_inputs {
     const char *case_dir;     /* a finished case: case.json, result.json, latents, trace, images,
-                                 teacher/, repeat-<k>/, leak/ */
+                                 teacher/, repeat-<k>/, fresh/, fresh-2/ */
     const char *ref_dir;      /* what the case is compared with: its reference's directory
                                  (== case_dir for a reference), or a golden */
     const char *twin_base_dir;/* the reference the twins perturb (NULL: ref_dir); the twins

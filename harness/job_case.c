@@ -530,7 +530,6 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         req.decode_teacher_final = s->decode_ref;
     }
     if (st == RP_OK && s->leak_prelude) {
-        req.decode = 0; /* the check compares latents */
         st = leak_prelude(&req, &ctx, err);
         rp_par_replica_free(&J->par); /* the replica check is the case's own */
     }
@@ -669,9 +668,9 @@ static void job_relation(job *J, const char *ref_dir, int identical, int *exact_
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
  * their inputs exist: a reference's twins and its own teacher run, which read the case's
  * trajectory, or a case's teacher run against its reference (ending with the images'
- * teacher forcing); the fp32 shadow of a coarser precision; a decode-only run where no
- * teacher run is made but the images still need one; the leak check. Stops at the first
- * run that fails (recorded in its aux.json). */
+ * teacher forcing); the fp32 shadow of a coarser precision; the invariant shadow; a
+ * decode-only run where no teacher run is made but the images still need one. Stops at the
+ * first run that fails (recorded in its aux.json). */
 static void job_classifier_runs(job *J) {
     const rp_job_case_opts *o = J->o;
     char dir[4200];
@@ -731,11 +730,6 @@ static void job_classifier_runs(job *J) {
         snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
         const run_spec dd = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode = 1, .decode_only = 1};
         if (job_aux(J, "decode", &dd, 0)) return;
-    }
-    if (o->then_leak) {
-        snprintf(dir, sizeof dir, "%.4000s/leak", o->out_dir);
-        const run_spec lk = {.c = J->c, .out_dir = dir, .leak_prelude = 1};
-        (void)job_aux(J, "leak", &lk, 0);
     }
 }
 
@@ -856,12 +850,14 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     for (int i = 0; i < J.count; i++) J.local[i].embed_row = J.first + i; /* the case's item i: row i */
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
+    /* --then-leak: the leak check's other case before this run; the launch's teacher run
+     * later recomputes steps from this run's own input (rp_cls_rerun_check) */
     const run_spec main_run = {.c = c, .out_dir = o->out_dir, .teacher_ref = o->teacher_ref,
-                               .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check,
+                               .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check || o->then_leak,
                                .decode = !o->teacher_ref && !o->leak_check};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
-    if (o->then_twins >= 0 || o->then_teacher || o->then_invariant || o->then_leak) job_classifier_runs(&J);
+    if (o->then_twins >= 0 || o->then_teacher || o->then_invariant) job_classifier_runs(&J);
 
 out:
     if (st != RP_OK) rc = fail(re, &err, rp_worker_exit_code(st));

@@ -64,7 +64,10 @@ typedef struct rp_job_case_opts {
     int then_invariant;      /* --then-invariant: the invariant shadow (rp_cls_invariant_shadow) teacher-
                                 forced from OUT (a reference) or the --then-teacher REF_DIR into
                                 OUT/invariant/teacher/, unless the case's trajectory is bitwise REF_DIR's */
-    int then_leak;           /* --then-leak: the leak check into OUT/leak/ */
+    int then_leak;           /* --then-leak: the leak check: another case (every seed + 1, a few steps)
+                                before the case's own run, whose bits the launch's teacher run then
+                                checks where it recomputes a step from the same input
+                                (rp_cls_rerun_check); nothing of its own is written */
 } rp_job_case_opts;
 
 /* Runs the case on this rank; returns a worker exit code (errors reported on stderr,

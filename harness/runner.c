@@ -825,7 +825,7 @@ static int launch_once(runner *r, int i, const char *case_json, const char *out,
 
 /* ---- the classifier's runs and verdicts ---------------------------------------------------- */
 
-/* One of the classifier's runs (kind: a twin, "teacher", "leak") of case c into dir with
+/* One of the classifier's runs (kind: a twin, "teacher", "fresh") of case c into dir with
  * extra worker arguments; dir/aux.json records its end. *ok = 1 when it finished ok.
  * Returns 1 when cancelled. */
 static int aux_run(runner *r, const rp_case *c, const char *case_json, const char *dir, const char *kind,
@@ -892,7 +892,8 @@ static int dependents(const runner *r, int i, int *envelope, int *invariant) {
  * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
  * a reference's rounding twins with their teacher runs and its own teacher run; a case's
  * teacher run against its reference (skipped by the worker when bitwise identical to it);
- * the invariant shadows (invariant_shadows); the leak check. Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
+ * the invariant shadows (invariant_shadows); the leak check (another case before the case's
+ * own run, checked by the teacher runs: rp_cls_rerun_check). Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
  * their text) and returns how many runs that is. */
 typedef struct cls_plan {
     const char *argv[12];
@@ -906,7 +907,8 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     int na = 0, planned = 0;
     snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
     int envelope = 0, invariant = 0;
-    if (mc->ref == i && dependents(r, i, &envelope, &invariant)) {
+    /* a reference's own teacher run is also its leak check (rp_cls_rerun_check) */
+    if (mc->ref == i && (dependents(r, i, &envelope, &invariant) || co->leak_check)) {
         const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
         snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
@@ -932,28 +934,29 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
         p->argv[na++] = "--teacher-steps";
         p->argv[na++] = p->steps;
     }
-    if (co->leak_check) {
-        p->argv[na++] = "--then-leak";
-        planned++;
-    }
+    if (co->leak_check) p->argv[na++] = "--then-leak"; /* a few steps before the case's run */
     p->argv[na] = NULL;
     return planned;
 }
 
-/* After the case's launch: when its leak check differs, the case alone once more, in a
- * fresh launch (tmp/fresh): different again means the run is nondeterministic, equal
- * means state leaked between calls. A failed run is recorded in its aux.json for the
- * classifier, not a failure of the case. Returns 1 when cancelled. */
+/* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
+ * launch recomputed from the case's own input gave other bits), the case alone twice, each
+ * in a fresh launch (tmp/fresh, tmp/fresh-2): the two differ when the runs are
+ * nondeterministic, agree when state leaked between calls. A failed run is recorded in its
+ * aux.json for the classifier, not a failure of the case. Returns 1 when cancelled. */
 static int classify_runs(runner *r, int i, const char *tmp) {
     const rp_matrix_case *mc = &r->m->cases[i];
-    char cj[PATHLEN], dir[PATHLEN], why[300];
+    char cj[PATHLEN], dir[PATHLEN], ref[PATHLEN];
+    if (mc->ref == i) snprintf(ref, sizeof ref, "%s", tmp);
+    else case_dir(r, mc->ref, ref);
+    int step, ok = 0;
+    double m;
+    if (rp_cls_rerun_check(tmp, ref, &step, &m) != 1) return 0;
     path_fmt(cj, "%s/case.json", tmp);
-    path_fmt(dir, "%s/leak", tmp);
-    int ok = 0;
-    if (!r->m->cls.leak_check || rp_cls_aux_status(dir, why, sizeof why) != RP_V_COUNT ||
-        rp_cls_runs_identical(tmp, dir))
-        return 0;
     path_fmt(dir, "%s/fresh", tmp);
+    if (aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok)) return 1;
+    if (!ok) return 0;
+    path_fmt(dir, "%s/fresh-2", tmp);
     return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
 }
 

@@ -31,6 +31,8 @@ const char *rp_sampler_name(rp_sampler_kind k) {
     return "unknown";
 }
 
+int rp_sampler_resumes_exactly(rp_sampler_kind k) { return k != RP_SAMPLER_EULER_A; }
+
 double rp_sampler_default_eta(rp_sampler_kind k) { return k == RP_SAMPLER_EULER_A ? 1.0 : 0.0; }
 
 int rp_sampler_uses_eta(rp_sampler_kind k) { return k == RP_SAMPLER_DDIM || k == RP_SAMPLER_EULER_A; }

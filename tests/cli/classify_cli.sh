@@ -3,7 +3,7 @@
 #   - teacher forcing reproduces the reference's own trajectory bit for bit for every
 #     sampler whose steps it repeats exactly (DDIM, DDPM, DPM-Solver++(2M), flow Euler on
 #     SD3 and FLUX), and to rounding for Euler ancestral (its VE state is rebuilt);
-#   - the store: twins with their teacher runs, teacher/, leak/, classification.json;
+#   - the store: twins with their teacher runs, teacher/, classification.json;
 #     the noise twin moves the initial noise and nothing else does;
 #   - `repro classify` by hand (verdict line, --out, --twins, --factor, usage errors) and
 #     `repro classify --table`;
