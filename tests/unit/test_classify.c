@@ -400,7 +400,7 @@ START_TEST(test_decide) {
     f.fresh_differs = 1;
     f.promised = 1;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
-    ck_assert(strstr(s, "fresh rerun"));
+    ck_assert(strstr(s, "two fresh runs of the case alone differ too"));
     f.fresh_differs = 0;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
     f.promised = 0;
@@ -581,12 +581,15 @@ START_TEST(test_driver) {
     ck_assert(classify(ref, ref, 1, &j) == RP_V_IDENTICAL);
     cJSON_Delete(j);
 
-    /* drift: accumulated drift far beyond rounding, every local error at rounding */
+    /* drift: accumulated drift far beyond rounding, every local error at rounding. Step 0
+     * starts from the same noise in the case's run and its teacher run, so (a deterministic
+     * engine without leaks) both give the same row 1: rp_cls_rerun_check compares them */
     snprintf(d, sizeof d, "%s/drift", root);
-    memcpy(x, r, sizeof r);
-    nudge(x, 1, 1e-2, 5); /* amplified: a large final difference */
     memcpy(t, r, sizeof r);
     nudge(t, 1, 3e-7, 6);
+    memcpy(x, r, sizeof r);
+    nudge(x, 2, 1e-2, 5); /* amplified: a large final difference */
+    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
     write_run(d, "drift", x, 0.5f, t);
     ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pass")));
@@ -600,11 +603,40 @@ START_TEST(test_driver) {
     nudge(t, 1, 3e-7, 7);
     for (int i = 0; i < B * PER; i++) t[3 * B * PER + i] += 0.01f; /* row 3 = after step 2 */
     memcpy(x, r, sizeof r);
-    nudge(x, 3, 1e-2, 8); /* (a run bitwise equal to the reference is identical: nothing to check) */
+    nudge(x, 2, 1e-2, 8); /* (a run bitwise equal to the reference is identical: nothing to check) */
+    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER); /* step 0 as its teacher run's */
     write_run(d, "BUG", x, 0.5f, t);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
     ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 2);
     ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "local error");
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "determinism", "leak_check")), "ok");
+    cJSON_Delete(j);
+
+    /* the leak check: the teacher run recomputes step 0 from the case's own noise with other
+     * bits. No fresh reruns yet: a leak (BUG); two fresh reruns that differ from each other:
+     * NONDETERMINISTIC; that agree: the leak */
+    snprintf(d, sizeof d, "%s/leak", root);
+    memcpy(t, r, sizeof r);
+    nudge(t, 1, 3e-7, 6);
+    memcpy(x, r, sizeof r);
+    nudge(x, 2, 1e-2, 5);
+    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+    t[B * PER] = nextafterf(t[B * PER], INFINITY); /* row 1, the recomputed step 0: one ulp */
+    write_run(d, "", x, 0.5f, t);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "state leaks between calls"));
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "determinism", "leak_first_step")) == 0);
+    cJSON_Delete(j);
+    char fd[800];
+    snprintf(fd, sizeof fd, "%s/fresh", d);
+    write_run(fd, "", x, 0.5f, NULL);
+    snprintf(fd, sizeof fd, "%s/fresh-2", d);
+    write_run(fd, "", x, 0.5f, NULL);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the fresh runs agree */
+    cJSON_Delete(j);
+    x[(N + 1) * B * PER - 1] += 1e-3f;
+    write_run(fd, "", x, 0.5f, NULL); /* fresh-2 differs from fresh */
+    ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
     cJSON_Delete(j);
 
     /* a bug in the first evaluation: blocks.0.attn off by 1% */
