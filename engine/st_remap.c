@@ -441,8 +441,8 @@ static rp_status decide(const rp_st_file *f, const scheme *st, int tpre, const s
         fate *fa = &fates[i];
         memset(fa, 0, sizeof *fa);
         fa->rule = -1;
-        if (!strncmp(nm, VAE_PREFIX, vl)) { /* a single file's VAE */
-            if (sv && vpre) RP_TRY(assign(f, nm, sv, vl, fa, err));
+        if (!strncmp(nm, VAE_PREFIX, vl)) { /* a single file's VAE (a training loss's tensors left out) */
+            if (sv && vpre && vae_name(nm + vl)) RP_TRY(assign(f, nm, sv, vl, fa, err));
         } else if (!strncmp(nm, COMFY_PREFIX, tl)) { /* a single file's transformer */
             if (st) {
                 RP_TRY(assign(f, nm, st, tl, fa, err));

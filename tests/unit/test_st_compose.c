@@ -636,6 +636,9 @@ static void write_vae_ldm(const ref *r, const rp_vae_config *c, const char *path
                                    (int64_t[]){3 * (C / 4), C}, r->ptrs[i], &err) == RP_OK);
         ck_assert(rp_st_writer_add(o.w, "text_encoders.clip_l.transformer.text_model.final_layer_norm.weight",
                                    RP_DT_F32, 1, (int64_t[]){C}, r->ptrs[i], &err) == RP_OK);
+        /* a VAE training checkpoint's loss module: not the VAE's, left out */
+        ck_assert(rp_st_writer_add(o.w, "first_stage_model.loss.logvar", RP_DT_F32, 0, NULL, r->ptrs[i], &err) ==
+                  RP_OK);
     }
     out_write(&o, r, path, !fault);
 }
@@ -672,10 +675,55 @@ START_TEST(test_vae_ldm_bitwise) {
             ck_assert_ptr_nonnull(rp_st_find(f, "transformer_blocks.0.attn.to_k.weight"));
             ck_assert_ptr_null(rp_st_find(f, "text_encoders.clip_l.transformer.text_model.final_layer_norm.weight"));
             ck_assert_ptr_null(rp_st_find(f, "first_stage_model.decoder.conv_in.weight"));
+            ck_assert_ptr_null(rp_st_find(f, "loss.logvar"));
+            ck_assert_ptr_null(rp_st_find(f, "first_stage_model.loss.logvar"));
         }
         rp_st_close(f);
         ref_free(&r);
     }
+}
+END_TEST
+
+/* Writes out = a's tensors except those under prefix pre, then b's under pre (metadata
+ * dropped): b's model replaces what a holds under pre. */
+static void merge_files(const char *a, const char *b, const char *pre, const char *out) {
+    rp_st_file *fa = NULL, *fb = NULL;
+    rp_error err;
+    ck_assert_msg(rp_st_open(a, &fa, &err) == RP_OK, "%s", err.msg);
+    ck_assert_msg(rp_st_open(b, &fb, &err) == RP_OK, "%s", err.msg);
+    rp_st_writer *w = rp_st_writer_new();
+    const rp_st_file *fs[2] = {fa, fb};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < fs[k]->n; i++) {
+            const rp_st_tensor *t = &fs[k]->tensors[i];
+            const int under = !strncmp(t->name, pre, strlen(pre));
+            if (under != k) continue; /* a: not under pre; b: under pre */
+            ck_assert(rp_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, &err) == RP_OK);
+        }
+    ck_assert_msg(rp_st_writer_write(w, out, &err) == RP_OK, "%s", err.msg);
+    rp_st_writer_free(w);
+    rp_st_close(fa);
+    rp_st_close(fb);
+}
+
+/* SD3's single file as it ships: the transformer under SD3's original names and the VAE
+ * under first_stage_model.'s LDM names in one file; each model loads bitwise from it. */
+START_TEST(test_sd3_single_file_with_vae) {
+    ref t, v;
+    ref_make(&t, "sd3-tiny", 0);
+    ref_make(&v, "vae-tiny-16", 0);
+    rp_sd3_config c;
+    rp_vae_config vc;
+    ck_assert(rp_sd3_preset("sd3-tiny", &c, NULL) == RP_OK);
+    ck_assert(rp_vae_preset("vae-tiny-16", &vc, NULL) == RP_OK);
+    write_sd3_orig(&t, tmp_path("single-t.safetensors"), c.depth);
+    write_vae_ldm(&v, &vc, tmp_path("single-v.safetensors"), "first_stage_model.", NULL);
+    merge_files(tmp_path("single-t.safetensors"), tmp_path("single-v.safetensors"), "first_stage_model.",
+                tmp_path("sd3-single.safetensors"));
+    ck_assert(loads_equal(&t, tmp_path("sd3-single.safetensors")));
+    ck_assert(loads_equal(&v, tmp_path("sd3-single.safetensors")));
+    ref_free(&t);
+    ref_free(&v);
 }
 END_TEST
 
@@ -755,6 +803,7 @@ int main(void) {
     tcase_add_test(tc, test_sd35_medium_refused);
     tcase_add_test(tc, test_vae_ldm_bitwise);
     tcase_add_test(tc, test_vae_ldm_errors);
+    tcase_add_test(tc, test_sd3_single_file_with_vae);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
