@@ -1,6 +1,6 @@
 /* st_remap.c — diffusers names for checkpoints that ship under other names (see st_compose.h).
  *
- * Two namings besides diffusers' reach users as single files:
+ * Three namings besides diffusers' reach users as single files:
  *   BFL / ComfyUI FLUX   flux1-dev.safetensors, flux1-schnell.safetensors (BFL, no prefix)
  *                        and ComfyUI's files (prefix "model.diffusion_model."):
  *                        double_blocks.N.img_attn.qkv, single_blocks.N.linear1, ...
@@ -27,8 +27,8 @@
  *                L = 1 + the highest I in the file, as diffusers counts it)
  *   conv1x1      the VAE's mid attention q/k/v/proj_out: a 1x1 conv weight [C, C, 1, 1]
  *                read as diffusers' Linear [C, C] (the same bytes)
- * A rename, split, up or conv1x1 is a view of the original's bytes; a swap is copied into the view's
- * own buffer. Either way each diffusers tensor holds exactly the bytes upstream's
+ * A rename, split, up or conv1x1 is a view of the original's bytes; a swap is copied into
+ * the view's own buffer. Either way each diffusers tensor holds exactly the bytes upstream's
  * conversion gives it, in the file's dtype. */
 #include "st_compose.h"
 
@@ -164,6 +164,7 @@ typedef struct scheme {
     int n;
 } scheme;
 
+/* A file uses at most one transformer scheme (the first whose marker it has) and the VAE's. */
 static const scheme SCHEMES[] = {
     {"BFL/ComfyUI FLUX", COMFY_PREFIX, "double_blocks.", NULL, 0, FLUX_BFL, (int)(sizeof FLUX_BFL / sizeof *FLUX_BFL)},
     {"SD3 original", COMFY_PREFIX, "joint_blocks.", "joint_blocks.", 0, SD3_ORIG,
