@@ -61,7 +61,7 @@ static int dtype_from_name(const char *s, rp_dtype *out) {
 }
 
 /* Formats shape as "[a, b, c]" into buf (always NUL-terminated). */
-static const char *fmt_shape(char *buf, size_t cap, int ndim, const int64_t *shape) {
+const char *rp_st_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
     size_t k = 0;
     k += (size_t)snprintf(buf + k, cap - k, "[");
     for (int i = 0; i < ndim && k < cap; i++)
@@ -210,7 +210,7 @@ static rp_status parse_tensor(const rp_st_file *f, const cJSON *e, const unsigne
     char sb[200];
     if (overflow)
         return RP_FAIL(err, RP_ERR_FORMAT, "%s: tensor '%s': shape %s has too many elements", p, nm,
-                       fmt_shape(sb, sizeof sb, t->ndim, t->shape));
+                       rp_st_shape_str(sb, sizeof sb, t->ndim, t->shape));
     t->numel = numel;
     uint64_t b, en;
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &b) ||
@@ -229,7 +229,7 @@ static rp_status parse_tensor(const rp_st_file *f, const cJSON *e, const unsigne
                        "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes but shape %s of %s "
                        "needs %zu",
                        p, nm, (unsigned long long)b, (unsigned long long)en,
-                       (unsigned long long)(en - b), fmt_shape(sb, sizeof sb, t->ndim, t->shape),
+                       (unsigned long long)(en - b), rp_st_shape_str(sb, sizeof sb, t->ndim, t->shape),
                        DTYPES[t->dtype].name, numel * esize);
     t->data = data + b;
     t->nbytes = (size_t)(en - b);
@@ -408,7 +408,7 @@ rp_status rp_st_read_f32(const rp_st_file *f, const char *name, int ndim, const 
     if (!same) {
         char a[200], b[200];
         return RP_FAIL(err, RP_ERR_SHAPE, "%s: tensor '%s' has shape %s, model needs %s", f->path, name,
-                       fmt_shape(a, sizeof a, t->ndim, t->shape), fmt_shape(b, sizeof b, ndim, shape));
+                       rp_st_shape_str(a, sizeof a, t->ndim, t->shape), rp_st_shape_str(b, sizeof b, ndim, shape));
     }
     const unsigned char *src = t->data;
     switch (t->dtype) {

@@ -49,6 +49,8 @@ void rp_st_close(rp_st_file *f);
 
 /* Looks up a tensor by exact name; NULL if absent. */
 const rp_st_tensor *rp_st_find(const rp_st_file *f, const char *name);
+/* Formats shape as "[a, b, c]" into buf (cap bytes, always NUL-terminated); returns buf. */
+const char *rp_st_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
 /* Metadata value or NULL. */
 const char *rp_st_meta(const rp_st_file *f, const char *key);

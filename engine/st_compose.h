@@ -6,7 +6,8 @@
  *                     rp_st_open_index;
  *   anything else     one safetensors file, rp_st_open;
  * then rp_st_remap gives the tensors diffusers' names when the file uses another
- * naming (BFL / ComfyUI FLUX, SD3's original single files; see st_remap.c).
+ * naming (BFL / ComfyUI FLUX, SD3's original single files, LDM-named VAEs such as BFL's
+ * ae.safetensors or a single file's first_stage_model.*; see st_remap.c).
  * The result is an ordinary rp_st_file (rp_st_find / rp_st_read_f32 / rp_st_close):
  * its tensors point into the shards' or the original file's data, so a tensor reads
  * bitwise as it would from a single diffusers-named file holding the same bytes. */
@@ -29,11 +30,14 @@ rp_status rp_weights_open(const char *path, rp_st_file **out, rp_error *err);
  * is an error naming the index, the tensor and the shard. */
 rp_status rp_st_open_index(const char *index_path, rp_st_file **out, rp_error *err);
 
-/* If (*f) uses BFL / ComfyUI FLUX or SD3-original names, replaces *f with a view under
- * diffusers' names (fused q/k/v split into row ranges; (shift, scale) halves swapped
- * where diffusers stores (scale, shift)); the view owns the original. Otherwise *f is
- * unchanged. A name under the model's prefix that the mapping does not know is an error
- * with the nearest known name. On error *f is closed and set to NULL. */
+/* If (*f) uses BFL / ComfyUI FLUX, SD3-original or LDM VAE names (or both a transformer's
+ * and a VAE's, as a single-file checkpoint does), replaces *f with a view under diffusers'
+ * names (fused q/k/v split into row ranges; (shift, scale) halves swapped where diffusers
+ * stores (scale, shift); the VAE's up levels reversed, its 1x1-conv attention weights read
+ * as [C, C]); the view owns the original. Otherwise *f is unchanged. A name under a
+ * model's prefix that the mapping does not know is an error with the nearest known name;
+ * the file's other tensors (text encoders, ...) are left out. On error *f is closed and set
+ * to NULL. */
 rp_status rp_st_remap(rp_st_file **f, rp_error *err);
 
 /* ---- building a composed file (st_compose.c) ---------------------------------------- */

@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "\n"
             "Decodes latents (B, C, h, w) with the VAE and writes 8-bit RGB PNGs.\n"
             "  --vae PRESET        vae-tiny | sd-vae\n"
-            "  --vae-weights FILE  VAE weights (safetensors, diffusers AutoencoderKL names)\n"
+            "  --vae-weights FILE  VAE weights (safetensors, diffusers AutoencoderKL or original LDM names)\n"
             "  --weight-seed S     synthetic weights from the cache for seed S (default 0;\n"
             "                      not with --vae-weights)\n"
             "  --latents FILE      input safetensors\n"

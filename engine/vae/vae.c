@@ -287,13 +287,6 @@ static vae_resnet bind_resnet(const rp_param_list *l, float *const *ptrs, const 
 
 rp_status rp_vae_load(const rp_vae_config *cfg, const rp_st_file *f, rp_vae **out, rp_error *err) {
     RP_TRY(check_config(cfg, err));
-    /* the original (LDM) names — BFL's ae.safetensors, a single file's first_stage_model.* —
-     * are not mapped (engine/st_remap.c maps transformers only): say so, not "missing tensor" */
-    if (rp_st_find(f, "decoder.mid.block_1.norm1.weight") || rp_st_find(f, "first_stage_model.decoder.mid.block_1.norm1.weight"))
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
-                       "%s: a VAE under the original (LDM) names (decoder.mid.block_1, decoder.up.N.block.M, ...); "
-                       "repro reads diffusers' AutoencoderKL names: use the vae/diffusion_pytorch_model.safetensors "
-                       "of the diffusers repository", f->path);
     rp_param_list l = {0};
     rp_vae_param_specs(cfg, &l);
     float **ptrs = calloc((size_t)l.n, sizeof *ptrs);

@@ -5,6 +5,10 @@
 #   formats  flux-tiny and flux-tiny-schnell synthetic weights rewritten under BFL names, under
 #            ComfyUI's (prefix model.diffusion_model.) and as two shards with an index: each
 #            generates latents bitwise equal to the single diffusers-named file's
+#   vae      synthetic VAEs rewritten under the original LDM names: vae-tiny-16 bare (as BFL's
+#            ae.safetensors) decoding flux-tiny, vae-tiny under first_stage_model. in a file with
+#            other models' tensors (a single-file checkpoint) decoding dit-tiny: each image is
+#            bitwise the diffusers-named VAE file's (and not the default VAE's)
 #   schnell  flux-tiny-schnell: 4 steps by default on the unshifted schedule (sigmas 1, 3/4,
 #            1/2, 1/4, 0 exactly), recorded as such; --guidance refused
 set -u
@@ -47,6 +51,25 @@ json.dump({'metadata': {}, 'weight_map': {n: f for f, ns in shards.items() for n
     "$repro" generate --model flux-tiny --weights "$s/flux-tiny-schnell-bfl.safetensors" --prompt x --seed 1 \
         --latents "$s/x" 2>"$s/err" && fail "flux-tiny loaded a schnell checkpoint"
     grep -q "missing tensor 'time_text_embed.guidance_embedder.linear_1.weight'" "$s/err" || fail "$(cat "$s/err")"
+    ;;
+vae)
+    # model:VAE preset:LDM prefix
+    for c in flux-tiny:vae-tiny-16: dit-tiny:vae-tiny:first_stage_model.; do
+        m=${c%%:*} rest=${c#*:}
+        v=${rest%%:*} pre=${rest#*:}
+        if [ "$m" = dit-tiny ]; then item="--class 3"; else item="--prompt fox --width 64 --height 64"; fi
+        "$repro" weights --model $v --weight-seed 5 --out "$s/$v.safetensors" >/dev/null || fail "weights $v"
+        "$py" "$src/tests/cli/checkpoints_ldm_vae.py" "$s/$v.safetensors" "$s/$v-ldm.safetensors" $pre ||
+            fail "ldm $v"
+        for w in "" -ldm; do
+            "$repro" generate --model $m $item --seed 2 --steps 2 --vae-weights "$s/$v$w.safetensors" \
+                --out "$s/$m$w.png" >/dev/null 2>"$s/err" || fail "$m $v$w: $(cat "$s/err")"
+        done
+        "$repro" generate --model $m $item --seed 2 --steps 2 --out "$s/$m-default.png" >/dev/null 2>"$s/err" ||
+            fail "$m default VAE: $(cat "$s/err")"
+        cmp "$s/$m.png" "$s/$m-ldm.png" || fail "$m: the LDM-named $v gives another image"
+        cmp -s "$s/$m.png" "$s/$m-default.png" && fail "$m: --vae-weights made no difference"
+    done
     ;;
 schnell)
     out=$("$repro" generate --model flux-tiny-schnell --prompt "a red fox" --seed 1 --latents "$s/a.safetensors") ||

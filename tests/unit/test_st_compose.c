@@ -1,11 +1,14 @@
 /* test_st_compose.c — checkpoints as they ship (engine/st_compose.h): a sharded copy
  * (index.json) and BFL / ComfyUI / SD3-original renamings of repro's own synthetic
- * weights load bitwise equal to the single diffusers-named file; a missing shard, a
- * shape mismatch and an unknown name fail with messages naming what is wrong.
+ * weights, and LDM-named VAEs (bare as BFL's ae.safetensors, or under a single file's
+ * first_stage_model. prefix), load bitwise equal to the single diffusers-named file; a
+ * missing shard or tensor, a shape mismatch and an unknown name fail with messages naming
+ * what is wrong.
  *
  * The renamed files are written here from the diffusers names by the inverse of the
  * conversion (diffusers -> original: concatenate q, k, v rows; swap the (scale, shift)
- * halves back to (shift, scale)), spelled out independently of engine/st_remap.c. */
+ * halves back to (shift, scale); the VAE's up levels reversed, its attention weights as
+ * 1x1 convs), spelled out independently of engine/st_remap.c. */
 #include <check.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -508,22 +511,275 @@ START_TEST(test_sd35_medium_refused) {
 }
 END_TEST
 
-/* A VAE under the original (LDM) names is refused saying so (st_remap maps transformers). */
-START_TEST(test_ldm_vae_refused) {
-    float v[4] = {1, 2, 3, 4};
-    rp_st_writer *w = rp_st_writer_new();
+/* ---- the VAE under the original (LDM / CompVis) names -------------------------------- */
+
+/* What write_vae_ldm spoils: one tensor left out, written with a wrong shape, or misspelt. */
+typedef struct ldm_fault {
+    const char *drop;    /* LDM name not written */
+    const char *reshape; /* LDM name written with shape `shape` (same element count) */
+    int ndim;
+    int64_t shape[4];
+    const char *misspell; /* an extra tensor under this name */
+} ldm_fault;
+
+/* Adds tensor name = ref parameter src with shape (ndim, shape) (NULL: src's own). */
+static void emit_shaped(out_file *o, const ref *r, const char *name, const char *src, int ndim, const int64_t *shape) {
+    const int i = ref_find(r, src);
+    ck_assert_msg(i >= 0, "%s", src);
+    const rp_param_spec *s = &r->l.specs[i];
     rp_error err;
-    ck_assert(rp_st_writer_add(w, "decoder.mid.block_1.norm1.weight", RP_DT_F32, 1, (int64_t[]){4}, v, &err) == RP_OK);
-    ck_assert(rp_st_writer_write(w, tmp_path("ae.safetensors"), &err) == RP_OK);
+    o->used[i] = 1;
+    ck_assert_msg(rp_st_writer_add(o->w, name, RP_DT_F32, shape ? ndim : s->ndim, shape ? shape : s->shape,
+                                   r->ptrs[i], &err) == RP_OK, "%s", err.msg);
+}
+
+/* One LDM module <- one diffusers module (weight and bias); attention projections as 1x1
+ * convs [C, C, 1, 1]. Honours the fault. */
+static void emit_ldm(out_file *o, const ref *r, const char *pre, const char *ldm, const char *dif, int conv1x1,
+                     const ldm_fault *fault) {
+    for (int wb = 0; wb < 2; wb++) {
+        char nm[256], src[256];
+        snprintf(nm, sizeof nm, "%s.%s", ldm, wb ? "bias" : "weight");
+        snprintf(src, sizeof src, "%s.%s", dif, wb ? "bias" : "weight");
+        const int i = ref_find(r, src);
+        if (i < 0) continue; /* conv_shortcut where in == out */
+        if (fault && fault->drop && !strcmp(fault->drop, nm)) { o->used[i] = 1; continue; }
+        char full[300];
+        snprintf(full, sizeof full, "%s%s", pre, nm);
+        const rp_param_spec *s = &r->l.specs[i];
+        const int64_t conv[4] = {s->shape[0], s->ndim > 1 ? s->shape[1] : 1, 1, 1};
+        if (fault && fault->reshape && !strcmp(fault->reshape, nm)) emit_shaped(o, r, full, src, fault->ndim, fault->shape);
+        else if (conv1x1 && !wb) emit_shaped(o, r, full, src, 4, conv);
+        else emit_shaped(o, r, full, src, 0, NULL);
+    }
+}
+
+/* A resnet's modules, LDM prefix ldm <- diffusers prefix dif. */
+static void emit_ldm_resnet(out_file *o, const ref *r, const char *pre, const char *ldm, const char *dif,
+                            const ldm_fault *fault) {
+    const char *M[][2] = {{"norm1", "norm1"}, {"conv1", "conv1"}, {"norm2", "norm2"}, {"conv2", "conv2"},
+                          {"nin_shortcut", "conv_shortcut"}};
+    for (int k = 0; k < 5; k++) {
+        char a[200], b[200];
+        snprintf(a, sizeof a, "%s.%s", ldm, M[k][0]);
+        snprintf(b, sizeof b, "%s.%s", dif, M[k][1]);
+        emit_ldm(o, r, pre, a, b, 0, fault);
+    }
+}
+
+/* Adds to o the VAE of r (a vae-* preset of n_levels levels, layers_per_block + 1 resnets
+ * each) under the LDM names with prefix pre: diffusers' up_blocks.I is LDM's up.(L-1-I),
+ * mid_block.resnets.{0,1} is mid.block_{1,2}, attentions.0.{group_norm, to_q, to_k, to_v,
+ * to_out.0} is mid.attn_1.{norm, q, k, v, proj_out} (weights [C, C, 1, 1]), conv_shortcut is
+ * nin_shortcut, conv_norm_out is norm_out. Then a few encoder tensors (not r's: repro does
+ * not read them) under LDM names, which the view must carry under diffusers' names. */
+static void add_vae_ldm(out_file *o, const ref *r, const char *pre, const rp_vae_config *c, const ldm_fault *fault) {
+    const int L = c->n_levels;
+    char a[200], b[200];
+    emit_ldm(o, r, pre, "post_quant_conv", "post_quant_conv", 0, fault);
+    emit_ldm(o, r, pre, "decoder.conv_in", "decoder.conv_in", 0, fault);
+    emit_ldm_resnet(o, r, pre, "decoder.mid.block_1", "decoder.mid_block.resnets.0", fault);
+    emit_ldm_resnet(o, r, pre, "decoder.mid.block_2", "decoder.mid_block.resnets.1", fault);
+    emit_ldm(o, r, pre, "decoder.mid.attn_1.norm", "decoder.mid_block.attentions.0.group_norm", 0, fault);
+    const char *A[][2] = {{"q", "to_q"}, {"k", "to_k"}, {"v", "to_v"}, {"proj_out", "to_out.0"}};
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "decoder.mid.attn_1.%s", A[k][0]);
+        snprintf(b, sizeof b, "decoder.mid_block.attentions.0.%s", A[k][1]);
+        emit_ldm(o, r, pre, a, b, 1, fault);
+    }
+    for (int lvl = 0; lvl < L; lvl++) {
+        const int up = L - 1 - lvl; /* LDM's level */
+        for (int j = 0; j <= c->layers_per_block; j++) {
+            snprintf(a, sizeof a, "decoder.up.%d.block.%d", up, j);
+            snprintf(b, sizeof b, "decoder.up_blocks.%d.resnets.%d", lvl, j);
+            emit_ldm_resnet(o, r, pre, a, b, fault);
+        }
+        if (lvl < L - 1) {
+            snprintf(a, sizeof a, "decoder.up.%d.upsample.conv", up);
+            snprintf(b, sizeof b, "decoder.up_blocks.%d.upsamplers.0.conv", lvl);
+            emit_ldm(o, r, pre, a, b, 0, fault);
+        }
+    }
+    emit_ldm(o, r, pre, "decoder.norm_out", "decoder.conv_norm_out", 0, fault);
+    emit_ldm(o, r, pre, "decoder.conv_out", "decoder.conv_out", 0, fault);
+    /* the encoder: any bytes of the right count; a 1x1-conv attention weight among them */
+    const char *src = "decoder.mid_block.attentions.0.to_q.weight";
+    const int i = ref_find(r, src);
+    const int64_t C = r->l.specs[i].shape[0];
+    const char *E[] = {"encoder.mid.attn_1.q.weight", "encoder.down.1.block.0.nin_shortcut.weight",
+                       "encoder.down.0.downsample.conv.weight", "encoder.norm_out.weight", "quant_conv.weight"};
+    for (int k = 0; k < 5; k++) {
+        snprintf(a, sizeof a, "%s%s", pre, E[k]);
+        emit_shaped(o, r, a, src, 4, (int64_t[]){C, C, 1, 1});
+    }
+    if (fault && fault->misspell) {
+        snprintf(a, sizeof a, "%s%s", pre, fault->misspell);
+        emit_shaped(o, r, a, "decoder.conv_in.bias", 0, NULL);
+    }
+}
+
+/* r's VAE under LDM names as path: bare (pre "", BFL's ae.safetensors) or inside a
+ * single-file checkpoint (pre "first_stage_model.") next to unrelated tensors: an SD3
+ * transformer tensor under its original name and a text encoder's. */
+static void write_vae_ldm(const ref *r, const rp_vae_config *c, const char *path, const char *pre,
+                          const ldm_fault *fault) {
+    static out_file o;
+    memset(&o, 0, sizeof o);
+    o.w = rp_st_writer_new();
+    add_vae_ldm(&o, r, pre, c, fault);
+    if (*pre) {
+        const int i = ref_find(r, "decoder.mid_block.attentions.0.to_q.weight");
+        const int64_t C = r->l.specs[i].shape[0];
+        rp_error err;
+        /* (3 * C/4, C): q, k, v thirds of C/4 rows; the bytes are any C*C floats' first part */
+        ck_assert(rp_st_writer_add(o.w, "model.diffusion_model.joint_blocks.0.x_block.attn.qkv.weight", RP_DT_F32, 2,
+                                   (int64_t[]){3 * (C / 4), C}, r->ptrs[i], &err) == RP_OK);
+        ck_assert(rp_st_writer_add(o.w, "text_encoders.clip_l.transformer.text_model.final_layer_norm.weight",
+                                   RP_DT_F32, 1, (int64_t[]){C}, r->ptrs[i], &err) == RP_OK);
+        /* a VAE training checkpoint's loss module: not the VAE's, left out */
+        ck_assert(rp_st_writer_add(o.w, "first_stage_model.loss.logvar", RP_DT_F32, 0, NULL, r->ptrs[i], &err) ==
+                  RP_OK);
+    }
+    out_write(&o, r, path, !fault);
+}
+
+/* vae-tiny-16 (no post_quant_conv; FLUX / SD3 shape) as ae.safetensors and vae-tiny (with
+ * post_quant_conv; SD 1.x shape) inside a single-file checkpoint: every parameter loads
+ * bitwise as from the diffusers-named file, through the VAE loader too; the encoder is
+ * carried under diffusers' names; the checkpoint's other models are kept apart. */
+START_TEST(test_vae_ldm_bitwise) {
+    const char *presets[] = {"vae-tiny-16", "vae-tiny"};
+    const char *pres[] = {"", "first_stage_model."};
+    for (int k = 0; k < 2; k++) {
+        ref r;
+        ref_make(&r, presets[k], 0);
+        rp_vae_config c;
+        ck_assert(rp_vae_preset(presets[k], &c, NULL) == RP_OK);
+        char path[64];
+        snprintf(path, sizeof path, "ae-ldm-%d.safetensors", k);
+        write_vae_ldm(&r, &c, tmp_path(path), pres[k], NULL);
+        ck_assert_msg(loads_equal(&r, tmp_path(path)), "%s%s", pres[k], presets[k]);
+        rp_st_file *f = NULL;
+        rp_error err;
+        ck_assert_msg(rp_weights_open(tmp_path(path), &f, &err) == RP_OK, "%s", err.msg);
+        rp_vae *m = NULL;
+        ck_assert_msg(rp_vae_load(&c, f, &m, &err) == RP_OK, "%s", err.msg);
+        rp_vae_free(m);
+        const rp_st_tensor *q = rp_st_find(f, "encoder.mid_block.attentions.0.to_q.weight");
+        ck_assert(q && q->ndim == 2);
+        ck_assert_ptr_nonnull(rp_st_find(f, "encoder.down_blocks.1.resnets.0.conv_shortcut.weight"));
+        ck_assert_ptr_nonnull(rp_st_find(f, "encoder.down_blocks.0.downsamplers.0.conv.weight"));
+        ck_assert_ptr_nonnull(rp_st_find(f, "encoder.conv_norm_out.weight"));
+        ck_assert_ptr_nonnull(rp_st_find(f, "quant_conv.weight"));
+        if (*pres[k]) { /* the transformer's tensor mapped under its own scheme; the text encoder left out */
+            ck_assert_ptr_nonnull(rp_st_find(f, "transformer_blocks.0.attn.to_k.weight"));
+            ck_assert_ptr_null(rp_st_find(f, "text_encoders.clip_l.transformer.text_model.final_layer_norm.weight"));
+            ck_assert_ptr_null(rp_st_find(f, "first_stage_model.decoder.conv_in.weight"));
+            ck_assert_ptr_null(rp_st_find(f, "loss.logvar"));
+            ck_assert_ptr_null(rp_st_find(f, "first_stage_model.loss.logvar"));
+        }
+        rp_st_close(f);
+        ref_free(&r);
+    }
+}
+END_TEST
+
+/* Writes out = a's tensors except those under prefix pre, then b's under pre (metadata
+ * dropped): b's model replaces what a holds under pre. */
+static void merge_files(const char *a, const char *b, const char *pre, const char *out) {
+    rp_st_file *fa = NULL, *fb = NULL;
+    rp_error err;
+    ck_assert_msg(rp_st_open(a, &fa, &err) == RP_OK, "%s", err.msg);
+    ck_assert_msg(rp_st_open(b, &fb, &err) == RP_OK, "%s", err.msg);
+    rp_st_writer *w = rp_st_writer_new();
+    const rp_st_file *fs[2] = {fa, fb};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < fs[k]->n; i++) {
+            const rp_st_tensor *t = &fs[k]->tensors[i];
+            const int under = !strncmp(t->name, pre, strlen(pre));
+            if (under != k) continue; /* a: not under pre; b: under pre */
+            ck_assert(rp_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, &err) == RP_OK);
+        }
+    ck_assert_msg(rp_st_writer_write(w, out, &err) == RP_OK, "%s", err.msg);
     rp_st_writer_free(w);
+    rp_st_close(fa);
+    rp_st_close(fb);
+}
+
+/* SD3's single file as it ships: the transformer under SD3's original names and the VAE
+ * under first_stage_model.'s LDM names in one file; each model loads bitwise from it. */
+START_TEST(test_sd3_single_file_with_vae) {
+    ref t, v;
+    ref_make(&t, "sd3-tiny", 0);
+    ref_make(&v, "vae-tiny-16", 0);
+    rp_sd3_config c;
+    rp_vae_config vc;
+    ck_assert(rp_sd3_preset("sd3-tiny", &c, NULL) == RP_OK);
+    ck_assert(rp_vae_preset("vae-tiny-16", &vc, NULL) == RP_OK);
+    write_sd3_orig(&t, tmp_path("single-t.safetensors"), c.depth);
+    write_vae_ldm(&v, &vc, tmp_path("single-v.safetensors"), "first_stage_model.", NULL);
+    merge_files(tmp_path("single-t.safetensors"), tmp_path("single-v.safetensors"), "first_stage_model.",
+                tmp_path("sd3-single.safetensors"));
+    ck_assert(loads_equal(&t, tmp_path("sd3-single.safetensors")));
+    ck_assert(loads_equal(&v, tmp_path("sd3-single.safetensors")));
+    ref_free(&t);
+    ref_free(&v);
+}
+END_TEST
+
+/* Opens path (an LDM VAE) and loads vae-tiny-16 from it; returns the status, err filled. */
+static rp_status load_vae_path(const char *path, rp_error *err) {
     rp_vae_config c;
     ck_assert(rp_vae_preset("vae-tiny-16", &c, NULL) == RP_OK);
     rp_st_file *f = NULL;
-    ck_assert(rp_weights_open(tmp_path("ae.safetensors"), &f, &err) == RP_OK);
+    rp_status s = rp_weights_open(path, &f, err);
+    if (s != RP_OK) return s;
     rp_vae *m = NULL;
-    ck_assert_int_eq(rp_vae_load(&c, f, &m, &err), RP_ERR_UNSUPPORTED);
-    ck_assert_msg(strstr(err.msg, "ae.safetensors") && strstr(err.msg, "original (LDM) names"), "%s", err.msg);
+    s = rp_vae_load(&c, f, &m, err);
+    rp_vae_free(m);
     rp_st_close(f);
+    return s;
+}
+
+/* A missing tensor, a wrong shape, an attention weight that is no 1x1 conv and a misspelt
+ * name: each an error naming the file, the tensor and (shapes) both shapes. */
+START_TEST(test_vae_ldm_errors) {
+    ref r;
+    ref_make(&r, "vae-tiny-16", 0);
+    rp_vae_config c;
+    ck_assert(rp_vae_preset("vae-tiny-16", &c, NULL) == RP_OK);
+    rp_error err;
+    /* LDM's up.0 is diffusers' last up block */
+    const ldm_fault drop = {.drop = "decoder.up.0.block.1.conv1.weight"};
+    write_vae_ldm(&r, &c, tmp_path("ae-drop.safetensors"), "first_stage_model.", &drop);
+    ck_assert_int_eq(load_vae_path(tmp_path("ae-drop.safetensors"), &err), RP_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(err.msg, "ae-drop.safetensors") &&
+                      strstr(err.msg, "missing tensor 'decoder.up_blocks.3.resnets.1.conv1.weight'"),
+                  "%s", err.msg);
+    /* decoder.conv_in (64, 16, 3, 3) written as (64, 16, 9, 1) */
+    const ldm_fault shape = {.reshape = "decoder.conv_in.weight", .ndim = 4, .shape = {64, 16, 9, 1}};
+    write_vae_ldm(&r, &c, tmp_path("ae-shape.safetensors"), "", &shape);
+    ck_assert_int_eq(load_vae_path(tmp_path("ae-shape.safetensors"), &err), RP_ERR_SHAPE);
+    ck_assert_msg(strstr(err.msg, "ae-shape.safetensors") &&
+                      strstr(err.msg, "tensor 'decoder.conv_in.weight' has shape [64, 16, 9, 1], model needs "
+                                      "[64, 16, 3, 3]"),
+                  "%s", err.msg);
+    /* the attention's q (64, 64) written as a 2x2 conv (64, 16, 2, 2) */
+    const ldm_fault conv = {.reshape = "decoder.mid.attn_1.q.weight", .ndim = 4, .shape = {64, 16, 2, 2}};
+    write_vae_ldm(&r, &c, tmp_path("ae-conv.safetensors"), "", &conv);
+    ck_assert_int_eq(load_vae_path(tmp_path("ae-conv.safetensors"), &err), RP_ERR_SHAPE);
+    ck_assert_msg(strstr(err.msg, "ae-conv.safetensors") &&
+                      strstr(err.msg, "tensor 'decoder.mid.attn_1.q.weight' has shape [64, 16, 2, 2], not a 1x1 "
+                                      "conv [C, C, 1, 1]"),
+                  "%s", err.msg);
+    const ldm_fault typo = {.misspell = "decoder.up.3.block.0.conv11.weight"};
+    write_vae_ldm(&r, &c, tmp_path("ae-typo.safetensors"), "first_stage_model.", &typo);
+    ck_assert_int_eq(load_vae_path(tmp_path("ae-typo.safetensors"), &err), RP_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(err.msg, "ae-typo.safetensors") &&
+                      strstr(err.msg, "'first_stage_model.decoder.up.3.block.0.conv11.weight' is not a name repro knows under the LDM VAE naming") &&
+                      strstr(err.msg, "did you mean 'decoder.up.3.block.0.conv1.weight'"),
+                  "%s", err.msg);
+    ref_free(&r);
 }
 END_TEST
 
@@ -545,7 +801,9 @@ int main(void) {
     tcase_add_test(tc, test_unknown_name_did_you_mean);
     tcase_add_test(tc, test_shape_mismatch_renamed);
     tcase_add_test(tc, test_sd35_medium_refused);
-    tcase_add_test(tc, test_ldm_vae_refused);
+    tcase_add_test(tc, test_vae_ldm_bitwise);
+    tcase_add_test(tc, test_vae_ldm_errors);
+    tcase_add_test(tc, test_sd3_single_file_with_vae);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
