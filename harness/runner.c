@@ -893,8 +893,8 @@ static int dependents(const runner *r, int i, int *envelope, int *invariant) {
  * a reference's rounding twins with their teacher runs and its own teacher run; a case's
  * teacher run against its reference (skipped by the worker when bitwise identical to it);
  * the invariant shadows (invariant_shadows); the leak check (another case before the case's
- * own run, checked by the teacher runs: rp_cls_rerun_check). Fills argv (the worker's extra arguments, NULL-terminated; bufs holds
- * their text) and returns how many runs that is. */
+ * own run, checked by the teacher runs: rp_cls_rerun_check). Fills argv (the worker's extra
+ * arguments, NULL-terminated; bufs holds their text) and returns how many runs that is. */
 typedef struct cls_plan {
     const char *argv[12];
     char twins[16], steps[16], ref[PATHLEN];
@@ -1633,6 +1633,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         if (st == RP_OK) clean_stale(s->dir);
     }
     rp_validate_env host;
+    memset(&host, 0, sizeof host);
     if (st == RP_OK) rp_validate_env_host(&host);
     r.host = host;
     r.ncpu = cpu_count();
