@@ -133,7 +133,7 @@ rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const floa
     if (!ctx) return RP_FAIL(err, RP_ERR_INVALID, "attention: ctx is NULL");
     RP_TRY(rp_attn_cfg_check(&ctx->attn, err));
     if (ctx->numerics == RP_NUMERICS_INVARIANT) /* its own order: one segment, the keys as given */
-        return rp_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, err);
+        return rp_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
     int qc = ctx->attn.q_chunk, kc = ctx->attn.kv_chunk;
     switch (ctx->attn.kind) {
     case RP_ATTN_MATH:

@@ -87,7 +87,10 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
  *   Bk(n) = max(1, min(64, 2^v2(n) / 8))   (v2: exponent of the largest power of 2
  *                                           dividing n; integer division)
  * keys: Bk(n) divides n / R for every ring degree R in 1..8 that divides n, so no
- * block straddles two ring ranks' shards. For a query row q and one block:
+ * block straddles two ring ranks' shards. A segment no layout splits (SD3's text, which
+ * every sequence-parallel rank holds whole) is cut instead into blocks of 64 keys from its
+ * start, the last one shorter (an odd length would otherwise give Bk = 1: a partial per
+ * key). For a query row q and one block:
  *   s_j  = scale * dot(q, k_j), dot = fmaf(q[d], k_j[d], acc) over d = 0 .. D-1 from
  *          acc = 0 (one rounding a step), then one fp32 multiply by scale; a masked
  *          key's s_j = -Inf
@@ -116,13 +119,21 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
 /* Bk(n) above; n <= 0 gives 1. */
 int rp_attn_canon_block(int n);
 
+/* The block length of a segment no layout splits: 64 (its last block shorter). */
+int rp_attn_canon_block_whole(void);
+
+/* The canonical blocks of a segment of n keys: n / bk when split-able (bk = Bk(n)), else
+ * ceil(n / 64). */
+int rp_attn_canon_nblocks(int n, int whole);
+
 /* kt (nk, D) = the keys k (nk, D) in chunks of 64 keys (the last one shorter), each
  * transposed to (D, width): the layout rp_attn_canon_partials reads for a run of keys
  * packed from its start; bf16: rounded to bf16 values. */
 void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16);
 
 /* The partials of nq query rows q (nq, D) against a run of nk keys that starts at a block
- * boundary of its segment (nk a multiple of bk, the segment's Bk): kt (the run's keys,
+ * boundary of its segment (nk a multiple of bk, the segment's Bk; or, for a segment no
+ * layout splits, bk = 64 and the whole segment, its last block shorter): kt (the run's keys,
  * rp_attn_canon_pack'ed), v (nk, D), mask (nk; nonzero = attend) or NULL. Block i of the run is
  * written to slot i0 + i of each row r: pm[r nb + i0 + i] (m_b), pl[...] (l_b),
  * pO[(r nb + i0 + i) D ..] (O_b) — nb slots a row, the row's blocks in canonical order.
@@ -150,11 +161,12 @@ rp_status rp_attn_canon_check(const rp_ctx *ctx, rp_error *err);
 
 /* The canonical attention of q (B, H, Tq, D), k, v (B, H, Tk, D), key_mask (B, Tk) or
  * NULL -> out (B, H, Tq, D). seg (nseg) the segment lengths, summing to Tk (zeros
- * allowed); seg NULL: one segment of Tk. Errors: rp_attn_canon_check's, bad shapes or
- * segments (RP_ERR_INVALID), RP_ERR_NOMEM. */
+ * allowed); segments nsplit .. nseg-1 are ones no layout splits (blocks of 64); seg NULL:
+ * one (split-able) segment of Tk. Errors: rp_attn_canon_check's, bad shapes or segments
+ * (RP_ERR_INVALID), RP_ERR_NOMEM. */
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
-                                 const int *seg, int nseg, rp_error *err);
+                                 const int *seg, int nseg, int nsplit, rp_error *err);
 
 /* What auto picked for one call. kind is never RP_ATTN_AUTO; the chunk sizes are
  * explicit (>= 1) for the variants that take them, 0 otherwise. */

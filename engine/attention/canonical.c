@@ -30,6 +30,13 @@ int rp_attn_canon_block(int n) {
     return b < 1 ? 1 : (b > BK_MAX ? BK_MAX : b);
 }
 
+int rp_attn_canon_block_whole(void) { return BK_MAX; }
+
+int rp_attn_canon_nblocks(int n, int whole) {
+    if (n <= 0) return 0;
+    return whole ? (n + BK_MAX - 1) / BK_MAX : n / rp_attn_canon_block(n);
+}
+
 static inline float bf16_round(float x) { return rp_bf16_to_f32(rp_f32_to_bf16(x)); }
 
 void rp_attn_canon_pack(float *kt, const float *k, int nk, int D, int bf16) {
@@ -212,11 +219,12 @@ void rp_attn_canon_partials(float *pm, float *pl, float *pO, int nb, int i0, con
     /* chunk outer: its keys and values stay in cache while every row tile reads them */
     for (int j0 = 0; j0 < nk; j0 += KC) {
         const int w = nk - j0 < KC ? nk - j0 : KC, i = i0 + j0 / bk;
+        const int b = w < bk ? w : bk; /* a whole segment's shorter last block */
         for (int r0 = 0; r0 < nq; r0 += QT) {
             const int nr = nq - r0 < QT ? nq - r0 : QT;
             const size_t slot = (size_t)r0 * nb + i;
             tile_chunk(pm + slot, pl + slot, pO + slot * D, (size_t)nb, q + (size_t)r0 * D, nr,
-                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, w, bk, D, scale, bf16);
+                       kt + (size_t)j0 * D, v + (size_t)j0 * D, mask ? mask + j0 : NULL, w, b, D, scale, bf16);
         }
     }
 }
@@ -361,13 +369,13 @@ int rp_attn_canon_pass_rows(int nb, int D) {
 
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
-                                 const int *seg, int nseg, rp_error *err) {
+                                 const int *seg, int nseg, int nsplit, rp_error *err) {
     RP_TRY(rp_attn_check("canonical", ctx, out, q, k, v, B, H, Tq, Tk, D, err));
     RP_TRY(rp_attn_canon_check(ctx, err));
     int one = Tk;
     if (!seg) {
         seg = &one;
-        nseg = 1;
+        nseg = nsplit = 1;
     }
     if (nseg < 1) return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: %d key segments (need >= 1)", nseg);
     long long sum = 0;
@@ -376,7 +384,7 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
         if (seg[s] < 0)
             return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segment %d has length %d", s, seg[s]);
         sum += seg[s];
-        nb += seg[s] / rp_attn_canon_block(seg[s]);
+        nb += rp_attn_canon_nblocks(seg[s], s >= nsplit);
     }
     if (sum != Tk)
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
@@ -418,14 +426,15 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
                 memset(sO, 0, sizeof(float) * nr * D);
                 int first = 1;
                 for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++) {
-                    const int bk = rp_attn_canon_block(seg[s]);
+                    const int whole = s >= nsplit, bk = whole ? BK_MAX : rp_attn_canon_block(seg[s]);
                     for (int c0 = 0; c0 < seg[s]; c0 += KC, first = 0) { /* a run's chunks start at c0 */
                         const int w = seg[s] - c0 < KC ? seg[s] - c0 : KC, j = j0 + c0;
+                        const int b = w < bk ? w : bk; /* a whole segment's shorter last block */
                         for (int t0 = 0; t0 < nr; t0 += QT) {
                             const int nt = nr - t0 < QT ? nr - t0 : QT;
-                            tile_chunk(tm, tl, tO, (size_t)(w / bk), qp + (size_t)t0 * D, nt, kt + (size_t)j * D,
-                                       vb + (size_t)j * D, mb ? mb + j : NULL, w, bk, D, scale, bf16);
-                            fold_chunk(sm + t0, sl + t0, sO + (size_t)t0 * D, nt, tm, tl, tO, w / bk, D, first);
+                            tile_chunk(tm, tl, tO, (size_t)(w / b), qp + (size_t)t0 * D, nt, kt + (size_t)j * D,
+                                       vb + (size_t)j * D, mb ? mb + j : NULL, w, b, D, scale, bf16);
+                            fold_chunk(sm + t0, sl + t0, sO + (size_t)t0 * D, nt, tm, tl, tO, w / b, D, first);
                         }
                     }
                 }

@@ -251,17 +251,17 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
     for (int s = 0; s < 3; s++) {
         if (n[s] > 0x7fffffff)
             return RP_FAIL(err, RP_ERR_INVALID, "ring attention: the %s segment has %lld keys", name[s], n[s]);
-        bk[s] = rp_attn_canon_block((int)n[s]);
-        if (piece[s] % bk[s])
+        const int whole = s == 2; /* the replicated segment: no rank splits it */
+        bk[s] = whole ? rp_attn_canon_block_whole() : rp_attn_canon_block((int)n[s]);
+        if (!whole && piece[s] % bk[s])
             return RP_FAIL(err, RP_ERR_INVALID, "numerics invariant ring attention: the %s segment's %lld keys over "
                            "ring %d give shards of %d keys, not a multiple of its canonical block Bk(%lld) = %d",
                            name[s], n[s], R, piece[s], n[s], bk[s]);
-        nb[s] = (int)(n[s] / bk[s]);
+        nb[s] = rp_attn_canon_nblocks((int)n[s], whole);
     }
     /* Slots for the ring's blocks only (nbr a row): the replicated segment comes last in the
      * canonical order and is here, so its blocks are computed after the ring, RT rows at a
-     * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots (SD3's text
-     * has Bk 1: its slots would be most of the memory). */
+     * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots. */
     const int nbr = nb[0] + nb[1], nbt = nbr + nb[2], RT = rp_attn_canon_pass_rows(nbt, D);
     const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
     const int ktn = Ts > Trep ? Ts : Trep, bf16 = ctx->precision == RP_PREC_BF16;
@@ -399,7 +399,7 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
                        "count (%d -> %d)", layer, T, Tk);
     if (ctx->numerics == RP_NUMERICS_INVARIANT) {
         const int seg[3] = {Tlead, T - Tlead - Trep, Trep};
-        return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, err);
+        return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, 2, err);
     }
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
@@ -488,7 +488,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     if (st != RP_OK) goto done;
     if (invariant) { /* the gathered sequence is the single process's order */
         const int seg[3] = {u * Tlead, u * Tsec, Trep};
-        if (R == 1) st = rp_attention_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, err);
+        if (R == 1) st = rp_attention_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, 2, err);
         else st = ring_canonical(ctx, O, Q, KK, VV, B, Hu, u * Ts, u * Tlead, Trep, D, scale, err);
     } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);

@@ -92,15 +92,16 @@ int main(int argc, char **argv) {
         }
     }
     /* the canonical attention (numerics invariant): all our own float code, vector and
-     * scalar paths (blocks of 64, 16, 4 and 1 keys; a partial column chunk at D 72) */
+     * scalar paths (blocks of 64, 16, 4 and 1 keys; a last segment no layout splits: blocks
+     * of 64 and 11; a partial column chunk at D 72) */
     {
-        const int B = 1, H = 1, T = 693, D = 72, seg[4] = {512, 128, 32, 21};
+        const int B = 1, H = 1, T = 768, D = 72, seg[5] = {512, 128, 32, 21, 75};
         const size_t m = (size_t)B * H * T * D;
-        uint8_t mask[693];
+        uint8_t mask[768];
         for (int i = 0; i < T; i++) mask[i] = (uint8_t)(i % 11 != 3);
         rp_ctx ctx = rp_ctx_default();
         rp_error err = {0};
-        if (rp_attention_canonical(&ctx, y, x, x + m, x + 2 * m, mask, B, H, T, T, D, 0.125f, seg, 4, &err)) {
+        if (rp_attention_canonical(&ctx, y, x, x + m, x + 2 * m, mask, B, H, T, T, D, 0.125f, seg, 5, 4, &err)) {
             fprintf(stderr, "canonical attention: %s\n", err.msg);
             return 1;
         }

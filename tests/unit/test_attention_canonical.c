@@ -64,17 +64,18 @@ END_TEST
 
 typedef struct acc_case {
     int B, H, Tq, D;
-    int seg[3], nseg;
+    int seg[3], nseg, nsplit; /* segments nsplit.. no layout splits: blocks of 64 */
     int masked;
     float qscale;
 } acc_case;
 
 static const acc_case ACC[] = {
-    {2, 3, 40, 72, {256, 0, 0}, 1, 0, 3.0f},   /* DiT-like: Bk 32 */
-    {1, 2, 33, 64, {64, 200, 0}, 2, 1, 3.0f},   /* FLUX-like [text | image], masked text */
-    {2, 2, 17, 32, {96, 77, 0}, 2, 0, 4.0f},    /* SD3-like [image | text]: Bk 4 and 1 */
-    {1, 1, 9, 16, {0, 13, 48}, 3, 1, 2.0f},     /* an empty segment */
-    {3, 1, 5, 8, {24, 0, 0}, 1, 1, 1.0f},       /* batch 1 every key masked */
+    {2, 3, 40, 72, {256, 0, 0}, 1, 1, 0, 3.0f},   /* DiT-like: Bk 32 */
+    {1, 2, 33, 64, {64, 200, 0}, 2, 2, 1, 3.0f},  /* FLUX-like [text | image], masked text */
+    {2, 2, 17, 32, {96, 77, 0}, 2, 2, 0, 4.0f},   /* SD3-like [image | text]: Bk 4 and 1 */
+    {2, 2, 17, 32, {96, 333, 0}, 2, 1, 1, 4.0f},  /* SD3 [image | replicated text]: 5 x 64 + 13 */
+    {1, 1, 9, 16, {0, 13, 48}, 3, 3, 1, 2.0f},    /* an empty segment */
+    {3, 1, 5, 8, {24, 0, 0}, 1, 1, 1, 1.0f},      /* batch 1 every key masked */
 };
 
 enum { NACC = sizeof ACC / sizeof *ACC };
@@ -86,9 +87,9 @@ START_TEST(accuracy_vs_double) {
     const int bf16 = _i >= NACC;
     int Tk = 0, nb = 0, bkmax = 1;
     for (int s = 0; s < c->nseg; s++) {
-        const int b = rp_attn_canon_block(c->seg[s]);
+        const int whole = s >= c->nsplit, b = whole ? rp_attn_canon_block_whole() : rp_attn_canon_block(c->seg[s]);
         Tk += c->seg[s];
-        nb += c->seg[s] / b;
+        nb += rp_attn_canon_nblocks(c->seg[s], whole);
         if (c->seg[s] && b > bkmax) bkmax = b;
     }
     const int B = c->B, H = c->H, Tq = c->Tq, D = c->D;
@@ -105,7 +106,7 @@ START_TEST(accuracy_vs_double) {
     rp_ctx ctx = rp_ctx_default();
     if (bf16) ctx.precision = RP_PREC_BF16;
     rp_error err = {0};
-    ck_assert_msg(rp_attention_canonical(&ctx, out, q, k, v, mask, B, H, Tq, Tk, D, scale, c->seg, c->nseg, &err) ==
+    ck_assert_msg(rp_attention_canonical(&ctx, out, q, k, v, mask, B, H, Tq, Tk, D, scale, c->seg, c->nseg, c->nsplit, &err) ==
                   RP_OK, "%s", err.msg);
     if (bf16) { /* the reference sees the inputs the products saw */
         rp_bf16_round(q, q, (size_t)B * H * Tq * D);
@@ -242,7 +243,7 @@ START_TEST(implementation_is_the_contract) {
         rp_ctx ctx = rp_ctx_default();
         ctx.precision = bf16 ? RP_PREC_BF16 : RP_PREC_FP32;
         rp_error err = {0};
-        ck_assert(rp_attention_canonical(&ctx, out, q, k, v, mask, 1, 1, Tq, Tk, D, 0.15f, seg, 5, &err) == RP_OK);
+        ck_assert(rp_attention_canonical(&ctx, out, q, k, v, mask, 1, 1, Tq, Tk, D, 0.15f, seg, 5, 5, &err) == RP_OK);
         for (int i = 0; i < Tq; i++) {
             contract_row(row, q + (size_t)i * D, k, v, mask, Tk, D, 0.15f, seg, 5, bf16);
             ck_assert_msg(!memcmp(row, out + (size_t)i * D, sizeof row), "%s row %d: not the contract's bits",
@@ -274,7 +275,7 @@ static void inv_init(inv *P, int Tq, int n0, int n1, uint64_t seed) {
     rp_ctx ctx = rp_ctx_default();
     rp_error err = {0};
     const int seg[2] = {n0, n1};
-    ck_assert(rp_attention_canonical(&ctx, P->ref, P->q, P->k, P->v, NULL, 1, 1, Tq, n0 + n1, ID, 0.2f, seg, 2, &err) ==
+    ck_assert(rp_attention_canonical(&ctx, P->ref, P->q, P->k, P->v, NULL, 1, 1, Tq, n0 + n1, ID, 0.2f, seg, 2, 2, &err) ==
               RP_OK);
 }
 
@@ -375,20 +376,20 @@ START_TEST(batch_heads_and_dispatch) {
     for (int i = 0; i < B * T; i++) mask[i] = (rng_next(&s) % 5) != 0;
     rp_ctx ctx = rp_ctx_default();
     rp_error err = {0};
-    ck_assert(rp_attention_canonical(&ctx, all, q, k, v, mask, B, H, T, T, D, 0.15f, NULL, 0, &err) == RP_OK);
+    ck_assert(rp_attention_canonical(&ctx, all, q, k, v, mask, B, H, T, T, D, 0.15f, NULL, 0, 0, &err) == RP_OK);
     for (int b = 0; b < B; b++) /* each batch alone, heads split 1 + 3 */
         for (int h0 = 0; h0 < H;) {
             const int nh = h0 == 0 ? 1 : 3;
             const size_t o = ((size_t)b * H + h0) * T * D;
             ck_assert(rp_attention_canonical(&ctx, one + o, q + o, k + o, v + o, mask + b * T, 1, nh, T, T, D, 0.15f,
-                                             NULL, 0, &err) == RP_OK);
+                                             NULL, 0, 0, &err) == RP_OK);
             h0 += nh;
         }
     ck_assert(!memcmp(all, one, sizeof(float) * n));
     /* query rows 13 .. 29 of (b 2, h 1) alone */
     const size_t o = ((size_t)2 * H + 1) * T * D;
     ck_assert(rp_attention_canonical(&ctx, one, q + o + 13 * D, k + o, v + o, mask + 2 * T, 1, 1, 17, T, D, 0.15f, NULL,
-                                     0, &err) == RP_OK);
+                                     0, 0, &err) == RP_OK);
     ck_assert(!memcmp(one, all + o + 13 * D, sizeof(float) * 17 * D));
     /* the dispatcher */
     ctx.numerics = RP_NUMERICS_INVARIANT;
@@ -405,7 +406,7 @@ START_TEST(batch_heads_and_dispatch) {
     ctx.reduce_split = 0;
     /* segments that do not sum to Tk */
     const int bad[2] = {20, 20};
-    ck_assert(rp_attention_canonical(&ctx, disp, q, k, v, NULL, B, H, T, T, D, 0.15f, bad, 2, &err) == RP_ERR_INVALID);
+    ck_assert(rp_attention_canonical(&ctx, disp, q, k, v, NULL, B, H, T, T, D, 0.15f, bad, 2, 2, &err) == RP_ERR_INVALID);
     ck_assert_msg(strstr(err.msg, "sum to 40"), "%s", err.msg);
     free(q); free(k); free(v); free(all); free(one); free(disp);
 }
@@ -427,13 +428,13 @@ START_TEST(tiles_and_lone_rows_agree) {
         for (int j = 0; j < Tk; j++) mask[j] = (rng_next(&s) % 7) != 0;
         rp_ctx ctx = rp_ctx_default();
         rp_error err = {0};
-        ck_assert(rp_attention_canonical(&ctx, all, q, k, v, mask, 1, 1, Tq, Tk, D, 0.1f, seg, 3, &err) == RP_OK);
+        ck_assert(rp_attention_canonical(&ctx, all, q, k, v, mask, 1, 1, Tq, Tk, D, 0.1f, seg, 3, 3, &err) == RP_OK);
         for (int i = 0; i < Tq; i++) {
             ck_assert(rp_attention_canonical(&ctx, one, q + (size_t)i * D, k, v, mask, 1, 1, 1, Tk, D, 0.1f, seg, 3,
-                                             &err) == RP_OK);
+                                             3, &err) == RP_OK);
             ck_assert_msg(!memcmp(one, all + (size_t)i * D, sizeof(float) * D), "D %d: row %d alone differs", D, i);
         }
-        ck_assert(rp_attention_canonical(&ctx, one, q + D, k, v, mask, 1, 1, Tq - 1, Tk, D, 0.1f, seg, 3, &err) ==
+        ck_assert(rp_attention_canonical(&ctx, one, q + D, k, v, mask, 1, 1, Tq - 1, Tk, D, 0.1f, seg, 3, 3, &err) ==
                   RP_OK);
         ck_assert_msg(!memcmp(one, all + D, sizeof(float) * (Tq - 1) * D), "D %d: rows 1.. differ", D);
         free(q); free(k); free(v); free(all); free(one); free(mask);
