@@ -29,10 +29,12 @@
  *   --leak-check         before the case, the same layout runs another case (every seed + 1)
  *                        in this process; the case's outputs are written, not decoded
  * The runner asks for them in the case's own launch instead (a launch, its rendezvous and
- * its weights cost more than a tiny case's run): --then-twins N, --then-teacher REF_DIR,
- * --then-leak run them after the case's outputs are written, each into its directory
- * (twins/<name>/ [with teacher/], teacher/, leak/) with an aux.json saying how it ended; a
- * failed one is recorded there, the later ones are skipped, and the launch still exits 0.
+ * its weights cost more than a tiny case's run): --then-twins N, --then-teacher REF_DIR and
+ * --then-invariant run them after the case's outputs are written, each into its directory
+ * (twins/<name>/ [with teacher/], teacher/, shadow/, invariant/teacher/) with an aux.json
+ * saying how it ended; a failed one is recorded there, the later ones are skipped, and the
+ * launch still exits 0. --then-leak runs the leak check's other case before the case's own
+ * run (its evidence: rp_cls_rerun_check on the teacher run).
  * Exit codes: those of `repro worker` (harness/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */

@@ -16,7 +16,12 @@
  *                      each a run with its own teacher/
  *   teacher/           the case's configuration teacher-forced from its reference's
  *                      trajectory (a reference's: from its own)
- *   leak/              the case run after another case in the same worker (leak_check)
+ *   shadow/teacher/    a bf16/fp16/tf32 case's layout teacher-forced at fp32 (a reference's,
+ *                      with its twins' under shadow/twins/)
+ *   invariant/teacher/ the layout teacher-forced under invariant numerics (exact CPU layouts)
+ *   decode/            the reference's final latents decoded with the case's layout, when
+ *                      no teacher run did it
+ *   fresh/, fresh-2/   the case alone in fresh launches, when its leak check differed
  *   teacher-golden/, classification-golden.json   with --golden: the same against the golden
  *   each of these runs' directories holds aux.json (how the run ended) and its rank<r>.out/.err
  * A case is built in <results>/<matrix>/.tmp-<id>-<pid>/ and renamed to <id>/
