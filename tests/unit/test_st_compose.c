@@ -741,6 +741,17 @@ static rp_status load_vae_path(const char *path, rp_error *err) {
     return s;
 }
 
+/* r's VAE written under LDM names (prefix, fault) to tmp file `file` must fail to load with
+ * status code and a message naming the file and containing want (and want2 when set). */
+static void ldm_load_fails(const ref *r, const rp_vae_config *c, const char *file, const char *prefix,
+                           const ldm_fault *fault, rp_status code, const char *want, const char *want2) {
+    rp_error err;
+    write_vae_ldm(r, c, tmp_path(file), prefix, fault);
+    ck_assert_int_eq(load_vae_path(tmp_path(file), &err), code);
+    ck_assert_msg(strstr(err.msg, file) && strstr(err.msg, want) && (!want2 || strstr(err.msg, want2)), "%s",
+                  err.msg);
+}
+
 /* A missing tensor, a wrong shape, an attention weight that is no 1x1 conv and a misspelt
  * name: each an error naming the file, the tensor and (shapes) both shapes. */
 START_TEST(test_vae_ldm_errors) {
@@ -748,37 +759,23 @@ START_TEST(test_vae_ldm_errors) {
     ref_make(&r, "vae-tiny-16", 0);
     rp_vae_config c;
     ck_assert(rp_vae_preset("vae-tiny-16", &c, NULL) == RP_OK);
-    rp_error err;
     /* LDM's up.0 is diffusers' last up block */
     const ldm_fault drop = {.drop = "decoder.up.0.block.1.conv1.weight"};
-    write_vae_ldm(&r, &c, tmp_path("ae-drop.safetensors"), "first_stage_model.", &drop);
-    ck_assert_int_eq(load_vae_path(tmp_path("ae-drop.safetensors"), &err), RP_ERR_NOT_FOUND);
-    ck_assert_msg(strstr(err.msg, "ae-drop.safetensors") &&
-                      strstr(err.msg, "missing tensor 'decoder.up_blocks.3.resnets.1.conv1.weight'"),
-                  "%s", err.msg);
+    ldm_load_fails(&r, &c, "ae-drop.safetensors", "first_stage_model.", &drop, RP_ERR_NOT_FOUND,
+                   "missing tensor 'decoder.up_blocks.3.resnets.1.conv1.weight'", NULL);
     /* decoder.conv_in (64, 16, 3, 3) written as (64, 16, 9, 1) */
     const ldm_fault shape = {.reshape = "decoder.conv_in.weight", .ndim = 4, .shape = {64, 16, 9, 1}};
-    write_vae_ldm(&r, &c, tmp_path("ae-shape.safetensors"), "", &shape);
-    ck_assert_int_eq(load_vae_path(tmp_path("ae-shape.safetensors"), &err), RP_ERR_SHAPE);
-    ck_assert_msg(strstr(err.msg, "ae-shape.safetensors") &&
-                      strstr(err.msg, "tensor 'decoder.conv_in.weight' has shape [64, 16, 9, 1], model needs "
-                                      "[64, 16, 3, 3]"),
-                  "%s", err.msg);
+    ldm_load_fails(&r, &c, "ae-shape.safetensors", "", &shape, RP_ERR_SHAPE,
+                   "tensor 'decoder.conv_in.weight' has shape [64, 16, 9, 1], model needs [64, 16, 3, 3]", NULL);
     /* the attention's q (64, 64) written as a 2x2 conv (64, 16, 2, 2) */
     const ldm_fault conv = {.reshape = "decoder.mid.attn_1.q.weight", .ndim = 4, .shape = {64, 16, 2, 2}};
-    write_vae_ldm(&r, &c, tmp_path("ae-conv.safetensors"), "", &conv);
-    ck_assert_int_eq(load_vae_path(tmp_path("ae-conv.safetensors"), &err), RP_ERR_SHAPE);
-    ck_assert_msg(strstr(err.msg, "ae-conv.safetensors") &&
-                      strstr(err.msg, "tensor 'decoder.mid.attn_1.q.weight' has shape [64, 16, 2, 2], not a 1x1 "
-                                      "conv [C, C, 1, 1]"),
-                  "%s", err.msg);
+    ldm_load_fails(&r, &c, "ae-conv.safetensors", "", &conv, RP_ERR_SHAPE,
+                   "tensor 'decoder.mid.attn_1.q.weight' has shape [64, 16, 2, 2], not a 1x1 conv [C, C, 1, 1]", NULL);
     const ldm_fault typo = {.misspell = "decoder.up.3.block.0.conv11.weight"};
-    write_vae_ldm(&r, &c, tmp_path("ae-typo.safetensors"), "first_stage_model.", &typo);
-    ck_assert_int_eq(load_vae_path(tmp_path("ae-typo.safetensors"), &err), RP_ERR_NOT_FOUND);
-    ck_assert_msg(strstr(err.msg, "ae-typo.safetensors") &&
-                      strstr(err.msg, "'first_stage_model.decoder.up.3.block.0.conv11.weight' is not a name repro knows under the LDM VAE naming") &&
-                      strstr(err.msg, "did you mean 'decoder.up.3.block.0.conv1.weight'"),
-                  "%s", err.msg);
+    ldm_load_fails(&r, &c, "ae-typo.safetensors", "first_stage_model.", &typo, RP_ERR_NOT_FOUND,
+                   "'first_stage_model.decoder.up.3.block.0.conv11.weight' is not a name repro knows under the LDM "
+                   "VAE naming",
+                   "did you mean 'decoder.up.3.block.0.conv1.weight'");
     ref_free(&r);
 }
 END_TEST
