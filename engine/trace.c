@@ -1,7 +1,11 @@
 /* trace.c — per-layer activation statistics (see trace.h).
  *
  * Statistics are computed in double in index order, so a record depends only
- * on the values recorded, never on threads or layout. A NaN anywhere makes l2
+ * on the values recorded, never on threads or layout: the sum of squares is taken
+ * per cell (a run of `width` consecutive elements: one token's features) and the
+ * cells' sums added in cell order, so a parallel run whose ranks each hold whole
+ * cells can send their sums instead of the tensor (rp_par_trace) and rank 0 gets
+ * the serial run's bits. A NaN anywhere makes l2
  * and maxabs NaN: a trace must show a NaN layer, not hide it. */
 #include "trace.h"
 
@@ -31,15 +35,15 @@ void rp_trace_free(rp_trace *t) {
     t->max_samples = ms;
 }
 
-void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n) {
-    if (!t || t->eval < 0 || t->eval >= t->record_evals) return;
-    assert(name && (x || n == 0) && t->max_samples > 0);
+rp_trace_rec *rp_trace_begin(rp_trace *t, const char *name, size_t numel) {
+    if (!t || t->eval < 0 || t->eval >= t->record_evals) return NULL;
+    assert(name && t->max_samples > 0);
     /* Allocation failures below drop data rather than abort: a trace is a
      * diagnostic, and a missing record shows up as such in the comparison. */
     if (t->n == t->cap) {
         int nc = t->cap ? 2 * t->cap : 64;
         rp_trace_rec *nr = realloc(t->recs, (size_t)nc * sizeof *nr);
-        if (!nr) return;
+        if (!nr) return NULL;
         t->recs = nr;
         t->cap = nc;
     }
@@ -47,27 +51,51 @@ void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n) {
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
     r->eval = t->eval;
-    r->numel = n;
-    size_t m = t->max_samples > 0 ? (size_t)t->max_samples : 1; /* asserted above; no /0 in release */
-    r->stride = n ? (n + m - 1) / m : 1;
-    double ss = 0.0, mx = 0.0;
-    for (size_t i = 0; i < n; i++) {
+    r->numel = numel;
+    r->stride = rp_trace_stride(numel, t->max_samples);
+    size_t ns = numel ? (numel + r->stride - 1) / r->stride : 0;
+    assert(ns <= (size_t)t->max_samples);
+    if (ns && (r->sample = calloc(ns, sizeof *r->sample))) r->nsample = (int)ns;
+    return r;
+}
+
+double rp_trace_cell(const rp_trace_rec *r, const float *x, size_t cell, size_t width, double *maxabs) {
+    assert(r && (x || width == 0) && maxabs);
+    double ss = 0.0, mx = *maxabs;
+    for (size_t i = 0; i < width; i++) {
         double v = x[i];
         ss += v * v;
         double a = fabs(v);
         if (isnan(a) || a > mx) mx = a; /* once NaN, a > mx is false: stays NaN */
     }
-    r->l2 = sqrt(ss);
+    *maxabs = mx;
+    /* the samples are every stride-th element of the whole tensor: those in this cell */
+    const size_t lo = cell * width, hi = lo + width;
+    for (size_t k = (lo + r->stride - 1) / r->stride; k < (size_t)r->nsample && k * r->stride < hi; k++)
+        r->sample[k] = x[k * r->stride - lo];
+    return ss;
+}
+
+void rp_trace_finish(rp_trace_rec *r, const double *ss, size_t ncell, double maxabs) {
+    assert(r && (ss || ncell == 0));
+    double s = 0.0;
+    for (size_t c = 0; c < ncell; c++) s += ss[c];
+    r->l2 = sqrt(s);
+    r->maxabs = maxabs;
+}
+
+void rp_trace_record_cells(rp_trace *t, const char *name, const float *x, size_t ncell, size_t width) {
+    assert(x || ncell * width == 0);
+    rp_trace_rec *r = rp_trace_begin(t, name, ncell * width);
+    if (!r) return;
+    double s = 0.0, mx = 0.0; /* the cells' sums added in cell order, as rp_trace_finish */
+    for (size_t c = 0; c < ncell; c++) s += rp_trace_cell(r, x + c * width, c, width, &mx);
+    r->l2 = sqrt(s);
     r->maxabs = mx;
-    size_t ns = n ? (n + r->stride - 1) / r->stride : 0;
-    assert(ns <= m);
-    if (ns) {
-        r->sample = malloc(ns * sizeof *r->sample);
-        if (r->sample) {
-            for (size_t k = 0; k < ns; k++) r->sample[k] = x[k * r->stride];
-            r->nsample = (int)ns;
-        }
-    }
+}
+
+void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n) {
+    rp_trace_record_cells(t, name, x, 1, n);
 }
 
 void rp_trace_note(rp_trace *t, const char *key, const char *value) {

@@ -35,8 +35,31 @@ typedef struct rp_trace {
 void rp_trace_init(rp_trace *t);
 void rp_trace_free(rp_trace *t);
 
-/* Records x (n floats) under name for the current eval, if it is recorded. */
+/* Records x (n floats) under name for the current eval, if it is recorded: one cell of
+ * width n (rp_trace_record_cells). */
 void rp_trace_record(rp_trace *t, const char *name, const float *x, size_t n);
+
+/* Records x (ncell, width) under name for the current eval, if it is recorded: l2 is the
+ * square root of the cells' sums of squares (each over its width elements in order)
+ * added in cell order, maxabs the largest |x| (NaN when any is), the samples every
+ * stride-th element. */
+void rp_trace_record_cells(rp_trace *t, const char *name, const float *x, size_t ncell, size_t width);
+
+/* A record assembled from parts held in several places (rp_par_trace): rp_trace_begin
+ * appends the record of a numel-element tensor for the current eval (NULL when the eval
+ * is not recorded or memory runs out) with its stride and zeroed samples;
+ * rp_trace_cell takes cell `cell` (width elements at x): writes the samples that fall in
+ * it, folds its |x| into *maxabs and returns its sum of squares; rp_trace_finish sets l2
+ * from all ncell sums in cell order and maxabs. Equal cells give rp_trace_record_cells'
+ * bits. */
+rp_trace_rec *rp_trace_begin(rp_trace *t, const char *name, size_t numel);
+/* The sample stride of a numel-element record (every stride-th element, at most max_samples). */
+static inline size_t rp_trace_stride(size_t numel, int max_samples) {
+    const size_t m = max_samples > 0 ? (size_t)max_samples : 1;
+    return numel ? (numel + m - 1) / m : 1;
+}
+double rp_trace_cell(const rp_trace_rec *r, const float *x, size_t cell, size_t width, double *maxabs);
+void rp_trace_finish(rp_trace_rec *r, const double *ss, size_t ncell, double maxabs);
 
 /* Appends a note "key=value". */
 void rp_trace_note(rp_trace *t, const char *key, const char *value);

@@ -422,20 +422,79 @@ static void par_fail(rp_parallel *p, rp_status st, const rp_error *e) {
     p->err = *e;
 }
 
-/* Places a contribution (nr rows, n tokens, width W) into full (R, T, W), marking cover. */
-static rp_status place(float *full, unsigned char *cover, int R, int T, int W, const int32_t *rows, int nr,
-                       const int32_t *toks, int n, const float *data, int from, const char *name, rp_error *err) {
-    for (int i = 0; i < nr; i++) {
-        if (rows[i] < 0 || rows[i] >= R)
-            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent row %d of %d", name, from, rows[i], R);
-        for (int j = 0; j < n; j++) {
-            if (toks[j] < 0 || toks[j] >= T)
-                return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent token %d of %d", name, from, toks[j], T);
-            const size_t cell = (size_t)rows[i] * T + toks[j];
-            memcpy(full + cell * W, data + ((size_t)i * n + j) * W, sizeof(float) * W);
-            cover[cell] = 1;
+/* A rank's part of one traced tensor for rank 0 (rp_par_trace): in buf, nc cells'
+ * sums of squares, then the max |x|, the cells' indices in the single-rank layout
+ * (row * T + token), and ns samples as (index, value). */
+typedef struct trace_part {
+    unsigned char *buf;
+    size_t nc, ns;
+} trace_part;
+
+/* At most how many of the samples (every stride-th element) fall in one cell of width W. */
+static size_t trace_cell_samples(int W, size_t stride) { return (size_t)W / stride + 1; }
+
+static size_t trace_part_bytes(size_t nc, size_t ns) {
+    return sizeof(double) * (nc + 1) + sizeof(int32_t) * (nc + ns) + sizeof(float) * ns;
+}
+
+/* Fills part from x (rows, n, W): the mapped rows (rowmap[i] >= 0; rowmap NULL: none) and
+ * their n tokens (tok, or 0..T-1). */
+static rp_status trace_part_make(trace_part *part, const float *x, int rows, int n, int W, const int *rowmap,
+                                 const int *tok, int ntok, int T, size_t stride, const char *name, rp_error *err) {
+    memset(part, 0, sizeof *part);
+    size_t nc = 0;
+    for (int i = 0; rowmap && i < rows; i++) nc += rowmap[i] >= 0 ? (size_t)ntok : 0;
+    if (!nc) return RP_OK;
+    const size_t cap = nc * trace_cell_samples(W, stride);
+    unsigned char *buf = malloc(trace_part_bytes(nc, cap));
+    if (!buf) return RP_FAIL(err, RP_ERR_NOMEM, "trace '%s': out of memory for %zu cells", name, nc);
+    double *ss = (double *)buf, mx = 0.0;
+    int32_t *cid = (int32_t *)(ss + nc + 1), *sk = cid + nc;
+    float *sv = (float *)(sk + cap); /* moved down to sk + ns once ns is known */
+    const rp_trace_rec shape = {.stride = stride}; /* no samples kept: they go to sk/sv */
+    size_t k = 0, ns = 0;
+    for (int i = 0; i < rows; i++) {
+        if (rowmap[i] < 0) continue;
+        for (int j = 0; j < ntok; j++) {
+            const size_t cell = (size_t)rowmap[i] * T + (size_t)(tok ? tok[j] : j), lo = cell * W;
+            const float *xc = x + ((size_t)i * n + j) * W;
+            ss[k] = rp_trace_cell(&shape, xc, cell, (size_t)W, &mx);
+            cid[k++] = (int32_t)cell;
+            for (size_t q = (lo + stride - 1) / stride; q * stride < lo + W; q++) {
+                assert(ns < cap);
+                sk[ns] = (int32_t)q;
+                sv[ns++] = xc[q * stride - lo];
+            }
         }
     }
+    ss[nc] = mx;
+    memmove(sk + ns, sv, sizeof(float) * ns); /* values right after the indices used */
+    part->buf = buf;
+    part->nc = nc;
+    part->ns = ns;
+    return RP_OK;
+}
+
+/* Places a part received from rank `from` into rank 0's record r (may be NULL: dropped),
+ * cell sums css and cover (ncell each), and *mx. */
+static rp_status trace_part_place(const unsigned char *in, size_t nc, size_t ns, rp_trace_rec *r, double *css,
+                                  unsigned char *cover, size_t ncell, double *mx, int from, const char *name,
+                                  rp_error *err) {
+    const double *ss = (const double *)in;
+    const int32_t *cid = (const int32_t *)(ss + nc + 1), *sk = cid + nc;
+    const float *sv = (const float *)(sk + ns);
+    for (size_t i = 0; i < nc; i++) {
+        if (cid[i] < 0 || (size_t)cid[i] >= ncell)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent cell %d of %zu", name, from, cid[i], ncell);
+        css[cid[i]] = ss[i];
+        cover[cid[i]] = 1;
+    }
+    for (size_t i = 0; r && i < ns; i++) {
+        if (sk[i] < 0 || sk[i] >= r->nsample)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent sample %d of %d", name, from, sk[i], r->nsample);
+        r->sample[sk[i]] = sv[i];
+    }
+    if (isnan(ss[nc]) || ss[nc] > *mx) *mx = ss[nc]; /* a NaN anywhere stays NaN */
     return RP_OK;
 }
 
@@ -454,8 +513,8 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     if (!x) return; /* the device's error, reported at the forward's end (rp_d_check) */
     if (replica) rp_par_replica_note(ctx, RP_PAR_RG_SP, name, x, (size_t)rows * n * W);
     if (!recorded) return;
-    if (!p || p->world == 1) { /* the single-rank layout already */
-        rp_trace_record(t, name, x, (size_t)rows * n * W);
+    if (!p || p->world == 1) { /* the single-rank layout already: cells are tokens */
+        rp_trace_record_cells(t, name, x, (size_t)rows * n, (size_t)W);
         return;
     }
     rp_error e;
@@ -466,84 +525,75 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
         par_fail(p, e.code, &e);
         return;
     }
-    /* this rank's contribution: mapped rows; replicated tensors from sp rank 0 only */
+    /* This rank's cells (a mapped row's tokens; replicated tensors from sp rank 0 only),
+     * reduced to what the record keeps: each cell's sum of squares, the max |x| and the
+     * samples in them. Rank 0 adds the sums in the single-rank layout's cell order
+     * (rp_trace_finish), so the record has the serial run's bits wherever the values
+     * are, and the ranks exchange kilobytes, not the tensor. */
+    const int R = p->trace_total_rows;
+    const size_t ncell = (size_t)R * T, stride = rp_trace_stride(ncell * W, t->max_samples);
     int nr = 0;
     if (tok || p->sp.rank == 0)
-        for (int r = 0; r < rows; r++) nr += p->trace_rows[r] >= 0;
+        for (int i = 0; i < rows; i++) nr += p->trace_rows[i] >= 0;
     const int ntok = tok ? n : T;
-    int32_t hdr[4] = {nr, ntok, W, T};
-    const size_t pay = sizeof(int32_t) * ((size_t)nr + ntok) + sizeof(float) * (size_t)nr * ntok * W;
-    unsigned char *buf = nr ? malloc(pay) : NULL;
-    if (nr && !buf) {
-        RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, pay);
-        par_fail(p, e.code, &e);
-        return;
-    }
-    if (nr) {
-        int32_t *rid = (int32_t *)buf, *tid = rid + nr;
-        float *data = (float *)(tid + ntok);
-        int k = 0;
-        for (int r = 0; r < rows; r++) {
-            if (p->trace_rows[r] < 0) continue;
-            rid[k] = p->trace_rows[r];
-            memcpy(data + (size_t)k * ntok * W, x + (size_t)r * n * W, sizeof(float) * ntok * W);
-            k++;
-        }
-        for (int j = 0; j < ntok; j++) tid[j] = tok ? tok[j] : j;
-    }
     rp_comm *c = p->world_comm;
     rp_status st = RP_OK;
     if (p->rank != 0) {
-        st = c->ops->send(c, hdr, sizeof hdr, 0, TAG_TRACE, &e);
-        if (st == RP_OK && nr) st = c->ops->send(c, buf, pay, 0, TAG_TRACE, &e);
-        free(buf);
+        trace_part part;
+        st = trace_part_make(&part, x, rows, n, W, nr ? p->trace_rows : NULL, tok, ntok, T, stride, name, &e);
+        const int64_t hdr[4] = {(int64_t)part.nc, (int64_t)part.ns, W, T};
+        /* sent after a local failure too (with no cells), so rank 0 is not left waiting */
+        rp_status s2 = c->ops->send(c, hdr, sizeof hdr, 0, TAG_TRACE, &e);
+        if (s2 == RP_OK && part.nc) s2 = c->ops->send(c, part.buf, trace_part_bytes(part.nc, part.ns), 0, TAG_TRACE, &e);
+        free(part.buf);
+        if (st == RP_OK) st = s2;
         if (st != RP_OK) par_fail(p, st, &e);
         return;
     }
-    const int R = p->trace_total_rows;
-    float *full = calloc((size_t)R * T * W + 1, sizeof(float));         /* (R, T, W) */
-    unsigned char *cover = calloc((size_t)R * T + 1, 1);                 /* (R, T) */
-    if (!full || !cover) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d x %d", name, R, T, W);
+    rp_trace_rec *r = rp_trace_begin(t, name, ncell * W);  /* NULL: out of memory, the record is dropped */
+    double *css = calloc(ncell + 1, sizeof *css);           /* (R, T): each cell's sum of squares */
+    unsigned char *cover = calloc(ncell + 1, 1);            /* (R, T) */
+    if (!css || !cover) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d cells", name, R, T);
+    double mx = 0.0;
     if (st == RP_OK && nr) {
-        int32_t *rid = (int32_t *)buf, *tid = rid + nr;
-        st = place(full, cover, R, T, W, rid, nr, tid, ntok, (const float *)(tid + ntok), 0, name, &e);
+        for (int i = 0; i < rows; i++) {
+            if (p->trace_rows[i] < 0) continue;
+            for (int j = 0; j < ntok; j++) {
+                const size_t cell = (size_t)p->trace_rows[i] * T + (size_t)(tok ? tok[j] : j);
+                if (r) css[cell] = rp_trace_cell(r, x + ((size_t)i * n + j) * W, cell, (size_t)W, &mx);
+                cover[cell] = 1;
+            }
+        }
     }
-    free(buf);
-    buf = NULL;
     for (int from = 1; from < p->world && st == RP_OK; from++) {
-        int32_t h[4];
+        int64_t h[4];
         st = c->ops->recv(c, h, sizeof h, from, TAG_TRACE, &e);
         if (st != RP_OK) break;
-        if (h[0] < 0 || h[1] < 0 || h[2] != W || h[3] != T) {
-            st = RP_FAIL(&e, RP_ERR_COMM, "trace '%s': rank %d sent %d rows x %d tokens of width %d in %d, rank 0 has "
-                         "width %d in %d", name, from, h[0], h[1], h[2], h[3], W, T);
+        if (h[0] < 0 || h[0] > (int64_t)ncell || h[1] < 0 || h[1] > h[0] * (int64_t)trace_cell_samples(W, stride) ||
+            h[2] != W || h[3] != T) {
+            st = RP_FAIL(&e, RP_ERR_COMM, "trace '%s': rank %d sent %lld cells (%lld samples) of width %lld in %lld "
+                         "tokens, rank 0 has %d x %d of width %d", name, from, (long long)h[0], (long long)h[1],
+                         (long long)h[2], (long long)h[3], R, T, W);
             break;
         }
         if (!h[0]) continue;
-        const size_t bytes = sizeof(int32_t) * ((size_t)h[0] + h[1]) + sizeof(float) * (size_t)h[0] * h[1] * W;
+        const size_t bytes = trace_part_bytes((size_t)h[0], (size_t)h[1]);
         unsigned char *in = malloc(bytes);
-        if (!in) {
-            st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, bytes);
-            break;
-        }
-        st = c->ops->recv(c, in, bytes, from, TAG_TRACE, &e);
-        if (st == RP_OK) {
-            int32_t *rid = (int32_t *)in, *tid = rid + h[0];
-            st = place(full, cover, R, T, W, rid, h[0], tid, h[1], (const float *)(tid + h[1]), from, name, &e);
-        }
+        if (!in) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, bytes);
+        if (st == RP_OK) st = c->ops->recv(c, in, bytes, from, TAG_TRACE, &e);
+        if (st == RP_OK) st = trace_part_place(in, (size_t)h[0], (size_t)h[1], r, css, cover, ncell, &mx, from, name, &e);
         free(in);
     }
-    if (st == RP_OK) {
+    if (st == RP_OK && r) {
         size_t missing = 0;
-        for (size_t i = 0; i < (size_t)R * T; i++) missing += !cover[i];
+        for (size_t i = 0; i < ncell; i++) missing += !cover[i];
         if (missing) {
             p->trace_incomplete = 1;
             rp_trace_note_once(t, "parallel.trace.incomplete", "yes");
         }
-        rp_trace_record(t, name, full, (size_t)R * T * W);
-    } else {
-        par_fail(p, st, &e);
+        rp_trace_finish(r, css, ncell, mx);
     }
-    free(full);
+    if (st != RP_OK) par_fail(p, st, &e);
+    free(css);
     free(cover);
 }

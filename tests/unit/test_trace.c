@@ -110,6 +110,46 @@ START_TEST(test_record_evals) {
 }
 END_TEST
 
+/* A record assembled from cells visited in any order (as rp_par_trace does with the
+ * ranks' parts) has rp_trace_record_cells' bits: every cell's sum is the same sequence
+ * of operations and the sums are added in cell order either way. A NaN in one cell makes
+ * l2 and maxabs NaN both ways. */
+START_TEST(test_record_from_parts) {
+    enum { NC = 37, W = 53 }; /* numel 1961 with 64 samples: stride 31, cells of width 53 */
+    static float x[NC * W];
+    for (int i = 0; i < NC * W; i++) x[i] = (float)sin(0.37 * i) * (float)(1 + i % 7);
+    for (int nan = 0; nan < 2; nan++) {
+        if (nan) x[20 * W + 5] = NAN;
+        rp_trace a, b;
+        rp_trace_init(&a);
+        rp_trace_init(&b);
+        a.max_samples = b.max_samples = 64;
+        rp_trace_record_cells(&a, "t", x, NC, W);
+        rp_trace_rec *r = rp_trace_begin(&b, "t", (size_t)NC * W);
+        ck_assert_ptr_nonnull(r);
+        double ss[NC], mx = 0.0;
+        for (int k = 0; k < NC; k++) { /* a stride coprime with NC visits every cell once */
+            const int c = (k * 11 + 5) % NC;
+            ss[c] = rp_trace_cell(r, x + (size_t)c * W, (size_t)c, W, &mx);
+        }
+        rp_trace_finish(r, ss, NC, mx);
+        const rp_trace_rec *p = &a.recs[0];
+        ck_assert_uint_eq(r->stride, p->stride);
+        ck_assert_int_eq(r->nsample, p->nsample);
+        for (int k = 0; k < p->nsample; k++)
+            ck_assert(isnan(p->sample[k]) ? isnan(r->sample[k]) : r->sample[k] == p->sample[k]);
+        if (nan) {
+            ck_assert(isnan(p->l2) && isnan(r->l2) && isnan(p->maxabs) && isnan(r->maxabs));
+        } else {
+            ck_assert(memcmp(&r->l2, &p->l2, sizeof p->l2) == 0);
+            ck_assert(memcmp(&r->maxabs, &p->maxabs, sizeof p->maxabs) == 0);
+        }
+        rp_trace_free(&a);
+        rp_trace_free(&b);
+    }
+}
+END_TEST
+
 START_TEST(test_save_round_trip) {
     const char *p = tmp_path("trace.safetensors");
     rp_trace t;
@@ -180,6 +220,7 @@ int main(void) {
     tcase_add_test(tc, test_defaults);
     tcase_add_test(tc, test_record_stats);
     tcase_add_test(tc, test_record_evals);
+    tcase_add_test(tc, test_record_from_parts);
     tcase_add_test(tc, test_save_round_trip);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
