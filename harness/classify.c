@@ -26,7 +26,7 @@
 #include "engine/safetensors.h"
 #include "engine/samplers/samplers.h"
 #include "harness/metrics.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 
 #define PATHLEN 4096
 
@@ -539,7 +539,7 @@ void rp_cls_write_aux(const char *dir, const char *kind, const char *status, con
     cJSON_AddNumberToObject(j, "wall_s", wall_s);
     char p[PATHLEN];
     rp_error e;
-    path_fmt(p, "%s/aux.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_AUX);
     (void)rp_store_write_json(p, j, &e); /* a missing aux.json reads as "no done.json": a failed run */
     cJSON_Delete(j);
 }
@@ -594,7 +594,7 @@ static int traj_same_shape(const traj *a, const traj *b) {
 rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap) {
     char p[PATHLEN];
     why[0] = '\0';
-    path_fmt(p, "%s/aux.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_AUX);
     cJSON *j = NULL;
     rp_error e;
     if (rp_is_file(p) && rp_store_read_json(p, &j, &e) == RP_OK) {
@@ -607,7 +607,7 @@ rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap) {
         if (v == RP_V_CRASH || v == RP_V_HANG || v == RP_V_CONFIG_ERROR) return (rp_verdict)v;
         if (!ok) return RP_V_CRASH;
     }
-    path_fmt(p, "%s/done.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_DONE);
     if (!rp_is_file(p)) {
         if (!why[0]) snprintf(why, cap, "no done.json in %s", dir);
         return RP_V_CRASH;
@@ -619,7 +619,7 @@ rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap) {
 static rp_verdict case_status(const char *dir, char *why, size_t cap) {
     char p[PATHLEN];
     why[0] = '\0';
-    path_fmt(p, "%s/result.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
     cJSON *j = NULL;
     rp_error e;
     if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return rp_cls_aux_status(dir, why, cap);
@@ -640,8 +640,8 @@ static rp_verdict case_status(const char *dir, char *why, size_t cap) {
  * the largest difference of the final latents (0 when equal, NaN when unreadable). */
 static int latents_equal(const char *da, const char *db, double *max_abs) {
     char pa[PATHLEN], pb[PATHLEN];
-    path_fmt(pa, "%s/latents.safetensors", da);
-    path_fmt(pb, "%s/latents.safetensors", db);
+    rp_store_path(pa, sizeof pa, da, RP_ART_LATENTS);
+    rp_store_path(pb, sizeof pb, db, RP_ART_LATENTS);
     traj a, b;
     rp_error e;
     *max_abs = NAN;
@@ -681,18 +681,20 @@ int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, dou
     *step = -1;
     *max_abs = 0;
     const int own = same_dir(case_dir, ref_dir); /* a reference: its teacher input is its own run */
-    path_fmt(p, "%s/teacher/teacher.safetensors", case_dir);
+    char td[PATHLEN];
+    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
     if (!rp_is_file(p) || traj_load(p, "teacher", &t, &e) != RP_OK) goto out;
-    path_fmt(p, "%s/latents.safetensors", case_dir);
+    rp_store_path(p, sizeof p, case_dir, RP_ART_LATENTS);
     if (traj_load(p, "trajectory", &c, &e) != RP_OK || !traj_same_shape(&c, &t)) goto out;
-    path_fmt(p, "%s/latents.safetensors", ref_dir);
+    rp_store_path(p, sizeof p, ref_dir, RP_ART_LATENTS);
     if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
     const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
     const size_t row = (size_t)c.B * c.per;
     /* a sampler whose free state between steps is more than the stored latent: step 0 only */
     rp_case cc;
     rp_sampler_kind sk = RP_SAMPLER_DDIM;
-    path_fmt(p, "%s/case.json", case_dir);
+    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
     if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
     (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
     const int rows = rp_sampler_resumes_exactly(sk) ? c.rows : 2;
@@ -813,9 +815,9 @@ static void twin_load(twin_data *t, const char *dir) {
     snprintf(t->name, sizeof t->name, "%.63s", slash ? slash + 1 : dir);
     char p[PATHLEN], td[PATHLEN], aux[PATHLEN], why[300];
     rp_error e;
-    path_fmt(p, "%s/latents.safetensors", dir);
-    path_fmt(td, "%s/teacher", dir);
-    path_fmt(aux, "%s/aux.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_LATENTS);
+    rp_store_subdir(td, sizeof td, dir, RP_SUB_TEACHER);
+    rp_store_path(aux, sizeof aux, dir, RP_ART_AUX);
     /* a twin with other arithmetic may have run teacher-forced only (job_case.c): its first
      * evaluation is its teacher run's step 0, from the same x_T; its status is that run's */
     struct stat sb;
@@ -827,12 +829,12 @@ static void twin_load(twin_data *t, const char *dir) {
         snprintf(t->why, sizeof t->why, "%.290s", e.msg);
         return;
     }
-    path_fmt(p, "%s/trace.safetensors", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
     t->have_trace = !teacher_only && rp_cls_trace_load(p, &t->trace, &e) == RP_OK;
     if (stat(td, &sb) != 0 || rp_cls_aux_status(td, why, sizeof why) != RP_V_COUNT) return;
-    path_fmt(p, "%s/teacher.safetensors", td);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
     if (traj_load(p, "teacher", &t->teacher, &e) != RP_OK) memset(&t->teacher, 0, sizeof t->teacher);
-    path_fmt(p, "%s/trace.safetensors", td);
+    rp_store_path(p, sizeof p, td, RP_ART_TRACE);
     t->have_teacher_trace = rp_cls_trace_load(p, &t->teacher_trace, &e) == RP_OK;
 }
 
@@ -843,33 +845,17 @@ static void twin_free(twin_data *t) {
     rp_trace_free(&t->teacher_trace);
 }
 
+/* The case's images against the reference's (rp_store_compare_images: an item only one
+ * of them decoded is an error). */
 static rp_status images_compare(const char *rd, const char *cd, int B, image_summary *s, rp_error *err) {
-    s->n = 0;
-    s->psnr = INFINITY;
-    s->ssim = 1.0;
-    s->identical = 1;
+    rp_outputs_cmp c = {.identical = 1, .psnr = INFINITY, .ssim = 1.0};
     s->arr = cJSON_CreateArray();
     if (!s->arr) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < B; i++) {
-        char pa[PATHLEN], pb[PATHLEN];
-        path_fmt(pa, "%s/image-%d.png", rd, i);
-        path_fmt(pb, "%s/image-%d.png", cd, i);
-        if (!rp_is_file(pa) || !rp_is_file(pb)) continue;
-        rp_image_metrics im;
-        RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "index", i);
-        put(o, "psnr", im.psnr);
-        put(o, "ssim", im.ssim);
-        cJSON_AddNumberToObject(o, "max_abs", im.max_abs);
-        put(o, "changed", im.changed);
-        put(o, "changed8", im.changed_gt8);
-        cJSON_AddItemToArray(s->arr, o);
-        if (im.psnr < s->psnr) s->psnr = im.psnr;
-        if (!(im.ssim >= s->ssim)) s->ssim = im.ssim;
-        if (im.max_abs) s->identical = 0;
-        s->n++;
-    }
+    RP_TRY(rp_store_compare_images(rd, cd, B, s->arr, &c, err));
+    s->n = c.n_images;
+    s->psnr = c.psnr;
+    s->ssim = c.ssim;
+    s->identical = c.identical;
     return RP_OK;
 }
 
@@ -895,7 +881,7 @@ static void cls_status(cls *x) {
     if (f->failed != RP_V_COUNT) return;
     struct stat sb;
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
-    else path_fmt(td, "%s/teacher", x->in->case_dir);
+    else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
     if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
         snprintf(f->failed_reason, sizeof f->failed_reason, "teacher-forcing run: %.560s", why);
         return;
@@ -919,7 +905,7 @@ static void cls_status(cls *x) {
 static int auto_choice(const char *dir, char *out, size_t cap) {
     char p[4096];
     out[0] = 0;
-    path_fmt(p, "%s/trace.safetensors", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
     rp_st_file *f = NULL;
     rp_error e;
     if (rp_st_open(p, &f, &e) != RP_OK) return 0;
@@ -962,11 +948,11 @@ static void cls_attention_auto(cls *x) {
 static rp_status cls_load(cls *x, rp_error *err) {
     char p[PATHLEN];
     rp_error e;
-    path_fmt(p, "%s/latents.safetensors", x->in->case_dir);
+    rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_LATENTS);
     RP_TRY(traj_load(p, "trajectory", &x->cm, err));
-    path_fmt(p, "%s/latents.safetensors", x->in->ref_dir);
+    rp_store_path(p, sizeof p, x->in->ref_dir, RP_ART_LATENTS);
     RP_TRY(traj_load(p, "trajectory", &x->rm, err));
-    path_fmt(p, "%s/latents.safetensors", x->base);
+    rp_store_path(p, sizeof p, x->base, RP_ART_LATENTS);
     RP_TRY(traj_load(p, "trajectory", &x->tb, err));
     if (!traj_same_shape(&x->cm, &x->rm) || !traj_same_shape(&x->cm, &x->tb))
         return RP_FAIL(err, RP_ERR_SHAPE, "%s: its trajectory (%d x %d x %zu: steps + 1, items, values) has another "
@@ -983,11 +969,11 @@ static rp_status cls_load(cls *x, rp_error *err) {
     x->env_step = calloc((size_t)N, sizeof *x->env_step);
     if (!x->acc || !x->env_acc || !x->local || !x->env_step) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     rp_cls_rows_rel(x->rm.x, x->cm.x, N + 1, x->B, x->per, x->acc);
-    path_fmt(p, "%s/trace.safetensors", x->in->case_dir);
+    rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_TRACE);
     x->have_ctr = rp_cls_trace_load(p, &x->ctr, &e) == RP_OK;
-    path_fmt(p, "%s/trace.safetensors", x->in->ref_dir);
+    rp_store_path(p, sizeof p, x->in->ref_dir, RP_ART_TRACE);
     x->have_rtr = rp_cls_trace_load(p, &x->rtr, &e) == RP_OK;
-    path_fmt(p, "%s/trace.safetensors", x->base);
+    rp_store_path(p, sizeof p, x->base, RP_ART_TRACE);
     x->have_tbtr = rp_cls_trace_load(p, &x->tbtr, &e) == RP_OK;
     cls_attention_auto(x);
     RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
@@ -1033,7 +1019,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
     for (int t = 0; t < nd; t++) {
         char d[PATHLEN];
         if (in->n_twins > 0) snprintf(d, sizeof d, "%s", in->twin_dirs[t]);
-        else path_fmt(d, "%s/twins/%s", x->base, rp_cls_twin_name(kinds[t]));
+        else rp_store_twin_dir(d, sizeof d, x->base, rp_cls_twin_name(kinds[t]));
         twin_data *w = &x->tw[x->n_tw++];
         twin_load(w, d);
         if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
@@ -1060,8 +1046,8 @@ static rp_status cls_twins(cls *x, rp_error *err) {
     cJSON_AddNumberToObject(x->envj, "twins_ok", n_ok);
     char td[PATHLEN], p[PATHLEN], why[300];
     rp_error e;
-    path_fmt(td, "%s/teacher", x->base);
-    path_fmt(p, "%s/teacher.safetensors", td);
+    rp_store_subdir(td, sizeof td, x->base, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
     struct stat sb;
     if (stat(td, &sb) == 0 && rp_cls_aux_status(td, why, sizeof why) == RP_V_COUNT &&
         traj_load(p, "teacher", &x->bt, &e) == RP_OK) {
@@ -1069,7 +1055,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
             rp_cls_rows_rel(x->tb.x, x->bt.x, x->N + 1, x->B, x->per, v);
             env_max(x->env_step, v + 1, x->N, x->bt.mask);
             cJSON_AddItemToObject(x->envj, "reference_teacher", num_array(v + 1, x->N, NULL));
-            path_fmt(p, "%s/trace.safetensors", td);
+            rp_store_path(p, sizeof p, td, RP_ART_TRACE);
             x->have_bttr = rp_cls_trace_load(p, &x->bttr, &e) == RP_OK;
         } else {
             traj_free(&x->bt);
@@ -1164,8 +1150,8 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     char td[PATHLEN], p[PATHLEN];
     rp_error e;
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
-    else path_fmt(td, "%s/teacher", x->in->case_dir);
-    path_fmt(p, "%s/teacher.safetensors", td);
+    else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
     if (!rp_is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
         x->f.teacher_missing = 1;
         cJSON_AddStringToObject(x->ev, "teacher_note", "no teacher-forcing run: local errors not checked");
@@ -1202,7 +1188,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     free(ran);
     free(checked);
     const int k = x->f.step_break;
-    path_fmt(p, "%s/trace.safetensors", td);
+    rp_store_path(p, sizeof p, td, RP_ART_TRACE);
     if (k < 0 || !x->have_bttr || rp_cls_trace_load(p, &x->cttr, &e) != RP_OK) return RP_OK;
     const int ec = eval_of_step(x->ct.mask, k), eb = eval_of_step(x->bt.mask, k);
     if (ec < 0 || eb < 0 || trace_count(&x->cttr, ec) == 0) return RP_OK;
@@ -1237,7 +1223,7 @@ static void cls_replicas(cls *x) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
         else path_fmt(d, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
-        path_fmt(p, "%s/replicas.json", d);
+        rp_store_path(p, sizeof p, d, RP_ART_REPLICAS);
         cJSON *j = NULL;
         rp_error e;
         if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) continue;
@@ -1290,9 +1276,9 @@ static int teacher_run_load(teacher_run *r, const char *dir) {
     rp_error e;
     memset(r, 0, sizeof *r);
     rp_trace_init(&r->tr);
-    path_fmt(p, "%s/teacher.safetensors", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_TEACHER);
     if (rp_cls_aux_status(dir, why, sizeof why) != RP_V_COUNT || traj_load(p, "teacher", &r->t, &e) != RP_OK) return 0;
-    path_fmt(p, "%s/trace.safetensors", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
     r->have_tr = rp_cls_trace_load(p, &r->tr, &e) == RP_OK;
     return 1;
 }
@@ -1312,15 +1298,18 @@ static void cls_shadow(cls *x) {
     char d[PATHLEN];
     teacher_run c, b, tw[RP_CLS_TWIN_KINDS];
     int n_tw = 0;
-    path_fmt(d, "%s/shadow/teacher", x->in->case_dir);
+    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_SHADOW_TEACHER);
     if (x->f.is_reference || x->f.identical || !teacher_run_load(&c, d)) return;
-    path_fmt(d, "%s/shadow/teacher", x->base);
+    rp_store_subdir(d, sizeof d, x->base, RP_SUB_SHADOW_TEACHER);
     if (!teacher_run_load(&b, d)) {
         teacher_run_free(&c);
         return;
     }
     for (int k = 0; k < x->n_tw && k < RP_CLS_TWIN_KINDS; k++) {
-        path_fmt(d, "%s/shadow/twins/%s/teacher", x->base, x->tw[k].name);
+        char sd[PATHLEN], twd[PATHLEN];
+        rp_store_subdir(sd, sizeof sd, x->base, RP_SUB_SHADOW);
+        rp_store_twin_dir(twd, sizeof twd, sd, x->tw[k].name);
+        rp_store_subdir(d, sizeof d, twd, RP_SUB_TEACHER);
         if (teacher_run_load(&tw[n_tw], d)) n_tw++;
     }
     const int N = x->N;
@@ -1405,9 +1394,9 @@ static void cls_invariant_shadow(cls *x) {
     char d[PATHLEN];
     teacher_run c, b;
     if (x->f.is_reference || x->f.identical || x->f.invariant) return;
-    path_fmt(d, "%s/invariant/teacher", x->in->case_dir);
+    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_INVARIANT_TEACHER);
     if (!teacher_run_load(&c, d)) return;
-    path_fmt(d, "%s/invariant/teacher", x->base);
+    rp_store_subdir(d, sizeof d, x->base, RP_SUB_INVARIANT_TEACHER);
     if (!teacher_run_load(&b, d)) {
         teacher_run_free(&c);
         cJSON_AddStringToObject(x->ev, "invariant_shadow", "the reference made no invariant shadow: not compared");
@@ -1490,10 +1479,10 @@ static rp_status cls_decode(cls *x, rp_error *err) {
         same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN], p0[PATHLEN];
     if (same_input) path_fmt(dd, "%s", x->in->case_dir);
-    else path_fmt(dd, "%s/teacher", x->in->case_dir); /* the teacher run decoded them, */
-    path_fmt(p0, "%s/image-0.png", dd);
-    if (!same_input && !rp_is_file(p0)) path_fmt(dd, "%s/decode", x->in->case_dir); /* or a run of its own */
-    path_fmt(p0, "%s/image-0.png", dd);
+    else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them, */
+    rp_store_image_path(p0, sizeof p0, dd, 0);
+    if (!same_input && !rp_is_file(p0)) rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_DECODE); /* or a run of its own */
+    rp_store_image_path(p0, sizeof p0, dd, 0);
     if (x->in->ref_label || (!same_input && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
     if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
     cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
@@ -1511,8 +1500,8 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     for (int i = 0; i < B && st == RP_OK; i++) {
         char pa[PATHLEN], pb[PATHLEN];
         int w1, h1, w2, h2;
-        path_fmt(pa, "%s/image-%d.png", dd, i);
-        path_fmt(pb, "%s/image-%d.png", x->in->ref_dir, i);
+        rp_store_image_path(pa, sizeof pa, dd, i);
+        rp_store_image_path(pb, sizeof pb, x->in->ref_dir, i);
         st = rp_png_read(pa, &dec[i], &w1, &h1, err);
         if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
         if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
@@ -1761,8 +1750,8 @@ static void cls_determinism(cls *x) {
         /* the runner then runs the case alone twice, each in a fresh launch: the two differ
          * when the runs are nondeterministic, agree when state leaked between calls */
         char fa[PATHLEN], fb[PATHLEN], fmsg[96];
-        path_fmt(fa, "%s/fresh", x->in->case_dir);
-        path_fmt(fb, "%s/fresh-2", x->in->case_dir);
+        rp_store_subdir(fa, sizeof fa, x->in->case_dir, RP_SUB_FRESH);
+        rp_store_subdir(fb, sizeof fb, x->in->case_dir, RP_SUB_FRESH_2);
         struct stat sb;
         double fm = 0;
         if (stat(fa, &sb) != 0 || stat(fb, &sb) != 0) snprintf(fmsg, sizeof fmsg, "not run");
@@ -1852,7 +1841,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     x->j = cJSON_CreateObject();
     rp_status st = x->j ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     char p[PATHLEN];
-    path_fmt(p, "%s/case.json", in->case_dir);
+    rp_store_path(p, sizeof p, in->case_dir, RP_ART_CASE);
     if (st == RP_OK) st = rp_case_load(p, &x->c, err);
     if (st != RP_OK) {
         cls_free(x);
@@ -1860,7 +1849,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     }
     rp_case_id(&x->c, x->cid);
     rp_error e;
-    path_fmt(p, "%s/case.json", in->ref_dir);
+    rp_store_path(p, sizeof p, in->ref_dir, RP_ART_CASE);
     if ((x->have_rc = rp_case_load(p, &x->rc, &e) == RP_OK)) rp_case_id(&x->rc, x->rid);
     else snprintf(x->rid, sizeof x->rid, "?");
     cJSON_AddNumberToObject(x->j, "schema", 1);

@@ -11,7 +11,7 @@
 #include "harness/classify.h"
 #include "harness/commands.h"
 #include "harness/matrix.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -136,7 +136,7 @@ static int table(int n, char **dirs) {
            "name");
     for (int d = 0; d < n; d++) {
         char p[4200];
-        snprintf(p, sizeof p, "%s/summary.json", dirs[d]);
+        rp_store_path(p, sizeof p, dirs[d], RP_ART_SUMMARY);
         cJSON *sum = NULL;
         rp_error err;
         if (rp_store_read_json(p, &sum, &err) != RP_OK) {

@@ -13,7 +13,7 @@
 #include "engine/fsutil.h"
 #include "harness/env.h"
 #include "harness/matrix.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 
 #define PATHLEN 4096
 
@@ -122,16 +122,16 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
     (void)rp_store_remove_tree(tmp, NULL);
     RP_TRY(rp_store_mkdirs(tmp, err));
     /* what a later comparison reads, and the record of where it came from */
-    static const char *const required[] = {"case.json", "result.json", "latents.safetensors"};
-    static const char *const optional[] = {"env.json", "done.json", "trace.safetensors"};
+    static const rp_artifact required[] = {RP_ART_CASE, RP_ART_RESULT, RP_ART_LATENTS};
+    static const rp_artifact optional[] = {RP_ART_ENV, RP_ART_DONE, RP_ART_TRACE};
     rp_status st = RP_OK;
     for (size_t k = 0; st == RP_OK && k < sizeof required / sizeof required[0] + sizeof optional / sizeof optional[0];
          k++) {
         const int req = k < sizeof required / sizeof required[0];
-        const char *name = req ? required[k] : optional[k - sizeof required / sizeof required[0]];
+        const rp_artifact art = req ? required[k] : optional[k - sizeof required / sizeof required[0]];
+        const char *name = rp_artifact_name(art);
         char a[PATHLEN], b[PATHLEN];
-        if (snprintf(a, sizeof a, "%s/%s", src, name) >= (int)sizeof a ||
-            snprintf(b, sizeof b, "%s/%s", tmp, name) >= (int)sizeof b) {
+        if (rp_store_path(a, sizeof a, src, art) || rp_store_path(b, sizeof b, tmp, art)) {
             st = RP_FAIL(err, RP_ERR_INVALID, "golden: path too long under %s", src);
             break;
         }
@@ -143,8 +143,7 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
     }
     for (int i = 0; st == RP_OK && i < c->n_items; i++) {
         char a[PATHLEN], b[PATHLEN];
-        if (snprintf(a, sizeof a, "%s/image-%d.png", src, i) >= (int)sizeof a ||
-            snprintf(b, sizeof b, "%s/image-%d.png", tmp, i) >= (int)sizeof b)
+        if (rp_store_image_path(a, sizeof a, src, i) || rp_store_image_path(b, sizeof b, tmp, i))
             st = RP_FAIL(err, RP_ERR_INVALID, "golden: path too long under %s", src);
         else if (rp_is_file(a))
             st = rp_store_copy_file(a, b, err);
@@ -168,7 +167,7 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
             cJSON_AddStringToObject(j, "git", rp_git_revision());
             cJSON_AddStringToObject(j, "source", src);
             char p[PATHLEN];
-            st = snprintf(p, sizeof p, "%s/golden.json", tmp) < (int)sizeof p
+            st = !rp_store_path(p, sizeof p, tmp, RP_ART_GOLDEN)
                      ? rp_store_write_json(p, j, err)
                      : RP_FAIL(err, RP_ERR_INVALID, "golden: path too long under %s", tmp);
             cJSON_Delete(j);
@@ -182,7 +181,7 @@ rp_status rp_golden_save(const char *store, const char *src, const rp_case *c, c
 /* "cpu: <model>" or the GPU names from an env.json. */
 static void hardware_of(const char *dir, char *buf, size_t cap) {
     char p[PATHLEN];
-    snprintf(p, sizeof p, "%s/env.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_ENV);
     cJSON *j = NULL;
     rp_error e;
     snprintf(buf, cap, "?");
@@ -208,14 +207,14 @@ rp_status rp_golden_list(const char *dir, FILE *f, rp_error *err) {
             "hardware");
     for (int i = 0; i < g->n; i++) {
         char p[PATHLEN], deg[64], hw[256], id[17];
-        snprintf(p, sizeof p, "%s/case.json", g->dirs[i]);
+        rp_store_path(p, sizeof p, g->dirs[i], RP_ART_CASE);
         rp_error e;
         if (rp_case_load(p, c, &e) != RP_OK) continue;
         rp_case_id(c, id);
         rp_case_degrees_text(c, deg, sizeof deg);
         hardware_of(g->dirs[i], hw, sizeof hw);
         cJSON *j = NULL;
-        snprintf(p, sizeof p, "%s/golden.json", g->dirs[i]);
+        rp_store_path(p, sizeof p, g->dirs[i], RP_ART_GOLDEN);
         (void)rp_store_read_json(p, &j, &e);
         const cJSON *when = cJSON_GetObjectItemCaseSensitive(j, "recorded_at");
         const cJSON *mx = cJSON_GetObjectItemCaseSensitive(j, "matrix");

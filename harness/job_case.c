@@ -26,6 +26,7 @@
 #include "harness/commands.h"
 #include "harness/env.h"
 #include "harness/launch.h"
+#include "harness/store.h"
 #include "harness/validate.h"
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/device_cuda.h"
@@ -258,7 +259,7 @@ static rp_status write_images(const char *dir, const rp_gen_result *r, rp_error 
     char path[4200];
     const size_t per = (size_t)r->H * r->W * 3;
     for (int i = 0; r->rgb && i < r->B; i++) {
-        snprintf(path, sizeof path, "%.4000s/image-%d.png", dir, i);
+        rp_store_image_path(path, sizeof path, dir, i);
         RP_TRY(rp_png_write(path, r->rgb + i * per, r->W, r->H, err));
     }
     return RP_OK;
@@ -270,16 +271,16 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     const double t0 = now_s();
     char id[32], path[4200];
     rp_case_id(c, id);
-    snprintf(path, sizeof path, "%s/latents.safetensors", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_LATENTS);
     RP_TRY(write_latents(path, c, id, r, err));
     RP_TRY(write_images(dir, r, err));
-    snprintf(path, sizeof path, "%s/trace.safetensors", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_TRACE);
     RP_TRY(rp_trace_save(trace, path, err));
-    snprintf(path, sizeof path, "%s/env.json", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_ENV);
     RP_TRY(rp_env_write(path, c->numerics, err));
     t[6] = now_s() - t0;
     t[7] = now_s() - t_start;
-    snprintf(path, sizeof path, "%s/done.json", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_DONE);
     return write_done(path, c, id, r, par, device, t, err);
 }
 
@@ -290,7 +291,7 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
 static rp_status teacher_load(const char *ref_dir, int steps, int n_all, int first, int count, float **out,
                               rp_error *err) {
     char path[4200];
-    snprintf(path, sizeof path, "%.4000s/latents.safetensors", ref_dir);
+    rp_store_path(path, sizeof path, ref_dir, RP_ART_LATENTS);
     rp_st_file *f = NULL;
     RP_TRY(rp_st_open(path, &f, err));
     const rp_st_tensor *t = rp_st_find(f, "trajectory");
@@ -335,17 +336,17 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     if (st == RP_OK) st = rp_st_writer_meta(w, "repro.format", "teacher-v1", err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "case_id", id, err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "teacher_reference", ref_dir, err);
-    snprintf(path, sizeof path, "%.4000s/teacher.safetensors", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_TEACHER);
     if (st == RP_OK) st = rp_st_writer_write(w, path, err);
     rp_st_writer_free(w);
     free(steps);
     if (st == RP_OK) st = write_images(dir, r, err); /* with decode_ref: the reference's final latents' */
-    snprintf(path, sizeof path, "%.4000s/trace.safetensors", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_TRACE);
     if (st == RP_OK) st = rp_trace_save(trace, path, err);
-    snprintf(path, sizeof path, "%.4000s/env.json", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_ENV);
     if (st == RP_OK) st = rp_env_write(path, c->numerics, err);
     t[7] = now_s() - t_start;
-    snprintf(path, sizeof path, "%.4000s/done.json", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_DONE);
     return st == RP_OK ? write_done(path, c, id, r, par, device, t, err) : st;
 }
 
@@ -392,7 +393,7 @@ static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *
     char *text = cJSON_Print(j), path[4200];
     cJSON_Delete(j);
     if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-    snprintf(path, sizeof path, "%.4000s/replicas.json", dir);
+    rp_store_path(path, sizeof path, dir, RP_ART_REPLICAS);
     rp_status st = write_atomic(path, text, err);
     free(text);
     return st;
@@ -591,7 +592,7 @@ static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
     if (J->par.rank == 0) {
         st = make_dir(s->out_dir, &err);
         char p[4200];
-        snprintf(p, sizeof p, "%.4000s/case.json", s->out_dir);
+        rp_store_path(p, sizeof p, s->out_dir, RP_ART_CASE);
         if (st == RP_OK && save_case) st = rp_case_save(s->c, p, &err);
     }
     if ((st = job_agree(J, st, &err)) == RP_OK) st = job_run(J, s, &err);
@@ -636,13 +637,13 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
         rp_case tc;
         int noise = 0;
         rp_cls_twin_case(c, k, &tc, &noise);
-        snprintf(dir, sizeof dir, "%.3900s/twins/%s", prefix, rp_cls_twin_name(k));
+        rp_store_twin_dir(dir, sizeof dir, prefix, rp_cls_twin_name(k));
         if (noise && free_noise) {
             const run_spec tw = {.c = &tc, .out_dir = dir, .perturb_noise = noise};
             if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) return 1;
         }
         if (!rp_cls_twin_other_math(k)) continue; /* the noise alone */
-        snprintf(tdir, sizeof tdir, "%.4000s/teacher", dir);
+        rp_store_subdir(tdir, sizeof tdir, dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = &tc, .out_dir = tdir, .teacher_ref = J->o->out_dir};
         if (job_aux(J, "teacher", &tt, 1)) return 1;
     }
@@ -659,7 +660,7 @@ static void job_relation(job *J, const char *ref_dir, int identical, int *exact_
     char p[4200];
     rp_case rc;
     rp_error e;
-    snprintf(p, sizeof p, "%.4000s/case.json", ref_dir);
+    rp_store_path(p, sizeof p, ref_dir, RP_ART_CASE);
     const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
     *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
     *same_images = job_rank0_says(J, loaded && identical && (*exact_only || rp_cls_decoder_numerics_equal(J->c, &rc)));
@@ -694,10 +695,10 @@ static void job_classifier_runs(job *J) {
      * made. Not needed when the case's own decode already had that input (same_images), nor
      * for an invariant pair (whose latents are bitwise or already a bug). */
     char ref_image[4200];
-    snprintf(ref_image, sizeof ref_image, "%.4000s/image-0.png", tref ? tref : "");
+    rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
     const int images = other && !exact_only && !same_images && job_rank0_says(J, rank0 && rp_is_file(ref_image));
     if (teach) {
-        snprintf(dir, sizeof dir, "%.4000s/teacher", o->out_dir);
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
         if (job_aux(J, "teacher", &tt, 0)) return;
     }
@@ -711,10 +712,10 @@ static void job_classifier_runs(job *J) {
     if (teach && shadow && !exact_only) { /* an invariant pair has no envelope to tighten */
         rp_case sc = *J->c;
         snprintf(sc.precision, sizeof sc.precision, "fp32");
-        snprintf(dir, sizeof dir, "%.4000s/shadow/teacher", o->out_dir);
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_TEACHER);
         const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
-        snprintf(dir, sizeof dir, "%.4000s/shadow", o->out_dir);
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW);
         if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }
     /* The invariant shadow: the layout teacher-forced under invariant numerics, where an
@@ -722,12 +723,12 @@ static void job_classifier_runs(job *J) {
      * trajectory); the runner asks for it where both shadows exist and validate. */
     rp_case ic;
     if (o->then_invariant && (teach || tref == o->out_dir) && rp_cls_invariant_shadow(J->c, &ic)) {
-        snprintf(dir, sizeof dir, "%.4000s/invariant/teacher", o->out_dir);
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_INVARIANT_TEACHER);
         const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref};
         if (job_aux(J, "invariant teacher", &it, 1)) return;
     }
     if (images && !teach) {
-        snprintf(dir, sizeof dir, "%.4000s/decode", o->out_dir);
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_DECODE);
         const run_spec dd = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode = 1, .decode_only = 1};
         if (job_aux(J, "decode", &dd, 0)) return;
     }

@@ -84,158 +84,6 @@ static int path_fmt(char *buf, const char *fmt, ...) {
     return n < 0 || n >= PATHLEN;
 }
 
-/* ---- store helpers ---------------------------------------------------------------- */
-
-rp_status rp_store_mkdirs(const char *path, rp_error *err) {
-    char p[PATHLEN];
-    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p)
-        return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", path);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        const char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            return RP_FAIL(err, RP_ERR_IO, "cannot create directory %s: %s", p, strerror(errno));
-        *s = c;
-        if (!c) break;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return RP_FAIL(err, RP_ERR_IO, "%s exists and is not a directory", path);
-    return RP_OK;
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p) != 0 && errno != ENOENT ? -1 : 0;
-}
-
-rp_status rp_store_remove_tree(const char *path, rp_error *err) {
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? RP_OK : RP_FAIL(err, RP_ERR_IO, "%s: %s", path, strerror(errno));
-    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        return RP_FAIL(err, RP_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
-    return RP_OK;
-}
-
-/* path.tmp.<pid>.<tid>: several case threads may write at once. */
-static int tmp_name(char *buf, const char *path) {
-    return path_fmt(buf, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
-}
-
-static rp_status write_text_atomic(const char *path, const char *text, rp_error *err) {
-    RP_TRY(rp_atomic_target_ok(path, err));
-    char tmp[PATHLEN];
-    if (tmp_name(tmp, path)) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        const int e = errno;
-        remove(tmp);
-        return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", path, strerror(e));
-    }
-    return RP_OK;
-}
-
-rp_status rp_store_write_json(const char *path, const cJSON *j, rp_error *err) {
-    char *text = cJSON_Print(j);
-    if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory printing JSON", path);
-    rp_status st = write_text_atomic(path, text, err);
-    free(text);
-    return st;
-}
-
-rp_status rp_store_read_json(const char *path, cJSON **out, rp_error *err) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 8192, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len + 1 < cap || cap > (256u << 20)) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (!buf) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
-    if (bad) {
-        free(buf);
-        return RP_FAIL(err, RP_ERR_IO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = cJSON_ParseWithLength(buf, len);
-    free(buf);
-    return *out ? RP_OK : RP_FAIL(err, RP_ERR_FORMAT, "%s: not valid JSON", path);
-}
-
-rp_status rp_store_copy_file(const char *src, const char *dst, rp_error *err) {
-    RP_TRY(rp_atomic_target_ok(dst, err));
-    char tmp[PATHLEN];
-    if (tmp_name(tmp, dst)) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", dst);
-    FILE *in = fopen(src, "rb");
-    if (!in) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", src, strerror(errno));
-    FILE *out = fopen(tmp, "wb");
-    if (!out) {
-        fclose(in);
-        return RP_FAIL(err, RP_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    }
-    char buf[1 << 16];
-    size_t n;
-    int ok = 1;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-    ok = ok && !ferror(in);
-    fclose(in);
-    ok = fclose(out) == 0 && ok;
-    if (!ok || rename(tmp, dst) != 0) {
-        remove(tmp);
-        return RP_FAIL(err, RP_ERR_IO, "cannot copy %s to %s", src, dst);
-    }
-    return RP_OK;
-}
-
-rp_status rp_store_publish_dir(const char *tmp, const char *dst, rp_error *err) {
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0) return RP_OK;
-    if (errno == EEXIST) {
-        /* replace an older result in one step: the id never names a partial directory */
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_EXCHANGE) == 0) return rp_store_remove_tree(tmp, err);
-    }
-    if (errno != EINVAL && errno != ENOSYS && errno != EEXIST)
-        return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-    /* a file system without renameat2 flags: move the old one aside first */
-    char old[PATHLEN];
-    if (path_fmt(old, "%s.old.%ld", tmp, (long)gettid())) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", tmp);
-    struct stat sb;
-    const int exists = stat(dst, &sb) == 0;
-    if (exists && rename(dst, old) != 0)
-        return RP_FAIL(err, RP_ERR_IO, "cannot move %s aside: %s", dst, strerror(errno));
-    if (rename(tmp, dst) != 0) return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-    return exists ? rp_store_remove_tree(old, err) : RP_OK;
-}
-
-/* ---- JSON numbers that may be inf / nan ------------------------------------------------ */
-
-/* JSON has no inf/nan: they are stored as the strings "inf", "-inf", "nan". */
-static void put_num(cJSON *o, const char *key, double v) {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddStringToObject(o, key, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
-
-static double get_num(const cJSON *o, const char *key, double def) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    if (cJSON_IsString(v)) return strtod(v->valuestring, NULL); /* "inf", "-inf", "nan" */
-    return def;
-}
-
 static const char *get_str(const cJSON *o, const char *key, const char *def) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) ? v->valuestring : def;
@@ -243,107 +91,12 @@ static const char *get_str(const cJSON *o, const char *key, const char *def) {
 
 /* ---- comparing two result directories --------------------------------------------------- */
 
+/* What a comparison of two result directories found (rp_store_compare_outputs); ok: it
+ * was made (the directories' outputs could be compared at all). */
 typedef struct cmp_summary {
-    int ok;                    /* compared (same shapes) */
-    int identical;             /* latents bitwise equal and every image equal */
-    double max_abs, rel_l2;    /* latents */
-    double psnr, ssim, changed;/* worst image */
-    int n_images;
+    int ok;
+    rp_outputs_cmp c;
 } cmp_summary;
-
-/* Latents and trajectory of b against a (the reference) into o. */
-static rp_status cmp_latents(const char *da, const char *db, cJSON *o, cmp_summary *s, rp_error *err) {
-    char pa[PATHLEN], pb[PATHLEN];
-    path_fmt(pa, "%s/latents.safetensors", da);
-    path_fmt(pb, "%s/latents.safetensors", db);
-    rp_st_file *fa = NULL, *fb = NULL;
-    float *a = NULL, *b = NULL, *ta = NULL, *tb = NULL;
-    double *steps = NULL;
-    size_t na = 0;
-    const rp_st_tensor *t1, *t2;
-    rp_status st = rp_st_open(pa, &fa, err);
-    if (st == RP_OK) st = rp_st_open(pb, &fb, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fa, "latents", &a, &t1, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fb, "latents", &b, &t2, err);
-    if (st == RP_OK) na = t1->numel;
-    if (st == RP_OK && (!rp_st_same_shape(t1, t2) || na == 0))
-        st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", da, db);
-    if (st == RP_OK) {
-        rp_latent_metrics lm;
-        rp_latent_metrics_compute(a, b, na, &lm);
-        cJSON *l = cJSON_AddObjectToObject(o, "latents");
-        put_num(l, "max_abs", lm.max_abs);
-        put_num(l, "mean_abs", lm.mean_abs);
-        put_num(l, "rel_l2", lm.rel_l2);
-        put_num(l, "cosine", lm.cosine);
-        const int bitwise = memcmp(a, b, sizeof(float) * na) == 0;
-        cJSON_AddBoolToObject(l, "bitwise_equal", bitwise);
-        s->max_abs = lm.max_abs;
-        s->rel_l2 = lm.rel_l2;
-        s->identical = bitwise;
-    }
-    /* the trajectory is optional: compared when both have it with one shape */
-    rp_error e2;
-    if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
-        rp_st_read_f32_alloc(fa, "trajectory", &ta, &t1, &e2) == RP_OK &&
-        rp_st_read_f32_alloc(fb, "trajectory", &tb, &t2, &e2) == RP_OK && rp_st_same_shape(t1, t2) && t1->ndim >= 1 &&
-        t1->shape[0] > 0) {
-        const size_t T = (size_t)t1->shape[0];
-        steps = malloc(sizeof(double) * T);
-        if (steps) {
-            rp_trajectory_rel_l2(ta, tb, T, t1->numel / T, steps);
-            cJSON *arr = cJSON_AddArrayToObject(o, "trajectory_rel_l2");
-            for (size_t i = 0; i < T; i++) {
-                cJSON *tmp = cJSON_CreateObject();
-                put_num(tmp, "v", steps[i]);
-                cJSON *v = cJSON_DetachItemFromObject(tmp, "v");
-                cJSON_AddItemToArray(arr, v);
-                cJSON_Delete(tmp);
-            }
-        }
-    }
-    rp_st_close(fa);
-    rp_st_close(fb);
-    free(a);
-    free(b);
-    free(ta);
-    free(tb);
-    free(steps);
-    return st;
-}
-
-static rp_status cmp_images(const char *da, const char *db, int n_items, cJSON *o, cmp_summary *s, rp_error *err) {
-    cJSON *arr = cJSON_AddArrayToObject(o, "images");
-    s->psnr = INFINITY;
-    s->ssim = 1.0;
-    s->changed = 0.0;
-    for (int i = 0; i < n_items; i++) {
-        char pa[PATHLEN], pb[PATHLEN];
-        path_fmt(pa, "%s/image-%d.png", da, i);
-        path_fmt(pb, "%s/image-%d.png", db, i);
-        if (!rp_is_file(pa) && !rp_is_file(pb)) continue; /* a run without decoding */
-        rp_image_metrics im;
-        RP_TRY(rp_png_pair_metrics(pa, pb, &im, err));
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "index", i);
-        put_num(e, "psnr", im.psnr);
-        put_num(e, "ssim", im.ssim);
-        cJSON_AddNumberToObject(e, "max_abs", im.max_abs);
-        put_num(e, "changed", im.changed);
-        put_num(e, "changed_gt8", im.changed_gt8);
-        cJSON_AddItemToArray(arr, e);
-        if (im.psnr < s->psnr) s->psnr = im.psnr;
-        if (im.ssim < s->ssim || isnan(im.ssim)) s->ssim = im.ssim;
-        if (im.changed > s->changed) s->changed = im.changed;
-        if (im.max_abs) s->identical = 0;
-        s->n_images++;
-    }
-    cJSON *w = cJSON_AddObjectToObject(o, "worst_image");
-    put_num(w, "psnr", s->psnr);
-    put_num(w, "ssim", s->ssim);
-    put_num(w, "changed", s->changed);
-    return RP_OK;
-}
 
 /* Compares result dir db with reference dir da; returns the comparison object
  * (never NULL unless out of memory): either the metrics, or {"error": why}. */
@@ -353,9 +106,7 @@ static cJSON *compare_dirs(const char *da, const char *db, int n_items, cmp_summ
     if (!o) return NULL;
     rp_error e;
     rp_error_clear(&e);
-    rp_status st = cmp_latents(da, db, o, s, &e);
-    if (st == RP_OK) st = cmp_images(da, db, n_items, o, s, &e);
-    if (st != RP_OK) {
+    if (rp_store_compare_outputs(da, db, n_items, o, &s->c, &e) != RP_OK) {
         cJSON_Delete(o);
         o = cJSON_CreateObject();
         if (o) cJSON_AddStringToObject(o, "error", e.msg);
@@ -363,7 +114,7 @@ static cJSON *compare_dirs(const char *da, const char *db, int n_items, cmp_summ
         return o;
     }
     s->ok = 1;
-    cJSON_AddBoolToObject(o, "identical", s->identical);
+    cJSON_AddBoolToObject(o, "identical", s->c.identical);
     return o;
 }
 
@@ -456,11 +207,11 @@ static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
     const cJSON *lat = cJSON_GetObjectItemCaseSensitive(vs, "latents");
     const cJSON *wi = cJSON_GetObjectItemCaseSensitive(vs, "worst_image");
     oc->have_metrics = lat != NULL;
-    oc->max_abs = get_num(lat, "max_abs", NAN);
-    oc->rel_l2 = get_num(lat, "rel_l2", NAN);
-    oc->psnr = get_num(wi, "psnr", NAN);
-    oc->ssim = get_num(wi, "ssim", NAN);
-    oc->changed = get_num(wi, "changed", NAN);
+    oc->max_abs = rp_store_num(lat, "max_abs", NAN);
+    oc->rel_l2 = rp_store_num(lat, "rel_l2", NAN);
+    oc->psnr = rp_store_num(wi, "psnr", NAN);
+    oc->ssim = rp_store_num(wi, "ssim", NAN);
+    oc->changed = rp_store_num(wi, "changed", NAN);
     const cJSON *tol = cJSON_GetObjectItemCaseSensitive(mj, "tolerances");
     const cJSON *within = cJSON_GetObjectItemCaseSensitive(tol, "within");
     oc->within_tol = cJSON_IsBool(within) ? cJSON_IsTrue(within) : -1;
@@ -473,7 +224,7 @@ static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
         cJSON_ArrayForEach(e, reps) {
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "identical");
             if (!cJSON_IsTrue(id)) oc->repeat_identical = 0;
-            const double d = get_num(cJSON_GetObjectItemCaseSensitive(e, "latents"), "max_abs", NAN);
+            const double d = rp_store_num(cJSON_GetObjectItemCaseSensitive(e, "latents"), "max_abs", NAN);
             if (!(d <= oc->repeat_max_abs)) oc->repeat_max_abs = d;
         }
     }
@@ -483,7 +234,7 @@ static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
  * when dir holds no finished case. *stage gets "validate" or "run". */
 static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_t cap) {
     char p[PATHLEN];
-    path_fmt(p, "%s/result.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
     cJSON *j = NULL;
     rp_error e;
     if (rp_store_read_json(p, &j, &e) != RP_OK) return 0;
@@ -495,10 +246,10 @@ static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_
     oc->status = (rp_case_status)k;
     snprintf(oc->reason, sizeof oc->reason, "%s", get_str(j, "reason", ""));
     snprintf(stage, cap, "%s", get_str(j, "stage", "run"));
-    oc->wall_s = get_num(j, "wall_s", 0);
-    oc->failed_rank = (int)get_num(j, "failed_rank", -1);
+    oc->wall_s = rp_store_num(j, "wall_s", 0);
+    oc->failed_rank = (int)rp_store_num(j, "failed_rank", -1);
     cJSON_Delete(j);
-    path_fmt(p, "%s/metrics.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
     if (rp_store_read_json(p, &j, &e) == RP_OK) {
         outcome_metrics(oc, j);
         cJSON_Delete(j);
@@ -514,7 +265,7 @@ static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_
 /* The run stamp of a finished case dir into buf ("" if none). */
 static void stamp_of(const char *dir, char *buf, size_t cap) {
     char p[PATHLEN];
-    path_fmt(p, "%s/result.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
     cJSON *j = NULL;
     rp_error e;
     buf[0] = '\0';
@@ -570,27 +321,27 @@ static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcom
                 if (vs) cJSON_AddItemToObject(j, "vs_reference", vs);
                 if (cs.ok) {
                     oc->have_metrics = 1;
-                    oc->max_abs = cs.max_abs;
-                    oc->rel_l2 = cs.rel_l2;
-                    oc->psnr = cs.n_images ? cs.psnr : NAN;
-                    oc->ssim = cs.n_images ? cs.ssim : NAN;
-                    oc->changed = cs.n_images ? cs.changed : NAN;
+                    oc->max_abs = cs.c.max_abs;
+                    oc->rel_l2 = cs.c.rel_l2;
+                    oc->psnr = cs.c.n_images ? cs.c.psnr : NAN;
+                    oc->ssim = cs.c.n_images ? cs.c.ssim : NAN;
+                    oc->changed = cs.c.n_images ? cs.c.changed : NAN;
                     const rp_tolerances *t = &r->m->tol;
                     if (tol_set(t->latents_max_abs) || tol_set(t->latents_rel_l2) || tol_set(t->psnr_min) ||
                         tol_set(t->ssim_min) || tol_set(t->changed_max)) {
                         /* NaN metrics fail every tolerance they are checked against */
                         int within = 1;
-                        if (tol_set(t->latents_max_abs)) within &= cs.max_abs <= t->latents_max_abs;
-                        if (tol_set(t->latents_rel_l2)) within &= cs.rel_l2 <= t->latents_rel_l2;
-                        if (cs.n_images && tol_set(t->psnr_min)) within &= cs.psnr >= t->psnr_min;
-                        if (cs.n_images && tol_set(t->ssim_min)) within &= cs.ssim >= t->ssim_min;
-                        if (cs.n_images && tol_set(t->changed_max)) within &= cs.changed <= t->changed_max;
+                        if (tol_set(t->latents_max_abs)) within &= cs.c.max_abs <= t->latents_max_abs;
+                        if (tol_set(t->latents_rel_l2)) within &= cs.c.rel_l2 <= t->latents_rel_l2;
+                        if (cs.c.n_images && tol_set(t->psnr_min)) within &= cs.c.psnr >= t->psnr_min;
+                        if (cs.c.n_images && tol_set(t->ssim_min)) within &= cs.c.ssim >= t->ssim_min;
+                        if (cs.c.n_images && tol_set(t->changed_max)) within &= cs.c.changed <= t->changed_max;
                         cJSON *tj = cJSON_AddObjectToObject(j, "tolerances");
-                        if (tol_set(t->latents_max_abs)) put_num(tj, "latents_max_abs", t->latents_max_abs);
-                        if (tol_set(t->latents_rel_l2)) put_num(tj, "latents_rel_l2", t->latents_rel_l2);
-                        if (tol_set(t->psnr_min)) put_num(tj, "psnr_min", t->psnr_min);
-                        if (tol_set(t->ssim_min)) put_num(tj, "ssim_min", t->ssim_min);
-                        if (tol_set(t->changed_max)) put_num(tj, "changed_max", t->changed_max);
+                        if (tol_set(t->latents_max_abs)) rp_store_put_num(tj, "latents_max_abs", t->latents_max_abs);
+                        if (tol_set(t->latents_rel_l2)) rp_store_put_num(tj, "latents_rel_l2", t->latents_rel_l2);
+                        if (tol_set(t->psnr_min)) rp_store_put_num(tj, "psnr_min", t->psnr_min);
+                        if (tol_set(t->ssim_min)) rp_store_put_num(tj, "ssim_min", t->ssim_min);
+                        if (tol_set(t->changed_max)) rp_store_put_num(tj, "changed_max", t->changed_max);
                         cJSON_AddBoolToObject(tj, "within", within);
                         oc->within_tol = within;
                     }
@@ -612,12 +363,12 @@ static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcom
             if (!c) continue;
             cJSON_AddNumberToObject(c, "run", k);
             cJSON_AddItemToArray(reps, c);
-            if (!cs.ok || !cs.identical) oc->repeat_identical = 0;
-            if (cs.ok && !(cs.max_abs <= oc->repeat_max_abs)) oc->repeat_max_abs = cs.max_abs;
+            if (!cs.ok || !cs.c.identical) oc->repeat_identical = 0;
+            if (cs.ok && !(cs.c.max_abs <= oc->repeat_max_abs)) oc->repeat_max_abs = cs.c.max_abs;
         }
     }
     char p[PATHLEN];
-    path_fmt(p, "%s/metrics.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
     rp_status st = rp_store_write_json(p, j, err);
     cJSON_Delete(j);
     return st;
@@ -629,7 +380,7 @@ static int metrics_stale(runner *r, int i) {
     char dir[PATHLEN], rdir[PATHLEN], p[PATHLEN], stamp[128];
     case_dir(r, i, dir);
     case_dir(r, r->m->cases[i].ref, rdir);
-    path_fmt(p, "%s/metrics.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
     cJSON *j = NULL;
     rp_error e;
     if (rp_store_read_json(p, &j, &e) != RP_OK) return 1;
@@ -679,7 +430,7 @@ static rp_status write_result(runner *r, int i, const char *dir, const rp_case_o
     cJSON_AddStringToObject(j, "finished_at", when);
     cJSON_AddStringToObject(j, "run_stamp", stamp);
     char p[PATHLEN];
-    path_fmt(p, "%s/result.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
     rp_status st = rp_store_write_json(p, j, err);
     cJSON_Delete(j);
     return st;
@@ -753,7 +504,7 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
         switch (res->status) {
         case RP_LAUNCH_OK: {
             char done[PATHLEN];
-            path_fmt(done, "%s/done.json", out);
+            rp_store_path(done, sizeof done, out, RP_ART_DONE);
             oc->status = RP_CASE_OK;
             if (!rp_is_file(done)) {
                 oc->status = RP_CASE_CRASH;
@@ -918,7 +669,7 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     } else if (mc->ref != i) {
         char done[PATHLEN];
         case_dir(r, mc->ref, p->ref);
-        path_fmt(done, "%s/done.json", p->ref);
+        rp_store_path(done, sizeof done, p->ref, RP_ART_DONE);
         if (rp_is_file(done)) {
             p->argv[na++] = "--then-teacher";
             p->argv[na++] = p->ref;
@@ -952,11 +703,11 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     int step, ok = 0;
     double m;
     if (rp_cls_rerun_check(tmp, ref, &step, &m) != 1) return 0;
-    path_fmt(cj, "%s/case.json", tmp);
-    path_fmt(dir, "%s/fresh", tmp);
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH);
     if (aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok)) return 1;
     if (!ok) return 0;
-    path_fmt(dir, "%s/fresh-2", tmp);
+    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_2);
     return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
 }
 
@@ -993,7 +744,7 @@ static void classify_now(runner *r, int i, const char *dir, rp_case_outcome *oc)
     if (!r->m->cls.enabled) return;
     if (mc->ref == i) snprintf(ref, sizeof ref, "%s", dir);
     else case_dir(r, mc->ref, ref);
-    path_fmt(done, "%s/done.json", ref);
+    rp_store_path(done, sizeof done, ref, RP_ART_DONE);
     if (oc->status == RP_CASE_OK && !rp_is_file(done)) {
         snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "not classified: the reference did not run ok");
         return;
@@ -1021,7 +772,7 @@ static void classify_now(runner *r, int i, const char *dir, rp_case_outcome *oc)
 static int classification_stale(const runner *r, const char *dir) {
     if (!r->m->cls.enabled) return 0;
     char p[PATHLEN], key[256];
-    path_fmt(p, "%s/classification.json", dir);
+    rp_store_path(p, sizeof p, dir, RP_ART_CLASSIFICATION);
     cJSON *j = NULL;
     rp_error e;
     if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return 1;
@@ -1050,7 +801,7 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
         char p[PATHLEN];
         struct stat sb;
         if (de->d_name[0] == '.' || path_fmt(p, "%s/%s", dir, de->d_name)) continue;
-        if (!strcmp(de->d_name, "aux.json")) {
+        if (!strcmp(de->d_name, rp_artifact_name(RP_ART_AUX))) {
             cJSON *j = NULL;
             rp_error e;
             if (rp_store_read_json(p, &j, &e) != RP_OK) continue;
@@ -1074,7 +825,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
     path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
     case_dir(r, i, fin);
-    path_fmt(cj, "%s/case.json", tmp);
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
     rp_error e;
     rp_error_clear(&e);
     oc->wall_s = 0;
@@ -1214,7 +965,7 @@ static rp_status record_config_error(runner *r, int i, rp_case_outcome *oc, rp_e
     char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
     path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
     case_dir(r, i, fin);
-    path_fmt(cj, "%s/case.json", tmp);
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
     (void)rp_store_remove_tree(tmp, NULL);
     RP_TRY(rp_store_mkdirs(tmp, err));
     rp_status st = rp_case_save(&mc->c, cj, err);
@@ -1276,7 +1027,7 @@ static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
 static int classify_golden(runner *r, int i, const char *dir, const char *gd, rp_case_outcome *oc) {
     const rp_matrix_case *mc = &r->m->cases[i];
     char cj[PATHLEN], td[PATHLEN], ref[PATHLEN], label[PATHLEN + 8], nsteps[32];
-    path_fmt(cj, "%s/case.json", dir);
+    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
     path_fmt(td, "%s/teacher-golden", dir);
     case_dir(r, mc->ref, ref);
     snprintf(label, sizeof label, "golden %s", gd);
@@ -1339,17 +1090,17 @@ static rp_status compare_goldens(runner *r, rp_error *err) {
         cJSON_AddStringToObject(j, "golden", gd);
         cJSON_AddStringToObject(j, "golden_of", r->m->cases[mc->ref].id);
         cJSON *info = NULL;
-        path_fmt(p, "%s/golden.json", gd);
+        rp_store_path(p, sizeof p, gd, RP_ART_GOLDEN);
         rp_error e2;
         if (rp_store_read_json(p, &info, &e2) == RP_OK) cJSON_AddItemToObject(j, "recorded", info);
         cJSON_AddItemToObject(j, "vs_golden", vs);
-        path_fmt(p, "%s/golden.json", dir);
+        rp_store_path(p, sizeof p, dir, RP_ART_GOLDEN);
         st = rp_store_write_json(p, j, err);
         cJSON_Delete(j);
         if (cs.ok) {
             oc->have_golden = 1;
-            oc->g_max_abs = cs.max_abs;
-            oc->g_psnr = cs.n_images ? cs.psnr : NAN;
+            oc->g_max_abs = cs.c.max_abs;
+            oc->g_psnr = cs.c.n_images ? cs.c.psnr : NAN;
             if (st == RP_OK && r->m->cls.enabled && classify_golden(r, i, dir, gd, oc)) {
                 r->s->cancelled = 1;
                 break;
@@ -1431,27 +1182,27 @@ static rp_status write_summary(const runner *r, rp_error *err) {
         cJSON_AddNumberToObject(c, "wall_s", oc->wall_s);
         if (oc->have_metrics) {
             cJSON *v = cJSON_AddObjectToObject(c, "vs_reference");
-            put_num(v, "latents_max_abs", oc->max_abs);
-            put_num(v, "latents_rel_l2", oc->rel_l2);
-            put_num(v, "psnr", oc->psnr);
-            put_num(v, "ssim", oc->ssim);
-            put_num(v, "changed", oc->changed);
+            rp_store_put_num(v, "latents_max_abs", oc->max_abs);
+            rp_store_put_num(v, "latents_rel_l2", oc->rel_l2);
+            rp_store_put_num(v, "psnr", oc->psnr);
+            rp_store_put_num(v, "ssim", oc->ssim);
+            rp_store_put_num(v, "changed", oc->changed);
             if (oc->within_tol >= 0) cJSON_AddBoolToObject(v, "within_tolerances", oc->within_tol);
         }
         if (oc->repeat_identical >= 0) {
             cJSON *v = cJSON_AddObjectToObject(c, "repeats");
             cJSON_AddBoolToObject(v, "identical", oc->repeat_identical);
-            put_num(v, "max_abs", oc->repeat_max_abs);
+            rp_store_put_num(v, "max_abs", oc->repeat_max_abs);
         }
         if (oc->have_golden) {
             cJSON *v = cJSON_AddObjectToObject(c, "vs_golden");
-            put_num(v, "latents_max_abs", oc->g_max_abs);
-            put_num(v, "psnr", oc->g_psnr);
+            rp_store_put_num(v, "latents_max_abs", oc->g_max_abs);
+            rp_store_put_num(v, "psnr", oc->g_psnr);
         }
         cJSON_AddItemToArray(arr, c);
     }
     char p[PATHLEN];
-    path_fmt(p, "%s/summary.json", s->dir);
+    rp_store_path(p, sizeof p, s->dir, RP_ART_SUMMARY);
     rp_status st = rp_store_write_json(p, j, err);
     cJSON_Delete(j);
     return st;

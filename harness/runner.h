@@ -1,40 +1,8 @@
 /* runner.h — runs the cases of an expanded matrix and keeps their results.
  *
- * Store: <results>/<matrix name>/<case id>/ holds one finished case:
- *   case.json          the case (rp_case_save)
- *   result.json        status (ok | CONFIG_ERROR | CRASH | HANG), reason, failing rank and
- *                      its stderr tail, wall time, a run stamp; written by the runner
- *   env.json, latents.safetensors, image-<i>.png, trace.safetensors, done.json
- *                      written by rank 0 of `repro worker --job case`
- *   rank<r>.out/.err   every rank's output
- *   repeat-<k>/        runs 2..N of the case when the matrix has repeat: N
- *   metrics.json       the case against its reference (and repeats against run 1)
- *   golden.json        with --golden: the case against the golden of its reference
- * and the classifier's (harness/classify.h; the matrix's classify:, on by default):
- *   classification.json the verdict and its evidence (schema in harness/verdict.h)
- *   twins/<name>/      a reference's rounding twins (reduce-split, threads, noise-ulp, ...),
- *                      each a run with its own teacher/
- *   teacher/           the case's configuration teacher-forced from its reference's
- *                      trajectory (a reference's: from its own)
- *   shadow/teacher/    a bf16/fp16/tf32 case's layout teacher-forced at fp32 (a reference's,
- *                      with its twins' under shadow/twins/)
- *   invariant/teacher/ the layout teacher-forced under invariant numerics (exact CPU layouts)
- *   decode/            the reference's final latents decoded with the case's layout, when
- *                      no teacher run did it
- *   fresh/, fresh-2/   the case alone in fresh launches, when its leak check differed
- *   teacher-golden/, classification-golden.json   with --golden: the same against the golden
- *   each of these runs' directories holds aux.json (how the run ended) and its rank<r>.out/.err
- * A case is built in <results>/<matrix>/.tmp-<id>-<pid>/ and renamed to <id>/
- * when complete, so a directory named by an id is always a finished case: a
- * sweep killed at any point (even SIGKILL) resumes with nothing corrupt, and a
- * finished case is never recomputed (--rerun forces it; --retry-failed reruns
- * CRASH and HANG; an INFRA_ERROR is never stored, so it always runs again). metrics.json is derived: it is recomputed in place when
- * missing or when the reference was rerun since (the run stamps differ);
- * classification.json too (also when the classify options changed), from the runs
- * kept (the classifier's runs are not repeated then: --rerun redoes them).
- * <results>/<matrix>/summary.json lists every selected case, SKIPPED ones with
- * their reason (they get no directory: the hardware may exist elsewhere).
- * <results>/<matrix>/.lock (flock) keeps two sweeps out of one directory.
+ * Store: one directory per finished case, its layout and every artifact's name in
+ * harness/store.h; the runner builds each case in a temporary directory and publishes it
+ * whole, and derives metrics.json and classification.json from what is kept.
  *
  * Before anything runs each case is validated (harness/validate.h): a rule
  * broken on any hardware -> CONFIG_ERROR, recorded without launching; a case
@@ -59,6 +27,7 @@
 
 #include "engine/error.h"
 #include "harness/matrix.h"
+#include "harness/store.h"
 
 typedef enum rp_case_status {
     RP_CASE_PENDING = 0,   /* not run (not selected, or the sweep was cancelled) */
@@ -159,27 +128,5 @@ void rp_sweep_free(rp_sweep *s);
  * CONFIG_ERROR, NONDETERMINISTIC in deterministic mode; also against a golden);
  * 1 otherwise; 130 cancelled. */
 int rp_sweep_exit_code(const rp_sweep *s);
-
-/* ---- store helpers (also used by the golden store) ----------------------------------- */
-
-/* mkdir -p path (mode 0777 & ~umask); RP_ERR_IO naming the part that failed. */
-rp_status rp_store_mkdirs(const char *path, rp_error *err);
-
-/* rm -rf path without following symlinks; a missing path is fine. */
-rp_status rp_store_remove_tree(const char *path, rp_error *err);
-
-/* Writes j (pretty-printed) to path atomically (path.tmp.<pid>, rename). */
-rp_status rp_store_write_json(const char *path, const cJSON *j, rp_error *err);
-
-/* Parses the JSON file at path into *out (caller deletes). RP_ERR_IO when it
- * cannot be read, RP_ERR_FORMAT when it is not JSON. */
-rp_status rp_store_read_json(const char *path, cJSON **out, rp_error *err);
-
-/* Copies the regular file src to dst (dst written whole, then renamed). */
-rp_status rp_store_copy_file(const char *src, const char *dst, rp_error *err);
-
-/* Puts the finished directory tmp in place of dst: rename, or an atomic
- * exchange when dst exists (the old one is then removed). */
-rp_status rp_store_publish_dir(const char *tmp, const char *dst, rp_error *err);
 
 #endif

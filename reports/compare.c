@@ -10,107 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/image.h"
-#include "engine/safetensors.h"
 #include "harness/metrics.h"
+#include "harness/store.h"
 #include "reports/rutil.h"
 
 /* ---- two result directories ------------------------------------------------------------ */
-
-/* A number array member that may hold inf/nan (stored as strings, as the runner does). */
-static void add_num_to_array(cJSON *arr, double v) {
-    cJSON *x = isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-    if (x) cJSON_AddItemToArray(arr, x);
-}
-
-/* Latents (and trajectory) of b against a into o; *identical cleared when they differ. */
-static rp_status cmp_latents(const char *da, const char *db, cJSON *o, int *identical, rp_error *err) {
-    char pa[RP_REPORT_PATHLEN], pb[RP_REPORT_PATHLEN];
-    rp_pathf(pa, sizeof pa, "%s/latents.safetensors", da);
-    rp_pathf(pb, sizeof pb, "%s/latents.safetensors", db);
-    if (!rp_is_file(pa) && !rp_is_file(pb)) return RP_OK; /* neither kept latents */
-    rp_st_file *fa = NULL, *fb = NULL;
-    float *a = NULL, *b = NULL;
-    const rp_st_tensor *ta = NULL, *tb = NULL;
-    rp_status st = rp_st_open(pa, &fa, err);
-    if (st == RP_OK) st = rp_st_open(pb, &fb, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fa, "latents", &a, &ta, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fb, "latents", &b, &tb, err);
-    if (st == RP_OK && (!rp_st_same_shape(ta, tb) || ta->numel == 0))
-        st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", da, db);
-    if (st == RP_OK) {
-        rp_latent_metrics m;
-        rp_latent_metrics_compute(a, b, ta->numel, &m);
-        cJSON *l = cJSON_AddObjectToObject(o, "latents");
-        rp_j_put_num(l, "max_abs", m.max_abs);
-        rp_j_put_num(l, "mean_abs", m.mean_abs);
-        rp_j_put_num(l, "rel_l2", m.rel_l2);
-        rp_j_put_num(l, "cosine", m.cosine);
-        const int bitwise = memcmp(a, b, sizeof(float) * ta->numel) == 0;
-        cJSON_AddBoolToObject(l, "bitwise_equal", bitwise);
-        if (!bitwise) *identical = 0;
-    }
-    free(a);
-    free(b);
-    a = b = NULL;
-    /* the trajectory is optional: compared when both have one of one shape */
-    rp_error e2;
-    if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
-        rp_st_read_f32_alloc(fa, "trajectory", &a, &ta, &e2) == RP_OK && rp_st_read_f32_alloc(fb, "trajectory", &b, &tb, &e2) == RP_OK &&
-        rp_st_same_shape(ta, tb) && ta->ndim >= 1 && ta->shape[0] > 0) {
-        const size_t T = (size_t)ta->shape[0];
-        double *steps = malloc(sizeof *steps * T);
-        cJSON *arr = steps ? cJSON_AddArrayToObject(o, "trajectory_rel_l2") : NULL;
-        if (arr) {
-            rp_trajectory_rel_l2(a, b, T, ta->numel / T, steps);
-            for (size_t t = 0; t < T; t++) add_num_to_array(arr, steps[t]);
-        }
-        free(steps);
-    }
-    free(a);
-    free(b);
-    rp_st_close(fa);
-    rp_st_close(fb);
-    return st;
-}
-
-/* Every image-<i>.png in both directories. */
-static rp_status cmp_images(const char *da, const char *db, cJSON *o, int *identical, rp_error *err) {
-    cJSON *arr = cJSON_AddArrayToObject(o, "images");
-    double wp = INFINITY, ws = 1.0, wc = 0.0;
-    int n = 0;
-    for (int i = 0;; i++) {
-        char pa[RP_REPORT_PATHLEN], pb[RP_REPORT_PATHLEN];
-        rp_pathf(pa, sizeof pa, "%s/image-%d.png", da, i);
-        rp_pathf(pb, sizeof pb, "%s/image-%d.png", db, i);
-        const int ha = rp_is_file(pa), hb = rp_is_file(pb);
-        if (!ha && !hb) break;
-        if (ha != hb) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s exists but %s does not", ha ? pa : pb, ha ? pb : pa);
-        rp_image_metrics m;
-        RP_TRY(rp_png_pair_metrics(pa, pb, &m, err));
-        cJSON *e = cJSON_CreateObject();
-        if (!e) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-        cJSON_AddNumberToObject(e, "index", i);
-        rp_j_put_num(e, "psnr", m.psnr);
-        rp_j_put_num(e, "ssim", m.ssim);
-        cJSON_AddNumberToObject(e, "max_abs", m.max_abs);
-        rp_j_put_num(e, "changed", m.changed);
-        rp_j_put_num(e, "changed_gt8", m.changed_gt8);
-        cJSON_AddItemToArray(arr, e);
-        if (m.psnr < wp) wp = m.psnr;
-        if (m.ssim < ws || isnan(m.ssim)) ws = m.ssim;
-        if (m.changed > wc) wc = m.changed;
-        if (m.max_abs) *identical = 0;
-        n++;
-    }
-    if (n) {
-        cJSON *w = cJSON_AddObjectToObject(o, "worst_image");
-        rp_j_put_num(w, "psnr", wp);
-        rp_j_put_num(w, "ssim", ws);
-        rp_j_put_num(w, "changed", wc);
-    }
-    return RP_OK;
-}
 
 cJSON *rp_outputs_compare(const char *a, const char *b, int *ok) {
     *ok = 0;
@@ -118,10 +22,9 @@ cJSON *rp_outputs_compare(const char *a, const char *b, int *ok) {
     if (!o) return NULL;
     rp_error e;
     rp_error_clear(&e);
-    int identical = 1;
-    rp_status st = cmp_latents(a, b, o, &identical, &e);
-    if (st == RP_OK) st = cmp_images(a, b, o, &identical, &e);
-    if (st == RP_OK && !rp_j_get(o, "latents") && cJSON_GetArraySize(rp_j_get(o, "images")) == 0)
+    rp_outputs_cmp c;
+    rp_status st = rp_store_compare_outputs(a, b, -1, o, &c, &e);
+    if (st == RP_OK && !c.latents && !c.n_images)
         st = RP_FAIL(&e, RP_ERR_NOT_FOUND, "neither %s nor %s holds latents or images", a, b);
     if (st != RP_OK) {
         cJSON_Delete(o);
@@ -129,7 +32,7 @@ cJSON *rp_outputs_compare(const char *a, const char *b, int *ok) {
         if (o) cJSON_AddStringToObject(o, "error", e.msg);
         return o;
     }
-    cJSON_AddBoolToObject(o, "identical", identical);
+    cJSON_AddBoolToObject(o, "identical", c.identical);
     *ok = 1;
     return o;
 }

@@ -25,7 +25,7 @@
 
 #include "engine/image.h"
 #include "harness/metrics.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 #include "reports/rutil.h"
 
 #define THUMB 256        /* largest side embedded as is */
@@ -701,8 +701,8 @@ static void images_block(rp_sb *b, img_reg *g, const rp_rcase *c, int compare) {
     const int shown = c->n_images < MAX_ITEMS_SHOWN ? c->n_images : MAX_ITEMS_SHOWN;
     for (int i = 0; i < shown; i++) {
         char pa[RP_REPORT_PATHLEN], pb[RP_REPORT_PATHLEN];
-        rp_pathf(pb, sizeof pb, "%s/image-%d.png", c->dir, i);
-        rp_pathf(pa, sizeof pa, "%s/image-%d.png", c->ref_dir, i);
+        rp_store_image_path(pb, sizeof pb, c->dir, i);
+        rp_store_image_path(pa, sizeof pa, c->ref_dir, i);
         const int kb = reg_image(g, pb);
         const int ka = has_ref ? reg_image(g, pa) : -1;
         int scale = 0, kh = -1;

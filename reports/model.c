@@ -14,7 +14,7 @@
 
 #include "harness/case.h"
 #include "harness/matrix.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 #include "reports/rutil.h"
 
 /* ---- display classes ---------------------------------------------------------------- */
@@ -177,7 +177,7 @@ static void load_case_dir(rp_rcase *c, const char *cdir) {
     }
     for (c->n_images = 0;; c->n_images++) {
         char p[RP_REPORT_PATHLEN];
-        if (rp_pathf(p, sizeof p, "%s/image-%d.png", cdir, c->n_images) || !rp_is_file(p)) break;
+        if (rp_store_image_path(p, sizeof p, cdir, c->n_images) || !rp_is_file(p)) break;
     }
     if (note[0] && !c->reason[0]) snprintf(c->reason, sizeof c->reason, "unreadable: %s", note);
 }
@@ -185,8 +185,8 @@ static void load_case_dir(rp_rcase *c, const char *cdir) {
 /* 1 when d looks like a case directory. */
 static int is_case_dir(const char *d) {
     char p[RP_REPORT_PATHLEN];
-    if (!rp_pathf(p, sizeof p, "%s/result.json", d) && rp_is_file(p)) return 1;
-    return !rp_pathf(p, sizeof p, "%s/case.json", d) && rp_is_file(p);
+    if (!rp_store_path(p, sizeof p, d, RP_ART_RESULT) && rp_is_file(p)) return 1;
+    return !rp_store_path(p, sizeof p, d, RP_ART_CASE) && rp_is_file(p);
 }
 
 /* 1 when summary.json at p is a report's (ours) rather than the runner's. */
@@ -198,7 +198,7 @@ static int skip_name(const char *n) { return n[0] == '.'; }
 /* 1 when d is a matrix directory: the runner's summary.json or a case directory in it. */
 static int is_matrix_dir(const char *d) {
     char p[RP_REPORT_PATHLEN];
-    if (!rp_pathf(p, sizeof p, "%s/summary.json", d) && rp_is_file(p)) {
+    if (!rp_store_path(p, sizeof p, d, RP_ART_SUMMARY) && rp_is_file(p)) {
         cJSON *j = NULL;
         rp_error e;
         const int ours = rp_store_read_json(p, &j, &e) == RP_OK && is_report_summary(j);
@@ -235,7 +235,7 @@ static rp_status load_matrix(const char *mdir, rp_run *r, rp_error *err) {
     size_t bl = strcspn(b, "/");
     snprintf(matrix, sizeof matrix, "%.*s", (int)(bl < sizeof matrix ? bl : sizeof matrix - 1), b);
     cJSON *sum = NULL;
-    if (!rp_pathf(p, sizeof p, "%s/summary.json", mdir) && rp_is_file(p)) {
+    if (!rp_store_path(p, sizeof p, mdir, RP_ART_SUMMARY) && rp_is_file(p)) {
         RP_TRY(rp_store_read_json(p, &sum, err));
         if (is_report_summary(sum)) {
             cJSON_Delete(sum);

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "engine/fsutil.h"
-#include "harness/runner.h"
+#include "harness/store.h"
 #include "reports/rutil.h"
 
 void rp_plots_free(rp_plots *p) {

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "harness/runner.h"
+#include "harness/store.h"
 #include "reports/rutil.h"
 
 rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *err) {
@@ -15,7 +15,7 @@ rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *er
     rp_status st = RP_OK;
     if (o->plots) st = rp_plots_render(r, o->out_dir, &plots, err);
     else st = rp_plots_skip_all(r, "plots not asked for (--no-plots)", &plots, err);
-    if (st == RP_OK && rp_pathf(p, sizeof p, "%s/summary.json", o->out_dir))
+    if (st == RP_OK && rp_store_path(p, sizeof p, o->out_dir, RP_ART_SUMMARY))
         st = RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", o->out_dir);
     if (st == RP_OK) st = rp_report_json(r, &plots, p, err);
     if (st == RP_OK) {

@@ -2,7 +2,7 @@
  * (people), report.md (CI comments, terminals), junit.xml (test reporters),
  * gnuplot plots, an SQLite history of runs and the end-of-run terminal summary.
  *
- * Everything here reads the result store (harness/runner.h) and never runs a
+ * Everything here reads the result store (harness/store.h) and never runs a
  * case: a report is rebuilt from <results>/<matrix>/<case id>/ at any time.
  * The in-memory model is rp_run: one row (rp_rcase) per case with its config,
  * its verdict (classification.json when the classifier has written one, else
