@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "models/registry.h"
 #include "models/text_encoder.h"
 #include "parallel/parallel.h"
@@ -25,12 +26,6 @@
 #include "trace.h"
 #include "vae/vae.h"
 #include "weights_cache.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- parallel layouts ---------------------------------------------------------------- */
 
@@ -855,9 +850,9 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     rp_status st;
 
     /* 1. prompts -> text states (the encoder is freed before the transformer loads) */
-    double t0 = now_s();
+    double t0 = rp_now_s();
     if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
-    res->encode_seconds = now_s() - t0;
+    res->encode_seconds = rp_now_s() - t0;
 
     /* 2. schedule: SD3 static shift 3; FLUX-dev mu from the packed image sequence length;
      * FLUX-schnell (no guidance embedder) unshifted */
@@ -927,14 +922,14 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     flow_text_free(&text); /* the denoiser holds its own batch copy */
     rp_flow_denoiser den = rp_flow_gen_denoiser_as(&dd);
     memcpy(res->latents, res->noise, sizeof(float) * n);
-    t0 = now_s();
+    t0 = rp_now_s();
     if (req->teacher) {
         st = flow_teacher(&sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
         if (st == RP_OK) memcpy(res->latents, res->trajectory + (size_t)N * n, sizeof(float) * n);
     } else {
         st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
     }
-    res->sample_seconds = now_s() - t0;
+    res->sample_seconds = rp_now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_flow_gen_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
@@ -946,9 +941,9 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
 
     /* 6. decode */
     if (req->decode) {
-        t0 = now_s();
+        t0 = rp_now_s();
         if ((st = decode_all(req, ctx, res, err)) != RP_OK) goto fail;
-        res->decode_seconds = now_s() - t0;
+        res->decode_seconds = rp_now_s() - t0;
     }
     rp_flow_schedule_free(&sched);
     return RP_OK;
@@ -1098,7 +1093,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     rp_noise_src nsrc = {&inoise, item_noise_fill};
     rp_sampler_cfg scfg = {req->sampler, req->eta};
     memcpy(res->latents, res->noise, sizeof(float) * n);
-    double t0 = now_s();
+    double t0 = rp_now_s();
     if (req->teacher) {
         st = dit_teacher(&scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
                          res->timesteps, err);
@@ -1106,7 +1101,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     } else {
         st = rp_sample(&scfg, &sched, &den, &nsrc, res->latents, n, res->trajectory, res->timesteps, err);
     }
-    res->sample_seconds = now_s() - t0;
+    res->sample_seconds = rp_now_s() - t0;
     res->n_evals = dd.n_evals;
     rp_dit_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
@@ -1115,9 +1110,9 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     if (st != RP_OK) goto fail;
 
     if (req->decode) {
-        t0 = now_s();
+        t0 = rp_now_s();
         if ((st = decode_all(req, ctx, res, err)) != RP_OK) goto fail;
-        res->decode_seconds = now_s() - t0;
+        res->decode_seconds = rp_now_s() - t0;
     }
     free(y);
     rp_schedule_free(&sched);

@@ -1,6 +1,8 @@
 /* strutil.c — see strutil.h. */
 #include "strutil.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rp_edit_distance(const char *a, const char *b) {
@@ -21,4 +23,14 @@ int rp_edit_distance(const char *a, const char *b) {
         memcpy(prev, cur, sizeof(int) * (lb + 1));
     }
     return prev[lb];
+}
+
+int rp_parse_u64(const char *s, uint64_t *out) {
+    if (!s || *s < '0' || *s > '9') return 0;
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return 0;
+    *out = (uint64_t)v;
+    return 1;
 }

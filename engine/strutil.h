@@ -2,8 +2,14 @@
 #ifndef REPRO_STRUTIL_H
 #define REPRO_STRUTIL_H
 
+#include <stdint.h>
+
 /* Levenshtein distance of a and b, each clipped at 127 characters (for "did you mean"
  * suggestions on keys, names and tensor names). */
 int rp_edit_distance(const char *a, const char *b);
+
+/* Parses s as a whole unsigned decimal (a digit first: no sign, space or empty string)
+ * into *out; 1 on success, 0 when s is not one or overflows 64 bits. */
+int rp_parse_u64(const char *s, uint64_t *out);
 
 #endif

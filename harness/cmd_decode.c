@@ -15,11 +15,13 @@
 #include <time.h>
 
 #include "engine/attention/attention.h"
+#include "engine/clock.h"
 #include "engine/ctx.h"
 #include "engine/error.h"
 #include "engine/image.h"
 #include "engine/safetensors.h"
 #include "engine/st_compose.h"
+#include "engine/strutil.h"
 #include "engine/vae/vae.h"
 #include "engine/weights_cache.h"
 #include "harness/args.h"
@@ -44,22 +46,6 @@ static void usage(FILE *f) {
 }
 
 /* Strict unsigned 64-bit decimal parse; 0 on any junk, sign or overflow. */
-static int parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s < '0' || *s > '9') return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = (uint64_t)v;
-    return 1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 static int usage_error(rp_error *err) {
     rp_report_error(err);
     return 2;
@@ -135,7 +121,7 @@ int rp_cmd_decode(int argc, char **argv) {
         return usage_error(&err);
     }
     uint64_t wseed = 0;
-    if (wseed_s && !parse_u64(wseed_s, &wseed)) {
+    if (wseed_s && !rp_parse_u64(wseed_s, &wseed)) {
         RP_FAIL(&err, RP_ERR_INVALID, "option --weight-seed: '%s' is not an unsigned 64-bit integer", wseed_s);
         return usage_error(&err);
     }
@@ -190,9 +176,9 @@ int rp_cmd_decode(int argc, char **argv) {
         goto cleanup;
     }
     rp_ctx_apply(&ctx);
-    double t0 = now_s();
+    double t0 = rp_now_s();
     st = rp_vae_decode(m, &ctx, img, z, B, h, w, &err);
-    double dt = now_s() - t0;
+    double dt = rp_now_s() - t0;
     if (st != RP_OK) { rp_report_error(&err); goto cleanup; }
     rp_image_to_rgb8(rgb, img, B, H, W);
 

@@ -17,6 +17,7 @@
 
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
+#include "engine/device.h"
 #include "engine/image.h"
 #include "engine/models/dit.h"
 #include "engine/models/registry.h"
@@ -25,14 +26,14 @@
 #include "engine/samplers/flow.h"
 #include "engine/samplers/samplers.h"
 #include "engine/trace.h"
-#include "engine/device.h"
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/device_cuda.h"
 #endif
+#include "engine/strutil.h"
 #include "engine/vae/vae.h"
 #include "harness/args.h"
-#include "harness/env.h"
 #include "harness/commands.h"
+#include "harness/env.h"
 
 #define MAX_ITEMS 256
 #define MAX_PROMPT_BYTES 65536   /* one line of a prompts file */
@@ -153,16 +154,6 @@ static int usage_error(const char *fmt, ...) {
 }
 
 /* Strict unsigned 64-bit parse (no sign, no trailing junk). */
-static int parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s == '-' || *s == '+') return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_int(const char *s, int *out) {
     if (!s || !*s) return 0;
     char *end;
@@ -244,7 +235,7 @@ static int read_prompts_file(gen_opts *o, const char *path, const uint64_t *seed
             uint64_t s;
             size_t k = 0;
             while (line[k] >= '0' && line[k] <= '9') k++;
-            if (line[k] == '\0' && parse_u64(line, &s)) {
+            if (line[k] == '\0' && rp_parse_u64(line, &s)) {
                 o->seeds[n] = s;
                 has_seed = 1;
                 prompt = tab + 1;
@@ -507,9 +498,9 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     o->single_depth = (int)single_ll;
     if (o->single_depth && o->family != RP_FAMILY_FLUX)
         return usage_error("--single-depth applies to FLUX (single-stream blocks), not %s", o->model);
-    if (!parse_u64(wseed_s, &o->weight_seed))
+    if (!rp_parse_u64(wseed_s, &o->weight_seed))
         return usage_error("--weight-seed: '%s' is not a non-negative integer", wseed_s);
-    if (!parse_u64(first_s, &o->first_index))
+    if (!rp_parse_u64(first_s, &o->first_index))
         return usage_error("--first-index: '%s' is not a non-negative integer", first_s);
     if (o->vae) {
         rp_family fam;
@@ -579,7 +570,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
         return usage_error("at most %d items per run (--seed / --class / --prompt given too often)", MAX_ITEMS);
     uint64_t seeds[MAX_ITEMS];
     for (int i = 0; i < ns; i++)
-        if (!parse_u64(seed_s[i], &seeds[i]))
+        if (!rp_parse_u64(seed_s[i], &seeds[i]))
             return usage_error("--seed: '%s' is not a non-negative integer", seed_s[i]);
     if (!flow) {
         rp_dit_config dc;

@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/models/registry.h"
 #include "engine/params.h"
+#include "engine/strutil.h"
 #include "harness/args.h"
 #include "harness/commands.h"
 
@@ -31,16 +32,6 @@ static void usage(FILE *f) {
 }
 
 /* Strict unsigned 64-bit decimal parse; 0 on any junk, sign or overflow. */
-static int parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s < '0' || *s > '9') return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return 0;
-    *out = (uint64_t)v;
-    return 1;
-}
-
 int rp_cmd_weights(int argc, char **argv) {
     rp_args a;
     rp_args_init(&a, argc, argv);
@@ -59,7 +50,7 @@ int rp_cmd_weights(int argc, char **argv) {
         rp_report_error(&err);
         return 2;
     }
-    if (!parse_u64(seed_s, &seed)) {
+    if (!rp_parse_u64(seed_s, &seed)) {
         RP_FAIL(&err, RP_ERR_INVALID, "option --weight-seed: '%s' is not an unsigned 64-bit integer", seed_s);
         rp_report_error(&err);
         return 2;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/attention/attention.h"
+#include "engine/clock.h"
 #include "engine/ctx.h"
 #include "engine/device.h"
 #include "engine/fsutil.h"
@@ -31,12 +32,6 @@
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/device_cuda.h"
 #endif
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Reports err prefixed with this rank; returns code. */
 static int fail(const rp_rankenv *re, const rp_error *err, int code) {
@@ -268,7 +263,7 @@ static rp_status write_images(const char *dir, const rp_gen_result *r, rp_error 
 /* Rank 0: every output file, done.json last. */
 static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_result *r, const rp_trace *trace,
                                const rp_parallel *par, const char *device, double *t, double t_start, rp_error *err) {
-    const double t0 = now_s();
+    const double t0 = rp_now_s();
     char id[32], path[4200];
     rp_case_id(c, id);
     rp_store_path(path, sizeof path, dir, RP_ART_LATENTS);
@@ -278,8 +273,8 @@ static rp_status write_outputs(const char *dir, const rp_case *c, const rp_gen_r
     RP_TRY(rp_trace_save(trace, path, err));
     rp_store_path(path, sizeof path, dir, RP_ART_ENV);
     RP_TRY(rp_env_write(path, c->numerics, err));
-    t[6] = now_s() - t0;
-    t[7] = now_s() - t_start;
+    t[6] = rp_now_s() - t0;
+    t[7] = rp_now_s() - t_start;
     rp_store_path(path, sizeof path, dir, RP_ART_DONE);
     return write_done(path, c, id, r, par, device, t, err);
 }
@@ -345,7 +340,7 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     if (st == RP_OK) st = rp_trace_save(trace, path, err);
     rp_store_path(path, sizeof path, dir, RP_ART_ENV);
     if (st == RP_OK) st = rp_env_write(path, c->numerics, err);
-    t[7] = now_s() - t_start;
+    t[7] = rp_now_s() - t_start;
     rp_store_path(path, sizeof path, dir, RP_ART_DONE);
     return st == RP_OK ? write_done(path, c, id, r, par, device, t, err) : st;
 }
@@ -468,7 +463,7 @@ typedef struct run_spec {
 static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     const rp_case *c = s->c;
     const int main_run = s->out_dir == J->o->out_dir; /* the launch's own run: timed from the start */
-    const double t_run = main_run ? J->t_start : now_s();
+    const double t_run = main_run ? J->t_start : rp_now_s();
     double t[8] = {0}; /* setup, rendezvous, encode, sample, decode, gather, write, total */
     if (main_run) t[0] = J->t_setup, t[1] = J->t_rendezvous;
     rp_ctx ctx;
@@ -545,9 +540,9 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         st = replica_check(s->out_dir, &J->par, &ctx, &res, c->steps, s->teacher_ref ? tmask : NULL, J->dev_name, err);
     }
     /* ---- results to rank 0, in input order ---- */
-    const double t5 = now_s();
+    const double t5 = rp_now_s();
     if (st == RP_OK) st = rp_par_dp_gather(&J->par, &res, J->n_all, &gathered, err);
-    t[5] = now_s() - t5;
+    t[5] = rp_now_s() - t5;
     if (st == RP_OK && J->par.rank == 0 && s->teacher_ref && !s->decode_only)
         st = write_teacher(s->out_dir, c, &gathered, tmask, s->teacher_ref, &trace, &J->par, J->dev_name, t, t_run,
                            err);
@@ -585,7 +580,7 @@ static rp_status job_agree(job *J, rp_status mine, rp_error *err) {
  * 0 when it finished ok on every rank, else 1 (the launch goes on with its case's result;
  * the classifier reports the failed run). */
 static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
-    const double t0 = now_s();
+    const double t0 = rp_now_s();
     rp_error err;
     rp_error_clear(&err);
     rp_status st = RP_OK;
@@ -600,7 +595,7 @@ static int job_aux(job *J, const char *kind, const run_spec *s, int save_case) {
     if (J->par.rank == 0)
         rp_cls_write_aux(s->out_dir, kind,
                          st == RP_OK ? "ok" : rp_exhausted_text(err.msg) ? "INFRA_ERROR" : "CRASH", /* the machine's */
-                         st == RP_OK ? "" : err.msg, now_s() - t0);
+                         st == RP_OK ? "" : err.msg, rp_now_s() - t0);
     if (st != RP_OK) {
         rp_error e = err;
         snprintf(e.msg, sizeof e.msg, "worker rank %d/%d (%s run): %.960s", J->re->rank, J->re->world, kind, err.msg);
@@ -739,7 +734,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     memset(&J, 0, sizeof J);
     J.re = re;
     J.o = o;
-    J.t_start = now_s();
+    J.t_start = rp_now_s();
     rp_error err;
     rp_error_clear(&err);
     rp_case *c = J.c = malloc(sizeof *c);
@@ -797,8 +792,8 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     }
     J.ctx.dev = dev;
     J.dev_name = dev ? dev->name : "cpu";
-    J.t_setup = now_s() - J.t_start;
-    const double t1 = now_s();
+    J.t_setup = rp_now_s() - J.t_start;
+    const double t1 = rp_now_s();
 
     /* ---- communicator and groups ---- */
     rp_comm_opts co = o->comm;
@@ -830,7 +825,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     else if (c->patch > 1)
         st = rp_par_patch_init(&J.par, c->warmup_steps, &err);
     if (st != RP_OK) goto out;
-    J.t_rendezvous = now_s() - t1;
+    J.t_rendezvous = rp_now_s() - t1;
 
     /* ---- items: rank 0's list, verified everywhere, this dp group's block ---- */
     const int n = c->n_items;

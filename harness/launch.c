@@ -7,6 +7,7 @@
  * waitid(WNOWAIT) — observing exits without reaping, so every pid, and rank 0's
  * pid as the group id, stays reserved until the final group SIGKILL — and
  * reap everything at the end. */
+#include "engine/clock.h"
 #include "harness/launch.h"
 
 #include <assert.h>
@@ -31,12 +32,6 @@ extern char **environ;
 
 /* How often ranks without a pidfd are checked (old kernels, or no_pidfd). */
 #define POLL_FALLBACK_MS 20
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- signal names ------------------------------------------------------ */
 
@@ -350,7 +345,7 @@ static void start_kill(watch *w) {
     if (w->terminating) return;
     w->terminating = 1;
     double grace = w->spec->grace_s > 0 ? w->spec->grace_s : 2.0;
-    w->kill_at = now_s() + grace;
+    w->kill_at = rp_now_s() + grace;
     for (int r = 0; r < w->spec->nranks; r++)
         if (w->procs[r].running) w->res->ranks[r].killed_by_launcher = 1;
     signal_all(w, SIGTERM);
@@ -359,7 +354,7 @@ static void start_kill(watch *w) {
 /* Records rank r's end from waitid's info (NULL: the status was lost). */
 static void record_exit(watch *w, int r, const siginfo_t *si) {
     rp_rank_result *rr = &w->res->ranks[r];
-    rr->wall_s = now_s() - w->t0;
+    rr->wall_s = rp_now_s() - w->t0;
     if (!si) {
         rr->status_lost = 1;
     } else if (si->si_code == CLD_EXITED) {
@@ -427,7 +422,7 @@ static void check_ranks(watch *w) {
 
 /* Milliseconds until t (rounded up, so we never spin just before it). */
 static int ms_until(double t) {
-    double d = (t - now_s()) * 1000.0;
+    double d = (t - rp_now_s()) * 1000.0;
     if (d <= 0) return 0;
     return d > 1e9 ? 1000000000 : (int)d + 1;
 }
@@ -462,13 +457,13 @@ static void watch_loop(watch *w) {
             w->res->status = RP_LAUNCH_CANCELLED;
             start_kill(w);
         }
-        if (!w->terminating && deadline > 0 && now_s() >= deadline && any_running(w)) {
+        if (!w->terminating && deadline > 0 && rp_now_s() >= deadline && any_running(w)) {
             w->res->status = RP_LAUNCH_HANG;
             for (int r = 0; r < spec->nranks; r++)
                 if (w->procs[r].running) w->res->ranks[r].running_at_deadline = 1;
             start_kill(w);
         }
-        if (w->terminating && !w->killed && now_s() >= w->kill_at) {
+        if (w->terminating && !w->killed && rp_now_s() >= w->kill_at) {
             signal_all(w, SIGKILL);
             w->killed = 1;
         }
@@ -638,7 +633,7 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
         return st;
     }
 
-    watch w = {.spec = spec, .procs = procs, .res = res, .pgid = 0, .t0 = now_s()};
+    watch w = {.spec = spec, .procs = procs, .res = res, .pgid = 0, .t0 = rp_now_s()};
     const pid_t parent = getpid();
     int started = 0;
     sigset_t all, old_mask;
@@ -677,7 +672,7 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     if (st == RP_OK) watch_loop(&w);
     reap_all(procs, started, w.pgid);
     free_procs(procs, spec->nranks);
-    res->wall_s = now_s() - w.t0;
+    res->wall_s = rp_now_s() - w.t0;
     if (st != RP_OK) return st;
     write_report(spec, res);
     return RP_OK;

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/safetensors.h"
@@ -66,12 +67,6 @@ static int status_parse(const char *s) {
     for (int k = RP_CASE_OK; k <= RP_CASE_INFRA; k++)
         if (!strcasecmp(s, rp_case_status_name((rp_case_status)k))) return k;
     return -1;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -164,7 +159,7 @@ static void fmt_eta(double s, char *buf, size_t cap) {
 static void progress_line(runner *r) {
     if (!r->live) return;
     char eta[32];
-    const double el = now_s() - r->t0;
+    const double el = rp_now_s() - r->t0;
     fmt_eta(r->finished ? el / r->finished * (r->to_run - r->finished) : -1, eta, sizeof eta);
     char names[160] = "";
     for (int i = 0; i < r->m->n_cases; i++)
@@ -1449,7 +1444,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     r.jobs = o->jobs;
     r.free_slots = r.ncpu;
     r.live = o->progress < 0 ? isatty(STDERR_FILENO) : o->progress;
-    r.t0 = now_s();
+    r.t0 = rp_now_s();
     {
         pthread_mutex_init(&r.mu, NULL);
         pthread_condattr_t ca;
@@ -1508,7 +1503,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
             if (r.live) progress_line(&r);
         }
         if (r.line_shown) progress_say(&r, "%s: %d of %d run, %d failed, %.1f s", m->name, r.finished, r.to_run,
-                                       r.failed, now_s() - r.t0);
+                                       r.failed, rp_now_s() - r.t0);
         pthread_mutex_unlock(&r.mu);
         for (int i = 0; i < m->n_cases; i++)
             if (started[i]) pthread_join(r.tid[i], NULL);
