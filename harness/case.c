@@ -129,12 +129,19 @@ void rp_case_gen_request(const rp_case *c, rp_gen_request *req) {
     req->per_item = !strcmp(c->batch_forward, "per-item");
 }
 
+void rp_case_degrees(const rp_case *c, rp_par_degrees *d) {
+    assert(c && d);
+    *d = (rp_par_degrees){.dp = c->dp, .cfg = c->cfg_parallel, .pipefusion = c->pipefusion, .ulysses = c->ulysses,
+                          .ring = c->ring, .patch = c->patch};
+}
+
 int rp_case_world(const rp_case *c) {
-    assert(c);
     /* patch parallel replaces the sequence split; the header documents both
      * layouts, and a case mixing them is rejected by validation, so the product
      * of every degree is the world of either layout. */
-    return c->dp * c->cfg_parallel * c->pipefusion * c->ulysses * c->ring * c->patch;
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    return rp_par_world(&d);
 }
 
 static cJSON *u64_json(uint64_t v) {

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
+#include "engine/parallel/strategy.h"
 #include "engine/strutil.h"
 
 #define RP_CASE_MAX_ITEMS 64
@@ -101,6 +102,10 @@ void rp_case_defaults(rp_case *c);
 /* name for a terminal line: control bytes (ESC, CR, LF, ...) become '?', so a name cannot
  * move the cursor or forge a line; width > 0 cuts it to width characters ending "...". */
 void rp_case_display_name(const char *name, size_t width, char *out, size_t cap);
+
+/* The case's parallel degrees (its dp, cfg_parallel, ... fields: the one place they map
+ * to the engine's rp_par_degrees). */
+void rp_case_degrees(const rp_case *c, rp_par_degrees *d);
 
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);

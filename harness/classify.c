@@ -1861,7 +1861,8 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     x->ev = cJSON_AddObjectToObject(x->j, "evidence");
     x->mt = cJSON_AddObjectToObject(x->j, "metrics");
     x->floor = rp_cls_unit_roundoff(rp_cls_effective_precision(&x->c));
-    const rp_par_degrees deg = {x->c.dp, x->c.cfg_parallel, x->c.pipefusion, x->c.ulysses, x->c.ring, x->c.patch};
+    rp_par_degrees deg;
+    rp_case_degrees(&x->c, &deg);
     const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
     x->f.approx = warmup_exact && x->c.warmup_steps < x->c.steps;
     x->f.warmup = x->c.warmup_steps;

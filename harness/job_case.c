@@ -483,7 +483,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     }
     {
         char v[256];
-        const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
+        rp_par_degrees deg;
+    rp_case_degrees(c, &deg);
         rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
         rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
         rp_trace_note(&trace, "parallel.backend", c->backend);
@@ -817,7 +818,8 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     char *strings = NULL;
     int rc = 0;
     if ((st = rp_comm_create(&co, &comm, &err)) != RP_OK) goto out;
-    const rp_par_degrees deg = {c->dp, c->cfg_parallel, c->pipefusion, c->ulysses, c->ring, c->patch};
+    rp_par_degrees deg;
+    rp_case_degrees(c, &deg);
     if ((st = rp_par_init(&J.par, comm, &deg, J.fault, &err)) != RP_OK) goto out;
     if (c->pipefusion > 1)
         st = rp_par_pipefusion_init(&J.par, c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion,

@@ -403,7 +403,12 @@ static int field_keys(const pctx *x, const char **out, int cap, const char *cons
 
 /* ---- value names and ranges a matrix may never break --------------------------------- */
 
-static const char *const DEGREES[] = {"dp", "cfg_parallel", "ulysses", "ring", "pipefusion", "patch"};
+/* 1 when k is a parallel degree's key (engine/parallel/strategy.h). */
+static int is_degree(const char *k) {
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        if (!strcmp(k, rp_par_degree_strategy(i)->field)) return 1;
+    return 0;
+}
 static const char *const NONNEG[] = {"depth",         "single_depth",  "width",      "height",
                                      "vae_scale_factor", "attn_q_chunk", "attn_kv_chunk", "threads",
                                      "reduce_split",  "num_pipeline_patch", "warmup_steps", "sharpen"};
@@ -483,7 +488,7 @@ static rp_status check_value(pctx *x, const fdesc *f, const cJSON *v, const yaml
     char b[96];
     if (f->type == FT_INT) {
         const int i = v->valueint;
-        if (in_list(k, DEGREES, COUNT(DEGREES))) {
+        if (is_degree(k)) {
             if (i < 1) return FAIL_AT(x, n, "field '%s': a parallel degree must be >= 1, got %d", path, i);
             if (i > RP_LAUNCH_MAX_RANKS)
                 return FAIL_AT(x, n, "field '%s': %d ranks; the launcher starts at most %d", path, i,
@@ -1268,17 +1273,20 @@ static void auto_name(const pctx *x, const rp_case *c, const int *vary, int n, c
 
 /* The mark of the assignment that made the world largest (for the error). */
 static yaml_mark_t degree_mark(const spec *sp, const aset *a, yaml_mark_t fallback) {
-    for (size_t d = 0; d < sizeof DEGREES / sizeof DEGREES[0]; d++) {
-        const assign *s = aset_get(a, DEGREES[d], 0);
-        if (!s) s = aset_get(&sp->base, DEGREES[d], 0);
+    for (int d = 0; d < RP_PAR_N_DEGREES; d++) {
+        const char *key = rp_par_degree_strategy(d)->field;
+        const assign *s = aset_get(a, key, 0);
+        if (!s) s = aset_get(&sp->base, key, 0);
         if (s && s->v->valueint > 1) fallback = s->mark;
     }
     return fallback;
 }
 
-/* The world of c without int overflow (six degrees of up to 128 each). */
+/* The world of c without int overflow (the degrees are not validated yet). */
 static long long world_of(const rp_case *c) {
-    return (long long)c->dp * c->cfg_parallel * c->ulysses * c->ring * c->pipefusion * c->patch;
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    return rp_par_world_ll(&d);
 }
 
 static rp_status push_case(pctx *x, rp_matrix_case **arr, int *n, int *cap, const rp_matrix_case *c) {

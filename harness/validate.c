@@ -353,14 +353,14 @@ static rp_status check_latent(const rp_case *c, const model_facts *m, int *H, in
 /* The ranges every later rule (and the latent message's split) relies on:
  * degrees and counts positive, the world an int of sane size. */
 static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
-    const struct { const char *name; int v; } deg[] = {
-        {"dp", c->dp}, {"cfg_parallel", c->cfg_parallel}, {"ulysses", c->ulysses},
-        {"ring", c->ring}, {"pipefusion", c->pipefusion}, {"patch", c->patch}};
-    long long world = 1;
-    for (size_t i = 0; i < sizeof deg / sizeof deg[0]; i++) {
-        if (deg[i].v < 1 || deg[i].v > 4096) return INVALID("%s=%d: must be in 1..4096", deg[i].name, deg[i].v);
-        world *= deg[i].v;
+    rp_par_degrees deg;
+    rp_case_degrees(c, &deg);
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        const int v = rp_par_degree(&deg, s);
+        if (v < 1 || v > 4096) return INVALID("%s=%d: must be in 1..4096", s->field, v);
     }
+    const long long world = rp_par_world_ll(&deg);
     if (world > 65536)
         return INVALID("world=%lld: dp x cfg_parallel x ulysses x ring x pipefusion x patch must be at most 65536",
                        world);

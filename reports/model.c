@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine/parallel/strategy.h"
 #include "harness/case.h"
 #include "harness/matrix.h"
 #include "harness/store.h"
@@ -575,8 +576,8 @@ void rp_run_fill_metrics(rp_run *r) {
 
 /* ---- axes ---------------------------------------------------------------------------------- */
 
-static const char *const DEGREE_FIELDS[] = {"dp", "cfg_parallel", "ulysses", "ring", "pipefusion", "patch",
-                                            "num_pipeline_patch", "pipefusion_layers"};
+/* The layout's fields besides the degrees (engine/parallel/strategy.h). */
+static const char *const LAYOUT_FIELDS[] = {"num_pipeline_patch", "pipefusion_layers"};
 static const char *const PREFERRED[] = {"degrees", "dp", "cfg_parallel", "ulysses", "ring", "pipefusion", "patch",
                                         "attention", "precision", "warmup_steps", "backend", "device", "mode"};
 /* Fields that label a case rather than configure it. */
@@ -590,6 +591,13 @@ static int in_list(const char *s, const char *const *l, size_t n) {
 }
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* 1 when s is a parallel degree's field or another layout field. */
+static int is_layout_field(const char *s) {
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        if (!strcmp(s, rp_par_degree_strategy(i)->field)) return 1;
+    return in_list(s, LAYOUT_FIELDS, COUNT_OF(LAYOUT_FIELDS));
+}
 
 void rp_rcase_axis_value(const rp_rcase *c, const char *axis, char *buf, size_t cap) {
     if (!strcmp(axis, "degrees")) snprintf(buf, cap, "%s", c->degrees);
@@ -656,7 +664,7 @@ int rp_run_axes(const rp_run *r, char (*axes)[RP_AXIS_LEN], int max) {
     int best_degree = 0;
     for (int k = 0; k < nc; k++) {
         cnt[k] = distinct(r, cand[k]);
-        if (in_list(cand[k], DEGREE_FIELDS, COUNT_OF(DEGREE_FIELDS)) && cnt[k] > best_degree) best_degree = cnt[k];
+        if (is_layout_field(cand[k]) && cnt[k] > best_degree) best_degree = cnt[k];
     }
     /* "degrees" replaces the single degrees only when it says more than each of them */
     const int use_degrees = cnt[0] > best_degree;
@@ -664,7 +672,7 @@ int rp_run_axes(const rp_run *r, char (*axes)[RP_AXIS_LEN], int max) {
     for (int want = r->n; want >= 2 && n < max; want--)
         for (int k = 0; k < nc && n < max; k++) {
             if (cnt[k] != want) continue;
-            const int is_deg = in_list(cand[k], DEGREE_FIELDS, COUNT_OF(DEGREE_FIELDS));
+            const int is_deg = is_layout_field(cand[k]);
             if (k == 0 ? !use_degrees : (is_deg && use_degrees)) continue;
             snprintf(axes[n++], RP_AXIS_LEN, "%s", cand[k]);
         }

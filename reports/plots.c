@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine/fsutil.h"
+#include "engine/parallel/strategy.h"
 #include "harness/store.h"
 #include "reports/rutil.h"
 
@@ -110,18 +111,16 @@ static void gp_end(rp_sb *b, const char *name, const char *cmd) {
 
 /* ---- what to plot ------------------------------------------------------------------- */
 
-static const char *const STRATEGIES[][2] = {
-    {"dp", "dp"}, {"cfg_parallel", "cfg"}, {"ulysses", "ulysses"}, {"ring", "ring"},
-    {"pipefusion", "pipefusion"}, {"patch", "patch"}};
-#define N_STRATEGIES 6
-
-/* The case's strategy ("dp", "ulysses+ring", "serial") into buf. */
+/* The case's strategy ("dp", "ulysses+ring", "serial") into buf: the strategies
+ * (engine/parallel/strategy.h) whose degree is above 1. */
 static void strategy_of(const rp_rcase *c, char *buf, size_t cap) {
     buf[0] = '\0';
     size_t n = 0;
-    for (int k = 0; k < N_STRATEGIES; k++)
-        if (rp_rcase_num(c, STRATEGIES[k][0], 1) > 1)
-            n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? "+" : "", STRATEGIES[k][1]);
+    for (int k = 0; k < RP_PAR_N_DEGREES; k++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(k);
+        if (rp_rcase_num(c, s->field, 1) > 1)
+            n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? "+" : "", s->name);
+    }
     if (!buf[0]) snprintf(buf, cap, "serial");
 }
 

@@ -155,48 +155,7 @@
 #include "../error.h"
 #include "../pipeline.h"
 #include "inject.h"
-
-/* ---- strategies ---------------------------------------------------------------- */
-
-typedef enum rp_par_exactness {
-    RP_PAR_EXACT = 0,    /* equal to a single rank up to floating-point reordering */
-    RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
-} rp_par_exactness;
-
-typedef struct rp_par_strategy_info {
-    const char *name;          /* "dp" "cfg" "ulysses" "ring" "usp" "pipefusion" "patch" */
-    rp_par_exactness exactness;
-    const char *reorders;      /* which floating-point work changes order vs a single rank */
-    const char *bitwise_when;  /* when the result is bitwise the single rank's */
-} rp_par_strategy_info;
-
-/* The strategy table; NULL for an unknown name. */
-const rp_par_strategy_info *rp_par_strategy(const char *name);
-int rp_par_strategy_count(void);
-const rp_par_strategy_info *rp_par_strategy_at(int i);
-/* "exact" | "warmup-exact" */
-const char *rp_par_exactness_name(rp_par_exactness e);
-
-typedef struct rp_par_degrees {
-    int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
-} rp_par_degrees;
-
-/* dp x cfg x pipefusion x ulysses x ring x patch */
-int rp_par_world(const rp_par_degrees *d);
-/* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
-rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
-/* The strategies a layout uses, in xDiT's order outermost first ("dp", "cfg",
- * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out (up to 5); returns how many. */
-int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]);
-
-typedef struct rp_par_coords {
-    int dp, cfg, pipefusion, ring, ulysses, patch;
-    int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
-} rp_par_coords;
-
-/* rank -> coordinates, and back (xDiT's order above). */
-void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
-int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
+#include "strategy.h"
 
 /* ---- hooks ----------------------------------------------------------------------- */
 

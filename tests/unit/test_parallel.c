@@ -9,6 +9,7 @@
  * The end-to-end strategies (whole generations through `repro worker --job case`) are
  * tests/parallel/parallel.sh. Also labelled "parallel" (tests/cmake/parallel.cmake). */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,6 +79,19 @@ START_TEST(strategy_table) {
     ck_assert_str_eq(used[2]->name, "usp");
     const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
     ck_assert_int_eq(rp_par_layout_strategies(&one, used), 0);
+    /* every degree of rp_par_degrees is one strategy's, each a distinct field, each with
+     * what it replicates and an axis; the world is their product (saturating) */
+    rp_par_degrees d = {0};
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        ck_assert(s->field && s->replicated && s->axis);
+        ck_assert_int_eq(*rp_par_degree_ptr(&d, s), 0);
+        *rp_par_degree_ptr(&d, s) = i + 2;
+    }
+    ck_assert(d.dp && d.cfg && d.pipefusion && d.ulysses && d.ring && d.patch); /* each set once */
+    ck_assert_int_eq(rp_par_world(&d), 2 * 3 * 4 * 5 * 6 * 7);
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) *rp_par_degree_ptr(&d, rp_par_degree_strategy(i)) = 1 << 20;
+    ck_assert(rp_par_world_ll(&d) == LLONG_MAX);
     ck_assert_int_eq(rp_par_layout_exactness(&one), RP_PAR_EXACT);
     /* FNV-1a 64 known answers */
     ck_assert(rp_par_fnv1a64("", 0) == 0xcbf29ce484222325ull);

@@ -1,0 +1,147 @@
+/* strategy.c — the strategy table and the rank layout (see strategy.h). */
+#include "strategy.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <string.h>
+
+#define DEG(f) offsetof(rp_par_degrees, f)
+
+static const rp_par_strategy_info STRATEGIES[] = {
+    {.name = "dp", .field = "dp", .degree = DEG(dp), .exactness = RP_PAR_EXACT,
+     .reorders = "none inside an item; the GEMMs whose rows are items (timestep, modulation) and, with a joint "
+                 "batch, every GEMM run with fewer rows, and a BLAS may pick other kernels by the row count",
+     .bitwise_when = "with per-item batches (SD3/FLUX): each item's forwards are the single rank's",
+     .replicated = "the item list (broadcast, checksummed); the latents gathered to rank 0",
+     .axis = "data parallel"},
+    {.name = "cfg", .field = "cfg_parallel", .degree = DEG(cfg), .exactness = RP_PAR_EXACT,
+     .reorders = "none inside a row; each rank's GEMMs have half the rows (the BLAS may pick other kernels); "
+                 "the guidance combine is the single rank's formula on the same two outputs",
+     .bitwise_when = "when the BLAS gives a row the same bits for the halved row count (measured by the tests)",
+     .replicated = "the allgathered guidance halves, the guided prediction and the latents after every step",
+     .axis = "CFG parallel"},
+    {.name = "ulysses", .field = "ulysses", .degree = DEG(ulysses), .exactness = RP_PAR_EXACT,
+     .reorders = "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the "
+                 "single rank's key order, so the math variant does the single rank's arithmetic",
+     .bitwise_when = "with math attention, when the BLAS gives a row the same bits for T/sp rows (measured by "
+                     "the tests)",
+     .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
+                   "output) and the latents",
+     .axis = "Ulysses (sequence, all-to-all)"},
+    {.name = "ring", .field = "ring", .degree = DEG(ring), .exactness = RP_PAR_EXACT,
+     .reorders = "softmax sums and P V products split into one block per ring rank, merged with the (max, sum) "
+                 "correction in ring order",
+     .bitwise_when = "never (the softmax is summed in another order)",
+     .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
+                   "output) and the latents",
+     .axis = "ring attention (sequence, K/V passed)"},
+    {.name = "usp", .exactness = RP_PAR_EXACT, .reorders = "ulysses and ring together: both of the above",
+     .bitwise_when = "never (ring's order)", .replicated = "as ulysses and ring", .axis = "USP (Ulysses x ring)"},
+    {.name = "pipefusion", .field = "pipefusion", .degree = DEG(pipefusion), .exactness = RP_PAR_WARMUP_EXACT,
+     .reorders = "warmup: none but the GEMM row counts (the stages run the single rank's blocks in order); "
+                 "after it, each pipeline patch attends to the K/V its stage cached for the patches not yet "
+                 "computed in this step (one step stale), and GEMMs run on patch-sized row counts",
+     .bitwise_when = "in warmup, when the BLAS gives a row the same bits for the row counts (measured by the "
+                     "tests); never after warmup",
+     .replicated = "the latents after every step on every stage",
+     .axis = "PipeFusion (blocks over stages)"},
+    {.name = "patch", .field = "patch", .degree = DEG(patch), .exactness = RP_PAR_WARMUP_EXACT,
+     .reorders = "warmup: the token GEMMs run on T/patch rows, attention keys in the single rank's order; after "
+                 "it, each patch attends to the other patches' K/V of the previous step (DistriFusion)",
+     .bitwise_when = "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the "
+                     "tests); never after warmup",
+     .replicated = "the latents after every step; whole-sequence tensors during warmup",
+     .axis = "patch parallel (DistriFusion)"},
+};
+
+int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
+
+const rp_par_strategy_info *rp_par_strategy_at(int i) {
+    assert(i >= 0 && i < rp_par_strategy_count());
+    return &STRATEGIES[i];
+}
+
+const rp_par_strategy_info *rp_par_strategy(const char *name) {
+    for (int i = 0; name && i < rp_par_strategy_count(); i++)
+        if (!strcmp(STRATEGIES[i].name, name)) return &STRATEGIES[i];
+    return NULL;
+}
+
+const char *rp_par_exactness_name(rp_par_exactness e) {
+    return e == RP_PAR_EXACT ? "exact" : "warmup-exact";
+}
+
+
+rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
+    const rp_par_strategy_info *s[5];
+    const int n = rp_par_layout_strategies(d, s);
+    rp_par_exactness e = RP_PAR_EXACT;
+    for (int i = 0; i < n; i++)
+        if (s[i]->exactness == RP_PAR_WARMUP_EXACT) e = RP_PAR_WARMUP_EXACT;
+    return e;
+}
+
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]) {
+    int n = 0;
+    if (d->dp > 1) out[n++] = rp_par_strategy("dp");
+    if (d->cfg > 1) out[n++] = rp_par_strategy("cfg");
+    if (d->pipefusion > 1) out[n++] = rp_par_strategy("pipefusion");
+    if (d->ulysses > 1 && d->ring > 1) out[n++] = rp_par_strategy("usp");
+    else if (d->ulysses > 1) out[n++] = rp_par_strategy("ulysses");
+    else if (d->ring > 1) out[n++] = rp_par_strategy("ring");
+    if (d->patch > 1) out[n++] = rp_par_strategy("patch");
+    return n;
+}
+
+const rp_par_strategy_info *rp_par_degree_strategy(int i) {
+    assert(i >= 0 && i < RP_PAR_N_DEGREES);
+    for (int k = 0, n = 0; k < rp_par_strategy_count(); k++)
+        if (STRATEGIES[k].field && n++ == i) return &STRATEGIES[k];
+    return NULL; /* unreachable: the table has RP_PAR_N_DEGREES fields (asserted in its test) */
+}
+
+int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s) {
+    assert(d && s && s->field);
+    return (int *)((char *)d + s->degree);
+}
+
+int rp_par_degree(const rp_par_degrees *d, const rp_par_strategy_info *s) {
+    return *rp_par_degree_ptr((rp_par_degrees *)d, s);
+}
+
+long long rp_par_world_ll(const rp_par_degrees *d) {
+    long long w = 1;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const long long v = rp_par_degree(d, rp_par_degree_strategy(i));
+        w = v > 0 && w > LLONG_MAX / v ? LLONG_MAX : w * v; /* saturates: unvalidated degrees */
+    }
+    return w;
+}
+
+int rp_par_world(const rp_par_degrees *d) { return (int)rp_par_world_ll(d); }
+
+/* ---- coordinates ------------------------------------------------------------------ */
+
+void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c) {
+    assert(rank >= 0 && rank < rp_par_world(d));
+    int r = rank;
+    /* innermost first: the sequence slot is ulysses x ring, or patch */
+    c->ulysses = r % d->ulysses; r /= d->ulysses;
+    c->ring = r % d->ring;       r /= d->ring;
+    c->patch = r % d->patch;     r /= d->patch;
+    c->pipefusion = r % d->pipefusion; r /= d->pipefusion;
+    c->cfg = r % d->cfg;         r /= d->cfg;
+    c->dp = r;
+    c->sp = (c->patch * d->ring + c->ring) * d->ulysses + c->ulysses;
+}
+
+int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c) {
+    int r = c->dp;
+    r = r * d->cfg + c->cfg;
+    r = r * d->pipefusion + c->pipefusion;
+    r = r * d->patch + c->patch;
+    r = r * d->ring + c->ring;
+    r = r * d->ulysses + c->ulysses;
+    return r;
+}
+

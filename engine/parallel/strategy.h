@@ -1,0 +1,67 @@
+/* strategy.h — the parallel strategies as data: one descriptor per strategy (its degree,
+ * exactness, what it reorders and keeps replicated, its report axis), the degrees of a
+ * layout, its world, and xDiT's rank layout (parallel.h tells how each strategy runs). */
+#ifndef REPRO_PAR_STRATEGY_H
+#define REPRO_PAR_STRATEGY_H
+
+#include <stddef.h>
+
+typedef enum rp_par_exactness {
+    RP_PAR_EXACT = 0,    /* equal to a single rank up to floating-point reordering */
+    RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
+} rp_par_exactness;
+
+typedef struct rp_par_degrees {
+    int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
+} rp_par_degrees;
+
+/* One parallel strategy: everything the engine, the validator, the classifier and the
+ * reports need to know about it. A new strategy is a row here (plus its code). */
+typedef struct rp_par_strategy_info {
+    const char *name;          /* "dp" "cfg" "ulysses" "ring" "usp" "pipefusion" "patch" */
+    const char *field;         /* its degree's case and matrix key ("cfg_parallel"); NULL: usp, a
+                                * combination of two degrees */
+    size_t degree;             /* offsetof(rp_par_degrees, its degree) (unused without a field) */
+    rp_par_exactness exactness;
+    const char *reorders;      /* which floating-point work changes order vs a single rank */
+    const char *bitwise_when;  /* when the result is bitwise the single rank's */
+    const char *replicated;    /* what every rank of its group holds a copy of: the tensors the
+                                * replica check compares (engine/parallel/replica.c) */
+    const char *axis;          /* the reports' axis label */
+} rp_par_strategy_info;
+
+/* The strategy table; NULL for an unknown name. */
+const rp_par_strategy_info *rp_par_strategy(const char *name);
+int rp_par_strategy_count(void);
+const rp_par_strategy_info *rp_par_strategy_at(int i);
+/* "exact" | "warmup-exact" */
+const char *rp_par_exactness_name(rp_par_exactness e);
+
+/* The strategies with a degree of their own (a field), in the table's order: the six
+ * degrees of rp_par_degrees. */
+enum { RP_PAR_N_DEGREES = 6 };
+const rp_par_strategy_info *rp_par_degree_strategy(int i);
+/* s's degree in d (s must have a field), and its address. */
+int rp_par_degree(const rp_par_degrees *d, const rp_par_strategy_info *s);
+int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s);
+
+/* dp x cfg x pipefusion x ulysses x ring x patch: the world (the _ll form saturates at
+ * LLONG_MAX, for degrees not validated yet; the int form is for validated layouts). */
+int rp_par_world(const rp_par_degrees *d);
+long long rp_par_world_ll(const rp_par_degrees *d);
+/* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
+rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
+/* The strategies a layout uses, in xDiT's order outermost first ("dp", "cfg",
+ * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out (up to 5); returns how many. */
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]);
+
+typedef struct rp_par_coords {
+    int dp, cfg, pipefusion, ring, ulysses, patch;
+    int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
+} rp_par_coords;
+
+/* rank -> coordinates, and back (xDiT's order above). */
+void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
+int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
+
+#endif
