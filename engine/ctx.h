@@ -113,6 +113,10 @@ rp_status rp_numerics_parse(const char *s, rp_numerics *out, rp_error *err);
  * (the prompt encoder) run fp32. Anything else: RP_ERR_INVALID naming the value. */
 rp_status rp_precision_for_host(const char *name, int gpu, rp_precision *out, rp_error *err);
 const char *rp_attn_kind_name(rp_attn_kind k);
+
+/* Checks a configuration without running anything (the CLIs call it at parse
+ * time): a known kind, chunk sizes >= 0, none for math, no kv_chunk for split. */
+rp_status rp_attn_cfg_check(const rp_attn_cfg *c, rp_error *err);
 const char *rp_simd_name(rp_simd_level s); /* "sse2" | "avx2" | "avx512" */
 
 /* ---- device profiles ------------------------------------------------------ */

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "attention/attention.h"
-#include "models/flux.h"
 
 void rp_device_fail(rp_device *d, rp_status st, const rp_error *err) {
     if (d->status != RP_OK || st == RP_OK) return;

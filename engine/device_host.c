@@ -16,7 +16,6 @@
 
 #include "attention/attention.h"
 #include "device.h"
-#include "models/flux.h"
 #include "trace.h"
 
 typedef struct block {

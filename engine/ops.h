@@ -115,6 +115,14 @@ void rp_patchify(float *tokens, const float *img, int B, int C, int H, int W, in
  * inverse layout DiT's final layer produces (einsum nhwpqc->nchpwq). */
 void rp_unpatchify(float *img, const float *tokens, int B, int C, int H, int W, int p);
 
+/* FluxPipeline._pack_latents: img (B, C, H, W) -> tokens (B, (H/2)*(W/2), 4C), tokens
+ * row-major over the 2x2 grid, each vector ordered (c, py, px). H, W even. */
+void rp_flux_pack(float *tokens, const float *img, int B, int C, int H, int W);
+
+/* FluxPipeline._unpack_latents, the exact inverse: tokens (B, (H/2)*(W/2), 4C) in
+ * (c, py, px) order -> img (B, C, H, W). */
+void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W);
+
 /* out (gh*gw, D): DiT's get_2d_sincos_pos_embed (MAE): first D/2 from the w
  * coordinate grid, last D/2 from h; each half [sin(pos*omega), cos(pos*omega)],
  * omega_i = 1 / 10000^(i/(D/4)). D must be divisible by 4. */

@@ -79,3 +79,25 @@ void rp_rope_pairs(float *x, const float *cosb, const float *sinb, int B, int NH
             }
         }
 }
+
+/* _pack_latents: view (B, C, H/2, 2, W/2, 2), permute (0, 2, 4, 1, 3, 5) — the
+ * (c, py, px) patch order, which is exactly rp_patchify with p = 2. */
+void rp_flux_pack(float *tokens, const float *img, int B, int C, int H, int W) {
+    assert(H % 2 == 0 && W % 2 == 0);
+    rp_patchify(tokens, img, B, C, H, W, 2);
+}
+
+/* _unpack_latents: view (B, H/2, W/2, C, 2, 2), permute (0, 3, 1, 4, 2, 5):
+ * img[b][c][2gy + py][2gx + px] = tokens[b][gy * gw + gx][(c * 2 + py) * 2 + px].
+ * (rp_unpatchify reads (py, px, c) order — DiT's — so it does not apply here.) */
+void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W) {
+    assert(H % 2 == 0 && W % 2 == 0);
+    const int gh = H / 2, gw = W / 2, P = 4 * C;
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++)
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) {
+                    const float *tok = tokens + ((size_t)b * gh * gw + (size_t)(y / 2) * gw + x / 2) * P;
+                    img[(((size_t)b * C + c) * H + y) * W + x] = tok[(c * 2 + y % 2) * 2 + x % 2];
+                }
+}

@@ -111,22 +111,6 @@ static rp_status run_variant(const rp_ctx *ctx, rp_attn_kind kind, int qc, int k
     return RP_FAIL(err, RP_ERR_INVALID, "attention: unknown variant id %d", (int)kind);
 }
 
-rp_status rp_attn_cfg_check(const rp_attn_cfg *c, rp_error *err) {
-    const char *name = rp_attn_kind_name(c->kind);
-    if (c->kind < RP_ATTN_MATH || c->kind > RP_ATTN_AUTO)
-        return RP_FAIL(err, RP_ERR_INVALID, "attention: unknown variant id %d", (int)c->kind);
-    if (c->q_chunk < 0 || c->kv_chunk < 0)
-        return RP_FAIL(err, RP_ERR_INVALID, "%s attention: chunk sizes must be >= 1 (0 = the variant's "
-                       "default); got q_chunk %d, kv_chunk %d", name, c->q_chunk, c->kv_chunk);
-    if (c->kind == RP_ATTN_MATH && (c->q_chunk || c->kv_chunk))
-        return RP_FAIL(err, RP_ERR_INVALID, "math attention takes no chunk sizes (got q_chunk %d, "
-                       "kv_chunk %d); chunks are for split, subquad, flash and auto", c->q_chunk, c->kv_chunk);
-    if (c->kind == RP_ATTN_SPLIT && c->kv_chunk)
-        return RP_FAIL(err, RP_ERR_INVALID, "split attention slices queries only: kv_chunk %d does not "
-                       "apply (subquad and flash chunk keys)", c->kv_chunk);
-    return RP_OK;
-}
-
 rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const float *k,
                        const float *v, const uint8_t *key_mask, int B, int H, int Tq,
                        int Tk, int D, float scale, rp_error *err) {

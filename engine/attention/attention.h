@@ -56,10 +56,6 @@ rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const floa
                        const float *v, const uint8_t *key_mask, int B, int H, int Tq,
                        int Tk, int D, float scale, rp_error *err);
 
-/* Checks a configuration without running anything (the CLIs call it at parse
- * time): a known kind, chunk sizes >= 0, none for math, no kv_chunk for split. */
-rp_status rp_attn_cfg_check(const rp_attn_cfg *c, rp_error *err);
-
 /* The variants, callable directly (tests, bench). Chunk sizes must be >= 1 here
  * (the 0 = default mapping is rp_attention's); a larger chunk than the sequence
  * is allowed and means one chunk. */

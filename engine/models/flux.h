@@ -72,14 +72,6 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
 void rp_flux_free(rp_flux *m);
 const rp_flux_config *rp_flux_cfg(const rp_flux *m);
 
-/* FluxPipeline._pack_latents: img (B, C, H, W) -> tokens (B, (H/2)*(W/2), 4C), tokens
- * row-major over the 2x2 grid, each vector ordered (c, py, px). H, W even. */
-void rp_flux_pack(float *tokens, const float *img, int B, int C, int H, int W);
-
-/* FluxPipeline._unpack_latents, the exact inverse: tokens (B, (H/2)*(W/2), 4C) in
- * (c, py, px) order -> img (B, C, H, W). */
-void rp_flux_unpack(float *img, const float *tokens, int B, int C, int H, int W);
-
 /* One forward pass (velocity prediction), as FluxTransformer2DModel.forward with
  * FluxPipeline's ids (text ids 0; image ids (0, row, col) on the packed grid).
  *   x        (B, Cin, H, W)  unpacked latents; H, W even

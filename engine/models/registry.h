@@ -27,15 +27,9 @@
 
 #include "../error.h"
 #include "../params.h"
+#include "family.h"
 #include "flux.h"
 
-typedef enum rp_family {
-    RP_FAMILY_DIT = 0,
-    RP_FAMILY_VAE,
-    RP_FAMILY_SD3,
-    RP_FAMILY_FLUX,
-    RP_FAMILY_TEXT_ENCODER
-} rp_family;
 
 /* Family of a preset name; RP_ERR_NOT_FOUND with the list of known presets. */
 rp_status rp_model_family(const char *model, rp_family *out, rp_error *err);

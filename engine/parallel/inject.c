@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../models/registry.h"
+
 typedef struct inject_entry {
     const char *name;
     const char *description;

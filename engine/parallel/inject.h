@@ -59,7 +59,7 @@
 #include <stddef.h>
 
 #include "../error.h"
-#include "../models/registry.h"
+#include "../models/family.h"
 
 typedef enum rp_inject_id {
     RP_INJECT_NONE = 0,          /* "" — normal runs */
