@@ -457,6 +457,196 @@ size_t rp_flux_activation_bytes(const rp_flux_config *cfg, int B, int H, int W, 
 
 /* ---- forward ------------------------------------------------------------------------- */
 
+/* One forward's state: its sizes, this rank's shard of the sequence and the activation
+ * buffers (device memory on a device), shared by the block functions below. */
+typedef struct flux_fwd {
+    int B, N, T, C, M, P, F, NH, D, L;
+    int l0, Ll, n0, Nl, Tl;       /* this rank's text [l0, l0 + Ll) and image [n0, n0 + Nl) tokens */
+    int n_s[2], off_s[2];         /* tokens per item of stream s ([0] text, [1] image), first row in an item */
+    size_t BTl;                   /* B * Tl: the rows of the residual stream */
+    float scale;                  /* attention: 1 / sqrt(head_dim), SDPA's default */
+    float mlp_ln_eps;             /* the image stream's norm2 eps (norm-eps-rank: 1e-5 on one rank) */
+    const int *gtok, *itok;       /* trace token maps: joint index (Tl), image index (Nl); NULL single rank */
+    float *tok;                   /* (B, N, 4Cin) packed input, later packed output */
+    float *xs;                    /* (B, Tl, C) residual stream, [text; image] per item */
+    float *h;                     /* (B, T, C) normed + modulated input of a branch */
+    float *ys;                    /* (B, T, C) projection scratch / branch output */
+    float *att;                   /* (B, NH, T, D) attention output */
+    float *q, *k, *v;             /* (B, NH, T, D) each; share one region with mh / cat */
+    float *mh;                    /* (B, T, M) double-block FF hidden */
+    float *cat;                   /* (B, T, C + M) single block [attn, mlp] */
+    float *cosb, *sinb;           /* (Tl, D) RoPE of this rank's tokens */
+    const uint8_t *jmask;         /* (B, T) joint key mask, or NULL */
+    float *stemb;                 /* (B, C) silu(temb): the input of every adaLN */
+    float *mod[2];                /* (B, 6C) each: the text / image stream's modulation */
+} flux_fwd;
+
+/* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] +
+ * text_embedder(pooled) into temb (B, C); tsc, gsc (B) hold 1000 t, 1000 g. */
+static void flux_time_text_embed(const rp_flux *m, const rp_ctx *ctx, const flux_fwd *f, float *temb,
+                                 const float *tsc, const float *gsc, const float *pooled, float *tfreq, float *e1,
+                                 float *tmp) {
+    const int B = f->B, C = f->C, F = f->F;
+    /* [cos, sin]: flip_sin_to_cos, shift 0 */
+    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
+    rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
+    rp_d_silu(ctx, e1, e1, (size_t)B * C);
+    rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
+    if (m->cfg.guidance_embeds) {
+        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
+        rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
+        rp_d_silu(ctx, e1, e1, (size_t)B * C);
+        rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
+        rp_d_add(ctx, temb, tmp, (size_t)B * C);
+    }
+    rp_d_linear(ctx, e1, pooled, &m->p_lin1, B);
+    rp_d_silu(ctx, e1, e1, (size_t)B * C);
+    rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
+    rp_d_add(ctx, temb, tmp, (size_t)B * C);
+}
+
+/* transformer_blocks.i (FluxTransformerBlock): the text and image streams, each with its
+ * own adaLN, projections and feed-forward, attending jointly over [text; image]. */
+static rp_status flux_double_block(const rp_flux *m, const rp_ctx *ctx, const flux_fwd *f, int i, rp_error *err) {
+    const flux_double *blk = &m->doubles[i];
+    const int B = f->B, C = f->C, M = f->M, NH = f->NH, D = f->D, Tl = f->Tl;
+    char name[96];
+    /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
+    for (int s = 0; s < 2; s++) rp_d_linear(ctx, f->mod[s], f->stemb, &blk->s[s].mod, B);
+
+    rp_d_layernorm(ctx, f->h, f->xs, NULL, NULL, (int)f->BTl, C, 1e-6f);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const float *ms = f->mod[s] + (size_t)b * 6 * C;
+            rp_d_modulate(ctx, f->h + ((size_t)b * Tl + f->off_s[s]) * C, ms, ms + C, 6 * C, 1, f->n_s[s], C);
+        }
+
+    /* q, k, v: each stream through its own projection (and per-head RMSNorm), into
+     * ys in token layout, then to heads over the joint sequence; RoPE on q and k. */
+    float *dst[3] = {f->q, f->k, f->v};
+    for (int j = 0; j < 3; j++) {
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < 2; s++) {
+                if (f->n_s[s] == 0) continue;
+                const flux_stream_w *w = &blk->s[s];
+                const rp_linear_w *lw = j == 0 ? &w->q : j == 1 ? &w->k : &w->v;
+                const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
+                const size_t r0 = (size_t)b * Tl + f->off_s[s];
+                rp_d_linear(ctx, f->ys + r0 * C, f->h + r0 * C, lw, f->n_s[s]);
+                if (nw) rp_d_rmsnorm(ctx, f->ys + r0 * C, f->ys + r0 * C, nw, f->n_s[s] * NH, D, 1e-6f);
+            }
+        rp_d_to_heads(ctx, dst[j], f->ys, B, Tl, NH, D, Tl, 0);
+        if (j < 2) rp_d_rope(ctx, dst[j], f->cosb, f->sinb, B, NH, Tl, D);
+    }
+    RP_TRY(rp_par_attention(ctx, i, f->att, f->q, f->k, f->v, f->jmask, B, NH, Tl, f->Ll, 0, D, f->scale, err));
+    rp_d_from_heads(ctx, f->h, C, f->att, B, Tl, 0, Tl, NH, D); /* h (B, T, C) reused: its content is consumed */
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const size_t r0 = (size_t)b * Tl + f->off_s[s];
+            rp_d_linear(ctx, f->ys + r0 * C, f->h + r0 * C, &blk->s[s].out, f->n_s[s]);
+        }
+    snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
+    rp_par_trace(ctx, name, f->ys, B, Tl, C, f->gtok, f->T);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const size_t r0 = (size_t)b * Tl + f->off_s[s];
+            rp_d_gated_add(ctx, f->xs + r0 * C, f->mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, f->ys + r0 * C, 1,
+                           f->n_s[s], C);
+        }
+
+    /* feed-forward, per stream: norm2 (image) and norm2_context (text) are separate
+     * LayerNorms, as in diffusers (row-wise, so a call per segment gives the same bits) */
+    rp_ctx mlp_tmp;
+    const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const float *ms = f->mod[s] + (size_t)b * 6 * C;
+            const size_t r0 = (size_t)b * Tl + f->off_s[s];
+            rp_d_layernorm(ctx, f->h + r0 * C, f->xs + r0 * C, NULL, NULL, f->n_s[s], C,
+                           s == 1 ? f->mlp_ln_eps : 1e-6f);
+            rp_d_modulate(ctx, f->h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, f->n_s[s], C);
+            rp_d_linear(s == 1 ? mc : ctx, f->mh + r0 * M, f->h + r0 * C, &blk->s[s].ff0, f->n_s[s]);
+        }
+    rp_d_gelu_tanh(ctx, f->mh, f->mh, f->BTl * M);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const size_t r0 = (size_t)b * Tl + f->off_s[s];
+            rp_d_linear(s == 1 ? mc : ctx, f->ys + r0 * C, f->mh + r0 * M, &blk->s[s].ff2, f->n_s[s]);
+        }
+    snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
+    rp_par_trace(ctx, name, f->ys, B, Tl, C, f->gtok, f->T);
+    for (int b = 0; b < B; b++)
+        for (int s = 0; s < 2; s++) {
+            if (f->n_s[s] == 0) continue;
+            const size_t r0 = (size_t)b * Tl + f->off_s[s];
+            rp_d_gated_add(ctx, f->xs + r0 * C, f->mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, f->ys + r0 * C, 1,
+                           f->n_s[s], C);
+        }
+
+    snprintf(name, sizeof name, "transformer_blocks.%d", i);
+    rp_par_trace(ctx, name, f->xs, B, Tl, C, f->gtok, f->T);
+    return RP_OK;
+}
+
+/* single_transformer_blocks.i (FluxSingleTransformerBlock), over the joint [text; image]
+ * sequence: one adaLN, attention and an MLP in parallel, one output projection.
+ * layer: the block's index among all blocks (the attention hooks count them so). */
+static rp_status flux_single_block(const rp_flux *m, const rp_ctx *ctx, const flux_fwd *f, int i, int layer,
+                                   rp_error *err) {
+    const flux_single *blk = &m->singles[i];
+    const int B = f->B, C = f->C, M = f->M, NH = f->NH, D = f->D, Tl = f->Tl;
+    const int BTl = (int)f->BTl;
+    char name[96];
+    float *ms = f->mod[0]; /* (B, 3C) = [shift | scale | gate] */
+    rp_d_linear(ctx, ms, f->stemb, &blk->mod, B);
+    rp_d_layernorm(ctx, f->h, f->xs, NULL, NULL, BTl, C, 1e-6f);
+    rp_d_modulate(ctx, f->h, ms, ms + C, 3 * C, B, Tl, C);
+
+    const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
+    const float *nw[3] = {blk->norm_q, blk->norm_k, NULL};
+    float *dst[3] = {f->q, f->k, f->v};
+    for (int j = 0; j < 3; j++) {
+        rp_d_linear(ctx, f->ys, f->h, lw[j], BTl);
+        if (nw[j]) rp_d_rmsnorm(ctx, f->ys, f->ys, nw[j], BTl * NH, D, 1e-6f);
+        rp_d_to_heads(ctx, dst[j], f->ys, B, Tl, NH, D, Tl, 0);
+        if (j < 2) rp_d_rope(ctx, dst[j], f->cosb, f->sinb, B, NH, Tl, D);
+    }
+    RP_TRY(rp_par_attention(ctx, layer, f->att, f->q, f->k, f->v, f->jmask, B, NH, Tl, f->Ll, 0, D, f->scale, err));
+    /* cat (B, T, C + M) = [attn | gelu(proj_mlp(h))]; it overwrites q, k, v (dead now) */
+    rp_d_from_heads(ctx, f->cat, C + M, f->att, B, Tl, 0, Tl, NH, D);
+    rp_d_linear_ld(ctx, f->cat + C, C + M, f->h, &blk->proj_mlp, BTl);
+    rp_d_act_2d(ctx, RP_D_GELU_TANH, f->cat + C, C + M, f->cat + C, C + M, BTl, M);
+    rp_d_linear(ctx, f->ys, f->cat, &blk->proj_out, BTl);
+    snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
+    rp_par_trace(ctx, name, f->ys, B, Tl, C, f->gtok, f->T);
+    rp_d_gated_add(ctx, f->xs, ms + 2 * C, 3 * C, f->ys, B, Tl, C);
+    snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
+    rp_par_trace(ctx, name, f->xs, B, Tl, C, f->gtok, f->T);
+    return RP_OK;
+}
+
+/* norm_out (AdaLayerNormContinuous): mod (B, 2C) = [scale | shift], image tokens only,
+ * into h as contiguous (B, Nl, C); then proj_out into tok (B, N, P), gathered over the
+ * sequence group. */
+static rp_status flux_final(const rp_flux *m, const rp_ctx *ctx, const flux_fwd *f, rp_error *err) {
+    const int B = f->B, C = f->C, Nl = f->Nl;
+    rp_d_linear(ctx, f->mod[0], f->stemb, &m->norm_out, B);
+    for (int b = 0; b < B; b++)
+        rp_d_layernorm(ctx, f->h + (size_t)b * Nl * C, f->xs + ((size_t)b * f->Tl + f->Ll) * C, NULL, NULL, Nl, C,
+                       1e-6f);
+    rp_d_modulate(ctx, f->h, f->mod[0] + C, f->mod[0], 2 * C, B, Nl, C);
+    rp_par_trace(ctx, "norm_out", f->h, B, Nl, C, f->itok, f->N);
+    rp_d_linear(ctx, f->tok, f->h, &m->proj_out, B * Nl);
+    if (Nl < f->N) RP_TRY(rp_par_gather_tokens(ctx, f->tok, f->tok, B, f->N, f->P, err));
+    rp_par_trace(ctx, "proj_out", f->tok, B, f->N, f->P, NULL, f->N);
+    return RP_OK;
+}
+
 rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const float *x,
                           const float *t, const float *guidance, const float *context,
                           const uint8_t *mask, const float *pooled, int B, int H, int W, int L,
@@ -476,18 +666,18 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
                        cfg->preset);
 
     const flux_dims dm = dims_of(cfg, B, H, W, L, mask != NULL);
-    const int N = dm.N, T = dm.T, C = dm.C, M = dm.M, P = dm.P, F = dm.F;
-    const int NH = cfg->heads, D = cfg->head_dim, Cin = cfg->in_channels, gw = W / 2;
+    flux_fwd f = {.B = B, .N = dm.N, .T = dm.T, .C = dm.C, .M = dm.M, .P = dm.P, .F = dm.F, .NH = cfg->heads,
+                  .D = cfg->head_dim, .L = L};
+    const int N = f.N, T = f.T, C = f.C, F = f.F, D = f.D, Cin = cfg->in_channels, gw = W / 2;
     const int Dctx = cfg->joint_attention_dim, Dpool = cfg->pooled_dim;
     /* this rank's text tokens [l0, l0 + Ll) and image tokens [n0, n0 + Nl) (sequence
      * parallelism; else all), kept per item as [text; image], Tl rows */
-    int l0, Ll, n0, Nl;
-    RP_TRY(rp_par_shard_text(ctx, L, &l0, &Ll, err)); /* whole under patch / pipefusion */
-    RP_TRY(rp_par_shard(ctx, N, &n0, &Nl, err));
-    const int Tl = Ll + Nl;
-    const size_t BT = (size_t)B * T, BTl = (size_t)B * Tl;
-    const int n_s[2] = {Ll, Nl};  /* tokens per item of stream s: [0] text, [1] image */
-    const int off_s[2] = {0, Ll}; /* first row of stream s within an item */
+    RP_TRY(rp_par_shard_text(ctx, L, &f.l0, &f.Ll, err)); /* whole under patch / pipefusion */
+    RP_TRY(rp_par_shard(ctx, N, &f.n0, &f.Nl, err));
+    const int Ll = f.Ll, Nl = f.Nl, l0 = f.l0, n0 = f.n0, Tl = f.Tl = Ll + Nl;
+    const size_t BT = (size_t)B * T, BTl = f.BTl = (size_t)B * Tl;
+    f.n_s[0] = Ll, f.n_s[1] = Nl;
+    f.off_s[0] = 0, f.off_s[1] = Ll;
 
     /* On a device (engine/device.h) every buffer below is device memory, the inputs and
      * the output have their own rows at the end of the block, and the parameters are
@@ -513,38 +703,39 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     }
     for (int j = 0; gtok && j < Tl; j++) gtok[j] = j < Ll ? l0 + j : L + n0 + (j - Ll);
     for (int j = 0; itok && j < Nl; j++) itok[j] = n0 + j;
+    f.gtok = gtok;
+    f.itok = itok;
     float *cur = mem;
-    float *tok = cur;    cur += (size_t)B * N * P; /* (B, N, 4Cin) packed input, later packed output */
-    float *xs = cur;     cur += BT * C;            /* (B, T, C); the residual stream (B, Tl, C), [text; image] per item */
-    float *h = cur;      cur += BT * C;            /* (B, T, C) normed + modulated input of a branch */
-    float *ys = cur;     cur += BT * C;            /* (B, T, C) projection scratch / branch output */
-    float *att = cur;    cur += BT * C;            /* (B, NH, T, D) attention output */
+    f.tok = cur;         cur += (size_t)B * N * f.P; /* (B, N, 4Cin) */
+    f.xs = cur;          cur += BT * C;              /* (B, T, C); the residual stream (B, Tl, C) */
+    f.h = cur;           cur += BT * C;              /* (B, T, C) */
+    f.ys = cur;          cur += BT * C;              /* (B, T, C) */
+    f.att = cur;         cur += BT * C;              /* (B, NH, T, D) */
     float *shared = cur; cur += dm.n_shared;
-    float *q = shared;                             /* (B, NH, T, D) */
-    float *k = shared + BT * C;                    /* (B, NH, T, D) */
-    float *v = shared + 2 * BT * C;                /* (B, NH, T, D) */
-    float *mh = shared;                            /* (B, T, M) double-block FF hidden */
-    float *cat = shared;                           /* (B, T, C + M) single block [attn, mlp] */
-    float *cosb = cur;   cur += (size_t)T * D;     /* (Tl, D) used: this rank's tokens */
-    float *sinb = cur;   cur += (size_t)T * D;     /* (Tl, D) used */
-    float *jmaskf = cur; cur += dm.n_mask;         /* (B, T) uint8 joint key mask */
-    uint8_t *jmask = mask ? (uint8_t *)jmaskf : NULL;
-    float *tfreq = cur;  cur += (size_t)B * F;     /* (B, F) sinusoidal embedding */
-    float *tsc = cur;    cur += B;                 /* (B) 1000 t */
-    float *gsc = cur;    cur += B;                 /* (B) 1000 guidance */
-    float *e1 = cur;     cur += (size_t)B * C;     /* (B, C) embedder hidden */
-    float *temb = cur;   cur += (size_t)B * C;     /* (B, C) conditioning */
-    float *tmp = cur;    cur += (size_t)B * C;     /* (B, C) */
-    float *stemb = cur;  cur += (size_t)B * C;     /* (B, C) silu(temb), input of every adaLN */
-    float *mod[2];
-    mod[0] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) text stream / single (B, 3C) / final (B, 2C) */
-    mod[1] = cur;        cur += (size_t)B * 6 * C; /* (B, 6C) image stream */
+    f.q = shared;                                    /* (B, NH, T, D) */
+    f.k = shared + BT * C;                           /* (B, NH, T, D) */
+    f.v = shared + 2 * BT * C;                       /* (B, NH, T, D) */
+    f.mh = shared;                                   /* (B, T, M) */
+    f.cat = shared;                                  /* (B, T, C + M) */
+    f.cosb = cur;        cur += (size_t)T * D;       /* (Tl, D) used: this rank's tokens */
+    f.sinb = cur;        cur += (size_t)T * D;       /* (Tl, D) used */
+    float *jmaskf = cur; cur += dm.n_mask;           /* (B, T) uint8 joint key mask */
+    f.jmask = mask ? (const uint8_t *)jmaskf : NULL;
+    float *tfreq = cur;  cur += (size_t)B * F;       /* (B, F) sinusoidal embedding */
+    float *tsc = cur;    cur += B;                   /* (B) 1000 t */
+    float *gsc = cur;    cur += B;                   /* (B) 1000 guidance */
+    float *e1 = cur;     cur += (size_t)B * C;       /* (B, C) embedder hidden */
+    float *temb = cur;   cur += (size_t)B * C;       /* (B, C) conditioning */
+    float *tmp = cur;    cur += (size_t)B * C;       /* (B, C) */
+    f.stemb = cur;       cur += (size_t)B * C;       /* (B, C) silu(temb) */
+    f.mod[0] = cur;      cur += (size_t)B * 6 * C;   /* (B, 6C) text stream / single (B, 3C) / final (B, 2C) */
+    f.mod[1] = cur;      cur += (size_t)B * 6 * C;   /* (B, 6C) image stream */
     assert((size_t)(cur - mem) == dm.n_total);
     /* the inputs where the ops read them, the output where unpacking writes it */
     const float *xin = x, *ctxin = context, *poolin = pooled;
     float *outd = out;
     /* where the host builds the RoPE tables, joint mask and scaled timesteps */
-    float *hcos = cosb, *hsin = sinb, *hmask = jmaskf, *htsc = tsc, *hgsc = gsc;
+    float *hcos = f.cosb, *hsin = f.sinb, *hmask = jmaskf, *htsc = tsc, *hgsc = gsc;
     if (ctx->dev) {
         float *xd = cur;   cur += (size_t)B * Cin * H * W;
         outd = cur;        cur += (size_t)B * Cin * H * W;
@@ -580,190 +771,50 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     if (ctx->dev) {
         rp_d_upload(ctx, tsc, htsc, (size_t)B);
         if (cfg->guidance_embeds) rp_d_upload(ctx, gsc, hgsc, (size_t)B);
-        rp_d_upload(ctx, cosb, hcos, (size_t)Tl * D);
-        rp_d_upload(ctx, sinb, hsin, (size_t)Tl * D);
+        rp_d_upload(ctx, f.cosb, hcos, (size_t)Tl * D);
+        rp_d_upload(ctx, f.sinb, hsin, (size_t)Tl * D);
         if (mask) rp_d_upload(ctx, jmaskf, hmask, dm.n_mask);
     }
 
     rp_status st = RP_OK;
-    char name[96];
-    const float scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
-    /* the image stream's MLP LayerNorm (norm2) in the double blocks: 1e-6 as the others
-     * (norm-eps-rank: 1e-5 on one rank) */
-    const float mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
+    f.scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
+    f.mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
 
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
      * then placed in their rows of xs. */
-    rp_d_patchify(ctx, tok, xin, B, Cin, H, W, 2);
-    rp_d_linear(ctx, h, tok, &m->x_embed, B * N);
-    rp_par_trace(ctx, "x_embedder", h, B, N, C, NULL, N);
+    rp_d_patchify(ctx, f.tok, xin, B, Cin, H, W, 2);
+    rp_d_linear(ctx, f.h, f.tok, &m->x_embed, B * N);
+    rp_par_trace(ctx, "x_embedder", f.h, B, N, C, NULL, N);
     for (int b = 0; b < B; b++)
-        rp_d_copy(ctx, xs + ((size_t)b * Tl + Ll) * C, h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
+        rp_d_copy(ctx, f.xs + ((size_t)b * Tl + Ll) * C, f.h + ((size_t)b * N + n0) * C, (size_t)Nl * C);
 
-    /* time_text_embed: timestep_embedder(1000 t) [+ guidance_embedder(1000 g)] + text_embedder(pooled). */
-    /* [cos, sin]: flip_sin_to_cos, shift 0 */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
-    if (cfg->guidance_embeds) {
-        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-        rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
-        rp_d_silu(ctx, e1, e1, (size_t)B * C);
-        rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
-        rp_d_add(ctx, temb, tmp, (size_t)B * C);
-    }
-    rp_d_linear(ctx, e1, poolin, &m->p_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
-    rp_d_add(ctx, temb, tmp, (size_t)B * C);
+    flux_time_text_embed(m, ctx, &f, temb, tsc, gsc, poolin, tfreq, e1, tmp);
     rp_par_trace(ctx, "time_text_embed", temb, B, 1, C, NULL, 1);
-    rp_d_silu(ctx, stemb, temb, (size_t)B * C);
+    rp_d_silu(ctx, f.stemb, temb, (size_t)B * C);
 
     if (L > 0) {
-        rp_d_linear(ctx, h, ctxin, &m->ctx_embed, B * L);
-        rp_par_trace(ctx, "context_embedder", h, B, L, C, NULL, L);
+        rp_d_linear(ctx, f.h, ctxin, &m->ctx_embed, B * L);
+        rp_par_trace(ctx, "context_embedder", f.h, B, L, C, NULL, L);
         for (int b = 0; b < B; b++)
-            rp_d_copy(ctx, xs + (size_t)b * Tl * C, h + ((size_t)b * L + l0) * C, (size_t)Ll * C);
+            rp_d_copy(ctx, f.xs + (size_t)b * Tl * C, f.h + ((size_t)b * L + l0) * C, (size_t)Ll * C);
     }
 
-    /* ---- double-stream blocks ---- */
+    /* the blocks this rank runs, double then single (all, unless a pipeline hook owns a range) */
     const int nd = cfg->n_double, nsg = cfg->n_single;
-    int ba, bb; /* the blocks this rank runs, double then single (all, unless a pipeline hook owns a range) */
+    int ba, bb;
     rp_par_block_range(ctx, nd + nsg, &ba, &bb);
-    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, NULL, 0, C, err);
-    if (st != RP_OK) goto done;
-    for (int i = ba; i < (bb < nd ? bb : nd); i++) {
-        const flux_double *blk = &m->doubles[i];
-        /* mod[s] (B, 6C) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp] */
-        for (int s = 0; s < 2; s++) rp_d_linear(ctx, mod[s], stemb, &blk->s[s].mod, B);
-
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const float *ms = mod[s] + (size_t)b * 6 * C;
-                rp_d_modulate(ctx, h + ((size_t)b * Tl + off_s[s]) * C, ms, ms + C, 6 * C, 1, n_s[s], C);
-            }
-
-        /* q, k, v: each stream through its own projection (and per-head RMSNorm), into
-         * ys in token layout, then to heads over the joint sequence; RoPE on q and k. */
-        float *dst[3] = {q, k, v};
-        for (int j = 0; j < 3; j++) {
-            for (int b = 0; b < B; b++)
-                for (int s = 0; s < 2; s++) {
-                    if (n_s[s] == 0) continue;
-                    const flux_stream_w *w = &blk->s[s];
-                    const rp_linear_w *lw = j == 0 ? &w->q : j == 1 ? &w->k : &w->v;
-                    const float *nw = j == 0 ? w->norm_q : j == 1 ? w->norm_k : NULL;
-                    const size_t r0 = (size_t)b * Tl + off_s[s];
-                    rp_d_linear(ctx, ys + r0 * C, h + r0 * C, lw, n_s[s]);
-                    if (nw) rp_d_rmsnorm(ctx, ys + r0 * C, ys + r0 * C, nw, n_s[s] * NH, D, 1e-6f);
-                }
-            rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
-            if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
-        }
-        st = rp_par_attention(ctx, i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
-        if (st != RP_OK) goto done;
-        rp_d_from_heads(ctx, h, C, att, B, Tl, 0, Tl, NH, D); /* h (B, T, C) reused: its content is consumed */
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_linear(ctx, ys + r0 * C, h + r0 * C, &blk->s[s].out, n_s[s]);
-            }
-        snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_gated_add(ctx, xs + r0 * C, mod[s] + (size_t)b * 6 * C + 2 * C, 6 * C, ys + r0 * C, 1, n_s[s],
-                               C);
-            }
-
-        /* feed-forward, per stream: norm2 (image) and norm2_context (text) are separate
-         * LayerNorms, as in diffusers (row-wise, so a call per segment gives the same bits) */
-        rp_ctx mlp_tmp;
-        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const float *ms = mod[s] + (size_t)b * 6 * C;
-                const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_layernorm(ctx, h + r0 * C, xs + r0 * C, NULL, NULL, n_s[s], C, s == 1 ? mlp_ln_eps : 1e-6f);
-                rp_d_modulate(ctx, h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, n_s[s], C);
-                rp_d_linear(s == 1 ? mc : ctx, mh + r0 * M, h + r0 * C, &blk->s[s].ff0, n_s[s]);
-            }
-        rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_linear(s == 1 ? mc : ctx, ys + r0 * C, mh + r0 * M, &blk->s[s].ff2, n_s[s]);
-            }
-        snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
-        for (int b = 0; b < B; b++)
-            for (int s = 0; s < 2; s++) {
-                if (n_s[s] == 0) continue;
-                const size_t r0 = (size_t)b * Tl + off_s[s];
-                rp_d_gated_add(ctx, xs + r0 * C, mod[s] + (size_t)b * 6 * C + 5 * C, 6 * C, ys + r0 * C, 1, n_s[s],
-                               C);
-            }
-
-        snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        rp_par_trace(ctx, name, xs, B, Tl, C, gtok, T);
+    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, f.xs, BTl, NULL, 0, C, err);
+    for (int i = ba; st == RP_OK && i < (bb < nd ? bb : nd); i++) st = flux_double_block(m, ctx, &f, i, err);
+    for (int i = (ba > nd ? ba : nd) - nd; st == RP_OK && i < bb - nd; i++)
+        st = flux_single_block(m, ctx, &f, i, nd + i, err);
+    if (st == RP_OK) st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, f.xs, BTl, NULL, 0, C, err);
+    if (st == RP_OK && bb == nd + nsg) { /* else a later pipeline stage finishes the forward */
+        st = flux_final(m, ctx, &f, err);
+        if (st == RP_OK) rp_d_flux_unpack(ctx, outd, f.tok, B, Cin, H, W);
+        if (st == RP_OK && ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
     }
 
-    /* ---- single-stream blocks, over the joint [text; image] sequence ---- */
-    for (int i = (ba > nd ? ba : nd) - nd; i < bb - nd; i++) {
-        const flux_single *blk = &m->singles[i];
-        float *ms = mod[0]; /* (B, 3C) = [shift | scale | gate] */
-        rp_d_linear(ctx, ms, stemb, &blk->mod, B);
-        rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
-        rp_d_modulate(ctx, h, ms, ms + C, 3 * C, B, Tl, C);
-
-        const rp_linear_w *lw[3] = {&blk->q, &blk->k, &blk->v};
-        const float *nw[3] = {blk->norm_q, blk->norm_k, NULL};
-        float *dst[3] = {q, k, v};
-        for (int j = 0; j < 3; j++) {
-            rp_d_linear(ctx, ys, h, lw[j], (int)BTl);
-            if (nw[j]) rp_d_rmsnorm(ctx, ys, ys, nw[j], (int)BTl * NH, D, 1e-6f);
-            rp_d_to_heads(ctx, dst[j], ys, B, Tl, NH, D, Tl, 0);
-            if (j < 2) rp_d_rope(ctx, dst[j], cosb, sinb, B, NH, Tl, D);
-        }
-        st = rp_par_attention(ctx, nd + i, att, q, k, v, jmask, B, NH, Tl, Ll, 0, D, scale, err);
-        if (st != RP_OK) goto done;
-        /* cat (B, T, C + M) = [attn | gelu(proj_mlp(h))]; it overwrites q, k, v (dead now) */
-        rp_d_from_heads(ctx, cat, C + M, att, B, Tl, 0, Tl, NH, D);
-        rp_d_linear_ld(ctx, cat + C, C + M, h, &blk->proj_mlp, (int)BTl);
-        rp_d_act_2d(ctx, RP_D_GELU_TANH, cat + C, C + M, cat + C, C + M, (int)BTl, M);
-        rp_d_linear(ctx, ys, cat, &blk->proj_out, (int)BTl);
-        snprintf(name, sizeof name, "single_transformer_blocks.%d.proj_out", i);
-        rp_par_trace(ctx, name, ys, B, Tl, C, gtok, T);
-        rp_d_gated_add(ctx, xs, ms + 2 * C, 3 * C, ys, B, Tl, C);
-        snprintf(name, sizeof name, "single_transformer_blocks.%d", i);
-        rp_par_trace(ctx, name, xs, B, Tl, C, gtok, T);
-    }
-
-    /* norm_out (AdaLayerNormContinuous): mod (B, 2C) = [scale | shift], image tokens only,
-     * into h as contiguous (B, N, C); then proj_out and unpack. */
-    st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, NULL, 0, C, err);
-    if (st != RP_OK || bb < nd + nsg) goto done; /* a later pipeline stage finishes the forward */
-    rp_d_linear(ctx, mod[0], stemb, &m->norm_out, B);
-    for (int b = 0; b < B; b++)
-        rp_d_layernorm(ctx, h + (size_t)b * Nl * C, xs + ((size_t)b * Tl + Ll) * C, NULL, NULL, Nl, C, 1e-6f);
-    rp_d_modulate(ctx, h, mod[0] + C, mod[0], 2 * C, B, Nl, C);
-    rp_par_trace(ctx, "norm_out", h, B, Nl, C, itok, N);
-    rp_d_linear(ctx, tok, h, &m->proj_out, B * Nl);
-    if (Nl < N && (st = rp_par_gather_tokens(ctx, tok, tok, B, N, P, err)) != RP_OK) goto done;
-    rp_par_trace(ctx, "proj_out", tok, B, N, P, NULL, N);
-    rp_d_flux_unpack(ctx, outd, tok, B, Cin, H, W);
-    if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
-
-done:
     {
         rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
         if (st == RP_OK) st = dst;
