@@ -22,7 +22,7 @@
 #include "engine/attention/attention.h"
 #include "engine/ctx.h"
 #include "engine/rng.h"
-#include "harness/args.h"
+#include "harness/cli/args.h"
 
 static double now(void) {
     struct timespec ts;

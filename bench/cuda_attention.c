@@ -30,7 +30,7 @@
 #include "engine/cuda/cuda_attention.h"
 #include "engine/cuda/cuda_info.h"
 #include "engine/rng.h"
-#include "harness/args.h"
+#include "harness/cli/args.h"
 
 #define CK(call)                                                                                       \
     do {                                                                                               \

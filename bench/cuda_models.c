@@ -73,8 +73,8 @@
 #include "engine/safetensors.h"
 #include "engine/synthetic.h"
 #include "engine/trace.h"
-#include "harness/args.h"
-#include "harness/env.h"
+#include "harness/cli/args.h"
+#include "harness/sweep/env.h"
 
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/cuda_gemm.h"

@@ -29,8 +29,8 @@
 #include "engine/pipeline.h"
 #include "engine/rng.h"
 #include "engine/synthetic.h"
-#include "harness/args.h"
-#include "harness/env.h"
+#include "harness/cli/args.h"
+#include "harness/sweep/env.h"
 
 static double now(void) {
     struct timespec ts;

@@ -13,7 +13,7 @@
  * (GOTO thread timeout, ~0.1 s) and would take CPU from the invariant GEMM's own
  * threads, which the engine never runs beside OpenBLAS calls; so the invariant runs
  * start after a 0.5 s pause. Prints the machine (CPU, SIMD flags, OpenBLAS core and config,
- * from the environment record of harness/env.c), then per shape and thread count
+ * from the environment record of harness/sweep/env.c), then per shape and thread count
  * GFLOP/s of both and the ratio of times invariant / OpenBLAS. */
 #include <cblas.h>
 #include <stdio.h>
@@ -24,8 +24,8 @@
 #include "engine/ctx.h"
 #include "engine/ops.h"
 #include "engine/rng.h"
-#include "harness/args.h"
-#include "harness/env.h"
+#include "harness/cli/args.h"
+#include "harness/sweep/env.h"
 
 static double now(void) {
     struct timespec ts;

@@ -23,8 +23,8 @@
 
 #include "engine/error.h"
 #include "engine/image.h"
-#include "harness/args.h"
-#include "harness/metrics.h"
+#include "harness/cli/args.h"
+#include "harness/analysis/metrics.h"
 
 static double now(void) {
     struct timespec ts;

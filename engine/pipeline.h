@@ -172,7 +172,7 @@ typedef struct rp_gen_request {
     int n_items;
     const rp_gen_item *items; /* (n_items) */
     int decode;               /* 0: stop at latents (no VAE, no rgb) */
-    /* ---- the classifier's hooks (harness/classify.h); all 0 / NULL in normal runs ---- */
+    /* ---- the classifier's hooks (harness/analysis/classify.h); all 0 / NULL in normal runs ---- */
     /* Teacher forcing: teacher (steps + 1, n_items, C, h, w) is a reference trajectory of
      * these items. Instead of one continuous run, each step k with teacher_steps[k] != 0
      * (every step when teacher_steps is NULL) starts from teacher[k]: res->trajectory[k + 1]

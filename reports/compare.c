@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "harness/metrics.h"
-#include "harness/store.h"
+#include "harness/analysis/metrics.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 /* ---- two result directories ------------------------------------------------------------ */

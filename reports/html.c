@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "engine/image.h"
-#include "harness/metrics.h"
-#include "harness/store.h"
+#include "harness/analysis/metrics.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 #define THUMB 256        /* largest side embedded as is */
@@ -867,7 +867,7 @@ static void row_open(rp_sb *b, const char *label) {
     rp_sb_puts(b, "</td><td>");
 }
 
-/* The evidence members present (harness/verdict.h): first failing layer and
+/* The evidence members present (harness/analysis/verdict.h): first failing layer and
  * step, the worst layers, initial noise, approximation, assignment,
  * determinism, the envelope's twins, notes; then the verdict against a golden. */
 static void evidence_rows(rp_sb *b, const rp_rcase *c) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/store.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 /* s, or null when s is NULL or empty. */

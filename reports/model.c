@@ -13,9 +13,9 @@
 #include <strings.h>
 
 #include "engine/parallel/strategy.h"
-#include "harness/case.h"
-#include "harness/matrix.h"
-#include "harness/store.h"
+#include "harness/sweep/case.h"
+#include "harness/sweep/matrix.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 /* ---- display classes ---------------------------------------------------------------- */

@@ -22,7 +22,7 @@
 
 #include "engine/fsutil.h"
 #include "engine/parallel/strategy.h"
-#include "harness/store.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 void rp_plots_free(rp_plots *p) {

@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "harness/store.h"
+#include "harness/store/store.h"
 #include "reports/rutil.h"
 
 rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *err) {

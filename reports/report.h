@@ -2,7 +2,7 @@
  * (people), report.md (CI comments, terminals), junit.xml (test reporters),
  * gnuplot plots, an SQLite history of runs and the end-of-run terminal summary.
  *
- * Everything here reads the result store (harness/store.h) and never runs a
+ * Everything here reads the result store (harness/store/store.h) and never runs a
  * case: a report is rebuilt from <results>/<matrix>/<case id>/ at any time.
  * The in-memory model is rp_run: one row (rp_rcase) per case with its config,
  * its verdict (classification.json when the classifier has written one, else
@@ -23,7 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
-#include "harness/verdict.h"
+#include "harness/analysis/verdict.h"
 
 #define RP_REPORT_SCHEMA_VERSION 1
 #define RP_REPORT_PATHLEN 4096
@@ -281,7 +281,7 @@ typedef struct rp_report_opts {
  * report.md, junit.xml) and, with a history database, appends the run first. */
 rp_status rp_report_write(const rp_run *r, const rp_report_opts *o, rp_error *err);
 
-/* The end of a sweep, for the runner's command (harness/cmd_matrix.c): loads
+/* The end of a sweep, for the runner's command (harness/cli/cmd_matrix.c): loads
  * the matrix directory just written (<results>/<matrix>), with report_dir writes
  * every report there (rp_report_write, plots included), prints the terminal
  * summary (rp_report_terminal) to out and, with history_db, appends the run to

@@ -1,4 +1,4 @@
-# classify.cmake — the classifier (harness/classify.c, its runner integration, `repro classify`).
+# classify.cmake — the classifier (harness/analysis/classify.c, its runner integration, `repro classify`).
 #   unit.test_classify     pure functions and the driver on constructed data (label unit;
 #                          registered by the tests/unit glob, scratch set here)
 #   cli.classify           `repro classify` and the worker's classifier modes: teacher forcing

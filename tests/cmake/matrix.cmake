@@ -1,4 +1,4 @@
-# matrix.cmake — matrix files and the sweep runner (harness/matrix.c, runner.c,
+# matrix.cmake — matrix files and the sweep runner (harness/sweep/matrix.c, runner.c,
 # golden.c, cmd_matrix.c, cmd_golden.c).
 #   unit.test_matrix       expansion, filters, the malformed set tests/matrix/bad/
 #                          (each NAME.yaml with its one-line error in NAME.err), store

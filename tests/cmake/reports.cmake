@@ -1,4 +1,4 @@
-# reports.cmake — the reports (reports/*.c, harness/cmd_report.c, cmd_compare.c,
+# reports.cmake — the reports (reports/*.c, harness/cli/cmd_report.c, cmd_compare.c,
 # cmd_history.c), label cli except the unit test:
 #   unit.test_reports        helpers, verdict classes, a store built in the test,
 #                            summary.json, junit.xml, markdown, compare, the SQLite

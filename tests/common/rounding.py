@@ -25,7 +25,7 @@ Above ~48 dB (RMS8 < 1 level: a few values one level apart) PSNR orders nothing.
 """
 import math
 
-# the classifier's default bug factor (harness/classify.h: RP_CLS_DEFAULT_FACTOR); the tests
+# the classifier's default bug factor (harness/analysis/classify.h: RP_CLS_DEFAULT_FACTOR); the tests
 # read the factor a case was classified with from its evidence where they have it
 FACTOR = 64.0
 

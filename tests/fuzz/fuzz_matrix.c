@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/matrix.h"
+#include "harness/sweep/matrix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rp_matrix m;

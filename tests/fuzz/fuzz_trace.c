@@ -6,7 +6,7 @@
 
 #include "engine/trace.h"
 #include "fuzz_input.h"
-#include "harness/classify.h"
+#include "harness/analysis/classify.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[64];

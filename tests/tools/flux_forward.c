@@ -32,7 +32,7 @@
 #include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/trace.h"
-#include "harness/args.h"
+#include "harness/cli/args.h"
 
 static double now_s(void) {
     struct timespec ts;

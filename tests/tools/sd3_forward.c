@@ -26,7 +26,7 @@
 #include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/trace.h"
-#include "harness/args.h"
+#include "harness/cli/args.h"
 
 static void usage(FILE *f) {
     fprintf(f,

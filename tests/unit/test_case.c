@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/case.h"
+#include "harness/sweep/case.h"
 
 static rp_case sample_case(void) {
     rp_case c;

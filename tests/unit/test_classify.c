@@ -1,4 +1,4 @@
-/* test_classify.c — harness/classify.c on constructed data: the options and twins, the
+/* test_classify.c — harness/analysis/classify.c on constructed data: the options and twins, the
  * teacher step mask, the distances (exact values worked by hand), envelope ratios and the
  * first break, the assignment, the layer order and a trace round trip, the decision's
  * precedence, and the driver on small directories written here (drift, a bug at a known
@@ -12,10 +12,10 @@
 
 #include "engine/safetensors.h"
 #include "engine/trace.h"
-#include "harness/case.h"
-#include "harness/classify.h"
-#include "harness/runner.h"
-#include "harness/verdict.h"
+#include "harness/sweep/case.h"
+#include "harness/analysis/classify.h"
+#include "harness/sweep/runner.h"
+#include "harness/analysis/verdict.h"
 
 #ifndef REPRO_TEST_SCRATCH
 #define REPRO_TEST_SCRATCH "classify-unit-scratch"

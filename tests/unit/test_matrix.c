@@ -1,7 +1,7 @@
 /* test_matrix.c — matrix files: expansion (product, GitHub-Actions include/exclude,
  * group axes, references, labels, items), filters, the malformed-matrix set in
  * tests/matrix/bad/ (each with its expected one-line error in NAME.err), and the
- * result store's helpers (harness/runner.h). */
+ * result store's helpers (harness/sweep/runner.h). */
 #include <check.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/case.h"
-#include "harness/matrix.h"
-#include "harness/runner.h"
+#include "harness/sweep/case.h"
+#include "harness/sweep/matrix.h"
+#include "harness/sweep/runner.h"
 
 /* tests/cmake/matrix.cmake defines these; a build without the fragment skips the file tests */
 #ifndef REPRO_SOURCE_DIR

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rankenv.h"
+#include "harness/worker/rankenv.h"
 
 /* Detects from a literal environment; fails the test on an error. */
 static rp_rankenv ok(const char *const *envp) {
@@ -25,7 +25,7 @@ static void bad(const char *const *envp, const char *n1, const char *n2) {
     ck_assert_int_eq(rp_rankenv_from(envp, &re, &err), RP_ERR_INVALID);
     ck_assert_msg(strstr(err.msg, n1), "'%s' not in: %s", n1, err.msg);
     if (n2) ck_assert_msg(strstr(err.msg, n2), "'%s' not in: %s", n2, err.msg);
-    ck_assert_ptr_nonnull(strstr(err.where, "harness/rankenv.c:"));
+    ck_assert_ptr_nonnull(strstr(err.where, "harness/worker/rankenv.c:"));
     /* the documented fallback on error */
     ck_assert_int_eq(re.rank, 0);
     ck_assert_int_eq(re.world, 1);

@@ -15,8 +15,8 @@
 
 #include "engine/image.h"
 #include "engine/safetensors.h"
-#include "harness/case.h"
-#include "harness/runner.h"
+#include "harness/sweep/case.h"
+#include "harness/sweep/runner.h"
 #include "reports/report.h"
 #include "reports/rutil.h"
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "engine/parallel/inject.h"
-#include "harness/case.h"
-#include "harness/validate.h"
+#include "harness/sweep/case.h"
+#include "harness/sweep/validate.h"
 
 /* A fixed environment, independent of this machine: both backends built, two
  * H200s visible, world unknown (planning). */

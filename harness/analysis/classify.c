@@ -1,0 +1,1904 @@
+/* classify.c — the classifier (see classify.h; the method is docs/classification.md).
+ *
+ * Two halves: pure functions over numbers (envelopes, ratios, first breaks, the
+ * assignment, the decision), tested with constructed data in tests/unit/test_classify.c;
+ * and the driver, which loads a case directory, its reference's and the twins', feeds
+ * those functions and writes classification.json. Every distance is computed in double
+ * in index order, so a classification is the same on every run. */
+#include "classify.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/device.h"
+#include "engine/fsutil.h"
+#include "engine/image.h"
+#include "engine/parallel/parallel.h"
+#include "engine/safetensors.h"
+#include "engine/samplers/samplers.h"
+#include "harness/analysis/metrics.h"
+#include "harness/store/store.h"
+
+#define PATHLEN 4096
+
+/* ---- options ------------------------------------------------------------------------- */
+
+void rp_classify_opts_default(rp_classify_opts *o) {
+    o->enabled = 1;
+    o->twins = RP_CLS_DEFAULT_TWINS;
+    o->factor = RP_CLS_DEFAULT_FACTOR;
+    o->approx_ssim = RP_CLS_DEFAULT_APPROX_SSIM;
+    o->approx_psnr = RP_CLS_DEFAULT_APPROX_PSNR;
+    o->teacher_steps = 0;
+    o->leak_check = 1;
+    o->invariant_shadow = 1;
+}
+
+void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap) {
+    snprintf(buf, cap, "twins=%d factor=%.17g ssim=%.17g psnr=%.17g teacher_steps=%d leak=%d invariant_shadow=%d",
+             o->twins, o->factor, o->approx_ssim, o->approx_psnr, o->teacher_steps, o->leak_check,
+             o->invariant_shadow);
+}
+
+/* ---- twins ----------------------------------------------------------------------------- */
+
+/* What each twin changes: reduce_split flipped, threads 1 <-> 2, one ulp of noise, the
+ * attention algorithm. */
+static const struct {
+    const char *name;
+    int split, threads, noise, attention;
+} TWINS[RP_CLS_TWIN_KINDS] = {
+    {"reduce-split", 1, 0, 0, 0},          {"threads", 0, 1, 0, 0},           {"noise-ulp", 0, 0, 1, 0},
+    {"reduce-split+noise-ulp", 1, 0, 1, 0}, {"threads+noise-ulp", 0, 1, 1, 0}, {"reduce-split+threads", 1, 1, 0, 0},
+    {"attention", 0, 0, 0, 1},
+};
+
+const char *rp_cls_twin_name(int k) {
+    assert(k >= 0 && k < RP_CLS_TWIN_KINDS);
+    return TWINS[k].name;
+}
+
+int rp_cls_twin_other_math(int k) {
+    assert(k >= 0 && k < RP_CLS_TWIN_KINDS);
+    return TWINS[k].split || TWINS[k].threads || TWINS[k].attention;
+}
+
+int rp_cls_twin_list(const rp_case *ref, int twins, int *out) {
+    int n = 0;
+    if (twins <= 0) return 0; /* not a reference: no twins */
+    for (int k = 0; k < twins && k < RP_CLS_MAX_TWINS; k++) out[n++] = k;
+    if (strcmp(rp_cls_effective_precision(ref), "fp32")) out[n++] = RP_CLS_TWIN_ATTENTION;
+    return n;
+}
+
+void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise) {
+    assert(ref && twin && k >= 0 && k < RP_CLS_TWIN_KINDS);
+    *twin = *ref;
+    /* the invariant kernels have no reduction order to move (threads and kernel sets give
+     * their bits, reduce_split is refused): an invariant reference's twins, needed only by a
+     * case that is not its invariant pair, vary the default numerics' rounding */
+    snprintf(twin->numerics, sizeof twin->numerics, "default");
+    if (TWINS[k].split) twin->reduce_split = !ref->reduce_split;
+    if (TWINS[k].threads) twin->threads = ref->threads >= 2 ? 1 : 2;
+    if (TWINS[k].attention) /* another exact algorithm: the keys summed in other chunks */
+        snprintf(twin->attention, sizeof twin->attention, "%s", strcmp(ref->attention, "math") ? "math" : "subquad");
+    twin->expect[0] = '\0';
+    snprintf(twin->name, sizeof twin->name, "twin %s: %.90s", TWINS[k].name, ref->name);
+    if (perturb_noise) *perturb_noise = TWINS[k].noise;
+}
+
+/* ---- teacher steps --------------------------------------------------------------------------- */
+
+int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned char *mask) {
+    assert(steps >= 1 && mask);
+    /* a multistep sampler's step depends on the one before: a step run alone would be
+     * another (first-order) step, so every step runs */
+    const int all = teacher_steps <= 0 || teacher_steps >= steps || multistep;
+    for (int k = 0; k < steps; k++) mask[k] = (unsigned char)all;
+    if (!all) {
+        if (teacher_steps == 1) mask[0] = 1; /* the one step nothing has amplified yet */
+        else
+            for (int j = 0; j < teacher_steps; j++)
+                mask[(int)lround((double)j * (steps - 1) / (teacher_steps - 1))] = 1;
+    }
+    int n = 0;
+    for (int k = 0; k < steps; k++) n += mask[k];
+    return n;
+}
+
+/* ---- numbers ------------------------------------------------------------------------------- */
+
+double rp_cls_unit_roundoff(const char *precision) {
+    if (precision && !strcmp(precision, "bf16")) return ldexp(1.0, -8);
+    if (precision && (!strcmp(precision, "fp16") || !strcmp(precision, "tf32"))) return ldexp(1.0, -11);
+    return ldexp(1.0, -24);
+}
+
+const char *rp_cls_effective_precision(const rp_case *c) {
+    if (!strcmp(c->precision, "fp32") && !strncmp(c->device, "cuda", 4) && !strcmp(c->gpu_mode, "fast"))
+        return "tf32";
+    return c->precision;
+}
+
+int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
+    if (strcmp(c->numerics, "invariant") || strcmp(ref->numerics, "invariant")) return 0;
+    if (c->pipefusion > 1 || c->patch > 1 || ref->pipefusion > 1 || ref->patch > 1) return 0;
+    rp_case a = *c; /* c with ref's layout: the rest must be the same case */
+    a.dp = ref->dp;
+    a.cfg_parallel = ref->cfg_parallel;
+    a.ulysses = ref->ulysses;
+    a.ring = ref->ring;
+    a.threads = ref->threads;
+    memcpy(a.backend, ref->backend, sizeof a.backend);
+    memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
+    memcpy(a.inject, ref->inject, sizeof a.inject);
+    char ia[17], ir[17];
+    rp_case_id(&a, ia);
+    rp_case_id(ref, ir);
+    return !strcmp(ia, ir);
+}
+
+int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
+    assert(c && out);
+    if (!strcmp(c->numerics, "invariant") || c->pipefusion > 1 || c->patch > 1 || rp_device_name_is_cuda(c->device))
+        return 0;
+    *out = *c;
+    snprintf(out->numerics, sizeof out->numerics, "invariant");
+    /* the attention variant and the split reduction are rounding choices of the default
+     * numerics; the invariant kernels have one order of their own */
+    snprintf(out->attention, sizeof out->attention, "math");
+    out->attn_q_chunk = out->attn_kv_chunk = 0;
+    out->device_profile[0] = '\0';
+    out->reduce_split = 0;
+    out->expect[0] = '\0';
+    snprintf(out->name, sizeof out->name, "invariant shadow: %.100s", c->name);
+    return 1;
+}
+
+int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref) {
+    rp_case sc, sr;
+    if (!rp_cls_invariant_shadow(c, &sc) || !rp_cls_invariant_shadow(ref, &sr)) return 0;
+    if (!rp_cls_invariant_pair(&sc, &sr)) return 0;
+    char a[17], b[17];
+    rp_case_id(&sc, a);
+    rp_case_id(&sr, b);
+    return strcmp(a, b) != 0; /* the same case: its shadow would compare a run with itself */
+}
+
+double rp_cls_rel_l2(const float *ref, const float *x, size_t n) {
+    double dd = 0.0, rr = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = ref[i], d = (double)x[i] - a;
+        dd += d * d;
+        rr += a * a;
+    }
+    if (isnan(dd) || isinf(dd)) return INFINITY;
+    if (rr == 0.0) return dd == 0.0 ? 0.0 : INFINITY;
+    return sqrt(dd / rr);
+}
+
+void rp_cls_rows_rel(const float *ref, const float *x, int rows, int B, size_t per, double *out) {
+    for (int k = 0; k < rows; k++) {
+        double m = 0.0;
+        for (int b = 0; b < B; b++) {
+            const size_t o = ((size_t)k * B + b) * per;
+            const double r = rp_cls_rel_l2(ref + o, x + o, per);
+            if (!(r <= m)) m = r; /* a NaN can only come as +inf from rel_l2 */
+        }
+        out[k] = m;
+    }
+}
+
+double rp_cls_layer_rel(const rp_trace_rec *ref, const rp_trace_rec *x) {
+    if (!ref || !x || ref->numel != x->numel || ref->nsample != x->nsample || ref->stride != x->stride)
+        return INFINITY;
+    if (isnan(x->l2) || isnan(x->maxabs)) return isnan(ref->l2) ? 0.0 : INFINITY;
+    double r = ref->nsample ? rp_cls_rel_l2(ref->sample, x->sample, (size_t)ref->nsample) : 0.0;
+    /* the norm covers the elements the strided sample skips */
+    const double dl = fabs(x->l2 - ref->l2);
+    const double rl = ref->l2 > 0 ? dl / ref->l2 : (dl == 0 ? 0.0 : INFINITY);
+    return rl > r ? rl : r;
+}
+
+double rp_cls_ratio(double value, double env, double floor) {
+    if (isnan(value)) return INFINITY;
+    const double e = env > floor ? env : floor;
+    return value / e;
+}
+
+int rp_cls_first_break(const double *value, const double *env, const unsigned char *mask, int n, double floor,
+                       double factor, double *ratio) {
+    for (int k = 0; k < n; k++) {
+        if (mask && !mask[k]) continue;
+        const double r = rp_cls_ratio(value[k], env ? env[k] : 0.0, floor);
+        if (r > factor) {
+            if (ratio) *ratio = r;
+            return k;
+        }
+    }
+    if (ratio) *ratio = 0.0;
+    return -1;
+}
+
+int rp_cls_assignment(const double *D, int B, double margin, int *perm) {
+    int mismatch = 0;
+    for (int i = 0; i < B; i++) {
+        int best = i;
+        for (int j = 0; j < B; j++)
+            if (D[(size_t)i * B + j] < D[(size_t)i * B + best]) best = j;
+        perm[i] = best;
+        if (best != i && D[(size_t)i * B + best] * margin < D[(size_t)i * B + i]) mismatch = 1;
+        else perm[i] = i; /* closer, but not "much" closer: not evidence of a swap */
+    }
+    return mismatch;
+}
+
+void rp_cls_assignment_message(const int *perm, int B, char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < B && n < cap; i++) {
+        if (perm[i] == i) continue;
+        int w = snprintf(buf + n, cap - n, "%sitem %d matches reference item %d", n ? ", " : "", i, perm[i]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}
+
+/* ---- layer order ----------------------------------------------------------------------------- */
+
+typedef struct layer_key {
+    int stage, block, sub;
+} layer_key;
+
+/* Where a layer name sits in a forward (see rp_cls_sort_layers). */
+static layer_key key_of(const char *name) {
+    static const char *const EMBED[][2] = {{"x_embedder", "0"},     {"pos_embed", "0"},
+                                           {"t_embedder", "1"},     {"time_text_embed", "1"},
+                                           {"y_embedder", "2"},     {"context_embedder", "2"}};
+    layer_key k = {4, 0, 0};
+    for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
+        if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
+    if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};
+    if (!strcmp(name, "proj_out")) return (layer_key){3, 0, 1};
+    const char *rest = NULL;
+    int stage = 0;
+    if (!strncmp(name, "blocks.", 7)) rest = name + 7, stage = 1;
+    else if (!strncmp(name, "transformer_blocks.", 19)) rest = name + 19, stage = 1;
+    else if (!strncmp(name, "single_transformer_blocks.", 26)) rest = name + 26, stage = 2;
+    if (!rest || !isdigit((unsigned char)*rest)) return k;
+    char *end;
+    const long b = strtol(rest, &end, 10);
+    static const char *const SUB[] = {".attn", ".attn.context", ".mlp", ".ff", ".ff_context", "", ".context"};
+    static const int SUBK[] = {0, 1, 2, 2, 3, 4, 5};
+    k.stage = stage;
+    k.block = b > INT_MAX ? INT_MAX : (int)b;
+    k.sub = 6;
+    if (stage == 2) k.sub = !strcmp(end, ".proj_out") ? 0 : !strcmp(end, "") ? 1 : 6;
+    else
+        for (size_t i = 0; i < sizeof SUB / sizeof SUB[0]; i++)
+            if (!strcmp(end, SUB[i])) k.sub = SUBK[i];
+    return k;
+}
+
+static int cmp_rec(const void *pa, const void *pb) {
+    const rp_trace_rec *a = pa, *b = pb;
+    if (a->eval != b->eval) return a->eval < b->eval ? -1 : 1;
+    const layer_key ka = key_of(a->name), kb = key_of(b->name);
+    if (ka.stage != kb.stage) return ka.stage < kb.stage ? -1 : 1;
+    if (ka.block != kb.block) return ka.block < kb.block ? -1 : 1;
+    if (ka.sub != kb.sub) return ka.sub < kb.sub ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+void rp_cls_sort_layers(rp_trace_rec *recs, int n) {
+    if (n > 1) qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
+}
+
+rp_status rp_cls_trace_load(const char *path, rp_trace *t, rp_error *err) {
+    rp_trace_init(t);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(path, &f, err));
+    rp_status st = RP_OK;
+    t->recs = calloc((size_t)(f->n ? f->n : 1), sizeof *t->recs);
+    if (!t->recs) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+    for (int i = 0; st == RP_OK && i < f->n; i++) {
+        const rp_st_tensor *ts = &f->tensors[i];
+        int ev = 0, off = 0;
+        if (sscanf(ts->name, "e%d/%n", &ev, &off) != 1 || off == 0) continue; /* not a record */
+        const char *meta = rp_st_meta(f, ts->name);
+        rp_trace_rec *r = &t->recs[t->n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "%s", ts->name + off);
+        r->eval = ev;
+        if (!meta || sscanf(meta, "numel=%zu,l2=%lg,maxabs=%lg,stride=%zu", &r->numel, &r->l2, &r->maxabs,
+                            &r->stride) != 4) {
+            /* "nan" is written by %.17g and read by %lg; anything else is a damaged file */
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: record '%s' has no statistics metadata", path, ts->name);
+            break;
+        }
+        if (ts->ndim != 1 || ts->numel > INT_MAX) {
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: record '%s' is not a 1-D sample", path, ts->name);
+            break;
+        }
+        r->nsample = (int)ts->numel;
+        r->sample = malloc(sizeof(float) * (ts->numel ? ts->numel : 1));
+        if (!r->sample) {
+            st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        const int64_t shape[1] = {(int64_t)ts->numel};
+        st = rp_st_read_f32(f, ts->name, 1, shape, r->sample, err);
+        t->n++;
+    }
+    t->cap = f->n;
+    rp_st_close(f);
+    if (st != RP_OK) {
+        rp_trace_free(t);
+        return st;
+    }
+    rp_cls_sort_layers(t->recs, t->n);
+    return RP_OK;
+}
+
+/* The record of name at eval in t, or NULL. */
+static const rp_trace_rec *trace_find(const rp_trace *t, int eval, const char *name) {
+    for (int i = 0; i < t->n; i++)
+        if (t->recs[i].eval == eval && !strcmp(t->recs[i].name, name)) return &t->recs[i];
+    return NULL;
+}
+
+/* ---- the decision ------------------------------------------------------------------------------ */
+
+void rp_cls_facts_init(rp_cls_facts *f) {
+    memset(f, 0, sizeof *f);
+    f->failed = RP_V_COUNT;
+    f->layer_break = -1;
+    f->step_break = -1;
+    f->replica_break = -1;
+    f->image_break = -1;
+    f->psnr = f->ssim = NAN;
+}
+
+rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
+    assert(f && s && cap > 0);
+    s[0] = '\0';
+    if (f->failed != RP_V_COUNT) {
+        snprintf(s, cap, "%s", f->failed_reason[0] ? f->failed_reason : rp_verdict_name(f->failed));
+        return f->failed;
+    }
+    if (f->mismatch) {
+        snprintf(s, cap, "%s", f->mismatch_msg);
+        return RP_V_MISMATCH;
+    }
+    /* copies of one tensor computed by the same code from the same bits must be equal:
+     * no envelope applies (fast mode allows nondeterministic kernels: not proof of a bug) */
+    const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
+    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (f->promised || !other_break)) {
+        snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
+                 f->promised ? "" : " (fast mode: reported, not failed)");
+        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+    }
+    /* an invariant pair has no envelope: the earliest difference at all is the bug */
+    /* exact comparisons presume deterministic runs: where the runs are shown not to be, that
+     * is the finding (below), not a difference between two of them */
+    const int nondeterministic = f->repeats_differ || (f->leak_differs && f->fresh_differs);
+    if (f->invariant && !nondeterministic &&
+        (f->noise_break || f->layer_break >= 0 || f->step_break >= 0 || f->image_break >= 0)) {
+        const char *what = f->noise_break ? "the initial noise" : f->layer_break >= 0 ? f->layer_name
+                           : f->step_break >= 0 ? (f->step_layer[0] ? f->step_layer : "the step's output")
+                                                : "the decoded image";
+        const int step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break >= 0 ? f->step_break : -1;
+        char at[64] = "";
+        if (step >= 0) snprintf(at, sizeof at, " at step %d%s", step, f->step_break >= 0 && !f->noise_break &&
+                                f->layer_break < 0 ? " (teacher-forced)" : "");
+        snprintf(s, cap, "numerics invariant: %s differs from the reference%s; an exact layout must be bitwise the "
+                 "serial run, so any difference is a bug%s%s", what, at, f->image_break >= 0 && step < 0 ? ": " : "",
+                 f->image_break >= 0 && step < 0 ? f->image_msg : "");
+        return RP_V_BUG;
+    }
+    /* where a divergence began: the earliest step; within step 0 the noise comes before
+     * any layer, and the first evaluation's layers before the step's local error */
+    if (f->noise_break) {
+        snprintf(s, cap, "the initial noise differs from the reference's (x%.3g the noise envelope) at step 0%s%s",
+                 f->noise_ratio, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
+                 f->layer_break >= 0 ? f->layer_name : "");
+        return RP_V_BUG;
+    }
+    if (f->layer_break >= 0) {
+        snprintf(s, cap, "%s breaks the envelope x%.3g at step 0 (first evaluation)%s", f->layer_name, f->layer_ratio,
+                 f->step_break == 0 ? "" : f->step_break > 0 ? "; the first local error beyond it is later"
+                                                              : "; every local error stays within it");
+        return RP_V_BUG;
+    }
+    if (f->step_break >= 0 && f->step_invariant && !nondeterministic) {
+        snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow (the layout "
+                 "teacher-forced under invariant numerics, where an exact layout is bitwise the serial run: any "
+                 "difference is a bug)", f->step_layer[0] ? f->step_layer : "the step's output", f->step_break);
+        return RP_V_BUG;
+    }
+    if (f->step_break >= 0 && !f->step_invariant) {
+        const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
+        if (f->step_layer[0])
+            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g)", f->step_layer,
+                     f->step_layer_ratio, f->step_break, how, f->step_ratio);
+        else
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s)", f->step_ratio,
+                     f->step_break, how);
+        return RP_V_BUG;
+    }
+    if (f->image_break >= 0) {
+        snprintf(s, cap, "%s", f->image_msg);
+        return RP_V_BUG;
+    }
+    if (f->approx && f->have_quality && !(f->ssim >= f->bound_ssim && f->psnr >= f->bound_psnr)) {
+        snprintf(s, cap, "approximate after warmup %d, below its bound: SSIM %.4f (>= %.4g), PSNR %.2f dB (>= %.4g)",
+                 f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr);
+        return RP_V_BUG;
+    }
+    if (f->repeats_differ) {
+        snprintf(s, cap, "repeats of the case differ (max-abs %.3g)%s", f->repeat_max_abs,
+                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+        return RP_V_NONDETERMINISTIC;
+    }
+    if (f->leak_differs && f->fresh_differs) {
+        snprintf(s, cap, "step %d recomputed later in the same worker from the case's own input gives other bits "
+                 "(max-abs %.3g), and two fresh runs of the case alone differ too: the runs are nondeterministic%s",
+                 f->leak_step, f->leak_max_abs,
+                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+        return RP_V_NONDETERMINISTIC;
+    }
+    if (f->leak_differs) {
+        snprintf(s, cap, "step %d recomputed in the same worker after another case, from the case's own input, gives "
+                 "other bits (max-abs %.3g) while two fresh runs of the case alone agree: state leaks between calls",
+                 f->leak_step, f->leak_max_abs);
+        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+    }
+    if (f->is_reference) {
+        snprintf(s, cap, "the reference");
+        return RP_V_IDENTICAL;
+    }
+    if (f->identical) {
+        snprintf(s, cap, "bitwise identical to the reference");
+        return RP_V_IDENTICAL;
+    }
+    if (f->approx) {
+        if (f->have_quality)
+            snprintf(s, cap, "approximate after warmup %d, within its bound: SSIM %.4f, PSNR %.2f dB", f->warmup,
+                     f->ssim, f->psnr);
+        else
+            snprintf(s, cap, "approximate after warmup %d (no images to hold to the bound)", f->warmup);
+        return RP_V_APPROX;
+    }
+    snprintf(s, cap, "every %s within the rounding envelope%s",
+             f->teacher_missing ? "layer" : "layer and local error",
+             f->teacher_missing ? " (no teacher-forcing run: steps not checked)" : "");
+    return RP_V_DRIFT;
+}
+
+int rp_cls_meets(rp_verdict expected, rp_verdict v) {
+    if (expected == v) return 1;
+    if (expected == RP_V_DRIFT) return v == RP_V_IDENTICAL;
+    if (expected == RP_V_APPROX) return v == RP_V_IDENTICAL || v == RP_V_DRIFT;
+    return 0;
+}
+
+int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict *verdict, int n) {
+    int count[RP_V_COUNT][RP_V_COUNT] = {{0}}, row[RP_V_COUNT] = {0}, col[RP_V_COUNT] = {0}, off = 0;
+    for (int i = 0; i < n; i++) {
+        assert(expected[i] < RP_V_COUNT && verdict[i] < RP_V_COUNT);
+        count[expected[i]][verdict[i]]++;
+        row[expected[i]] = col[verdict[i]] = col[expected[i]] = 1;
+        off += !rp_cls_meets(expected[i], verdict[i]);
+    }
+    if (!n) return 0;
+    fprintf(f, "confusion (expected label x verdict, %d labelled cases):\n  %-16s", n, "expected");
+    for (int v = 0; v < RP_V_COUNT; v++)
+        if (col[v]) fprintf(f, " %9s", rp_verdict_name((rp_verdict)v));
+    fputc('\n', f);
+    for (int e = 0; e < RP_V_COUNT; e++) {
+        if (!row[e]) continue;
+        fprintf(f, "  %-16s", rp_verdict_name((rp_verdict)e));
+        for (int v = 0; v < RP_V_COUNT; v++) {
+            if (!col[v]) continue;
+            const int w = (int)strlen(rp_verdict_name((rp_verdict)v));
+            fprintf(f, " %*d", w > 9 ? w : 9, count[e][v]);
+        }
+        fputc('\n', f);
+    }
+    if (off) fprintf(f, "confusion: NOT diagonal: %d case(s) off the diagonal\n", off);
+    else fprintf(f, "confusion: diagonal (identical counts as drift; identical and drift as approx)\n");
+    return off;
+}
+
+/* ---- the driver: loading -------------------------------------------------------------------------- */
+
+static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int path_fmt(char *buf, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, PATHLEN, fmt, ap);
+    va_end(ap);
+    return n < 0 || n >= PATHLEN;
+}
+
+void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return;
+    cJSON_AddStringToObject(j, "kind", kind);
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON_AddStringToObject(j, "reason", reason);
+    cJSON_AddNumberToObject(j, "wall_s", wall_s);
+    char p[PATHLEN];
+    rp_error e;
+    rp_store_path(p, sizeof p, dir, RP_ART_AUX);
+    (void)rp_store_write_json(p, j, &e); /* a missing aux.json reads as "no done.json": a failed run */
+    cJSON_Delete(j);
+}
+
+/* One run's trajectory file: (rows = steps + 1, B, per). */
+typedef struct traj {
+    int rows, B;
+    size_t per;
+    float *x;        /* (rows, B, per) */
+    float *mask;     /* teacher files: (rows - 1) steps run (1) or not (0); else NULL */
+} traj;
+
+static void traj_free(traj *t) {
+    free(t->x);
+    free(t->mask);
+    memset(t, 0, sizeof *t);
+}
+
+/* Reads tensor name (rows, B, C, h, w) of the safetensors file at path. */
+static rp_status traj_load(const char *path, const char *name, traj *t, rp_error *err) {
+    memset(t, 0, sizeof *t);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(path, &f, err));
+    const rp_st_tensor *ts = rp_st_find(f, name);
+    rp_status st = RP_OK;
+    if (!ts || ts->ndim != 5 || ts->shape[0] < 2 || ts->shape[1] < 1) {
+        st = RP_FAIL(err, RP_ERR_FORMAT, "%s: no '%s' tensor of (steps + 1, items, C, h, w)", path, name);
+    } else {
+        t->rows = (int)ts->shape[0];
+        t->B = (int)ts->shape[1];
+        t->per = (size_t)(ts->shape[2] * ts->shape[3] * ts->shape[4]);
+        t->x = malloc(sizeof(float) * ts->numel);
+        if (!t->x) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+        else st = rp_st_read_f32(f, name, 5, ts->shape, t->x, err);
+        const rp_st_tensor *ms = st == RP_OK ? rp_st_find(f, "steps") : NULL;
+        if (ms) {
+            const int64_t shape[1] = {t->rows - 1};
+            t->mask = malloc(sizeof(float) * (size_t)(t->rows - 1));
+            if (!t->mask) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
+            else st = rp_st_read_f32(f, "steps", 1, shape, t->mask, err);
+        }
+    }
+    rp_st_close(f);
+    if (st != RP_OK) traj_free(t);
+    return st;
+}
+
+static int traj_same_shape(const traj *a, const traj *b) {
+    return a->rows == b->rows && a->B == b->B && a->per == b->per;
+}
+
+rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap) {
+    char p[PATHLEN];
+    why[0] = '\0';
+    rp_store_path(p, sizeof p, dir, RP_ART_AUX);
+    cJSON *j = NULL;
+    rp_error e;
+    if (rp_is_file(p) && rp_store_read_json(p, &j, &e) == RP_OK) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
+        const int v = cJSON_IsString(s) ? rp_verdict_parse(s->valuestring) : -1;
+        const int ok = cJSON_IsString(s) && !strcmp(s->valuestring, "ok");
+        if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
+        cJSON_Delete(j);
+        if (v == RP_V_CRASH || v == RP_V_HANG || v == RP_V_CONFIG_ERROR) return (rp_verdict)v;
+        if (!ok) return RP_V_CRASH;
+    }
+    rp_store_path(p, sizeof p, dir, RP_ART_DONE);
+    if (!rp_is_file(p)) {
+        if (!why[0]) snprintf(why, cap, "no done.json in %s", dir);
+        return RP_V_CRASH;
+    }
+    return RP_V_COUNT;
+}
+
+/* The case's own end from result.json (absent: ok when done.json is there). */
+static rp_verdict case_status(const char *dir, char *why, size_t cap) {
+    char p[PATHLEN];
+    why[0] = '\0';
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
+    cJSON *j = NULL;
+    rp_error e;
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return rp_cls_aux_status(dir, why, cap);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    if (cJSON_IsString(r)) snprintf(why, cap, "%s", r->valuestring);
+    rp_verdict v = RP_V_COUNT;
+    if (!cJSON_IsString(s)) v = RP_V_CRASH;
+    else if (strcmp(s->valuestring, "ok")) {
+        const int k = rp_verdict_parse(s->valuestring);
+        v = k >= 0 ? (rp_verdict)k : RP_V_CRASH;
+    }
+    cJSON_Delete(j);
+    return v;
+}
+
+/* 1 when the two latents files hold bitwise equal latents and trajectories. max_abs gets
+ * the largest difference of the final latents (0 when equal, NaN when unreadable). */
+static int latents_equal(const char *da, const char *db, double *max_abs) {
+    char pa[PATHLEN], pb[PATHLEN];
+    rp_store_path(pa, sizeof pa, da, RP_ART_LATENTS);
+    rp_store_path(pb, sizeof pb, db, RP_ART_LATENTS);
+    traj a, b;
+    rp_error e;
+    *max_abs = NAN;
+    if (traj_load(pa, "trajectory", &a, &e) != RP_OK) return 0;
+    if (traj_load(pb, "trajectory", &b, &e) != RP_OK) {
+        traj_free(&a);
+        return 0;
+    }
+    int eq = 0;
+    if (traj_same_shape(&a, &b)) {
+        const size_t n = (size_t)a.rows * a.B * a.per, last = (size_t)(a.rows - 1) * a.B * a.per;
+        eq = memcmp(a.x, b.x, sizeof(float) * n) == 0;
+        double m = 0;
+        for (size_t i = last; i < n; i++) {
+            const double d = fabs((double)a.x[i] - b.x[i]);
+            if (!(d <= m)) m = d;
+        }
+        *max_abs = m;
+    }
+    traj_free(&a);
+    traj_free(&b);
+    return eq;
+}
+
+int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
+    double m;
+    return latents_equal(dir_a, dir_b, &m);
+}
+
+static int same_dir(const char *a, const char *b);
+
+int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs) {
+    char p[PATHLEN];
+    traj c = {0}, t = {0}, r = {0};
+    rp_error e;
+    int res = -1;
+    *step = -1;
+    *max_abs = 0;
+    const int own = same_dir(case_dir, ref_dir); /* a reference: its teacher input is its own run */
+    char td[PATHLEN];
+    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    if (!rp_is_file(p) || traj_load(p, "teacher", &t, &e) != RP_OK) goto out;
+    rp_store_path(p, sizeof p, case_dir, RP_ART_LATENTS);
+    if (traj_load(p, "trajectory", &c, &e) != RP_OK || !traj_same_shape(&c, &t)) goto out;
+    rp_store_path(p, sizeof p, ref_dir, RP_ART_LATENTS);
+    if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
+    const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
+    const size_t row = (size_t)c.B * c.per;
+    /* a sampler whose free state between steps is more than the stored latent: step 0 only */
+    rp_case cc;
+    rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
+    if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
+    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
+    const int rows = rp_sampler_resumes_exactly(sk) ? c.rows : 2;
+    for (int k = 0; k + 1 < rows; k++) {
+        if (t.mask && t.mask[k] == 0.0f) continue;
+        if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
+        if (res < 0) res = 0;
+        const float *a = c.x + (size_t)(k + 1) * row, *b = t.x + (size_t)(k + 1) * row;
+        if (!memcmp(a, b, sizeof(float) * row)) continue;
+        double m = 0;
+        for (size_t i = 0; i < row; i++) {
+            const double d = fabs((double)a[i] - b[i]);
+            if (!(d <= m)) m = d;
+        }
+        *step = k;
+        *max_abs = m;
+        res = 1;
+        break;
+    }
+out:
+    traj_free(&c);
+    traj_free(&t);
+    traj_free(&r);
+    return res;
+}
+
+/* ---- the driver: JSON helpers ------------------------------------------------------------------ */
+
+/* JSON has no inf/nan: stored as the strings "inf", "-inf", "nan" (as metrics.json). */
+static cJSON *num(double v) {
+    if (isfinite(v)) return cJSON_CreateNumber(v);
+    return cJSON_CreateString(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static void put(cJSON *o, const char *k, double v) { cJSON_AddItemToObject(o, k, num(v)); }
+
+static cJSON *num_array(const double *v, int n, const unsigned char *mask) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, mask && !mask[i] ? cJSON_CreateNull() : num(v[i]));
+    return a;
+}
+
+/* ---- the driver ---------------------------------------------------------------------------------- */
+
+
+typedef struct twin_data {
+    char name[64];
+    char dir[PATHLEN];
+    rp_verdict status;       /* RP_V_COUNT: ran */
+    char why[300];
+    traj main;               /* rows 0 when unreadable */
+    rp_trace trace;
+    int have_trace;
+    traj teacher;            /* rows 0 without a teacher run */
+    rp_trace teacher_trace;
+    int have_teacher_trace;
+} twin_data;
+
+/* Worst image metrics of the case against the reference (items with images in both). */
+typedef struct image_summary {
+    int n;
+    double psnr, ssim;       /* worst */
+    int identical;           /* every pair equal */
+    cJSON *arr;              /* per item */
+} image_summary;
+
+/* Everything one classification loads and derives. */
+typedef struct cls {
+    const rp_cls_inputs *in;
+    const rp_classify_opts *o;
+    rp_case c;
+    char cid[17], rid[17];
+    char base[PATHLEN];      /* the twins' reference */
+    double floor;            /* unit roundoff of the case's precision */
+    int N, B;                /* steps, items */
+    size_t per;              /* floats per item */
+    traj cm, rm, tb;         /* trajectories: case, reference (compared with), twins' base */
+    traj ct, bt;             /* teacher runs: the case's, the twins' base's own */
+    rp_trace ctr, rtr, tbtr; /* first-evaluation traces */
+    rp_trace cttr, bttr;     /* teacher traces: the case's, the base's */
+    int have_ctr, have_rtr, have_tbtr, have_bttr;
+    twin_data *tw;
+    int n_tw;
+    double *acc, *env_acc;   /* (N + 1) free-trajectory distance, and its envelope */
+    double *local, *env_step;/* (N) teacher-forced local errors, and their envelope */
+    image_summary im;
+    rp_cls_facts f;
+    double layer_rel, layer_env, step_layer_rel, step_layer_env;
+    double invariant_rel;    /* the invariant shadow's relative L2 at its first differing step */
+    rp_case rc;              /* the reference's case (have_rc) */
+    int have_rc;
+    double largest;          /* the largest ratio any checked evidence reached (margins) */
+    cJSON *j, *ev, *mt, *envj;
+} cls;
+
+/* Records of evaluation eval in t. */
+static int trace_count(const rp_trace *t, int eval) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) n += t->recs[i].eval == eval;
+    return n;
+}
+
+/* Index of step k among the steps a teacher mask ran (= its trace's evaluation), or -1. */
+static int eval_of_step(const float *mask, int k) {
+    if (mask && mask[k] == 0.0f) return -1;
+    int e = 0;
+    for (int j = 0; mask && j < k; j++) e += mask[j] != 0.0f;
+    return mask ? e : k;
+}
+
+/* Loads twin t from dir (a failed or unreadable twin is recorded, not an error). */
+static void twin_load(twin_data *t, const char *dir) {
+    memset(t, 0, sizeof *t);
+    rp_trace_init(&t->trace);
+    rp_trace_init(&t->teacher_trace);
+    snprintf(t->dir, sizeof t->dir, "%s", dir);
+    const char *slash = strrchr(dir, '/');
+    snprintf(t->name, sizeof t->name, "%.63s", slash ? slash + 1 : dir);
+    char p[PATHLEN], td[PATHLEN], aux[PATHLEN], why[300];
+    rp_error e;
+    rp_store_path(p, sizeof p, dir, RP_ART_LATENTS);
+    rp_store_subdir(td, sizeof td, dir, RP_SUB_TEACHER);
+    rp_store_path(aux, sizeof aux, dir, RP_ART_AUX);
+    /* a twin with other arithmetic may have run teacher-forced only (job_case.c): its first
+     * evaluation is its teacher run's step 0, from the same x_T; its status is that run's */
+    struct stat sb;
+    const int teacher_only = !rp_is_file(p) && !rp_is_file(aux) && stat(td, &sb) == 0;
+    t->status = rp_cls_aux_status(teacher_only ? td : dir, t->why, sizeof t->why);
+    if (t->status != RP_V_COUNT) return;
+    if (!teacher_only && traj_load(p, "trajectory", &t->main, &e) != RP_OK) {
+        t->status = RP_V_CRASH;
+        snprintf(t->why, sizeof t->why, "%.290s", e.msg);
+        return;
+    }
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
+    t->have_trace = !teacher_only && rp_cls_trace_load(p, &t->trace, &e) == RP_OK;
+    if (stat(td, &sb) != 0 || rp_cls_aux_status(td, why, sizeof why) != RP_V_COUNT) return;
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    if (traj_load(p, "teacher", &t->teacher, &e) != RP_OK) memset(&t->teacher, 0, sizeof t->teacher);
+    rp_store_path(p, sizeof p, td, RP_ART_TRACE);
+    t->have_teacher_trace = rp_cls_trace_load(p, &t->teacher_trace, &e) == RP_OK;
+}
+
+static void twin_free(twin_data *t) {
+    traj_free(&t->main);
+    traj_free(&t->teacher);
+    rp_trace_free(&t->trace);
+    rp_trace_free(&t->teacher_trace);
+}
+
+/* The case's images against the reference's (rp_store_compare_images: an item only one
+ * of them decoded is an error). */
+static rp_status images_compare(const char *rd, const char *cd, int B, image_summary *s, rp_error *err) {
+    rp_outputs_cmp c = {.identical = 1, .psnr = INFINITY, .ssim = 1.0};
+    s->arr = cJSON_CreateArray();
+    if (!s->arr) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    RP_TRY(rp_store_compare_images(rd, cd, B, s->arr, &c, err));
+    s->n = c.n_images;
+    s->psnr = c.psnr;
+    s->ssim = c.ssim;
+    s->identical = c.identical;
+    return RP_OK;
+}
+
+/* 1 when a and b name the same directory (a case compared with itself: a reference). */
+static int same_dir(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return !strcmp(a, b);
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* elementwise env[k] = max(env[k], v[k]) over finite v, for k with mask (NULL: all) */
+static void env_max(double *env, const double *v, int n, const float *mask) {
+    for (int k = 0; k < n; k++)
+        if ((!mask || mask[k] != 0.0f) && isfinite(v[k]) && v[k] > env[k]) env[k] = v[k];
+}
+
+/* The end of the case's run, and of the classifier's own runs of it (teacher, fresh reruns,
+ * decode). */
+static void cls_status(cls *x) {
+    char why[600], td[PATHLEN];
+    rp_cls_facts *f = &x->f;
+    f->failed = case_status(x->in->case_dir, f->failed_reason, sizeof f->failed_reason);
+    if (f->failed != RP_V_COUNT) return;
+    struct stat sb;
+    if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
+    else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
+    if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+        snprintf(f->failed_reason, sizeof f->failed_reason, "teacher-forcing run: %.560s", why);
+        return;
+    }
+    static const char *const MORE[][2] = {
+        {"fresh", "fresh rerun"}, {"fresh-2", "second fresh rerun"}, {"decode", "decode-only teacher run"}};
+    for (size_t i = 0; i < sizeof MORE / sizeof MORE[0]; i++) {
+        path_fmt(td, "%s/%s", x->in->case_dir, MORE[i][0]);
+        if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
+            snprintf(f->failed_reason, sizeof f->failed_reason, "%s: %.560s", MORE[i][1], why);
+            return;
+        }
+    }
+}
+
+/* The three trajectories, the first-evaluation traces, the images and the metrics. */
+/* What the auto attention selector chose in the run whose trace is dir/trace.safetensors,
+ * as one line into out, returning 1; else "<variant> (forced)" or "" (no trace), returning 0:
+ * "flash sdpa-mem-efficient q=64 kv=64 (profile cpu-avx2-8g (avx2, ...): ...; OpenBLAS
+ * Haswell)", with the choices for other attention shapes appended. */
+static int auto_choice(const char *dir, char *out, size_t cap) {
+    char p[4096];
+    out[0] = 0;
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
+    rp_st_file *f = NULL;
+    rp_error e;
+    if (rp_st_open(p, &f, &e) != RP_OK) return 0;
+    const char *att = rp_st_meta(f, "note/attention");
+    const char *sum = rp_st_meta(f, "note/attention.auto.summary");
+    const char *why = rp_st_meta(f, "note/attention.auto.reason");
+    const char *core = rp_st_meta(f, "note/openblas.core");
+    const int is_auto = att && !strcmp(att, "auto") && sum;
+    if (!is_auto && att) snprintf(out, cap, "%s (forced)", att);
+    if (is_auto) {
+        size_t n = (size_t)snprintf(out, cap, "%s", sum);
+        for (int i = 0; i < f->n_meta && n < cap; i++) {
+            const char *k = f->meta_keys[i];
+            int x = 0;
+            /* per-shape choices: "note/attention.auto.BxHxTqxTkxD" */
+            if (strncmp(k, "note/attention.auto.", 20) || !isdigit((unsigned char)k[20])) continue;
+            for (const char *c = k + 20; *c; c++) x += *c == 'x';
+            if (x != 4) continue;
+            n += (size_t)snprintf(out + n, cap - n, "; at %s: %s", k + 20, f->meta_values[i]);
+        }
+        if (n < cap) n += (size_t)snprintf(out + n, cap - n, " (%s%s%s)", why ? why : "no reason recorded",
+                                           core ? "; OpenBLAS " : "", core ? core : "");
+    }
+    rp_st_close(f);
+    return is_auto;
+}
+
+/* evidence.attention_auto: when the case or its reference ran attention=auto, what each
+ * chose and why, so a report can say "auto chose X here and Y there". */
+static void cls_attention_auto(cls *x) {
+    char a[1536], r[1536];
+    const int ca = auto_choice(x->in->case_dir, a, sizeof a);
+    const int ra = auto_choice(x->in->ref_dir, r, sizeof r);
+    if (!ca && !ra) return;
+    char line[3200];
+    snprintf(line, sizeof line, "this case: %s; the reference: %s", a[0] ? a : "no trace", r[0] ? r : "no trace");
+    cJSON_AddStringToObject(x->ev, "attention_auto", line);
+}
+
+static rp_status cls_load(cls *x, rp_error *err) {
+    char p[PATHLEN];
+    rp_error e;
+    rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_LATENTS);
+    RP_TRY(traj_load(p, "trajectory", &x->cm, err));
+    rp_store_path(p, sizeof p, x->in->ref_dir, RP_ART_LATENTS);
+    RP_TRY(traj_load(p, "trajectory", &x->rm, err));
+    rp_store_path(p, sizeof p, x->base, RP_ART_LATENTS);
+    RP_TRY(traj_load(p, "trajectory", &x->tb, err));
+    if (!traj_same_shape(&x->cm, &x->rm) || !traj_same_shape(&x->cm, &x->tb))
+        return RP_FAIL(err, RP_ERR_SHAPE, "%s: its trajectory (%d x %d x %zu: steps + 1, items, values) has another "
+                       "shape than its reference's %s (%d x %d x %zu) or the twins' %s: not the same steps and items",
+                       x->in->case_dir, x->cm.rows, x->cm.B, x->cm.per, x->in->ref_dir, x->rm.rows, x->rm.B, x->rm.per,
+                       x->base);
+    x->N = x->cm.rows - 1;
+    x->B = x->cm.B;
+    x->per = x->cm.per;
+    const int N = x->N;
+    x->acc = calloc((size_t)N + 1, sizeof *x->acc);
+    x->env_acc = calloc((size_t)N + 1, sizeof *x->env_acc);
+    x->local = calloc((size_t)N, sizeof *x->local);
+    x->env_step = calloc((size_t)N, sizeof *x->env_step);
+    if (!x->acc || !x->env_acc || !x->local || !x->env_step) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    rp_cls_rows_rel(x->rm.x, x->cm.x, N + 1, x->B, x->per, x->acc);
+    rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_TRACE);
+    x->have_ctr = rp_cls_trace_load(p, &x->ctr, &e) == RP_OK;
+    rp_store_path(p, sizeof p, x->in->ref_dir, RP_ART_TRACE);
+    x->have_rtr = rp_cls_trace_load(p, &x->rtr, &e) == RP_OK;
+    rp_store_path(p, sizeof p, x->base, RP_ART_TRACE);
+    x->have_tbtr = rp_cls_trace_load(p, &x->tbtr, &e) == RP_OK;
+    cls_attention_auto(x);
+    RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
+    const size_t n = (size_t)(N + 1) * x->B * x->per, last = (size_t)N * x->B * x->per;
+    x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical;
+    rp_latent_metrics lm;
+    rp_latent_metrics_compute(x->rm.x + last, x->cm.x + last, (size_t)x->B * x->per, &lm);
+    cJSON *l = cJSON_AddObjectToObject(x->mt, "latents");
+    put(l, "max_abs", lm.max_abs);
+    put(l, "mean_abs", lm.mean_abs);
+    put(l, "rel_l2", lm.rel_l2);
+    put(l, "cosine", lm.cosine);
+    cJSON_AddBoolToObject(l, "bitwise_equal", memcmp(x->cm.x + last, x->rm.x + last, sizeof(float) * (n - last)) == 0);
+    cJSON_AddItemToObject(x->mt, "images", x->im.arr);
+    x->im.arr = NULL;
+    double *steps = malloc(sizeof(double) * (N + 1));
+    if (!steps) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    rp_trajectory_rel_l2(x->rm.x, x->cm.x, (size_t)N + 1, (size_t)x->B * x->per, steps);
+    cJSON_AddItemToObject(x->mt, "steps", num_array(steps, N + 1, NULL));
+    free(steps);
+    return RP_OK;
+}
+
+/* The twins against their reference: the envelope of the free trajectory and of the
+ * teacher-forced steps (the base's own teacher run included: the teacher procedure's own
+ * rounding, 0 for the samplers whose steps it repeats exactly). */
+static rp_status cls_twins(cls *x, rp_error *err) {
+    const rp_cls_inputs *in = x->in;
+    int kinds[RP_CLS_TWIN_KINDS];
+    /* the reference's list (its precision decides the attention twin) */
+    /* an invariant pair has no envelope: its twins (if any ran for other cases) are not read */
+    const int nd = x->f.invariant ? 0
+                   : in->n_twins > 0 ? in->n_twins
+                                     : rp_cls_twin_list(x->have_rc ? &x->rc : &x->c, x->o->twins, kinds);
+    x->tw = calloc((size_t)(nd > 0 ? nd : 1), sizeof *x->tw);
+    double *v = malloc(sizeof(double) * (x->N + 1));
+    if (!x->tw || !v) {
+        free(v);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    cJSON *twj = cJSON_AddArrayToObject(x->envj, "twins");
+    int n_ok = 0;
+    for (int t = 0; t < nd; t++) {
+        char d[PATHLEN];
+        if (in->n_twins > 0) snprintf(d, sizeof d, "%s", in->twin_dirs[t]);
+        else rp_store_twin_dir(d, sizeof d, x->base, rp_cls_twin_name(kinds[t]));
+        twin_data *w = &x->tw[x->n_tw++];
+        twin_load(w, d);
+        if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
+            w->status = RP_V_CRASH;
+            snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", w->name);
+        cJSON_AddStringToObject(o, "status", w->status == RP_V_COUNT ? "ok" : rp_verdict_name(w->status));
+        if (w->why[0]) cJSON_AddStringToObject(o, "reason", w->why);
+        cJSON_AddBoolToObject(o, "teacher", w->teacher.rows > 0);
+        cJSON_AddItemToArray(twj, o);
+        if (w->status != RP_V_COUNT) continue;
+        n_ok++;
+        if (w->main.rows) { /* a free run (not a teacher-only twin) */
+            rp_cls_rows_rel(x->tb.x, w->main.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_acc, v, x->N + 1, NULL);
+        }
+        if (w->teacher.rows && traj_same_shape(&w->teacher, &x->tb)) {
+            rp_cls_rows_rel(x->tb.x, w->teacher.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_step, v + 1, x->N, w->teacher.mask);
+        }
+    }
+    cJSON_AddNumberToObject(x->envj, "twins_ok", n_ok);
+    char td[PATHLEN], p[PATHLEN], why[300];
+    rp_error e;
+    rp_store_subdir(td, sizeof td, x->base, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    struct stat sb;
+    if (stat(td, &sb) == 0 && rp_cls_aux_status(td, why, sizeof why) == RP_V_COUNT &&
+        traj_load(p, "teacher", &x->bt, &e) == RP_OK) {
+        if (traj_same_shape(&x->bt, &x->tb)) {
+            rp_cls_rows_rel(x->tb.x, x->bt.x, x->N + 1, x->B, x->per, v);
+            env_max(x->env_step, v + 1, x->N, x->bt.mask);
+            cJSON_AddItemToObject(x->envj, "reference_teacher", num_array(v + 1, x->N, NULL));
+            rp_store_path(p, sizeof p, td, RP_ART_TRACE);
+            x->have_bttr = rp_cls_trace_load(p, &x->bttr, &e) == RP_OK;
+        } else {
+            traj_free(&x->bt);
+        }
+    }
+    free(v);
+    return RP_OK;
+}
+
+/* The envelope of layer `name` at evaluation `eval` of the base's trace (first evaluation:
+ * the twins' main traces; teacher == 1: their teacher traces at step k). */
+static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher, int k) {
+    double env = 0;
+    for (int t = 0; base && t < x->n_tw; t++) {
+        const twin_data *w = &x->tw[t];
+        if (w->status != RP_V_COUNT) continue;
+        const rp_trace_rec *r = NULL;
+        if (!teacher && w->have_trace) r = trace_find(&w->trace, 0, base->name);
+        /* a teacher-only twin's first evaluation: its teacher run's step 0 (same x_T) */
+        if (!teacher && !w->have_trace && w->have_teacher_trace && w->teacher.rows) teacher = 1, k = 0;
+        if (teacher && w->have_teacher_trace && w->teacher.rows) {
+            const int e = eval_of_step(w->teacher.mask, k);
+            r = e >= 0 ? trace_find(&w->teacher_trace, e, base->name) : NULL;
+        }
+        const double v = r ? rp_cls_layer_rel(base, r) : 0;
+        if (isfinite(v) && v > env) env = v;
+    }
+    return env;
+}
+
+/* Evidence 2: the first evaluation, layer by layer. */
+static void cls_layers(cls *x) {
+    cJSON *layers = cJSON_AddArrayToObject(x->ev, "layers");
+    cJSON *envl = cJSON_AddArrayToObject(x->envj, "layers");
+    if (!x->have_rtr || !x->have_ctr || !x->have_tbtr) {
+        cJSON_AddStringToObject(x->ev, "layers_note", "no trace to compare (the case's, the reference's or the twins')");
+        return;
+    }
+    /* a layout whose ranks never all reach a layer (pipefusion's stages) records none */
+    if (trace_count(&x->ctr, 0) == 0) {
+        cJSON_AddStringToObject(x->ev, "layers_note", "the case recorded no per-layer trace (e.g. pipefusion: its "
+                                "stages run different blocks); layers not compared");
+        return;
+    }
+    /* an approximate case's first evaluation is exact only when it is a warmup step */
+    const int check = !x->f.approx || x->c.warmup_steps >= 1;
+    for (int i = 0; i < x->rtr.n; i++) {
+        const rp_trace_rec *r = &x->rtr.recs[i];
+        if (r->eval != 0) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&x->ctr, 0, r->name));
+        const double env = layer_envelope(x, trace_find(&x->tbtr, 0, r->name), 0, 0);
+        const double ratio = rp_cls_ratio(rel, env, x->floor);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        put(e, "rel", env);
+        cJSON_AddItemToArray(envl, e);
+        e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->name);
+        put(e, "rel", rel);
+        put(e, "envelope", env);
+        put(e, "ratio", ratio);
+        cJSON_AddItemToArray(layers, e);
+        if (check && isfinite(ratio) && ratio > x->largest) x->largest = ratio;
+        if (check && x->f.layer_break < 0 && ratio > x->o->factor) {
+            x->f.layer_break = i;
+            x->f.layer_ratio = ratio;
+            snprintf(x->f.layer_name, sizeof x->f.layer_name, "%s", r->name);
+            x->layer_rel = rel;
+            x->layer_env = env;
+        }
+    }
+}
+
+/* Evidence 1 at step 0: the initial noise, which no layout may change. */
+static void cls_noise(cls *x) {
+    const double r = rp_cls_ratio(x->acc[0], x->env_acc[0], x->floor);
+    if (isfinite(r) && r > x->largest) x->largest = r;
+    cJSON *nz = cJSON_AddObjectToObject(x->ev, "initial_noise");
+    put(nz, "rel", x->acc[0]);
+    put(nz, "envelope", x->env_acc[0]);
+    put(nz, "ratio", r);
+    if (r > x->o->factor) {
+        x->f.noise_break = 1;
+        x->f.noise_ratio = r;
+    }
+}
+
+/* Evidence 3: the teacher-forced local error of each step, and at the first step beyond the
+ * envelope the first layer beyond it (the case's teacher trace against the base's own). */
+static rp_status cls_teacher(cls *x, rp_error *err) {
+    if (x->f.is_reference || x->f.identical) return RP_OK; /* nothing to localise */
+    char td[PATHLEN], p[PATHLEN];
+    rp_error e;
+    if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
+    else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    if (!rp_is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
+        x->f.teacher_missing = 1;
+        cJSON_AddStringToObject(x->ev, "teacher_note", "no teacher-forcing run: local errors not checked");
+        return RP_OK;
+    }
+    if (!traj_same_shape(&x->ct, &x->cm))
+        return RP_FAIL(err, RP_ERR_SHAPE, "%s: the teacher trajectory has another shape than the case's", p);
+    const int N = x->N;
+    double *v = malloc(sizeof(double) * (N + 1));
+    unsigned char *ran = calloc((size_t)N + 1, 1), *checked = calloc((size_t)N + 1, 1);
+    if (!v || !ran || !checked) {
+        free(v), free(ran), free(checked);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    rp_cls_rows_rel(x->rm.x, x->ct.x, N + 1, x->B, x->per, v);
+    for (int k = 0; k < N; k++) {
+        x->local[k] = v[k + 1];
+        ran[k] = (unsigned char)(!x->ct.mask || x->ct.mask[k] != 0.0f);
+        /* approximate strategies: only the warmup steps are exact */
+        checked[k] = (unsigned char)(ran[k] && (!x->f.approx || k < x->c.warmup_steps));
+    }
+    cJSON_AddItemToObject(x->ev, "local_errors", num_array(x->local, N, ran));
+    cJSON *ch = cJSON_AddArrayToObject(x->ev, "checked_steps");
+    for (int k = 0; k < N; k++)
+        if (checked[k]) cJSON_AddItemToArray(ch, cJSON_CreateNumber(k));
+    double ratio = 0;
+    for (int k = 0; k < N; k++) {
+        const double r = rp_cls_ratio(x->local[k], x->env_step[k], x->floor);
+        if (checked[k] && isfinite(r) && r > x->largest) x->largest = r;
+    }
+    x->f.step_break = rp_cls_first_break(x->local, x->env_step, checked, N, x->floor, x->o->factor, &ratio);
+    x->f.step_ratio = ratio;
+    free(v);
+    free(ran);
+    free(checked);
+    const int k = x->f.step_break;
+    rp_store_path(p, sizeof p, td, RP_ART_TRACE);
+    if (k < 0 || !x->have_bttr || rp_cls_trace_load(p, &x->cttr, &e) != RP_OK) return RP_OK;
+    const int ec = eval_of_step(x->ct.mask, k), eb = eval_of_step(x->bt.mask, k);
+    if (ec < 0 || eb < 0 || trace_count(&x->cttr, ec) == 0) return RP_OK;
+    /* the base's own teacher run is the reference for the layers: same input x_k */
+    for (int i = 0; i < x->bttr.n; i++) {
+        const rp_trace_rec *r = &x->bttr.recs[i];
+        if (r->eval != eb) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&x->cttr, ec, r->name));
+        const double env = layer_envelope(x, r, 1, k);
+        const double ratio_l = rp_cls_ratio(rel, env, x->floor);
+        if (ratio_l > x->o->factor) {
+            snprintf(x->f.step_layer, sizeof x->f.step_layer, "%s", r->name);
+            x->f.step_layer_ratio = ratio_l;
+            x->step_layer_rel = rel;
+            x->step_layer_env = env;
+            break;
+        }
+    }
+    return RP_OK;
+}
+
+/* Evidence 7: the replica checks of the case's run, its teacher run and its invariant shadow
+ * (<dir>/replicas.json, written by the worker's rank 0): the earliest copy that differs.
+ * Then whether it comes before every other break: an earlier step, or at the same step a
+ * tensor earlier in the forward (the initial noise first). */
+static void cls_replicas(cls *x) {
+    static const char *const RUN[] = {"", "teacher", "invariant/teacher"};
+    static const char *const WHAT[] = {"case run", "teacher-forced run", "invariant shadow"};
+    rp_cls_facts *f = &x->f;
+    cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
+    for (int i = 0; i < 3; i++) {
+        char d[PATHLEN], p[PATHLEN];
+        if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
+        else path_fmt(d, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
+        rp_store_path(p, sizeof p, d, RP_ART_REPLICAS);
+        cJSON *j = NULL;
+        rp_error e;
+        if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "run", WHAT[i]);
+        cJSON_AddNumberToObject(o, "checked", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "checked")));
+        const cJSON *fd = cJSON_GetObjectItemCaseSensitive(j, "first_difference");
+        const cJSON *un = cJSON_GetObjectItemCaseSensitive(j, "unchecked");
+        if (cJSON_IsString(un)) cJSON_AddStringToObject(o, "unchecked", un->valuestring);
+        if (cJSON_IsObject(fd)) {
+            cJSON_AddItemToObject(o, "first_difference", cJSON_Duplicate(fd, 1));
+            const int step = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "step"));
+            const cJSON *rk = cJSON_GetObjectItemCaseSensitive(fd, "ranks");
+            const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "tensor"));
+            const char *g = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "group"));
+            if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
+                f->replica_break = step;
+                snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
+                snprintf(f->replica_msg, sizeof f->replica_msg, "rank %d's copy differs from rank %d's (%s group, %s)",
+                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1)),
+                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)), g ? g : "?", WHAT[i]);
+            }
+        }
+        cJSON_AddItemToArray(rj, o);
+        cJSON_Delete(j);
+    }
+    if (f->replica_break < 0) return;
+    const char *other = f->layer_break >= 0 ? f->layer_name : f->step_layer;
+    const int other_step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break;
+    if (other_step < 0 || f->replica_break < other_step) f->replica_first = 1;
+    else if (f->replica_break == other_step && !f->noise_break) {
+        const layer_key a = key_of(f->replica_tensor), b = key_of(other[0] ? other : "~");
+        f->replica_first = a.stage != b.stage ? a.stage < b.stage
+                           : a.block != b.block ? a.block < b.block
+                                                : a.sub < b.sub;
+    } else if (f->replica_break == 0 && f->noise_break) {
+        f->replica_first = !strcmp(f->replica_tensor, "initial_noise");
+    }
+}
+
+/* A teacher run's files: its trajectory and the trace of its evaluations. */
+typedef struct teacher_run {
+    traj t;
+    rp_trace tr;
+    int have_tr;
+} teacher_run;
+
+static int teacher_run_load(teacher_run *r, const char *dir) {
+    char p[PATHLEN], why[300];
+    rp_error e;
+    memset(r, 0, sizeof *r);
+    rp_trace_init(&r->tr);
+    rp_store_path(p, sizeof p, dir, RP_ART_TEACHER);
+    if (rp_cls_aux_status(dir, why, sizeof why) != RP_V_COUNT || traj_load(p, "teacher", &r->t, &e) != RP_OK) return 0;
+    rp_store_path(p, sizeof p, dir, RP_ART_TRACE);
+    r->have_tr = rp_cls_trace_load(p, &r->tr, &e) == RP_OK;
+    return 1;
+}
+
+static void teacher_run_free(teacher_run *r) {
+    traj_free(&r->t);
+    rp_trace_free(&r->tr);
+}
+
+/* Evidence 3b: the fp32 shadow of a case that rounds coarser (job_case.c). Its layout
+ * teacher-forced at fp32 from the reference's latents (<case>/shadow/teacher) against the
+ * reference's own fp32 teacher run from the same latents (<base>/shadow/teacher), with the
+ * envelope of the base's fp32 twins' teacher runs and the fp32 floor: the local errors of
+ * the layout at fp32's resolution. Its first break (and layer) becomes the case's step
+ * break when no earlier one exists. */
+static void cls_shadow(cls *x) {
+    char d[PATHLEN];
+    teacher_run c, b, tw[RP_CLS_TWIN_KINDS];
+    int n_tw = 0;
+    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_SHADOW_TEACHER);
+    if (x->f.is_reference || x->f.identical || !teacher_run_load(&c, d)) return;
+    rp_store_subdir(d, sizeof d, x->base, RP_SUB_SHADOW_TEACHER);
+    if (!teacher_run_load(&b, d)) {
+        teacher_run_free(&c);
+        return;
+    }
+    for (int k = 0; k < x->n_tw && k < RP_CLS_TWIN_KINDS; k++) {
+        char sd[PATHLEN], twd[PATHLEN];
+        rp_store_subdir(sd, sizeof sd, x->base, RP_SUB_SHADOW);
+        rp_store_twin_dir(twd, sizeof twd, sd, x->tw[k].name);
+        rp_store_subdir(d, sizeof d, twd, RP_SUB_TEACHER);
+        if (teacher_run_load(&tw[n_tw], d)) n_tw++;
+    }
+    const int N = x->N;
+    cJSON *sj = cJSON_AddObjectToObject(x->ev, "fp32_shadow");
+    double *v = malloc(sizeof(double) * (N + 1)), *loc = calloc((size_t)N, sizeof *loc);
+    double *env = calloc((size_t)N, sizeof *env);
+    unsigned char *checked = calloc((size_t)N, 1);
+    if (!v || !loc || !env || !checked || !traj_same_shape(&c.t, &b.t) || !traj_same_shape(&c.t, &x->cm)) {
+        cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case (or out of memory): not compared");
+        goto out;
+    }
+    rp_cls_rows_rel(b.t.x, c.t.x, N + 1, x->B, x->per, v);
+    for (int k = 0; k < N; k++) {
+        loc[k] = v[k + 1];
+        const int ran = (!c.t.mask || c.t.mask[k] != 0.0f) && (!b.t.mask || b.t.mask[k] != 0.0f);
+        checked[k] = (unsigned char)(ran && (!x->f.approx || k < x->c.warmup_steps));
+    }
+    for (int t = 0; t < n_tw; t++) {
+        if (!traj_same_shape(&tw[t].t, &b.t)) continue;
+        rp_cls_rows_rel(b.t.x, tw[t].t.x, N + 1, x->B, x->per, v);
+        env_max(env, v + 1, N, tw[t].t.mask);
+    }
+    const double floor = rp_cls_unit_roundoff("fp32");
+    cJSON_AddNumberToObject(sj, "twins", n_tw);
+    cJSON_AddItemToObject(sj, "local_errors", num_array(loc, N, checked));
+    cJSON_AddItemToObject(sj, "envelope", num_array(env, N, NULL));
+    double ratio = 0, big = 0;
+    for (int i = 0; i < N; i++) {
+        const double r = rp_cls_ratio(loc[i], env[i], floor);
+        if (checked[i] && isfinite(r) && r > big) big = r;
+    }
+    put(sj, "largest_ratio", big);
+    if (big > x->largest) x->largest = big;
+    const int k = rp_cls_first_break(loc, env, checked, N, floor, x->o->factor, &ratio);
+    cJSON_AddNumberToObject(sj, "first_break", k);
+    if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k)) goto out;
+    rp_cls_facts *f = &x->f;
+    f->step_break = k;
+    f->step_ratio = ratio;
+    f->step_shadow = 1;
+    f->step_layer[0] = '\0';
+    x->local[k] = loc[k];
+    x->env_step[k] = env[k];
+    /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
+    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
+    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
+        const rp_trace_rec *r = &b.tr.recs[i];
+        if (r->eval != eb) continue;
+        const double rel = rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name));
+        double e = 0;
+        for (int t = 0; t < n_tw; t++) {
+            const int et = eval_of_step(tw[t].t.mask, k);
+            const rp_trace_rec *q = tw[t].have_tr && et >= 0 ? trace_find(&tw[t].tr, et, r->name) : NULL;
+            const double w = q ? rp_cls_layer_rel(r, q) : 0;
+            if (isfinite(w) && w > e) e = w;
+        }
+        const double lr = rp_cls_ratio(rel, e, floor);
+        if (lr > x->o->factor) {
+            snprintf(f->step_layer, sizeof f->step_layer, "%s", r->name);
+            f->step_layer_ratio = lr;
+            x->step_layer_rel = rel;
+            x->step_layer_env = e;
+            break;
+        }
+    }
+out:
+    free(v), free(loc), free(env), free(checked);
+    teacher_run_free(&c);
+    teacher_run_free(&b);
+    for (int t = 0; t < n_tw; t++) teacher_run_free(&tw[t]);
+}
+
+/* Evidence 12: the invariant shadow (job_case.c, rp_cls_invariant_shadow_pair). The case's
+ * layout teacher-forced under invariant numerics from the reference's latents
+ * (<case>/invariant/teacher) against the reference's own run of the same kind
+ * (<base>/invariant/teacher): there an exact layout is bitwise the serial run, so the first
+ * step whose output differs at all, and in it the first layer that differs, is a bug's —
+ * however far below the rounding envelope of the default numerics (a norm's epsilon on
+ * one rank, a constant on one rank, anything in bf16). It becomes the case's step break
+ * when no earlier one exists. */
+static void cls_invariant_shadow(cls *x) {
+    char d[PATHLEN];
+    teacher_run c, b;
+    if (x->f.is_reference || x->f.identical || x->f.invariant) return;
+    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_INVARIANT_TEACHER);
+    if (!teacher_run_load(&c, d)) return;
+    rp_store_subdir(d, sizeof d, x->base, RP_SUB_INVARIANT_TEACHER);
+    if (!teacher_run_load(&b, d)) {
+        teacher_run_free(&c);
+        cJSON_AddStringToObject(x->ev, "invariant_shadow", "the reference made no invariant shadow: not compared");
+        return;
+    }
+    cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
+    const int N = x->N;
+    int k = -1, compared = 0;
+    if (!traj_same_shape(&c.t, &b.t) || !traj_same_shape(&c.t, &x->cm)) {
+        cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
+        goto out;
+    }
+    const size_t row = (size_t)c.t.B * c.t.per;
+    for (int s = 0; s < N && k < 0; s++) {
+        const int ran = (!c.t.mask || c.t.mask[s] != 0.0f) && (!b.t.mask || b.t.mask[s] != 0.0f);
+        if (!ran) continue;
+        compared++;
+        const float *cr = c.t.x + (size_t)(s + 1) * row, *br = b.t.x + (size_t)(s + 1) * row;
+        if (memcmp(cr, br, sizeof(float) * row)) {
+            k = s;
+            x->invariant_rel = rp_cls_rel_l2(br, cr, row);
+        }
+    }
+    cJSON_AddNumberToObject(sj, "steps_compared", compared);
+    cJSON_AddNumberToObject(sj, "first_difference", k);
+    if (k < 0) goto out;
+    put(sj, "rel", x->invariant_rel);
+    /* the layer: the first record of that step's evaluation that differs at all */
+    char layer[96] = "";
+    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
+    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
+        const rp_trace_rec *r = &b.tr.recs[i];
+        if (r->eval != eb) continue;
+        if (rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name)) != 0.0) {
+            snprintf(layer, sizeof layer, "%s", r->name);
+            break;
+        }
+    }
+    if (layer[0]) cJSON_AddStringToObject(sj, "layer", layer);
+    rp_cls_facts *f = &x->f;
+    if (f->step_break >= 0 && f->step_break <= k) goto out; /* an earlier (or same-step) break stands */
+    f->step_break = k;
+    f->step_ratio = INFINITY;
+    f->step_shadow = 0;
+    f->step_invariant = 1;
+    snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
+out:
+    teacher_run_free(&c);
+    teacher_run_free(&b);
+}
+
+/* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
+ * item at a time and takes no part in any parallel layout, so then its output from the same
+ * latents is the same bits. */
+int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
+    return !strcmp(a->precision, b->precision) && !strcmp(a->numerics, b->numerics) && !strcmp(a->attention, b->attention) &&
+           a->attn_q_chunk == b->attn_q_chunk && a->attn_kv_chunk == b->attn_kv_chunk &&
+           !strcmp(a->device_profile, b->device_profile) && a->threads == b->threads &&
+           !strcmp(a->blas_core, b->blas_core) && a->reduce_split == b->reduce_split && !strcmp(a->device, b->device) &&
+           !strcmp(a->gpu_mode, b->gpu_mode) && !strcmp(a->vae, b->vae) && a->weight_seed == b->weight_seed;
+}
+
+/* Evidence 8: the images' teacher forcing. <case>/decode/ holds the reference's final
+ * latents decoded with the case's layout (job_case.c), so the decoder and the way images
+ * come back (which rank decodes which item, the gather) are judged on the reference's
+ * input, apart from the sampling's drift:
+ *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
+ *   else, at fp32                                 every pixel within one level: a
+ *       difference far below one level (rounding: ~1e-6 relative) moves an 8-bit value by
+ *       at most one;
+ *   else (bf16, fp16, tf32 decoders)              recorded, not held to a rule.
+ * And each decoded image against every reference image: one much closer to another item's
+ * image is a MISMATCH (images returned in the wrong order).
+ * When the case's latents are bitwise the reference's and it decodes with the reference's
+ * arithmetic (or is an invariant pair), its own images are that decode (the launch made no
+ * decode-only run: job_case.c), judged bitwise. */
+static rp_status cls_decode(cls *x, rp_error *err) {
+    const int same = x->f.invariant || (x->have_rc && rp_cls_decoder_numerics_equal(&x->c, &x->rc));
+    const int same_input =
+        same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
+    char dd[PATHLEN], p0[PATHLEN];
+    if (same_input) path_fmt(dd, "%s", x->in->case_dir);
+    else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them, */
+    rp_store_image_path(p0, sizeof p0, dd, 0);
+    if (!same_input && !rp_is_file(p0)) rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_DECODE); /* or a run of its own */
+    rp_store_image_path(p0, sizeof p0, dd, 0);
+    if (x->in->ref_label || (!same_input && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
+    if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
+    cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
+    cJSON_AddStringToObject(dj, "images", same_input ? "the case's own (its latents are bitwise the reference's)"
+                                                     : "the reference's final latents decoded with the case's layout");
+    const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
+    cJSON_AddStringToObject(dj, "rule", same ? "bitwise (the reference's decoder arithmetic)"
+                                        : fp32 ? "one level (fp32 rounding)" : "none (the decoder rounds coarser)");
+    const int B = x->B;
+    uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
+    double *D = malloc(sizeof(double) * B * B);
+    int *perm = malloc(sizeof(int) * B);
+    int W = 0, H = 0;
+    rp_status st = dec && ref && D && perm ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        char pa[PATHLEN], pb[PATHLEN];
+        int w1, h1, w2, h2;
+        rp_store_image_path(pa, sizeof pa, dd, i);
+        rp_store_image_path(pb, sizeof pb, x->in->ref_dir, i);
+        st = rp_png_read(pa, &dec[i], &w1, &h1, err);
+        if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
+        if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
+            st = RP_FAIL(err, RP_ERR_SHAPE, "%s: %dx%d, the reference's %s: %dx%d", pa, w1, h1, pb, w2, h2);
+        W = w1, H = h1;
+    }
+    const size_t n = (size_t)W * H * 3;
+    cJSON *items = st == RP_OK ? cJSON_AddArrayToObject(dj, "items") : NULL;
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        for (int j = 0; j < B; j++) { /* relative L2 of the pixel values */
+            double num = 0, den = 0;
+            for (size_t k = 0; k < n; k++) {
+                const double d = (double)dec[i][k] - ref[j][k];
+                num += d * d;
+                den += (double)ref[j][k] * ref[j][k];
+            }
+            D[(size_t)i * B + j] = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+        }
+        int max_abs = 0;
+        size_t changed = 0;
+        for (size_t k = 0; k < n; k++) {
+            const int d = abs((int)dec[i][k] - ref[i][k]);
+            changed += d != 0;
+            if (d > max_abs) max_abs = d;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", i);
+        cJSON_AddNumberToObject(o, "max_abs", max_abs);
+        put(o, "changed", n ? (double)changed / n : 0);
+        put(o, "rel", D[(size_t)i * B + i]);
+        cJSON_AddItemToArray(items, o);
+        const int breaks = same ? max_abs > 0 : fp32 ? max_abs > 1 : 0;
+        if (breaks && x->f.image_break < 0) {
+            x->f.image_break = i;
+            snprintf(x->f.image_msg, sizeof x->f.image_msg,
+                     "image %d: the reference's final latents decoded with this layout differ from the reference's "
+                     "image by up to %d levels in %.2f%% of the values (rule: %s, at vae.decode)",
+                     i, max_abs, n ? 100.0 * changed / n : 0.0, same ? "bitwise" : "one level");
+        }
+    }
+    if (st == RP_OK && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) && !x->f.mismatch) {
+        char m[400];
+        rp_cls_assignment_message(perm, B, m, sizeof m);
+        x->f.mismatch = 1;
+        snprintf(x->f.mismatch_msg, sizeof x->f.mismatch_msg, "decoded images: %s", m);
+        cJSON_AddStringToObject(dj, "assignment", x->f.mismatch_msg);
+    }
+    for (int i = 0; dec && ref && i < B; i++) free(dec[i]), free(ref[i]);
+    free(dec), free(ref), free(D), free(perm);
+    return st;
+}
+
+/* Where the divergence began, as decided: first_step and first_layer. */
+static void cls_first(cls *x) {
+    const rp_cls_facts *f = &x->f;
+    cJSON *fs = NULL, *fl = NULL;
+    if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0))) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->replica_break);
+        cJSON_AddStringToObject(fs, "what", "replica");
+        cJSON_AddStringToObject(fs, "detail", f->replica_msg);
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->replica_tensor);
+        cJSON_AddNumberToObject(fl, "step", f->replica_break);
+        return;
+    }
+    if (f->noise_break) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", 0);
+        cJSON_AddStringToObject(fs, "what", "initial noise");
+        put(fs, "local", x->acc[0]);
+        put(fs, "envelope", x->env_acc[0]);
+        put(fs, "ratio", f->noise_ratio);
+    } else if (f->layer_break >= 0) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", 0);
+        cJSON_AddStringToObject(fs, "what", "first evaluation");
+        if (f->step_break == 0) {
+            put(fs, "local", x->local[0]);
+            put(fs, "envelope", x->env_step[0]);
+            put(fs, "ratio", f->step_ratio);
+        }
+    } else if (f->step_break >= 0 && f->step_invariant) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->step_break);
+        cJSON_AddStringToObject(fs, "what", "invariant shadow");
+        put(fs, "rel", x->invariant_rel);
+    } else if (f->step_break >= 0) {
+        const int k = f->step_break;
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", k);
+        cJSON_AddStringToObject(fs, "what", "local error");
+        put(fs, "local", x->local[k]);
+        put(fs, "envelope", x->env_step[k]);
+        put(fs, "ratio", f->step_ratio);
+    } else if (f->image_break >= 0) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", x->N);
+        cJSON_AddStringToObject(fs, "what", "decode");
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", "vae.decode");
+        cJSON_AddNumberToObject(fl, "step", x->N);
+    } else if (f->leak_differs && !f->repeats_differ) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", f->leak_step);
+        cJSON_AddStringToObject(fs, "what", "leak check");
+    }
+    if (f->layer_break >= 0) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->layer_name);
+        cJSON_AddNumberToObject(fl, "step", 0);
+        put(fl, "rel", x->layer_rel);
+        put(fl, "envelope", x->layer_env);
+        put(fl, "ratio", f->layer_ratio);
+    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->step_layer);
+        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        cJSON_AddStringToObject(fl, "what", "invariant shadow");
+    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0]) {
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", f->step_layer);
+        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        put(fl, "rel", x->step_layer_rel);
+        put(fl, "envelope", x->step_layer_env);
+        put(fl, "ratio", f->step_layer_ratio);
+    }
+}
+
+/* Evidence 5: each item against each reference item over the noise, the first step and the
+ * final state (the noise alone names an item; the last row keeps a late swap visible). */
+static rp_status cls_assignment(cls *x, rp_error *err) {
+    const int B = x->B, N = x->N;
+    if (B < 2) return RP_OK;
+    double *D = malloc(sizeof(double) * B * B);
+    int *perm = malloc(sizeof(int) * B);
+    if (!D || !perm) {
+        free(D), free(perm);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    const int rows[3] = {0, 1, N};
+    for (int i = 0; i < B; i++)
+        for (int j = 0; j < B; j++) {
+            double s = 0;
+            for (int r = 0; r < 3; r++)
+                s += rp_cls_rel_l2(x->rm.x + ((size_t)rows[r] * B + j) * x->per,
+                                   x->cm.x + ((size_t)rows[r] * B + i) * x->per, x->per);
+            D[(size_t)i * B + j] = s / 3;
+        }
+    x->f.mismatch = rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm);
+    cJSON *as = cJSON_AddObjectToObject(x->ev, "assignment");
+    cJSON *pa = cJSON_AddArrayToObject(as, "permutation");
+    for (int i = 0; i < B; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(perm[i]));
+    cJSON *da = cJSON_AddArrayToObject(as, "distances");
+    for (int i = 0; i < B; i++) cJSON_AddItemToArray(da, num_array(D + (size_t)i * B, B, NULL));
+    put(as, "margin", RP_CLS_MISMATCH_MARGIN);
+    if (x->f.mismatch) rp_cls_assignment_message(perm, B, x->f.mismatch_msg, sizeof x->f.mismatch_msg);
+    if (x->f.mismatch) {
+        /* the long form names what each swapped image was asked for and what it shows */
+        size_t cap = 512 + (size_t)B * (2 * RP_CASE_MAX_STR + 96), n = 0;
+        char *m = malloc(cap);
+        if (m) {
+            m[0] = 0;
+            for (int i = 0; i < B && n < cap; i++) {
+                if (perm[i] == i) continue;
+                const rp_case_item *a = &x->c.items[i], *g = &x->c.items[perm[i]];
+                int w;
+                if (strcmp(a->prompt, g->prompt)) /* prompts tell them apart */
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for prompt \"%s\", shows item %d's \"%s\"",
+                                 n ? "; " : "", i, a->prompt, perm[i], g->prompt);
+                else if (a->class_id != g->class_id)
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for class %d, shows item %d's class %d",
+                                 n ? "; " : "", i, a->class_id, perm[i], g->class_id);
+                else
+                    w = snprintf(m + n, cap - n, "%simage %d, asked for seed %llu, shows item %d's seed %llu",
+                                 n ? "; " : "", i, (unsigned long long)a->seed, perm[i],
+                                 (unsigned long long)g->seed);
+                if (w < 0) break;
+                n += (size_t)w;
+            }
+            cJSON_AddStringToObject(as, "message", m);
+            free(m);
+        }
+    } else {
+        cJSON_AddStringToObject(as, "message", "every item is closest to its own reference item");
+    }
+    free(D);
+    free(perm);
+    return RP_OK;
+}
+
+/* Evidence 4: an approximate case's final images against the bound. */
+static void cls_approx(cls *x, int warmup_exact) {
+    if (!warmup_exact) return;
+    rp_cls_facts *f = &x->f;
+    f->have_quality = x->im.n > 0;
+    f->ssim = x->im.ssim;
+    f->psnr = x->im.psnr;
+    f->bound_ssim = x->o->approx_ssim;
+    f->bound_psnr = x->o->approx_psnr;
+    cJSON *ap = cJSON_AddObjectToObject(x->ev, "approx");
+    put(ap, "ssim", x->im.n ? x->im.ssim : NAN);
+    put(ap, "psnr", x->im.n ? x->im.psnr : NAN);
+    put(ap, "bound_ssim", f->bound_ssim);
+    put(ap, "bound_psnr", f->bound_psnr);
+    cJSON_AddNumberToObject(ap, "warmup", x->c.warmup_steps);
+    cJSON_AddBoolToObject(ap, "approximate", f->approx);
+}
+
+/* Evidence 6: repeats against run 1, and the run made after another case in one worker. */
+static void cls_determinism(cls *x) {
+    rp_cls_facts *f = &x->f;
+    cJSON *dj = cJSON_AddObjectToObject(x->ev, "determinism");
+    const int R = x->in->repeat > 1 ? x->in->repeat : 1;
+    cJSON_AddNumberToObject(dj, "repeats", R);
+    cJSON_AddBoolToObject(dj, "promised", f->promised);
+    double worst = 0;
+    for (int k = 2; k <= R; k++) {
+        char rd[PATHLEN];
+        path_fmt(rd, "%s/repeat-%d", x->in->case_dir, k);
+        double m;
+        if (!latents_equal(x->in->case_dir, rd, &m)) {
+            f->repeats_differ = 1;
+            if (!(m <= worst)) worst = m;
+        }
+    }
+    f->repeat_max_abs = worst;
+    put(dj, "max_abs", worst);
+    cJSON_AddBoolToObject(dj, "repeats_identical", !f->repeats_differ);
+    /* the leak check: the teacher run, later in the same worker, recomputing a step from the
+     * case's own input (rp_cls_rerun_check); a teacher run made elsewhere is no such check */
+    char msg[160];
+    int k = -1;
+    double m = 0;
+    const int r = x->in->teacher_dir ? -1 : rp_cls_rerun_check(x->in->case_dir, x->in->ref_dir, &k, &m);
+    if (r < 0) {
+        cJSON_AddStringToObject(dj, "leak_check", "not run (no step recomputed from the case's own input)");
+        return;
+    }
+    f->leak_differs = r == 1;
+    f->leak_max_abs = m;
+    if (f->leak_differs) {
+        f->leak_step = k;
+        snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", k, m);
+        cJSON_AddNumberToObject(dj, "leak_first_step", k);
+        /* the runner then runs the case alone twice, each in a fresh launch: the two differ
+         * when the runs are nondeterministic, agree when state leaked between calls */
+        char fa[PATHLEN], fb[PATHLEN], fmsg[96];
+        rp_store_subdir(fa, sizeof fa, x->in->case_dir, RP_SUB_FRESH);
+        rp_store_subdir(fb, sizeof fb, x->in->case_dir, RP_SUB_FRESH_2);
+        struct stat sb;
+        double fm = 0;
+        if (stat(fa, &sb) != 0 || stat(fb, &sb) != 0) snprintf(fmsg, sizeof fmsg, "not run");
+        else if ((f->fresh_differs = !latents_equal(fa, fb, &fm)))
+            snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
+        else snprintf(fmsg, sizeof fmsg, "the two agree");
+        cJSON_AddStringToObject(dj, "fresh_rerun", fmsg);
+    } else {
+        snprintf(msg, sizeof msg, "ok");
+    }
+    cJSON_AddStringToObject(dj, "leak_check", msg);
+}
+
+/* The case's expect label as a verdict, or -1. */
+static int expected_of(const rp_case *c) { return c->expect[0] ? rp_verdict_parse(c->expect) : -1; }
+
+/* Decides, completes the JSON and writes it; sets the outputs. */
+static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
+    char summary[900];
+    const rp_verdict v = rp_cls_decide(&x->f, summary, sizeof summary);
+    const int ex = expected_of(&x->c);
+    const int ok = ex >= 0 ? rp_cls_meets((rp_verdict)ex, v) : !rp_verdict_fails(v, x->f.promised);
+    cJSON *j = x->j;
+    cJSON_AddStringToObject(j, "verdict", rp_verdict_name(v));
+    if (ex >= 0) cJSON_AddStringToObject(j, "expected", rp_verdict_name((rp_verdict)ex));
+    else cJSON_AddNullToObject(j, "expected");
+    cJSON_AddBoolToObject(j, "pass", ok);
+    cJSON_AddStringToObject(j, "summary", summary);
+    /* for margins: the precision judged, and the largest ratio any checked evidence reached
+     * (a case is BUG by a ratio exactly when this exceeds the factor); "by_ratio": whether
+     * that decided a BUG, or exact evidence did (replicas, images, leak) */
+    cJSON_AddStringToObject(j, "precision", rp_cls_effective_precision(&x->c));
+    if (x->f.failed == RP_V_COUNT) put(j, "largest_ratio", x->largest);
+    const rp_cls_facts *f = &x->f;
+    const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
+    if (v == RP_V_BUG)
+        cJSON_AddBoolToObject(j, "by_ratio",
+                              !exact_first && (f->noise_break || f->layer_break >= 0 ||
+                                               (f->step_break >= 0 && !f->step_invariant)));
+    /* the schema's order: evidence and metrics last */
+    cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
+    if (ev) cJSON_AddItemToObject(j, "evidence", ev);
+    if (mt) cJSON_AddItemToObject(j, "metrics", mt);
+    char p[PATHLEN];
+    path_fmt(p, "%s/%s", x->in->case_dir, x->in->out_name ? x->in->out_name : "classification.json");
+    RP_TRY(rp_store_write_json(p, j, err));
+    if (out) *out = v;
+    if (pass) *pass = ok;
+    return RP_OK;
+}
+
+static void cls_free(cls *x) {
+    cJSON_Delete(x->j);
+    cJSON_Delete(x->im.arr);
+    traj_free(&x->cm);
+    traj_free(&x->rm);
+    traj_free(&x->tb);
+    traj_free(&x->ct);
+    traj_free(&x->bt);
+    rp_trace_free(&x->ctr);
+    rp_trace_free(&x->rtr);
+    rp_trace_free(&x->tbtr);
+    rp_trace_free(&x->cttr);
+    rp_trace_free(&x->bttr);
+    for (int t = 0; t < x->n_tw; t++) twin_free(&x->tw[t]);
+    free(x->tw);
+    free(x->acc);
+    free(x->env_acc);
+    free(x->local);
+    free(x->env_step);
+    free(x);
+}
+
+rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, rp_error *err) {
+    assert(in && in->case_dir && in->ref_dir);
+    cls *x = calloc(1, sizeof *x);
+    if (!x) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    x->in = in;
+    x->o = &in->opts;
+    rp_trace_init(&x->ctr);
+    rp_trace_init(&x->rtr);
+    rp_trace_init(&x->tbtr);
+    rp_trace_init(&x->cttr);
+    rp_trace_init(&x->bttr);
+    rp_cls_facts_init(&x->f);
+    snprintf(x->base, sizeof x->base, "%s", in->twin_base_dir ? in->twin_base_dir : in->ref_dir);
+    x->j = cJSON_CreateObject();
+    rp_status st = x->j ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, in->case_dir, RP_ART_CASE);
+    if (st == RP_OK) st = rp_case_load(p, &x->c, err);
+    if (st != RP_OK) {
+        cls_free(x);
+        return st;
+    }
+    rp_case_id(&x->c, x->cid);
+    rp_error e;
+    rp_store_path(p, sizeof p, in->ref_dir, RP_ART_CASE);
+    if ((x->have_rc = rp_case_load(p, &x->rc, &e) == RP_OK)) rp_case_id(&x->rc, x->rid);
+    else snprintf(x->rid, sizeof x->rid, "?");
+    cJSON_AddNumberToObject(x->j, "schema", 1);
+    cJSON_AddStringToObject(x->j, "case_id", x->cid);
+    cJSON_AddStringToObject(x->j, "reference_id", in->ref_label ? in->ref_label : x->rid);
+    char key[256];
+    rp_classify_opts_key(x->o, key, sizeof key);
+    cJSON_AddStringToObject(x->j, "options_key", key);
+    x->ev = cJSON_AddObjectToObject(x->j, "evidence");
+    x->mt = cJSON_AddObjectToObject(x->j, "metrics");
+    x->floor = rp_cls_unit_roundoff(rp_cls_effective_precision(&x->c));
+    rp_par_degrees deg;
+    rp_case_degrees(&x->c, &deg);
+    const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
+    x->f.approx = warmup_exact && x->c.warmup_steps < x->c.steps;
+    x->f.warmup = x->c.warmup_steps;
+    x->f.promised = !strcmp(x->c.mode, "deterministic");
+    cJSON_AddStringToObject(x->ev, "exactness", warmup_exact ? "warmup-exact" : "exact");
+    x->f.invariant = x->have_rc && !x->f.approx && rp_cls_invariant_pair(&x->c, &x->rc);
+    if (x->f.invariant) x->floor = 0.0; /* any difference breaks */
+    cJSON_AddBoolToObject(x->ev, "invariant", x->f.invariant);
+    cls_status(x);
+    if (x->f.failed == RP_V_COUNT) {
+        x->f.is_reference = !in->ref_label && same_dir(in->case_dir, in->ref_dir);
+        x->envj = cJSON_AddObjectToObject(x->ev, "envelope");
+        put(x->envj, "factor", x->o->factor);
+        put(x->envj, "floor", x->floor);
+        st = cls_load(x, err);
+        if (st == RP_OK) st = cls_twins(x, err);
+        if (st == RP_OK) {
+            cls_layers(x);
+            cJSON_AddItemToObject(x->envj, "steps", num_array(x->env_step, x->N, NULL));
+            cJSON_AddItemToObject(x->envj, "accumulated", num_array(x->env_acc, x->N + 1, NULL));
+            cJSON_AddItemToObject(x->ev, "accumulated", num_array(x->acc, x->N + 1, NULL));
+            cls_noise(x);
+            st = cls_teacher(x, err);
+        }
+        if (st == RP_OK && !x->f.invariant) cls_shadow(x);
+        if (st == RP_OK) cls_invariant_shadow(x);
+        if (st == RP_OK) cls_replicas(x);
+        if (st == RP_OK) st = cls_assignment(x, err);
+        if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */
+        if (st == RP_OK) {
+            cls_approx(x, warmup_exact);
+            cls_determinism(x);
+            cls_first(x);
+        }
+    }
+    if (st == RP_OK) st = cls_finish(x, out, pass, err);
+    cls_free(x);
+    return st;
+}

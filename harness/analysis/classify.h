@@ -1,0 +1,306 @@
+/* classify.h — tells expected floating-point drift from approximation and from real
+ * bugs, and says where a divergence began (docs/classification.md has the reasoning).
+ *
+ * A final-image PSNR cannot do it: diffusion sampling amplifies a rounding difference
+ * step after step, so pure drift can end far apart. The verdict rests on evidence that
+ * the amplification does not touch:
+ *   envelope      the rounding twins of the reference (the same config with only the
+ *                 rounding changed: reduce_split flipped, another GEMM thread count, one
+ *                 ulp up in the initial noise, ...) give per layer of the first
+ *                 evaluation, per step of the teacher-forced trajectory and per step of
+ *                 the free trajectory the size of pure rounding drift for this model,
+ *                 precision and seed;
+ *   layers        the candidate's first evaluation against the reference's, layer by
+ *                 layer: the first layer whose relative difference exceeds factor x the
+ *                 envelope is where a bug begins;
+ *   teacher       the candidate's configuration run ONE step from each of the
+ *                 reference's latents x_k: the local error of every step, against the
+ *                 envelope of the twins' own one-step runs; the initial noise (layout-
+ *                 independent by construction) against the noise twin;
+ *   approx        after warmup an approximate strategy must meet the matrix's bound on
+ *                 the final images (SSIM and PSNR against the reference);
+ *   assignment    per item the distance to every reference item: item i much closer to
+ *                 reference item j != i than to i is a MISMATCH;
+ *   determinism   repeats must be bitwise equal, and so must a run made after another
+ *                 case in the same worker process (state leaking between calls).
+ * A ratio is value / max(envelope, floor) where floor is the unit roundoff of the
+ * case's precision (2^-24 for fp32): a difference below one rounding is rounding,
+ * whatever the twins happened to show.
+ *
+ * The pure functions below take loaded numbers; rp_classify_dir reads a case directory,
+ * its reference's and the twins', and writes <case>/classification.json (harness/analysis/verdict.h
+ * has its schema). */
+#ifndef REPRO_CLASSIFY_H
+#define REPRO_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/error.h"
+#include "engine/trace.h"
+#include "harness/sweep/case.h"
+#include "harness/analysis/verdict.h"
+
+/* ---- options (the matrix's `classify:` mapping) ------------------------------------ */
+
+#define RP_CLS_DEFAULT_TWINS 3
+#define RP_CLS_MAX_TWINS 6
+#define RP_CLS_DEFAULT_FACTOR 64.0      /* the issue's default: a bug is 64x rounding */
+#define RP_CLS_DEFAULT_APPROX_SSIM 0.90
+#define RP_CLS_DEFAULT_APPROX_PSNR 25.0
+#define RP_CLS_MISMATCH_MARGIN 8.0      /* "much closer": 8x closer to another item */
+
+typedef struct rp_classify_opts {
+    int enabled;          /* 0: no twins, no teacher runs, no classification.json */
+    int twins;            /* RP_CLS_DEFAULT_TWINS .. RP_CLS_MAX_TWINS (rp_cls_twin_name) */
+    double factor;        /* > 1: how far beyond the envelope a layer or step is a bug */
+    double approx_ssim;   /* approx bound: final SSIM at least (every item) */
+    double approx_psnr;   /* and PSNR (dB) at least */
+    int teacher_steps;    /* 0: teacher-force every step; N: N steps spread over the run */
+    int leak_check;       /* 1: run each case again after another case in one worker */
+    int invariant_shadow; /* 1: a layout's invariant shadow where it has one (rp_cls_invariant_shadow_pair) */
+} rp_classify_opts;
+
+void rp_classify_opts_default(rp_classify_opts *o);
+/* The options as text: classification.json keeps it, so editing them makes it stale. */
+void rp_classify_opts_key(const rp_classify_opts *o, char *buf, size_t cap);
+
+/* ---- twins ---------------------------------------------------------------------------- */
+
+/* Twin kinds: 0 .. RP_CLS_MAX_TWINS - 1 as the `twins` option counts them, then the
+ * attention twin, which every reference of a coarser precision gets (rp_cls_twin_list). */
+#define RP_CLS_TWIN_ATTENTION RP_CLS_MAX_TWINS
+#define RP_CLS_TWIN_KINDS (RP_CLS_MAX_TWINS + 1)
+/* Name of twin k (0 .. RP_CLS_TWIN_KINDS - 1): "reduce-split", "threads", "noise-ulp",
+ * "reduce-split+noise-ulp", "threads+noise-ulp", "reduce-split+threads", "attention". */
+const char *rp_cls_twin_name(int k);
+/* 1 when twin k changes the arithmetic (not only the initial noise). */
+int rp_cls_twin_other_math(int k);
+/* The twins of reference ref with the option `twins` (kinds 0 .. twins - 1), into
+ * out[RP_CLS_TWIN_KINDS]; returns how many. A reference whose GEMMs round coarser than
+ * fp32 (bf16, fp16, tf32) also gets the attention twin: another exact attention algorithm
+ * (math <-> subquad), because there the rounding of the attention's probabilities to the
+ * GEMM precision varies between layouts far more than any fp32 summation order does. */
+int rp_cls_twin_list(const rp_case *ref, int twins, int *out);
+/* Twin k of the reference case ref: *twin = ref with reduce_split flipped and/or threads
+ * changed (1 <-> 2; 0 counts as 1), or its attention swapped (math <-> subquad), its name
+ * "twin <name>: <ref name>";
+ * *perturb_noise = 1 when the run takes `--perturb-noise` (one ulp in the initial noise). */
+void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise);
+
+/* ---- teacher steps -------------------------------------------------------------------- */
+
+/* mask (steps): which steps a teacher run evaluates. teacher_steps 0 or >= steps: all;
+ * else that many spread evenly from the first to the last step (k = round(j (steps-1) /
+ * (n-1)); 1: step 0). multistep (DPM-Solver++(2M), whose step uses the one before): all.
+ * Returns how many steps are set. */
+int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned char *mask);
+
+/* ---- numbers ---------------------------------------------------------------------------- */
+
+/* Unit roundoff of a precision name: fp32 2^-24, tf32 and fp16 2^-11, bf16 2^-8;
+ * unknown names 2^-24. */
+double rp_cls_unit_roundoff(const char *precision);
+/* The precision case c's GEMMs really run: its `precision`, except that an fp32 case on a
+ * CUDA device in gpu_mode fast lets cuBLAS use TF32 tensor cores (engine/cuda/gemm_lt.cu):
+ * "tf32". The envelope's floor follows it. */
+const char *rp_cls_effective_precision(const rp_case *c);
+
+/* 1 when c and ref both run numerics=invariant and differ only in how the work is laid out
+ * (dp, cfg_parallel, ulysses, ring, backend, threads, blas_core) and in the injected fault:
+ * then c must be bitwise ref, no rounding envelope applies and any difference is a BUG
+ * (docs/invariant.md). pipefusion and patch never qualify (validation refuses them with
+ * invariant numerics: they are approximate after warmup). */
+int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
+
+/* The invariant shadow of case c (docs/classification.md §12): c with numerics=invariant,
+ * attention math (no chunk sizes or profile) and reduce_split 0, its layout, precision,
+ * threads and fault unchanged; into *out. Returns 0 (out untouched) when c has none: it
+ * already runs invariant numerics, is approximate (pipefusion, patch) or runs on a CUDA
+ * device (no invariant kernels there). Whether the shadow validates (a ring shard of
+ * whole canonical key blocks) is the caller's check (harness/sweep/validate.h). */
+int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
+
+/* 1 when the invariant shadows of c and its reference ref exist, are an invariant pair
+ * and are not the same case: c's layout (or fault) teacher-forced under invariant numerics
+ * must then be bitwise ref's, so any difference is a BUG with no envelope. 0 also when
+ * the two differ only where the shadow normalises (attention variant, reduce_split). */
+int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
+
+/* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
+ * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
+int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b);
+
+/* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
+ * is zero or x holds a NaN/inf where ref is finite. */
+double rp_cls_rel_l2(const float *ref, const float *x, size_t n);
+
+/* out[k] = max over items b of rp_cls_rel_l2(ref[k, b], x[k, b]) for rows k of
+ * (rows, B, per) arrays. */
+void rp_cls_rows_rel(const float *ref, const float *x, int rows, int B, size_t per, double *out);
+
+/* Relative difference of one layer's two trace records: the larger of the samples'
+ * rel-L2 and |l2(x) - l2(ref)| / l2(ref). +inf when the shapes differ or x has a NaN. */
+double rp_cls_layer_rel(const rp_trace_rec *ref, const rp_trace_rec *x);
+
+/* The ratio of a value to its envelope: value / max(env, floor) (NaN value: +inf). */
+double rp_cls_ratio(double value, double env, double floor);
+
+/* First index k < n with mask[k] (NULL: all) and ratio(value[k], env[k], floor) > factor;
+ * -1 when none. *ratio (may be NULL) gets that index's ratio. */
+int rp_cls_first_break(const double *value, const double *env, const unsigned char *mask, int n, double floor,
+                       double factor, double *ratio);
+
+/* Assignment of B candidate items to B reference items from D (B x B, row-major: D[i B + j]
+ * = distance of candidate item i to reference item j): perm[i] = the j minimising D[i][j]
+ * (ties to i). Returns 1 (a MISMATCH) when some item i has min_{j != i} D[i][j] x margin
+ * < D[i][i]; perm then names the matches. */
+int rp_cls_assignment(const double *D, int B, double margin, int *perm);
+/* "item 2 matches reference item 0, item 3 matches reference item 1" (items with
+ * perm[i] != i only). */
+void rp_cls_assignment_message(const int *perm, int B, char *buf, size_t cap);
+
+/* Orders trace records by evaluation, then the model's execution order (embedders,
+ * blocks by index with attention < context attention < MLP < block output, single
+ * blocks, final layers; unknown names last, by name). The trace file keeps no order
+ * (safetensors sorts names), so this rebuilds it. */
+void rp_cls_sort_layers(rp_trace_rec *recs, int n);
+
+/* Loads a trace.safetensors into *t (rp_trace_free after), records sorted by
+ * rp_cls_sort_layers. */
+rp_status rp_cls_trace_load(const char *path, rp_trace *t, rp_error *err);
+
+/* ---- the decision ------------------------------------------------------------------- */
+
+/* What rp_cls_decide weighs; the driver fills it from the files. */
+typedef struct rp_cls_facts {
+    rp_verdict failed;        /* the run's own end: CONFIG_ERROR, CRASH, HANG, SKIPPED; or
+                                 RP_V_COUNT when it ran to completion */
+    char failed_reason[600];
+    int is_reference;         /* the case is its own reference */
+    int identical;            /* latents, trajectory and images bitwise the reference's */
+    int invariant;            /* an invariant pair (rp_cls_invariant_pair): every envelope is 0 */
+    int mismatch;             /* assignment found another item closer */
+    char mismatch_msg[512];
+    /* exact evidence: index of the first break or -1, and its ratio */
+    int layer_break;          /* first layer of the first evaluation beyond the envelope */
+    char layer_name[96];
+    double layer_ratio;
+    int noise_break;          /* 1: the initial noise differs beyond the noise envelope */
+    double noise_ratio;
+    int step_break;           /* first teacher-forced step beyond the envelope, or -1 */
+    double step_ratio;
+    char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
+    double step_layer_ratio;
+    int step_shadow;          /* that step broke in the case's fp32 shadow (a bf16/fp16/tf32
+                                 case's layout run at fp32 from the same latents) */
+    int step_invariant;       /* that step differs in the case's invariant shadow (its layout
+                                 teacher-forced under invariant numerics): exact evidence */
+    int teacher_missing;      /* exact steps could not be checked (no teacher run) */
+    /* approximate strategies */
+    int approx;               /* the case is approximate after warmup */
+    int warmup;
+    int have_quality;         /* ssim / psnr below are known */
+    double ssim, psnr, bound_ssim, bound_psnr;
+    /* determinism */
+    int promised;             /* mode deterministic */
+    int repeats_differ;       /* some repeat differs from run 1 */
+    double repeat_max_abs;
+    int leak_differs;         /* the run after another case differs from the case's run */
+    int leak_step;            /* from this step on */
+    double leak_max_abs;
+    int fresh_differs;        /* the leak check differed and a fresh rerun differs too: the
+                                 runs are nondeterministic, not leaking state */
+    /* replica consistency (engine/parallel/replica.c): a rank's copy of a replicated tensor */
+    int replica_break;        /* step where some copy differs from its leader's, or -1 */
+    int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */
+    char replica_tensor[96];
+    char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
+    /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
+    int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
+    char image_msg[256];
+} rp_cls_facts;
+
+/* Initialises f to "ran, nothing found". */
+void rp_cls_facts_init(rp_cls_facts *f);
+
+/* The verdict of the facts, first match wins:
+ *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
+ *   MISMATCH;
+ *   BUG (invariant pair): the earliest difference at all, naming the tensor and the step;
+ *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
+ *        initial noise, a layer or a checked step breaks the envelope, the reference's final
+ *        latents decoded with the case's layout give another image, or an approximate case
+ *        below its bound — the summary names the earliest of these;
+ *   NONDETERMINISTIC: repeats differ, or the leak check differs and so does a fresh rerun;
+ *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
+ *        a fresh rerun is bitwise the case's run (or was not made);
+ *   identical (the reference itself, or bitwise equal to it); approx (an approximate case
+ *   within its bound, not bitwise); drift.
+ * summary (cap bytes) gets one line of the evidence that decided it. */
+rp_verdict rp_cls_decide(const rp_cls_facts *f, char *summary, size_t cap);
+
+/* Whether verdict v meets the expected label: the same verdict, or identical for an
+ * expected drift, or identical / drift for an expected approx. */
+int rp_cls_meets(rp_verdict expected, rp_verdict v);
+
+/* Prints the confusion table of n labelled cases (expected[i]: the case's verdict label,
+ * verdict[i]: its verdict) to f: one row per expected label, one column per verdict seen
+ * or expected, then "confusion: diagonal" or "confusion: NOT diagonal: k case(s) off the
+ * diagonal" (diagonal: rp_cls_meets). Returns the number off the diagonal. Prints nothing
+ * (and returns 0) when n is 0. */
+int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict *verdict, int n);
+
+/* ---- the driver ---------------------------------------------------------------------- */
+
+/* Writes dir/aux.json, how one of the classifier's runs ended ({"kind", "status": "ok" or
+ * a verdict name, "reason", "wall_s"}), atomically; the classifier reads it back. A write
+ * that fails leaves no aux.json, which reads as a failed run. */
+void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s);
+/* Status of one of those runs' directory (twin, teacher, fresh): its aux.json, or,
+ * without one, ok when done.json exists. Returns RP_V_COUNT for ok, else the failing
+ * verdict (CRASH for a missing directory), with the reason in why (cap bytes). */
+rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap);
+
+/* 1 when dir_a and dir_b hold bitwise equal latents and trajectories (latents.safetensors). */
+int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
+
+/* The leak check's evidence (docs/classification.md §6). With the leak check on, the case's
+ * own run follows another case in its worker (every seed + 1, a few steps), and its launch's
+ * teacher run (<case_dir>/teacher/, from ref_dir's trajectory; ref_dir == case_dir for a
+ * reference) comes later in the same process. Wherever that teacher run recomputed a step
+ * from exactly the input the case's own run had (a reference: every step it ran; a case:
+ * the steps whose input is bitwise its reference's, at least step 0 when the noise is the
+ * same), its output must be the case's own bits. Returns 1 when one differs (*step the
+ * first, *max_abs its largest difference), 0 when every such step agrees, -1 when there is
+ * nothing to compare (no teacher run, no shared input). */
+int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs);
+
+typedef struct rp_cls_inputs {
+    const char *case_dir;     /* a finished case: case.json, result.json, latents, trace, images,
+                                 teacher/, repeat-<k>/, fresh/, fresh-2/ */
+    const char *ref_dir;      /* what the case is compared with: its reference's directory
+                                 (== case_dir for a reference), or a golden */
+    const char *twin_base_dir;/* the reference the twins perturb (NULL: ref_dir); the twins
+                                 are compared with it, so a golden from elsewhere keeps the
+                                 local envelope */
+    const char *const *twin_dirs; /* the twins (NULL, n 0: <twin base>/twins/<name>/) */
+    int n_twins;
+    const char *teacher_dir;  /* the case's teacher run (NULL: <case_dir>/teacher) */
+    const char *out_name;     /* file written in case_dir (NULL: "classification.json") */
+    const char *ref_label;    /* reference_id in the JSON (NULL: the reference's case id) */
+    int repeat;               /* runs of the case (repeat-2 .. repeat-N compared with run 1) */
+    rp_classify_opts opts;
+} rp_cls_inputs;
+
+/* Classifies the case and writes <case_dir>/<out_name> atomically; *out (may be NULL)
+ * gets the verdict, *pass whether it meets the case's expect label (or, without a
+ * verdict label, is not a failing verdict). Missing optional evidence (no twins, no
+ * teacher run, no images) is recorded in the JSON and weakens the verdict only as said
+ * there. Errors: unreadable or inconsistent files (RP_ERR_IO, RP_ERR_FORMAT,
+ * RP_ERR_SHAPE). */
+rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, rp_error *err);
+
+#endif

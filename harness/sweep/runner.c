@@ -1,0 +1,1565 @@
+/* runner.c — schedules a matrix's cases, keeps the result store, compares each
+ * case with its reference (see runner.h for the store layout and the rules).
+ *
+ * Threads: the main thread plans, schedules and prints; each running case has
+ * a thread of its own that calls rp_launch (which blocks until the ranks are
+ * reaped), writes the case's files into its temporary directory, computes its
+ * metrics and renames the directory into place. A case thread writes only its
+ * own outcome slot and its own directories; the shared counters, the states
+ * and the progress output are under one mutex. rp_launch sets
+ * PR_SET_PDEATHSIG in the ranks relative to the forking thread, which lives
+ * until its ranks are reaped, so a SIGKILLed sweep takes its ranks with it. */
+#include "runner.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/clock.h"
+#include "engine/fsutil.h"
+#include "engine/image.h"
+#include "engine/safetensors.h"
+#include "harness/analysis/classify.h"
+#include "harness/sweep/env.h"
+#include "harness/sweep/golden.h"
+#include "harness/launch.h"
+#include "harness/analysis/metrics.h"
+#include "harness/sweep/validate.h"
+#include "harness/analysis/verdict.h"
+
+#define PATHLEN 4096
+
+const char *rp_case_status_name(rp_case_status s) {
+    switch (s) {
+    case RP_CASE_PENDING: return "pending";
+    case RP_CASE_OK: return "ok";
+    case RP_CASE_CONFIG_ERROR: return "CONFIG_ERROR";
+    case RP_CASE_CRASH: return "CRASH";
+    case RP_CASE_HANG: return "HANG";
+    case RP_CASE_SKIPPED: return "SKIPPED";
+    case RP_CASE_INFRA: return "INFRA_ERROR";
+    }
+    return "?";
+}
+
+/* Parses a status name (case-insensitive); -1 when s is none. */
+static int status_parse(const char *s) {
+    for (int k = RP_CASE_OK; k <= RP_CASE_INFRA; k++)
+        if (!strcasecmp(s, rp_case_status_name((rp_case_status)k))) return k;
+    return -1;
+}
+
+static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* snprintf into a PATHLEN buffer; 0 when it fits. */
+static int path_fmt(char *buf, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, PATHLEN, fmt, ap);
+    va_end(ap);
+    return n < 0 || n >= PATHLEN;
+}
+
+static const char *get_str(const cJSON *o, const char *key, const char *def) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+/* ---- comparing two result directories --------------------------------------------------- */
+
+/* What a comparison of two result directories found (rp_store_compare_outputs); ok: it
+ * was made (the directories' outputs could be compared at all). */
+typedef struct cmp_summary {
+    int ok;
+    rp_outputs_cmp c;
+} cmp_summary;
+
+/* Compares result dir db with reference dir da; returns the comparison object
+ * (never NULL unless out of memory): either the metrics, or {"error": why}. */
+static cJSON *compare_dirs(const char *da, const char *db, int n_items, cmp_summary *s) {
+    memset(s, 0, sizeof *s);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    rp_error e;
+    rp_error_clear(&e);
+    if (rp_store_compare_outputs(da, db, n_items, o, &s->c, &e) != RP_OK) {
+        cJSON_Delete(o);
+        o = cJSON_CreateObject();
+        if (o) cJSON_AddStringToObject(o, "error", e.msg);
+        memset(s, 0, sizeof *s);
+        return o;
+    }
+    s->ok = 1;
+    cJSON_AddBoolToObject(o, "identical", s->c.identical);
+    return o;
+}
+
+/* ---- the runner's state -------------------------------------------------------------- */
+
+typedef enum cstate { CS_NONE = 0, CS_TODO, CS_RUNNING, CS_DONE } cstate;
+
+typedef struct runner {
+    const rp_matrix *m;
+    const rp_runner_opts *o;
+    rp_sweep *s;
+    unsigned char *state;       /* cstate per case */
+    int *slots;                 /* cores a running case takes */
+    pthread_t *tid;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ncpu, free_slots, running, jobs;
+    int cancelled;
+    int to_run, finished, failed;
+    double t0;
+    int live;                   /* live progress line on stderr */
+    int line_shown;             /* the live line is on screen */
+    double timeout_s;
+    rp_validate_env host;       /* this machine, for the checks the classifier's runs need */
+} runner;
+
+typedef struct case_arg {
+    runner *r;
+    int i;
+} case_arg;
+
+static void case_dir(const runner *r, int i, char *buf) { path_fmt(buf, "%s/%s", r->s->dir, r->m->cases[i].id); }
+
+static void verdict_load(const char *dir, const char *file, int *have, int *verdict, int *pass, char *summary,
+                         size_t cap);
+
+static int threads_of(const rp_case *c) { return c->threads > 0 ? c->threads : 1; }
+
+/* ---- progress -------------------------------------------------------------------------- */
+
+static void fmt_eta(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || s > 99 * 3600) snprintf(buf, cap, "--");
+    else snprintf(buf, cap, "%d:%02d:%02d", (int)s / 3600, (int)s / 60 % 60, (int)s % 60);
+}
+
+/* Redraws the live line (caller holds the mutex). */
+static void progress_line(runner *r) {
+    if (!r->live) return;
+    char eta[32];
+    const double el = rp_now_s() - r->t0;
+    fmt_eta(r->finished ? el / r->finished * (r->to_run - r->finished) : -1, eta, sizeof eta);
+    char names[160] = "";
+    for (int i = 0; i < r->m->n_cases; i++)
+        if (r->state[i] == CS_RUNNING && strlen(names) + 3 < sizeof names) {
+            size_t l = strlen(names);
+            char nm[sizeof r->m->cases[i].c.name];
+            rp_case_display_name(r->m->cases[i].c.name, 0, nm, sizeof nm);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", nm);
+        }
+    char line[320];
+    snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
+             r->failed, el, eta, names);
+    /* a line wider than the terminal wraps, and \r would then redraw only its tail */
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 && strlen(line) >= ws.ws_col)
+        line[ws.ws_col - 1] = '\0';
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    r->line_shown = 1;
+}
+
+/* A permanent line (caller holds the mutex): clears the live line first. */
+static void progress_say(runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress_say(runner *r, const char *fmt, ...) {
+    if (r->line_shown) fputs("\r\033[K", stderr);
+    r->line_shown = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- outcomes from the store ------------------------------------------------------------ */
+
+/* Fills the metric fields of oc from a metrics.json object. */
+static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
+    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(mj, "vs_reference");
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(vs, "latents");
+    const cJSON *wi = cJSON_GetObjectItemCaseSensitive(vs, "worst_image");
+    oc->have_metrics = lat != NULL;
+    oc->max_abs = rp_store_num(lat, "max_abs", NAN);
+    oc->rel_l2 = rp_store_num(lat, "rel_l2", NAN);
+    oc->psnr = rp_store_num(wi, "psnr", NAN);
+    oc->ssim = rp_store_num(wi, "ssim", NAN);
+    oc->changed = rp_store_num(wi, "changed", NAN);
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(mj, "tolerances");
+    const cJSON *within = cJSON_GetObjectItemCaseSensitive(tol, "within");
+    oc->within_tol = cJSON_IsBool(within) ? cJSON_IsTrue(within) : -1;
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(mj, "repeats");
+    oc->repeat_identical = -1;
+    oc->repeat_max_abs = 0;
+    if (cJSON_IsArray(reps) && cJSON_GetArraySize(reps) > 0) {
+        oc->repeat_identical = 1;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, reps) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "identical");
+            if (!cJSON_IsTrue(id)) oc->repeat_identical = 0;
+            const double d = rp_store_num(cJSON_GetObjectItemCaseSensitive(e, "latents"), "max_abs", NAN);
+            if (!(d <= oc->repeat_max_abs)) oc->repeat_max_abs = d;
+        }
+    }
+}
+
+/* Reads a finished case's result.json (and metrics.json) into oc. Returns 0
+ * when dir holds no finished case. *stage gets "validate" or "run". */
+static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_t cap) {
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
+    cJSON *j = NULL;
+    rp_error e;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) return 0;
+    const int k = status_parse(get_str(j, "status", ""));
+    if (k < 0) {
+        cJSON_Delete(j);
+        return 0;
+    }
+    oc->status = (rp_case_status)k;
+    snprintf(oc->reason, sizeof oc->reason, "%s", get_str(j, "reason", ""));
+    snprintf(stage, cap, "%s", get_str(j, "stage", "run"));
+    oc->wall_s = rp_store_num(j, "wall_s", 0);
+    oc->failed_rank = (int)rp_store_num(j, "failed_rank", -1);
+    cJSON_Delete(j);
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
+    if (rp_store_read_json(p, &j, &e) == RP_OK) {
+        outcome_metrics(oc, j);
+        cJSON_Delete(j);
+    }
+    verdict_load(dir, "classification.json", &oc->have_verdict, &oc->verdict, &oc->verdict_pass,
+                 oc->verdict_summary, sizeof oc->verdict_summary);
+    if (!oc->have_verdict) oc->verdict_pass = -1;
+    verdict_load(dir, "classification-golden.json", &oc->have_golden_verdict, &oc->golden_verdict,
+                 &oc->golden_verdict_pass, NULL, 0);
+    return 1;
+}
+
+/* The run stamp of a finished case dir into buf ("" if none). */
+static void stamp_of(const char *dir, char *buf, size_t cap) {
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
+    cJSON *j = NULL;
+    rp_error e;
+    buf[0] = '\0';
+    if (rp_store_read_json(p, &j, &e) == RP_OK) snprintf(buf, cap, "%s", get_str(j, "run_stamp", ""));
+    cJSON_Delete(j);
+}
+
+/* ---- metrics.json ----------------------------------------------------------------------- */
+
+static int tol_set(double t) { return !isnan(t); }
+
+/* The tolerances as text: metrics.json keeps it, so editing them in the matrix
+ * makes the stored verdicts stale. */
+static void tol_key(const rp_tolerances *t, char *buf, size_t cap) {
+    snprintf(buf, cap, "%.17g %.17g %.17g %.17g %.17g", t->latents_max_abs, t->latents_rel_l2, t->psnr_min,
+             t->ssim_min, t->changed_max);
+}
+
+/* Writes <dir>/metrics.json for case i whose files are in dir (its temporary
+ * or its final directory): against its reference's final directory (when that
+ * finished ok), and its repeats against its first run. Fills oc's metrics. */
+static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcome *oc, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    const int self = mc->ref == i;
+    char rdir[PATHLEN], stamp[128];
+    case_dir(r, mc->ref, rdir);
+    if (self) stamp_of(dir, stamp, sizeof stamp);
+    else stamp_of(rdir, stamp, sizeof stamp);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    cJSON_AddStringToObject(j, "case", mc->id);
+    cJSON *ref = cJSON_AddObjectToObject(j, "reference");
+    cJSON_AddStringToObject(ref, "id", r->m->cases[mc->ref].id);
+    cJSON_AddStringToObject(ref, "name", r->m->cases[mc->ref].c.name);
+    cJSON_AddStringToObject(ref, "run_stamp", stamp);
+    cJSON_AddBoolToObject(ref, "self", self);
+    char tk[160];
+    tol_key(&r->m->tol, tk, sizeof tk);
+    cJSON_AddStringToObject(j, "tolerances_key", tk);
+    oc->have_metrics = 0;
+    oc->within_tol = -1;
+    if (!self) {
+        rp_case_outcome ro;
+        char stage[16];
+        memset(&ro, 0, sizeof ro);
+        if (!outcome_load(rdir, &ro, stage, sizeof stage)) {
+            cJSON_AddStringToObject(ref, "status", "missing");
+        } else {
+            cJSON_AddStringToObject(ref, "status", rp_case_status_name(ro.status));
+            if (ro.status == RP_CASE_OK) {
+                cmp_summary cs;
+                cJSON *vs = compare_dirs(rdir, dir, mc->c.n_items, &cs);
+                if (vs) cJSON_AddItemToObject(j, "vs_reference", vs);
+                if (cs.ok) {
+                    oc->have_metrics = 1;
+                    oc->max_abs = cs.c.max_abs;
+                    oc->rel_l2 = cs.c.rel_l2;
+                    oc->psnr = cs.c.n_images ? cs.c.psnr : NAN;
+                    oc->ssim = cs.c.n_images ? cs.c.ssim : NAN;
+                    oc->changed = cs.c.n_images ? cs.c.changed : NAN;
+                    const rp_tolerances *t = &r->m->tol;
+                    if (tol_set(t->latents_max_abs) || tol_set(t->latents_rel_l2) || tol_set(t->psnr_min) ||
+                        tol_set(t->ssim_min) || tol_set(t->changed_max)) {
+                        /* NaN metrics fail every tolerance they are checked against */
+                        int within = 1;
+                        if (tol_set(t->latents_max_abs)) within &= cs.c.max_abs <= t->latents_max_abs;
+                        if (tol_set(t->latents_rel_l2)) within &= cs.c.rel_l2 <= t->latents_rel_l2;
+                        if (cs.c.n_images && tol_set(t->psnr_min)) within &= cs.c.psnr >= t->psnr_min;
+                        if (cs.c.n_images && tol_set(t->ssim_min)) within &= cs.c.ssim >= t->ssim_min;
+                        if (cs.c.n_images && tol_set(t->changed_max)) within &= cs.c.changed <= t->changed_max;
+                        cJSON *tj = cJSON_AddObjectToObject(j, "tolerances");
+                        if (tol_set(t->latents_max_abs)) rp_store_put_num(tj, "latents_max_abs", t->latents_max_abs);
+                        if (tol_set(t->latents_rel_l2)) rp_store_put_num(tj, "latents_rel_l2", t->latents_rel_l2);
+                        if (tol_set(t->psnr_min)) rp_store_put_num(tj, "psnr_min", t->psnr_min);
+                        if (tol_set(t->ssim_min)) rp_store_put_num(tj, "ssim_min", t->ssim_min);
+                        if (tol_set(t->changed_max)) rp_store_put_num(tj, "changed_max", t->changed_max);
+                        cJSON_AddBoolToObject(tj, "within", within);
+                        oc->within_tol = within;
+                    }
+                }
+            }
+        }
+    }
+    /* run-to-run: every further run against the first */
+    oc->repeat_identical = -1;
+    oc->repeat_max_abs = 0;
+    if (r->m->repeat > 1) {
+        cJSON *reps = cJSON_AddArrayToObject(j, "repeats");
+        oc->repeat_identical = 1;
+        for (int k = 2; k <= r->m->repeat; k++) {
+            char rd[PATHLEN];
+            path_fmt(rd, "%s/repeat-%d", dir, k);
+            cmp_summary cs;
+            cJSON *c = compare_dirs(dir, rd, mc->c.n_items, &cs);
+            if (!c) continue;
+            cJSON_AddNumberToObject(c, "run", k);
+            cJSON_AddItemToArray(reps, c);
+            if (!cs.ok || !cs.c.identical) oc->repeat_identical = 0;
+            if (cs.ok && !(cs.c.max_abs <= oc->repeat_max_abs)) oc->repeat_max_abs = cs.c.max_abs;
+        }
+    }
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* 1 when <dir>/metrics.json is missing, or was made against another reference
+ * run than the one now in the store, other tolerances or another repeat count. */
+static int metrics_stale(runner *r, int i) {
+    char dir[PATHLEN], rdir[PATHLEN], p[PATHLEN], stamp[128];
+    case_dir(r, i, dir);
+    case_dir(r, r->m->cases[i].ref, rdir);
+    rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
+    cJSON *j = NULL;
+    rp_error e;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) return 1;
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(j, "reference");
+    stamp_of(rdir, stamp, sizeof stamp);
+    char tk[160];
+    tol_key(&r->m->tol, tk, sizeof tk);
+    const int stale = strcmp(get_str(ref, "id", ""), r->m->cases[r->m->cases[i].ref].id) ||
+                      strcmp(get_str(ref, "run_stamp", ""), stamp) || strcmp(get_str(j, "tolerances_key", ""), tk) ||
+                      (r->m->repeat > 1) != (cJSON_GetObjectItemCaseSensitive(j, "repeats") != NULL);
+    cJSON_Delete(j);
+    return stale;
+}
+
+/* ---- running one case --------------------------------------------------------------------- */
+
+/* Writes <dir>/result.json; takes ownership of runs (may be NULL). */
+static rp_status write_result(runner *r, int i, const char *dir, const rp_case_outcome *oc, const char *stage,
+                              const char *report, cJSON *runs, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    cJSON *j = cJSON_CreateObject();
+    if (!j) {
+        cJSON_Delete(runs);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char stamp[96], when[64];
+    snprintf(stamp, sizeof stamp, "%lld.%09ld-%ld-%d", (long long)ts.tv_sec, ts.tv_nsec, (long)getpid(), i);
+    struct tm tmv;
+    gmtime_r(&ts.tv_sec, &tmv);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    cJSON_AddStringToObject(j, "id", mc->id);
+    cJSON_AddStringToObject(j, "name", mc->c.name);
+    cJSON_AddStringToObject(j, "matrix", r->m->name);
+    cJSON_AddStringToObject(j, "status", rp_case_status_name(oc->status));
+    cJSON_AddStringToObject(j, "stage", stage);
+    cJSON_AddStringToObject(j, "reason", oc->reason);
+    cJSON_AddNumberToObject(j, "failed_rank", oc->failed_rank);
+    if (report && *report) cJSON_AddStringToObject(j, "report", report);
+    cJSON_AddNumberToObject(j, "world", rp_case_world(&mc->c));
+    cJSON_AddNumberToObject(j, "wall_s", oc->wall_s);
+    cJSON_AddNumberToObject(j, "repeat", r->m->repeat);
+    if (runs) cJSON_AddItemToObject(j, "runs", runs);
+    cJSON_AddStringToObject(j, "engine", REPRO_VERSION);
+    cJSON_AddStringToObject(j, "git", rp_git_revision());
+    cJSON_AddStringToObject(j, "finished_at", when);
+    cJSON_AddStringToObject(j, "run_stamp", stamp);
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* First line of text into out. */
+static void first_line(const char *text, char *out, size_t cap) {
+    const char *nl = strchr(text, '\n');
+    const size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), text);
+}
+
+/* 1 when the failed run in out (res) ended on an infrastructure failure: the failing rank
+ * (or, with none known, any rank) says so in the tail of its stderr. */
+static int rank_infra(const char *out, const rp_launch_result *res) {
+    for (int k = 0; k < res->nranks; k++) {
+        if (res->first_failed >= 0 && k != res->first_failed) continue;
+        char p[PATHLEN], tail[4096];
+        path_fmt(p, "%s/rank%d.err", out, k);
+        if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0 && rp_exhausted_text(tail)) return 1;
+    }
+    return rp_exhausted_text(res->report);
+}
+
+/* One launch of case c (case_json) writing into out, with extra worker arguments (NULL-
+ * terminated, or NULL); fills *oc's status, reason and failed rank, and appends the run's
+ * record to runs (may be NULL); returns 1 when the run was cancelled. */
+static int launch_run(runner *r, const rp_case *c, const char *case_json, const char *out,
+                      const char *const *extra, int planned, rp_launch_result *res, rp_case_outcome *oc,
+                      cJSON *runs, char *report, size_t report_cap) {
+    char thr[64], omp[64];
+    snprintf(thr, sizeof thr, "OPENBLAS_NUM_THREADS=%d", threads_of(c));
+    snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%d", threads_of(c));
+    const char *env[] = {thr, omp, NULL};
+    /* a collective may wait as long as the case may run (the worker's default is 60 s) */
+    char tmo[32];
+    snprintf(tmo, sizeof tmo, "%.17g", r->timeout_s);
+    const char *argv[26] = {"repro", "worker", "--job", "case", "--case-file", case_json, "--out-dir", out,
+                            "--timeout", tmo};
+    int na = 10;
+    for (int k = 0; extra && extra[k]; k++) {
+        assert(na < 25);
+        argv[na++] = extra[k];
+    }
+    argv[na] = NULL;
+    rp_launch_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.nranks = rp_case_world(c);
+    spec.exe = r->o->worker_exe;
+    spec.argv = argv;
+    spec.run_dir = out;
+    /* the classifier's runs in the same launch (planned) each get the case's own time */
+    spec.timeout_s = r->timeout_s * (1 + planned);
+    spec.env = env;
+    spec.cancel_fd = r->o->cancel_fd;
+    rp_error e;
+    rp_error_clear(&e);
+    rp_status st = rp_launch(&spec, res, &e);
+    cJSON *run = runs ? cJSON_CreateObject() : NULL;
+    if (st != RP_OK) { /* no rank ran: fork, pipes or the run directory failed */
+        oc->status = RP_CASE_INFRA;
+        oc->failed_rank = -1;
+        snprintf(oc->reason, sizeof oc->reason, "the launcher failed: %.560s", e.msg);
+        snprintf(report, report_cap, "%s", e.msg);
+    } else {
+        if (res->store_dir[0]) (void)rp_store_remove_tree(res->store_dir, NULL); /* rendezvous files */
+        oc->wall_s += res->wall_s;
+        oc->failed_rank = res->first_failed;
+        snprintf(report, report_cap, "%s", res->report);
+        first_line(res->report, oc->reason, sizeof oc->reason);
+        switch (res->status) {
+        case RP_LAUNCH_OK: {
+            char done[PATHLEN];
+            rp_store_path(done, sizeof done, out, RP_ART_DONE);
+            oc->status = RP_CASE_OK;
+            if (!rp_is_file(done)) {
+                oc->status = RP_CASE_CRASH;
+                snprintf(oc->reason, sizeof oc->reason, "every rank exited 0 but rank 0 wrote no done.json");
+            }
+            break;
+        }
+        case RP_LAUNCH_CONFIG: oc->status = RP_CASE_CONFIG_ERROR; break;
+        case RP_LAUNCH_CRASH: oc->status = RP_CASE_CRASH; break;
+        /* a rank stuck in a collective until it gave up: the job hung, nobody crashed first */
+        case RP_LAUNCH_COMM_TIMEOUT:
+        case RP_LAUNCH_HANG: oc->status = RP_CASE_HANG; break;
+        case RP_LAUNCH_CANCELLED: oc->status = RP_CASE_PENDING; break;
+        }
+        if (oc->status == RP_CASE_CONFIG_ERROR || oc->status == RP_CASE_CRASH) {
+            /* the reason users want is the failing rank's own message: its last stderr line */
+            char p[PATHLEN], tail[600];
+            path_fmt(p, "%s/rank%d.err", out, res->first_failed);
+            if (res->first_failed >= 0 && rp_file_tail(p, 1, tail, sizeof tail) > 0) {
+                char *nl = strchr(tail, '\n');
+                if (nl) *nl = '\0';
+                char head[300];
+                snprintf(head, sizeof head, "%.299s", oc->reason);
+                snprintf(oc->reason, sizeof oc->reason, "%.250s: %.340s", head, tail);
+            }
+        }
+        if (oc->status != RP_CASE_OK && oc->status != RP_CASE_PENDING && rank_infra(out, res)) {
+            char why[sizeof oc->reason];
+            snprintf(why, sizeof why, "%s", oc->reason);
+            oc->status = RP_CASE_INFRA;
+            snprintf(oc->reason, sizeof oc->reason, "infrastructure: %.570s", why);
+        }
+    }
+    if (run) {
+        cJSON_AddStringToObject(run, "status", st == RP_OK ? rp_launch_status_name(res->status) : "launcher-error");
+        cJSON_AddNumberToObject(run, "wall_s", st == RP_OK ? res->wall_s : 0);
+        cJSON_AddNumberToObject(run, "first_failed", st == RP_OK ? res->first_failed : -1);
+        if (st == RP_OK && res->status != RP_LAUNCH_OK) {
+            /* how every rank ended, and the failing (or, for a hang, each stuck) rank's stderr */
+            cJSON *ranks = cJSON_AddArrayToObject(run, "ranks");
+            for (int k = 0; k < res->nranks; k++) {
+                char desc[160], p[PATHLEN], tail[4096];
+                rp_launch_describe_rank(&res->ranks[k], desc, sizeof desc);
+                cJSON *rk = cJSON_CreateObject();
+                cJSON_AddNumberToObject(rk, "rank", k);
+                cJSON_AddStringToObject(rk, "end", desc);
+                cJSON_AddBoolToObject(rk, "running_at_deadline", res->ranks[k].running_at_deadline);
+                if (k == res->first_failed || res->ranks[k].running_at_deadline) {
+                    path_fmt(p, "%s/rank%d.err", out, k);
+                    if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0)
+                        cJSON_AddStringToObject(rk, "stderr_tail", tail);
+                }
+                cJSON_AddItemToArray(ranks, rk);
+            }
+        }
+        cJSON_AddItemToArray(runs, run);
+    }
+    return st == RP_OK && res->status == RP_LAUNCH_CANCELLED;
+}
+
+/* One launch of case i (its own config) writing into out, with the classifier's runs in
+ * the same launch (extra: the worker's --then-* arguments, planned: how many runs they
+ * are); see launch_run. */
+static int launch_once(runner *r, int i, const char *case_json, const char *out, const char *const *extra,
+                       int planned, rp_launch_result *res, rp_case_outcome *oc, cJSON *runs, char *report,
+                       size_t report_cap) {
+    return launch_run(r, &r->m->cases[i].c, case_json, out, extra, planned, res, oc, runs, report, report_cap);
+}
+
+/* ---- the classifier's runs and verdicts ---------------------------------------------------- */
+
+/* One of the classifier's runs (kind: a twin, "teacher", "fresh") of case c into dir with
+ * extra worker arguments; dir/aux.json records its end. *ok = 1 when it finished ok.
+ * Returns 1 when cancelled. */
+static int aux_run(runner *r, const rp_case *c, const char *case_json, const char *dir, const char *kind,
+                   const char *const *extra, int *ok) {
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(4096);
+    rp_case_outcome o;
+    memset(&o, 0, sizeof o);
+    rp_error e;
+    rp_error_clear(&e);
+    int cancelled = 0;
+    *ok = 0;
+    if (!res || !report) {
+        rp_cls_write_aux(dir, kind, "CRASH", "runner: out of memory", 0);
+    } else if (rp_store_mkdirs(dir, &e) != RP_OK) {
+        rp_cls_write_aux(dir, kind, "CRASH", e.msg, 0);
+    } else {
+        cancelled = launch_run(r, c, case_json, dir, extra, 0, res, &o, NULL, report, 4096);
+        if (!cancelled) {
+            *ok = o.status == RP_CASE_OK;
+            rp_cls_write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
+        }
+    }
+    free(res);
+    free(report);
+    return cancelled;
+}
+
+/* Whether case j and its reference ref get an invariant shadow each (the classifier's
+ * evidence 12, rp_cls_invariant_shadow_pair): the pair exists and both shadows pass
+ * validation on this machine (a ring shard of whole canonical key blocks). */
+static int invariant_shadows(const runner *r, int j, int ref) {
+    const rp_case *c = &r->m->cases[j].c, *rc = &r->m->cases[ref].c;
+    if (!r->m->cls.invariant_shadow || !rp_cls_invariant_shadow_pair(c, rc)) return 0;
+    rp_case sc, sr;
+    rp_error e;
+    (void)rp_cls_invariant_shadow(c, &sc);
+    (void)rp_cls_invariant_shadow(rc, &sr);
+    rp_validate_env env = r->host;
+    env.world = rp_case_world(&sc);
+    if (rp_case_validate(&sc, &env, &e) != RP_OK) return 0;
+    env.world = rp_case_world(&sr);
+    return rp_case_validate(&sr, &env, &e) == RP_OK;
+}
+
+/* How many other cases compare against case i (0: it needs no classifier runs as a
+ * reference); *envelope = 1 when one of them needs the rounding envelope (its twins), i.e.
+ * is not an invariant pair with it (rp_cls_invariant_pair: bitwise or a bug); *invariant =
+ * 1 when one of them gets an invariant shadow (invariant_shadows). */
+static int dependents(const runner *r, int i, int *envelope, int *invariant) {
+    const rp_matrix *m = r->m;
+    int n = 0;
+    *envelope = *invariant = 0;
+    for (int j = 0; j < m->n_cases; j++)
+        if (j != i && m->cases[j].ref == i) {
+            n++;
+            if (!rp_cls_invariant_pair(&m->cases[j].c, &m->cases[i].c)) *envelope = 1;
+            if (!*invariant && invariant_shadows(r, j, i)) *invariant = 1;
+        }
+    return n;
+}
+
+/* The classifier's runs of case i, made by its first launch after the case's own run
+ * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
+ * a reference's rounding twins with their teacher runs and its own teacher run; a case's
+ * teacher run against its reference (skipped by the worker when bitwise identical to it);
+ * the invariant shadows (invariant_shadows); the leak check (another case before the case's
+ * own run, checked by the teacher runs: rp_cls_rerun_check). Fills argv (the worker's extra
+ * arguments, NULL-terminated; bufs holds their text) and returns how many runs that is. */
+typedef struct cls_plan {
+    const char *argv[12];
+    char twins[16], steps[16], ref[PATHLEN];
+} cls_plan;
+
+static int classify_plan(runner *r, int i, cls_plan *p) {
+    const rp_matrix *m = r->m;
+    const rp_classify_opts *co = &m->cls;
+    const rp_matrix_case *mc = &m->cases[i];
+    int na = 0, planned = 0;
+    snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
+    int envelope = 0, invariant = 0;
+    /* a reference's own teacher run is also its leak check (rp_cls_rerun_check) */
+    if (mc->ref == i && (dependents(r, i, &envelope, &invariant) || co->leak_check)) {
+        const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
+        snprintf(p->twins, sizeof p->twins, "%d", twins);
+        p->argv[na++] = "--then-twins";
+        p->argv[na++] = p->twins;
+        int kinds[RP_CLS_TWIN_KINDS];
+        planned += twins ? rp_cls_twin_list(&mc->c, twins, kinds) + 3 : 1; /* twins, their teacher runs, its own */
+    } else if (mc->ref != i) {
+        char done[PATHLEN];
+        case_dir(r, mc->ref, p->ref);
+        rp_store_path(done, sizeof done, p->ref, RP_ART_DONE);
+        if (rp_is_file(done)) {
+            p->argv[na++] = "--then-teacher";
+            p->argv[na++] = p->ref;
+            planned++;
+            invariant = invariant_shadows(r, i, mc->ref);
+        }
+    }
+    if (invariant) {
+        p->argv[na++] = "--then-invariant";
+        planned++;
+    }
+    if (na) {
+        p->argv[na++] = "--teacher-steps";
+        p->argv[na++] = p->steps;
+    }
+    if (co->leak_check) p->argv[na++] = "--then-leak"; /* a few steps before the case's run */
+    p->argv[na] = NULL;
+    return planned;
+}
+
+/* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
+ * launch recomputed from the case's own input gave other bits), the case alone twice, each
+ * in a fresh launch (tmp/fresh, tmp/fresh-2): the two differ when the runs are
+ * nondeterministic, agree when state leaked between calls. A failed run is recorded in its
+ * aux.json for the classifier, not a failure of the case. Returns 1 when cancelled. */
+static int classify_runs(runner *r, int i, const char *tmp) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char cj[PATHLEN], dir[PATHLEN], ref[PATHLEN];
+    if (mc->ref == i) snprintf(ref, sizeof ref, "%s", tmp);
+    else case_dir(r, mc->ref, ref);
+    int step, ok = 0;
+    double m;
+    if (rp_cls_rerun_check(tmp, ref, &step, &m) != 1) return 0;
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH);
+    if (aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok)) return 1;
+    if (!ok) return 0;
+    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_2);
+    return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
+}
+
+/* Reads <dir>/<file> (a classification) into the verdict fields: *have, *verdict, *pass
+ * and, when summary is not NULL, the summary. */
+static void verdict_load(const char *dir, const char *file, int *have, int *verdict, int *pass, char *summary,
+                         size_t cap) {
+    char p[PATHLEN];
+    cJSON *j = NULL;
+    rp_error e;
+    *have = 0;
+    path_fmt(p, "%s/%s", dir, file);
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return;
+    const int v = rp_verdict_parse(get_str(j, "verdict", ""));
+    const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "pass");
+    if (v >= 0) {
+        *have = 1;
+        *verdict = v;
+        *pass = cJSON_IsTrue(ok);
+        if (summary) snprintf(summary, cap, "%s", get_str(j, "summary", ""));
+    }
+    cJSON_Delete(j);
+}
+
+/* Classifies case i, whose files are in dir (its temporary or its final directory), against
+ * its reference's final directory; fills oc's verdict fields. The reference must have run
+ * ok (else no verdict: the reference's own failure fails the sweep). */
+static void classify_now(runner *r, int i, const char *dir, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char ref[PATHLEN], done[PATHLEN];
+    oc->have_verdict = 0;
+    oc->verdict_pass = -1;
+    oc->verdict_summary[0] = '\0';
+    if (!r->m->cls.enabled) return;
+    if (mc->ref == i) snprintf(ref, sizeof ref, "%s", dir);
+    else case_dir(r, mc->ref, ref);
+    rp_store_path(done, sizeof done, ref, RP_ART_DONE);
+    if (oc->status == RP_CASE_OK && !rp_is_file(done)) {
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "not classified: the reference did not run ok");
+        return;
+    }
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = dir;
+    in.ref_dir = ref;
+    in.repeat = r->m->repeat;
+    in.opts = r->m->cls;
+    rp_verdict v;
+    int pass = 0;
+    rp_error e;
+    rp_error_clear(&e);
+    if (rp_classify_dir(&in, &v, &pass, &e) != RP_OK) {
+        oc->verdict_pass = 0; /* a case that cannot be classified does not pass */
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "classification failed: %.270s", e.msg);
+        return;
+    }
+    verdict_load(dir, "classification.json", &oc->have_verdict, &oc->verdict, &oc->verdict_pass,
+                 oc->verdict_summary, sizeof oc->verdict_summary);
+}
+
+/* 1 when <dir>/classification.json is missing or was made with other classify options. */
+static int classification_stale(const runner *r, const char *dir) {
+    if (!r->m->cls.enabled) return 0;
+    char p[PATHLEN], key[256];
+    rp_store_path(p, sizeof p, dir, RP_ART_CLASSIFICATION);
+    cJSON *j = NULL;
+    rp_error e;
+    if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return 1;
+    rp_classify_opts_key(&r->m->cls, key, sizeof key);
+    const int stale = strcmp(get_str(j, "options_key", ""), key) != 0;
+    cJSON_Delete(j);
+    return stale;
+}
+
+/* The runner's own step failed with e (the case is not stored): INFRA_ERROR when the
+ * store or memory gave out, CRASH otherwise. */
+static void runner_failed(rp_case_outcome *oc, const rp_error *e) {
+    const int infra = e->code == RP_ERR_IO || e->code == RP_ERR_NOMEM;
+    oc->status = infra ? RP_CASE_INFRA : RP_CASE_CRASH;
+    snprintf(oc->reason, sizeof oc->reason, "%srunner: %.560s", infra ? "infrastructure: " : "", e->msg);
+}
+
+/* Marks oc INFRA_ERROR when one of the classifier's runs under dir (aux.json, up to
+ * twins/<name>/teacher/) ended on an infrastructure failure: its verdict would judge
+ * the machine, not the code. */
+static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while (oc->status != RP_CASE_INFRA && (de = readdir(d))) {
+        char p[PATHLEN];
+        struct stat sb;
+        if (de->d_name[0] == '.' || path_fmt(p, "%s/%s", dir, de->d_name)) continue;
+        if (!strcmp(de->d_name, rp_artifact_name(RP_ART_AUX))) {
+            cJSON *j = NULL;
+            rp_error e;
+            if (rp_store_read_json(p, &j, &e) != RP_OK) continue;
+            if (!strcmp(get_str(j, "status", ""), rp_case_status_name(RP_CASE_INFRA))) {
+                oc->status = RP_CASE_INFRA;
+                snprintf(oc->reason, sizeof oc->reason, "%s run: %.560s", get_str(j, "kind", "?"),
+                         get_str(j, "reason", ""));
+            }
+            cJSON_Delete(j);
+        } else if (depth < 3 && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            aux_infra(p, depth + 1, oc);
+        }
+    }
+    closedir(d);
+}
+
+/* Runs case i (all its repeats) in a temporary directory, then publishes it.
+ * Returns 1 when cancelled (nothing is kept). */
+static int run_case(runner *r, int i, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
+    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    case_dir(r, i, fin);
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+    rp_error e;
+    rp_error_clear(&e);
+    oc->wall_s = 0;
+    oc->failed_rank = -1;
+    oc->reason[0] = '\0';
+    if (mc->ref != i && r->s->o[mc->ref].status == RP_CASE_INFRA) { /* nothing to compare with */
+        oc->status = RP_CASE_INFRA;
+        snprintf(oc->reason, sizeof oc->reason, "infrastructure: its reference %s failed on the machine",
+                 r->m->cases[mc->ref].id);
+        return 0;
+    }
+    (void)rp_store_remove_tree(tmp, NULL);
+    rp_status st = rp_store_mkdirs(tmp, &e);
+    if (st == RP_OK) st = rp_case_save(&mc->c, cj, &e);
+    if (st != RP_OK) {
+        runner_failed(oc, &e);
+        (void)rp_store_remove_tree(tmp, NULL);
+        return 0;
+    }
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(8192);
+    cJSON *runs = cJSON_CreateArray();
+    int cancelled = 0;
+    if (!res || !report || !runs) {
+        oc->status = RP_CASE_INFRA;
+        snprintf(oc->reason, sizeof oc->reason, "infrastructure: runner: out of memory");
+    } else {
+        report[0] = '\0';
+        for (int k = 1; k <= r->m->repeat; k++) {
+            char out[PATHLEN];
+            if (k == 1) snprintf(out, sizeof out, "%s", tmp);
+            else path_fmt(out, "%s/repeat-%d", tmp, k);
+            if (k > 1 && rp_store_mkdirs(out, &e) != RP_OK) {
+                runner_failed(oc, &e);
+                break;
+            }
+            cls_plan plan;
+            const int planned = k == 1 && r->m->cls.enabled ? classify_plan(r, i, &plan) : 0;
+            cancelled = launch_once(r, i, cj, out, planned ? plan.argv : NULL, planned, res, oc, runs, report, 8192);
+            if (cancelled || oc->status != RP_CASE_OK) {
+                if (k > 1 && !cancelled) {
+                    char why[sizeof oc->reason];
+                    snprintf(why, sizeof why, "%s", oc->reason);
+                    snprintf(oc->reason, sizeof oc->reason, "run %d of %d: %.560s", k, r->m->repeat, why);
+                }
+                break;
+            }
+        }
+    }
+    if (!cancelled && res && report && runs && oc->status == RP_CASE_OK && r->m->cls.enabled)
+        cancelled = classify_runs(r, i, tmp);
+    if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
+    if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
+    if (!cancelled && res && report && runs && st == RP_OK) {
+        st = write_result(r, i, tmp, oc, "run", report, runs, &e);
+        runs = NULL; /* owned by the result now (freed with it) */
+        if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
+        if (st == RP_OK) classify_now(r, i, tmp, oc);
+        if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, &e);
+        if (st != RP_OK) runner_failed(oc, &e);
+    }
+    cJSON_Delete(runs);
+    free(res);
+    free(report);
+    if (cancelled || st != RP_OK) (void)rp_store_remove_tree(tmp, NULL);
+    return cancelled;
+}
+
+static void *case_thread(void *p) {
+    case_arg *a = p;
+    runner *r = a->r;
+    const int i = a->i;
+    rp_case_outcome oc = r->s->o[i];
+    const int cancelled = run_case(r, i, &oc);
+    pthread_mutex_lock(&r->mu);
+    r->s->o[i] = oc;
+    r->s->o[i].ran = !cancelled;
+    if (cancelled) r->s->o[i].status = RP_CASE_PENDING;
+    r->state[i] = CS_DONE;
+    r->running--;
+    r->free_slots += r->slots[i];
+    if (!cancelled) {
+        r->finished++;
+        const rp_matrix_case *mc = &r->m->cases[i];
+        if (oc.status != RP_CASE_OK) r->failed++;
+        char nm[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 0, nm, sizeof nm);
+        if (!r->live || oc.status != RP_CASE_OK)
+            progress_say(r, "[%d/%d] %-12s %s %s (%.1f s)%s%s", r->finished, r->to_run, rp_case_status_name(oc.status),
+                         mc->id, nm, oc.wall_s, oc.reason[0] ? ": " : "", oc.reason);
+        progress_line(r);
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    free(a);
+    return NULL;
+}
+
+/* ---- planning ------------------------------------------------------------------------------- */
+
+/* CONFIG_ERROR when c breaks a rule on any hardware; SKIPPED when only this
+ * machine cannot run it; RP_CASE_OK when it can run here. */
+static rp_case_status plan_case(const rp_case *c, const rp_validate_env *host, char *reason, size_t cap) {
+    const int world = rp_case_world(c);
+    /* the machine the case asks for: a matching GPU per rank (and, for cuda:#<i>, GPUs
+     * 0..i), every backend built. Whether ranks may share a GPU (gloo, self) or need one
+     * each (nccl) and what gpu_mode allows are validation's rules, the same here and there. */
+    rp_validate_env want;
+    memset(&want, 0, sizeof want);
+    want.world = world;
+    want.gloo_built = want.nccl_built = 1;
+    const int ordinal = strncmp(c->device, "cuda:#", 6) == 0 ? atoi(c->device + 6) : -1;
+    int gpus = world > ordinal ? world : ordinal + 1;
+    want.n_gpus = gpus < RP_VALIDATE_MAX_GPUS ? gpus : RP_VALIDATE_MAX_GPUS;
+    for (int g = 0; g < want.n_gpus; g++)
+        snprintf(want.gpu_names[g], sizeof want.gpu_names[g], "%s",
+                 strncmp(c->device, "cuda:", 5) == 0 && ordinal < 0 ? c->device + 5 : "GPU");
+    rp_error e;
+    rp_error_clear(&e);
+    reason[0] = '\0';
+    if (rp_case_validate(c, &want, &e) != RP_OK) {
+        snprintf(reason, cap, "%.590s", e.msg);
+        return RP_CASE_CONFIG_ERROR;
+    }
+    rp_validate_env here = *host;
+    here.world = world;
+    if (rp_case_validate(c, &here, &e) != RP_OK) {
+        snprintf(reason, cap, "valid config, not on this machine: %.560s", e.msg);
+        return RP_CASE_SKIPPED;
+    }
+    return RP_CASE_OK;
+}
+
+/* Records a validation CONFIG_ERROR as a finished case directory (no launch). */
+static rp_status record_config_error(runner *r, int i, rp_case_outcome *oc, rp_error *err) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
+    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    case_dir(r, i, fin);
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+    (void)rp_store_remove_tree(tmp, NULL);
+    RP_TRY(rp_store_mkdirs(tmp, err));
+    rp_status st = rp_case_save(&mc->c, cj, err);
+    if (st == RP_OK) st = write_result(r, i, tmp, oc, "validate", NULL, NULL, err);
+    if (st == RP_OK) classify_now(r, i, tmp, oc);
+    if (st == RP_OK) st = rp_store_publish_dir(tmp, fin, err);
+    if (st != RP_OK) (void)rp_store_remove_tree(tmp, NULL);
+    return st;
+}
+
+static int cpu_count(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* Removes what killed sweeps left behind: .tmp-* directories and files (we hold the lock). */
+static void clean_stale(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, ".tmp-", 5) && !strstr(de->d_name, ".tmp.")) continue;
+        char p[PATHLEN];
+        if (!path_fmt(p, "%s/%s", dir, de->d_name)) (void)rp_store_remove_tree(p, NULL);
+    }
+    closedir(d);
+}
+
+/* Takes <dir>/.lock (flock, released by the kernel when we die); returns the fd. */
+static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
+    char p[PATHLEN];
+    path_fmt(p, "%s/.lock", dir);
+    *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (*fd < 0) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", p, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(*fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        close(*fd);
+        *fd = -1;
+        pid[strcspn(pid, "\n")] = '\0'; /* the file holds "PID\n" */
+        return RP_FAIL(err, RP_ERR_IO, "%s is in use by another sweep (pid %s); wait for it or stop it", dir,
+                       pid[0] ? pid : "?");
+    }
+    char pid[32];
+    const int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) { /* the pid is only for the message */ }
+    return RP_OK;
+}
+
+/* ---- golden comparison ---------------------------------------------------------------------- */
+
+/* --golden with the classifier: case i (in dir) against the golden gd of its reference,
+ * teacher-forced from the golden's trajectory (unless bitwise equal to it), with the
+ * envelope of the local reference's twins: classification-golden.json. Returns 1 when
+ * cancelled. */
+static int classify_golden(runner *r, int i, const char *dir, const char *gd, rp_case_outcome *oc) {
+    const rp_matrix_case *mc = &r->m->cases[i];
+    char cj[PATHLEN], td[PATHLEN], ref[PATHLEN], label[PATHLEN + 8], nsteps[32];
+    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
+    path_fmt(td, "%s/teacher-golden", dir);
+    case_dir(r, mc->ref, ref);
+    snprintf(label, sizeof label, "golden %s", gd);
+    snprintf(nsteps, sizeof nsteps, "%d", r->m->cls.teacher_steps);
+    (void)rp_store_remove_tree(td, NULL);
+    int ok = 0;
+    if (!rp_cls_runs_identical(gd, dir)) {
+        const char *targs[] = {"--teacher-force", gd, "--teacher-steps", nsteps, NULL};
+        if (aux_run(r, &mc->c, cj, td, "teacher-golden", targs, &ok)) return 1;
+    }
+    rp_cls_inputs in;
+    memset(&in, 0, sizeof in);
+    in.case_dir = dir;
+    in.ref_dir = gd;
+    in.twin_base_dir = ref;
+    in.teacher_dir = td;
+    in.out_name = "classification-golden.json";
+    in.ref_label = label;
+    in.repeat = r->m->repeat;
+    in.opts = r->m->cls;
+    rp_verdict v;
+    int pass = 0;
+    rp_error e;
+    rp_error_clear(&e);
+    if (rp_classify_dir(&in, &v, &pass, &e) != RP_OK) {
+        oc->verdict_pass = 0;
+        snprintf(oc->verdict_summary, sizeof oc->verdict_summary, "classification against the golden failed: %.250s",
+                 e.msg);
+        return 0;
+    }
+    oc->have_golden_verdict = 1;
+    oc->golden_verdict = v;
+    oc->golden_verdict_pass = pass;
+    return 0;
+}
+
+static rp_status compare_goldens(runner *r, rp_error *err) {
+    rp_golden_store *g = NULL;
+    RP_TRY(rp_golden_open(r->o->golden_dir, &g, err));
+    rp_status st = RP_OK;
+    for (int i = 0; i < r->m->n_cases && st == RP_OK; i++) {
+        rp_case_outcome *oc = &r->s->o[i];
+        if (!oc->selected || oc->status != RP_CASE_OK) continue;
+        const rp_matrix_case *mc = &r->m->cases[i];
+        const char *gd = rp_golden_find(g, &r->m->cases[mc->ref].c);
+        oc->have_golden = 0;
+        if (!gd) continue;
+        char dir[PATHLEN], p[PATHLEN];
+        case_dir(r, i, dir);
+        cmp_summary cs;
+        cJSON *j = cJSON_CreateObject();
+        cJSON *vs = compare_dirs(gd, dir, mc->c.n_items, &cs);
+        if (!j || !vs) {
+            cJSON_Delete(j);
+            cJSON_Delete(vs);
+            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        cJSON_AddStringToObject(j, "golden_store", r->o->golden_dir);
+        cJSON_AddStringToObject(j, "golden", gd);
+        cJSON_AddStringToObject(j, "golden_of", r->m->cases[mc->ref].id);
+        cJSON *info = NULL;
+        rp_store_path(p, sizeof p, gd, RP_ART_GOLDEN);
+        rp_error e2;
+        if (rp_store_read_json(p, &info, &e2) == RP_OK) cJSON_AddItemToObject(j, "recorded", info);
+        cJSON_AddItemToObject(j, "vs_golden", vs);
+        rp_store_path(p, sizeof p, dir, RP_ART_GOLDEN);
+        st = rp_store_write_json(p, j, err);
+        cJSON_Delete(j);
+        if (cs.ok) {
+            oc->have_golden = 1;
+            oc->g_max_abs = cs.c.max_abs;
+            oc->g_psnr = cs.c.n_images ? cs.c.psnr : NAN;
+            if (st == RP_OK && r->m->cls.enabled && classify_golden(r, i, dir, gd, oc)) {
+                r->s->cancelled = 1;
+                break;
+            }
+        }
+    }
+    rp_golden_close(g);
+    return st;
+}
+
+/* ---- summary --------------------------------------------------------------------------------- */
+
+static void expectations(const rp_matrix *m, rp_sweep *s) {
+    s->n_ok = s->n_failed = s->n_skipped = s->n_unexpected = 0;
+    for (int i = 0; i < s->n; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected || oc->status == RP_CASE_PENDING) continue;
+        const char *ex = m->cases[i].c.expect;
+        const int k = ex[0] ? status_parse(ex) : -1;
+        oc->expect_met = k < 0 ? -1 : k == (int)oc->status;
+        /* a verdict label (drift, BUG, ...) is met by the classifier's verdict */
+        if (k < 0 && ex[0] && rp_verdict_parse(ex) >= 0 && oc->have_verdict) oc->expect_met = oc->verdict_pass == 1;
+        if (oc->status == RP_CASE_OK) s->n_ok++;
+        else if (oc->status == RP_CASE_SKIPPED) s->n_skipped++;
+        else s->n_failed++;
+        int bad;
+        if (oc->expect_met >= 0) bad = !oc->expect_met;
+        else bad = oc->status != RP_CASE_OK && oc->status != RP_CASE_SKIPPED;
+        /* tolerances gate cases with no label, or labelled ok */
+        if (oc->within_tol == 0 && (!ex[0] || k == RP_CASE_OK)) bad = 1;
+        /* the classifier: a failing verdict (or one against the label), also against a golden */
+        if (oc->verdict_pass == 0) bad = 1;
+        if (oc->have_golden_verdict && !oc->golden_verdict_pass) bad = 1;
+        s->n_unexpected += bad;
+    }
+}
+
+static rp_status write_summary(const runner *r, rp_error *err) {
+    const rp_matrix *m = r->m;
+    const rp_sweep *s = r->s;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    cJSON_AddStringToObject(j, "matrix", m->name);
+    cJSON_AddStringToObject(j, "file", m->path);
+    cJSON_AddStringToObject(j, "engine", REPRO_VERSION);
+    cJSON_AddStringToObject(j, "git", rp_git_revision());
+    cJSON_AddNumberToObject(j, "repeat", m->repeat);
+    cJSON_AddBoolToObject(j, "cancelled", s->cancelled);
+    cJSON *arr = cJSON_AddArrayToObject(j, "cases");
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        cJSON *c = cJSON_CreateObject();
+        char deg[96];
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        cJSON_AddStringToObject(c, "id", mc->id);
+        cJSON_AddStringToObject(c, "name", mc->c.name);
+        cJSON_AddStringToObject(c, "degrees", deg);
+        cJSON_AddNumberToObject(c, "world", rp_case_world(&mc->c));
+        cJSON_AddStringToObject(c, "reference", m->cases[mc->ref].id);
+        cJSON_AddBoolToObject(c, "is_reference", mc->is_ref);
+        cJSON_AddStringToObject(c, "status", rp_case_status_name(oc->status));
+        cJSON_AddStringToObject(c, "reason", oc->reason);
+        cJSON_AddStringToObject(c, "expect", mc->c.expect);
+        if (oc->expect_met >= 0) cJSON_AddBoolToObject(c, "expect_met", oc->expect_met);
+        cJSON_AddBoolToObject(c, "resumed", oc->resumed);
+        if (oc->have_verdict) {
+            cJSON_AddStringToObject(c, "verdict", rp_verdict_name((rp_verdict)oc->verdict));
+            cJSON_AddBoolToObject(c, "verdict_pass", oc->verdict_pass == 1);
+            cJSON_AddStringToObject(c, "verdict_summary", oc->verdict_summary);
+        } else if (oc->verdict_summary[0]) {
+            cJSON_AddStringToObject(c, "verdict_summary", oc->verdict_summary);
+        }
+        if (oc->have_golden_verdict) {
+            cJSON_AddStringToObject(c, "golden_verdict", rp_verdict_name((rp_verdict)oc->golden_verdict));
+            cJSON_AddBoolToObject(c, "golden_verdict_pass", oc->golden_verdict_pass);
+        }
+        cJSON_AddNumberToObject(c, "wall_s", oc->wall_s);
+        if (oc->have_metrics) {
+            cJSON *v = cJSON_AddObjectToObject(c, "vs_reference");
+            rp_store_put_num(v, "latents_max_abs", oc->max_abs);
+            rp_store_put_num(v, "latents_rel_l2", oc->rel_l2);
+            rp_store_put_num(v, "psnr", oc->psnr);
+            rp_store_put_num(v, "ssim", oc->ssim);
+            rp_store_put_num(v, "changed", oc->changed);
+            if (oc->within_tol >= 0) cJSON_AddBoolToObject(v, "within_tolerances", oc->within_tol);
+        }
+        if (oc->repeat_identical >= 0) {
+            cJSON *v = cJSON_AddObjectToObject(c, "repeats");
+            cJSON_AddBoolToObject(v, "identical", oc->repeat_identical);
+            rp_store_put_num(v, "max_abs", oc->repeat_max_abs);
+        }
+        if (oc->have_golden) {
+            cJSON *v = cJSON_AddObjectToObject(c, "vs_golden");
+            rp_store_put_num(v, "latents_max_abs", oc->g_max_abs);
+            rp_store_put_num(v, "psnr", oc->g_psnr);
+        }
+        cJSON_AddItemToArray(arr, c);
+    }
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, s->dir, RP_ART_SUMMARY);
+    rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+static void cell_num(char *buf, size_t cap, const char *fmt, double v, int have) {
+    if (!have || isnan(v)) snprintf(buf, cap, "-");
+    else if (isinf(v)) snprintf(buf, cap, "inf");
+    else if (v == 0) snprintf(buf, cap, "0");
+    else snprintf(buf, cap, fmt, v);
+}
+
+/* The confusion table of the cases with a verdict label (drift, approx, BUG, ...). */
+static void print_confusion(const rp_matrix *m, const rp_sweep *s, FILE *f) {
+    rp_verdict *ex = malloc(sizeof *ex * (size_t)(m->n_cases + 1)), *vd = malloc(sizeof *vd * (size_t)(m->n_cases + 1));
+    int n = 0;
+    for (int i = 0; ex && vd && i < m->n_cases; i++) {
+        const int e = m->cases[i].c.expect[0] ? rp_verdict_parse(m->cases[i].c.expect) : -1;
+        if (!s->o[i].selected || !s->o[i].have_verdict || e < 0) continue;
+        ex[n] = (rp_verdict)e;
+        vd[n++] = (rp_verdict)s->o[i].verdict;
+    }
+    if (ex && vd) rp_cls_confusion_print(f, ex, vd, n);
+    free(ex);
+    free(vd);
+}
+
+void rp_sweep_print(const rp_matrix *m, const rp_sweep *s, FILE *f) {
+    fprintf(f, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %s\n", "id", "name", "degrees", "status", "max-abs",
+            "PSNR", "SSIM", "changed", "verdict", "note");
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        char deg[64], st[32], ma[32], ps[32], ss[32], ch[32], vd[32], note[900] = "";
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        snprintf(st, sizeof st, "%s%s", rp_case_status_name(oc->status), mc->is_ref ? " (ref)" : "");
+        const int hm = oc->have_metrics;
+        cell_num(ma, sizeof ma, "%.2e", oc->max_abs, hm);
+        cell_num(ps, sizeof ps, "%.2f", oc->psnr, hm);
+        cell_num(ss, sizeof ss, "%.4f", oc->ssim, hm);
+        if (hm && !isnan(oc->changed)) snprintf(ch, sizeof ch, "%.2f%%", 100 * oc->changed);
+        else snprintf(ch, sizeof ch, "-");
+        snprintf(vd, sizeof vd, "%s", oc->have_verdict ? rp_verdict_name((rp_verdict)oc->verdict) : "-");
+        size_t n = 0;
+#define NOTE(...) (n += (size_t)snprintf(note + n, n < sizeof note ? sizeof note - n : 0, __VA_ARGS__))
+        /* the evidence of a verdict that is not plain drift (or that fails) */
+        if ((oc->have_verdict && oc->verdict != RP_V_IDENTICAL && oc->verdict != RP_V_DRIFT &&
+             oc->verdict != RP_V_SKIPPED && oc->status == RP_CASE_OK) || oc->verdict_pass == 0)
+            NOTE("%s%s; ", oc->verdict_pass == 0 ? "FAILS: " : "", oc->verdict_summary);
+        if (oc->have_golden_verdict)
+            NOTE("vs golden: %s%s; ", rp_verdict_name((rp_verdict)oc->golden_verdict),
+                 oc->golden_verdict_pass ? "" : " (FAILS)");
+        if (mc->c.expect[0]) {
+            if (oc->expect_met == 1) NOTE("expected %s; ", mc->c.expect);
+            else if (oc->expect_met == 0) NOTE("UNEXPECTED (expected %s); ", mc->c.expect);
+            else NOTE("expect %s; ", mc->c.expect);
+        }
+        if (oc->within_tol == 0) NOTE("OUTSIDE TOLERANCE; ");
+        if (oc->repeat_identical == 1) NOTE("repeats identical; ");
+        else if (oc->repeat_identical == 0) NOTE("repeats DIFFER (max-abs %.2e); ", oc->repeat_max_abs);
+        if (oc->have_golden) {
+            char gm[32], gp[32];
+            cell_num(gm, sizeof gm, "%.2e", oc->g_max_abs, 1);
+            cell_num(gp, sizeof gp, "%.2f", oc->g_psnr, 1);
+            NOTE("golden max-abs %s PSNR %s; ", gm, gp);
+        }
+        if (oc->resumed) NOTE("resumed; ");
+        if (oc->status != RP_CASE_OK && oc->reason[0]) NOTE("%s", oc->reason);
+#undef NOTE
+        n = strlen(note);
+        while (n && (note[n - 1] == ' ' || note[n - 1] == ';')) note[--n] = '\0';
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
+        char line[1400];
+        snprintf(line, sizeof line, "%-16s  %-34s %-10s %-13s %9s %7s %7s %8s  %-16s  %.300s", mc->id, name, deg, st,
+                 ma, ps, ss, ch, vd, note);
+        for (size_t l = strlen(line); l && line[l - 1] == ' '; l--) line[l - 1] = '\0';
+        fprintf(f, "%s\n", line);
+    }
+    int by[RP_CASE_INFRA + 1] = {0};
+    for (int i = 0; i < s->n; i++)
+        if (s->o[i].selected) by[s->o[i].status]++;
+    fprintf(f, "%s: %d cases: %d ok, %d CONFIG_ERROR, %d CRASH, %d HANG, %d SKIPPED", m->name, s->n_selected,
+            by[RP_CASE_OK], by[RP_CASE_CONFIG_ERROR], by[RP_CASE_CRASH], by[RP_CASE_HANG], by[RP_CASE_SKIPPED]);
+    if (by[RP_CASE_INFRA])
+        fprintf(f, ", %d INFRA_ERROR (the machine failed; not stored, they run again next time)", by[RP_CASE_INFRA]);
+    if (by[RP_CASE_PENDING]) fprintf(f, ", %d not run", by[RP_CASE_PENDING]);
+    fprintf(f, "; %d run now, %d from earlier runs", s->n_ran, s->n_resumed);
+    if (s->n_unexpected) fprintf(f, "; %d not as expected", s->n_unexpected);
+    if (s->cancelled) fprintf(f, "; CANCELLED");
+    fputc('\n', f);
+    int byv[RP_V_COUNT] = {0}, nv = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->o[i].selected && s->o[i].have_verdict) byv[s->o[i].verdict]++, nv++;
+    if (nv) {
+        fprintf(f, "verdicts:");
+        for (int v = 0, first = 1; v < RP_V_COUNT; v++)
+            if (byv[v]) fprintf(f, "%s %d %s", first ? "" : ",", byv[v], rp_verdict_name((rp_verdict)v)), first = 0;
+        fputc('\n', f);
+        print_confusion(m, s, f);
+    }
+    fprintf(f, "results: %s\n", s->dir);
+}
+
+int rp_sweep_exit_code(const rp_sweep *s) {
+    if (s->cancelled) return 130;
+    return s->n_unexpected ? 1 : 0;
+}
+
+void rp_sweep_free(rp_sweep *s) {
+    if (!s) return;
+    free(s->o);
+    s->o = NULL;
+    s->n = 0;
+}
+
+/* ---- dry run -------------------------------------------------------------------------------- */
+
+static void print_plan(const runner *r, const unsigned char *verdict, FILE *f) {
+    const rp_matrix *m = r->m;
+    fprintf(f, "%-16s  %-34s %-10s %5s %-16s  %s\n", "id", "name", "degrees", "world", "reference", "verdict");
+    int by[4] = {0};
+    for (int i = 0; i < m->n_cases; i++) {
+        const rp_case_outcome *oc = &r->s->o[i];
+        if (!oc->selected) continue;
+        const rp_matrix_case *mc = &m->cases[i];
+        char deg[64], verd[800];
+        rp_case_degrees_text(&mc->c, deg, sizeof deg);
+        switch (verdict[i]) {
+        case 0: snprintf(verd, sizeof verd, "run"); break;
+        case 1: snprintf(verd, sizeof verd, "done (%s, from an earlier run)", rp_case_status_name(oc->status)); break;
+        case 2: snprintf(verd, sizeof verd, "CONFIG_ERROR: %.700s", oc->reason); break;
+        default: snprintf(verd, sizeof verd, "SKIPPED: %.700s", oc->reason); break;
+        }
+        by[verdict[i]]++;
+        char name[sizeof mc->c.name];
+        rp_case_display_name(mc->c.name, 34, name, sizeof name);
+        fprintf(f, "%-16s  %-34s %-10s %5d %-16s  %s%s%s%s\n", mc->id, name, deg, rp_case_world(&mc->c),
+                mc->ref == i ? "self" : m->cases[mc->ref].id, verd, mc->c.expect[0] ? " [expect " : "",
+                mc->c.expect, mc->c.expect[0] ? "]" : "");
+    }
+    fprintf(f, "%s: %d cases: %d to run, %d done, %d CONFIG_ERROR, %d SKIPPED (dry run: nothing was run or written)\n",
+            m->name, r->s->n_selected, by[0], by[1], by[2], by[3]);
+}
+
+/* ---- the sweep ------------------------------------------------------------------------------ */
+
+rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err) {
+    assert(m && o && s);
+    memset(s, 0, sizeof *s);
+    s->n = m->n_cases;
+    s->o = calloc((size_t)m->n_cases, sizeof *s->o);
+    runner r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.o = o;
+    r.s = s;
+    r.state = calloc((size_t)m->n_cases, 1);
+    r.slots = calloc((size_t)m->n_cases, sizeof *r.slots);
+    unsigned char *keep = calloc((size_t)m->n_cases, 1), *verdict = calloc((size_t)m->n_cases, 1);
+    r.tid = calloc((size_t)m->n_cases, sizeof *r.tid);
+    unsigned char *started = calloc((size_t)m->n_cases, 1);
+    FILE *out = o->out ? o->out : stdout;
+    int lock_fd = -1;
+    rp_status st = RP_OK;
+    if (!s->o || !r.state || !r.slots || !keep || !verdict || !r.tid || !started)
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    const char *root = o->results_dir ? o->results_dir : "results";
+    if (st == RP_OK && path_fmt(s->dir, "%s/%s", root, m->name))
+        st = RP_FAIL(err, RP_ERR_INVALID, "results path too long: %s", root);
+    if (st == RP_OK) st = rp_matrix_select(m, o->filters, o->n_filters, keep, err);
+    if (st == RP_OK && o->refs_only) {
+        for (int i = 0; i < m->n_cases; i++) keep[i] = keep[i] && m->cases[i].is_ref;
+    }
+    if (st == RP_OK && !o->dry_run) {
+        st = rp_store_mkdirs(s->dir, err);
+        if (st == RP_OK) st = take_lock(s->dir, &lock_fd, err);
+        if (st == RP_OK) clean_stale(s->dir);
+    }
+    rp_validate_env host;
+    memset(&host, 0, sizeof host);
+    if (st == RP_OK) rp_validate_env_host(&host);
+    r.host = host;
+    r.ncpu = cpu_count();
+    r.timeout_s = o->timeout_s > 0 ? o->timeout_s : m->timeout_s;
+    /* plan: verdict 0 run, 1 finished earlier, 2 CONFIG_ERROR, 3 SKIPPED */
+    for (int i = 0; st == RP_OK && i < m->n_cases; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        oc->failed_rank = -1;
+        oc->within_tol = -1;
+        oc->repeat_identical = -1;
+        oc->expect_met = -1;
+        oc->verdict_pass = -1;
+        if (!keep[i]) continue;
+        oc->selected = 1;
+        s->n_selected++;
+        char reason[600], dir[PATHLEN], stage[16] = "";
+        const rp_case_status plan = plan_case(&m->cases[i].c, &host, reason, sizeof reason);
+        case_dir(&r, i, dir);
+        rp_case_outcome prev;
+        memset(&prev, 0, sizeof prev);
+        prev.within_tol = prev.repeat_identical = prev.expect_met = -1;
+        const int finished = outcome_load(dir, &prev, stage, sizeof stage);
+        if (plan == RP_CASE_SKIPPED) {
+            oc->status = RP_CASE_SKIPPED;
+            snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+            oc->have_verdict = m->cls.enabled; /* no directory: the hardware may exist elsewhere */
+            oc->verdict = RP_V_SKIPPED;
+            oc->verdict_pass = 1;
+            verdict[i] = 3;
+            continue;
+        }
+        /* a stored result stands unless forced, a failure to retry, or a stale validation verdict */
+        const int stale_validation = finished && !strcmp(stage, "validate") &&
+                                     (plan != RP_CASE_CONFIG_ERROR || strcmp(prev.reason, reason));
+        const int retry = o->retry_failed && (prev.status == RP_CASE_CRASH || prev.status == RP_CASE_HANG);
+        if (finished && !o->rerun && !retry && !stale_validation) {
+            *oc = prev;
+            oc->selected = 1;
+            oc->resumed = 1;
+            verdict[i] = 1;
+            continue;
+        }
+        if (plan == RP_CASE_CONFIG_ERROR) {
+            oc->status = RP_CASE_CONFIG_ERROR;
+            snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+            verdict[i] = 2;
+            if (!o->dry_run) st = record_config_error(&r, i, oc, err);
+            continue;
+        }
+        verdict[i] = 0;
+        r.state[i] = CS_TODO;
+        r.to_run++;
+        const int need = rp_case_world(&m->cases[i].c) * threads_of(&m->cases[i].c);
+        r.slots[i] = need < r.ncpu ? need : r.ncpu;
+    }
+    if (st != RP_OK) goto done;
+    if (o->dry_run) {
+        print_plan(&r, verdict, out);
+        goto done;
+    }
+    /* schedule */
+    r.jobs = o->jobs;
+    r.free_slots = r.ncpu;
+    r.live = o->progress < 0 ? isatty(STDERR_FILENO) : o->progress;
+    r.t0 = rp_now_s();
+    {
+        pthread_mutex_init(&r.mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&r.cv, &ca);
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_lock(&r.mu);
+        if (r.to_run) {
+            progress_say(&r, "%s: %d cases to run (%d selected), %d cores, %s", m->name, r.to_run, s->n_selected,
+                         r.ncpu, r.jobs > 0 ? "fixed --jobs" : "cases packed by ranks");
+            progress_line(&r);
+        }
+        for (;;) {
+            if (!r.cancelled && o->cancel_fd >= 0) {
+                struct pollfd pf = {o->cancel_fd, POLLIN, 0};
+                if (poll(&pf, 1, 0) > 0) {
+                    r.cancelled = 1;
+                    progress_say(&r, "%s: cancelled; stopping the running cases (their results are discarded)",
+                                 m->name);
+                }
+            }
+            int todo = 0;
+            for (int i = 0; i < m->n_cases && !r.cancelled; i++) {
+                if (r.state[i] != CS_TODO) continue;
+                todo++;
+                const int ref = m->cases[i].ref;
+                if (ref != i && (r.state[ref] == CS_TODO || r.state[ref] == CS_RUNNING)) continue;
+                const int fits = r.jobs > 0 ? r.running < r.jobs : (r.running == 0 || r.slots[i] <= r.free_slots);
+                if (!fits) continue;
+                case_arg *a = malloc(sizeof *a);
+                if (a) *a = (case_arg){&r, i};
+                r.state[i] = CS_RUNNING;
+                r.running++;
+                r.free_slots -= r.slots[i];
+                if (!a || pthread_create(&r.tid[i], NULL, case_thread, a) != 0) {
+                    free(a);
+                    r.state[i] = CS_TODO;
+                    r.running--;
+                    r.free_slots += r.slots[i];
+                    if (r.running == 0) { /* cannot start even one thread */
+                        st = RP_FAIL(err, RP_ERR_NOMEM, "cannot start a thread for case %s", m->cases[i].id);
+                        r.cancelled = 1;
+                    }
+                    break;
+                }
+                started[i] = 1;
+                progress_line(&r);
+            }
+            if (r.running == 0 && (r.cancelled || todo == 0)) break;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 250 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&r.cv, &r.mu, &ts);
+            if (r.live) progress_line(&r);
+        }
+        if (r.line_shown) progress_say(&r, "%s: %d of %d run, %d failed, %.1f s", m->name, r.finished, r.to_run,
+                                       r.failed, rp_now_s() - r.t0);
+        pthread_mutex_unlock(&r.mu);
+        for (int i = 0; i < m->n_cases; i++)
+            if (started[i]) pthread_join(r.tid[i], NULL);
+        pthread_cond_destroy(&r.cv);
+        pthread_mutex_destroy(&r.mu);
+        s->cancelled = r.cancelled;
+    }
+    /* metrics and verdicts of cases finished earlier whose reference was rerun since (or
+     * which have none, or whose classify options changed) */
+    for (int i = 0; st == RP_OK && !s->cancelled && i < m->n_cases; i++) {
+        rp_case_outcome *oc = &s->o[i];
+        if (!oc->selected || oc->status == RP_CASE_PENDING || oc->status == RP_CASE_SKIPPED ||
+            oc->status == RP_CASE_INFRA)
+            continue;
+        char dir[PATHLEN];
+        case_dir(&r, i, dir);
+        const int stale = oc->status == RP_CASE_OK && metrics_stale(&r, i);
+        if (stale) st = write_metrics(&r, i, dir, oc, err);
+        if (st == RP_OK && (stale || classification_stale(&r, dir))) classify_now(&r, i, dir, oc);
+    }
+    if (st == RP_OK && o->golden_dir && !s->cancelled) st = compare_goldens(&r, err);
+    for (int i = 0; i < m->n_cases; i++) {
+        if (s->o[i].ran) s->n_ran++;
+        if (s->o[i].resumed) s->n_resumed++;
+    }
+    expectations(m, s);
+    if (st == RP_OK) st = write_summary(&r, err);
+    if (st == RP_OK) rp_sweep_print(m, s, out);
+done:
+    if (lock_fd >= 0) close(lock_fd);
+    free(r.state);
+    free(r.slots);
+    free(r.tid);
+    free(keep);
+    free(verdict);
+    free(started);
+    return st;
+}
+
+rp_status rp_runner_run_cancellable(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0) return rp_runner_run(m, o, s, err);
+    const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    rp_runner_opts oo = *o;
+    if (fd >= 0) oo.cancel_fd = fd;
+    rp_status st = rp_runner_run(m, &oo, s, err);
+    if (fd >= 0) {
+        /* consume what was delivered, so unblocking does not act on it a second time */
+        struct signalfd_siginfo si;
+        while (read(fd, &si, sizeof si) == (ssize_t)sizeof si) {}
+        close(fd);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}
