@@ -108,7 +108,8 @@ static const rule SD3_ORIG[] = {
     {"joint_blocks.%d.context_block.attn.ln_k", R_RENAME, {"transformer_blocks.%d.attn.norm_added_k"}},
     {"joint_blocks.%d.x_block.attn.proj", R_RENAME, {"transformer_blocks.%d.attn.to_out.0"}},
     {"joint_blocks.%d.context_block.attn.proj", R_RENAME, {"transformer_blocks.%d.attn.to_add_out"}},
-    /* MMDiT-X (SD3.5 Medium): mapped so the model's loader can name what it holds */
+    /* MMDiT-X (SD3.5 Medium's dual-attention blocks): attn2; their 9-chunk adaLN_modulation
+     * (shift, scale, gate x 3, the order of SD35AdaLayerNormZeroX) is the rename below */
     {"joint_blocks.%d.x_block.attn2.qkv", R_SPLIT3,
      {"transformer_blocks.%d.attn2.to_q", "transformer_blocks.%d.attn2.to_k", "transformer_blocks.%d.attn2.to_v"}},
     {"joint_blocks.%d.x_block.attn2.ln_q", R_RENAME, {"transformer_blocks.%d.attn2.norm_q"}},

@@ -19,7 +19,7 @@ typedef struct family_presets {
  * here is known everywhere (CLI messages, weights cache, `repro weights`). */
 static const family_presets FAMILIES[] = {
     {RP_FAMILY_DIT, "dit", "dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512"},
-    {RP_FAMILY_SD3, "sd3", "sd3-tiny sd3-medium sd3.5-large"},
+    {RP_FAMILY_SD3, "sd3", "sd3-tiny sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny"},
     {RP_FAMILY_FLUX, "flux", "flux-tiny flux-dev flux-schnell flux-tiny-schnell"},
     {RP_FAMILY_TEXT_ENCODER, "text-encoder", "te-tiny te-sd3 te-flux"},
     {RP_FAMILY_VAE, "vae", "vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae"},
@@ -27,8 +27,9 @@ static const family_presets FAMILIES[] = {
 #define N_FAMILIES (sizeof FAMILIES / sizeof *FAMILIES)
 
 const char *rp_model_presets(void) {
-    return "dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny sd3-medium sd3.5-large flux-tiny flux-dev "
-           "flux-schnell flux-tiny-schnell te-tiny te-sd3 te-flux vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae";
+    return "dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny sd3-medium sd3.5-large sd3.5-medium "
+           "sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell te-tiny te-sd3 te-flux vae-tiny sd-vae "
+           "vae-tiny-16 sd3-vae flux-vae";
 }
 
 const char *rp_family_presets(rp_family f) {

@@ -2,7 +2,7 @@
  *
  * A model name is a preset:
  *   DiT           dit-tiny dit-xl-2-256 dit-xl-2-512
- *   SD3 (MMDiT)   sd3-tiny sd3-medium sd3.5-large
+ *   SD3 (MMDiT)   sd3-tiny sd3-medium sd3.5-large · MMDiT-X: sd3.5-medium sd3.5-medium-tiny
  *   FLUX          flux-tiny flux-dev flux-schnell flux-tiny-schnell
  *   text encoder  te-tiny te-sd3 te-flux   (the prompt encoders of the SD3/FLUX pipelines)
  *   VAE           vae-tiny sd-vae (4 latent channels) · vae-tiny-16 sd3-vae flux-vae (16)

@@ -19,6 +19,15 @@
  *     x += gate_msa * attn_x;  x += gate_mlp * ff(LN(x) * (1 + scale_mlp) + shift_mlp)
  *     c += c_gate_msa * attn_c; c += c_gate_mlp * ff_context(LN(c) mod)   (not in the last block)
  *     ff = net.2(gelu_tanh(net.0.proj(.)))
+ *   dual block N     (MMDiT-X, N < dual_attention_layers; diffusers JointTransformerBlock with
+ *                    use_dual_attention): norm1 is SD35AdaLayerNormZeroX, a (9D, D) linear ->
+ *                    the six chunks above, then shift_msa2, scale_msa2, gate_msa2; after the
+ *                    joint attention's residual (x += gate_msa * attn_x):
+ *     attn2          x += gate_msa2 * attn2(LN(x_in) * (1 + scale_msa2) + shift_msa2), x_in the
+ *                    block's input (the LN of norm1, before any residual); attn2 is a plain
+ *                    self-attention over the image tokens: to_q/k/v, optional per-head RMSNorm
+ *                    (norm_q, norm_k), softmax, to_out.0 (no text, no added projections)
+ *                    the image FF and the text stream then as in a plain block
  *   norm_out         AdaLayerNormContinuous (scale, shift), proj_out, unpatchify ((py, px, c) order)
  * LayerNorms: eps 1e-6, no affine.
  *
@@ -28,6 +37,7 @@
  *   every bias                            RP_INIT_NORMAL 0.02
  *   norm1 / norm1_context / norm_out      RP_INIT_FANIN  scale 0.2  — the adaLN linears; small
  *     .linear.weight                      so gates stay ~0.1 and 1 + scale stays near 1
+ *     (9D rows in a dual block)
  *   RMSNorm weights (qk_norm)             RP_INIT_ONE_NORMAL 0.1   (not all ones, so a missing
  *                                         weight multiply would show)
  *   pos_embed.pos_embed                   RP_INIT_SINCOS_2D: the MAE table at integer grid
@@ -40,7 +50,11 @@
  * all T image tokens, then this rank keeps its slice [t0, t0 + Tl) of them; the text
  * stream stays whole on every rank (SD3's 333 text tokens are not divisible by the
  * degrees, and xDiT keeps it whole too), so the joint attention is rp_par_attention over
- * [image shard, text] with the text as its replicated segment. proj_out's tokens are
+ * [image shard, text] with the text as its replicated segment; attn2 (image tokens only) is
+ * rp_par_attention over the image shard alone (no text segment), so ulysses / ring / USP
+ * exchange it as any sharded sequence, and numerics invariant takes the same canonical
+ * path. Its K/V-hook layer index is depth + N (the joint attentions are 0..depth-1),
+ * so pipefusion / patch parallelism cache it apart. proj_out's tokens are
  * gathered before unpatchify. Without ctx->par, Tl = T and every call is the plain one.
  *
  * Memory: parameters live in one allocation (rp_params_load); each forward call
@@ -61,7 +75,8 @@
 
 typedef struct sd3_block {
     int pre_only;                             /* context_pre_only (the last block) */
-    rp_linear_w norm1;                        /* (6D, D) */
+    int dual;                                 /* MMDiT-X dual-attention block (attn2) */
+    rp_linear_w norm1;                        /* (6D, D), or (9D, D) when dual */
     rp_linear_w norm1_ctx;                    /* (6D, D), or (2D, D) when pre_only */
     const float *norm_q, *norm_k;             /* (head_dim) each, or NULL without qk_norm */
     rp_linear_w to_q, to_k, to_v;             /* (D, D) each */
@@ -69,6 +84,8 @@ typedef struct sd3_block {
     rp_linear_w to_out;                       /* (D, D) */
     rp_linear_w to_add_out;                   /* (D, D); weight NULL when pre_only */
     const float *norm_added_q, *norm_added_k; /* (head_dim) each, or NULL without qk_norm */
+    const float *a2_norm_q, *a2_norm_k;       /* attn2's (head_dim) each; NULL unless dual + qk_norm */
+    rp_linear_w a2_q, a2_k, a2_v, a2_out;     /* attn2's (D, D) each; weights NULL unless dual */
     rp_linear_w ff1, ff2;                     /* (F, D), (D, F) */
     rp_linear_w ffc1, ffc2;                   /* (F, D), (D, F); weights NULL when pre_only */
 } sd3_block;
@@ -95,18 +112,24 @@ typedef struct sd3_preset {
     const char *name;
     int sample_size, patch, in_channels, out_channels, depth, heads, head_dim;
     int joint_attention_dim, caption_projection_dim, pooled_projection_dim, pos_embed_max_size;
-    int qk_norm, context_len;
+    int qk_norm, context_len, dual_attention_layers;
 } sd3_preset;
 
 static const sd3_preset PRESETS[] = {
     /* CI-sized; qk_norm on so the SD3.5 RMSNorm path runs; pos_embed_max_size 16 > 16/2
      * so the centre crop is exercised even at the full sample size. */
-    {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24},
+    {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24, 0},
     /* stabilityai/stable-diffusion-3-medium-diffusers transformer/config.json */
-    {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333},
+    {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333, 0},
     /* stabilityai/stable-diffusion-3.5-large transformer/config.json: plain MMDiT with qk_norm
      * (rms_norm), no dual-attention layers */
-    {"sd3.5-large", 128, 2, 16, 16, 38, 38, 64, 4096, 2432, 2048, 192, 1, 333},
+    {"sd3.5-large", 128, 2, 16, 16, 38, 38, 64, 4096, 2432, 2048, 192, 1, 333, 0},
+    /* stabilityai/stable-diffusion-3.5-medium transformer/config.json: MMDiT-X,
+     * dual_attention_layers (0, ..., 12), qk_norm rms_norm, a 384 x 384 pos_embed table */
+    {"sd3.5-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 384, 1, 333, 13},
+    /* CI-sized MMDiT-X: sd3-tiny's widths, 3 blocks of which 0 and 1 are dual-attention and
+     * 2 (context_pre_only) is plain, so both block kinds and their boundary run */
+    {"sd3.5-medium-tiny", 16, 2, 16, 16, 3, 2, 32, 64, 64, 64, 16, 1, 24, 2},
 };
 
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
@@ -130,9 +153,11 @@ rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
         cfg->mlp_ratio = 4;
         cfg->freq_dim = 256;
         cfg->context_len = p->context_len;
+        cfg->dual_attention_layers = p->dual_attention_layers;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium sd3.5-large)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium sd3.5-large sd3.5-medium "
+                   "sd3.5-medium-tiny)", name);
 }
 
 /* Rejects configs the forward cannot run (a hand-edited or overridden preset). */
@@ -149,6 +174,9 @@ static rp_status check_cfg(const rp_sd3_config *cfg, rp_error *err) {
     if (D % 4 != 0)
         return RP_FAIL(err, RP_ERR_INVALID, "SD3 '%s': hidden %d must be divisible by 4 (2-D sin-cos pos_embed)",
                        cfg->preset, D);
+    if (cfg->dual_attention_layers < 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "SD3 '%s': dual_attention_layers %d must be >= 0", cfg->preset,
+                       cfg->dual_attention_layers);
     if (cfg->in_channels <= 0 || cfg->out_channels <= 0 || cfg->joint_attention_dim <= 0 ||
         cfg->pooled_projection_dim <= 0 || cfg->pos_embed_max_size <= 0 || cfg->mlp_ratio <= 0 ||
         cfg->freq_dim <= 1)
@@ -189,9 +217,9 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
     linear_spec(l, "time_text_embed.text_embedder.linear_2", D, D, 1.0f);
     linear_spec(l, "context_embedder", D, cfg->joint_attention_dim, 1.0f);
     for (int i = 0; i < cfg->depth; i++) {
-        const int pre_only = i == cfg->depth - 1;
+        const int pre_only = i == cfg->depth - 1, dual = i < cfg->dual_attention_layers;
 #define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
-        linear_spec(l, BLK("norm1.linear"), 6 * D, D, 0.2f);
+        linear_spec(l, BLK("norm1.linear"), (dual ? 9 : 6) * D, D, 0.2f);
         linear_spec(l, BLK("norm1_context.linear"), (pre_only ? 2 : 6) * D, D, 0.2f);
         /* diffusers Attention.__init__ order: norm_q/k, to_q/k/v, add_k/v/q_proj, to_out,
          * to_add_out, norm_added_q/k. */
@@ -211,6 +239,16 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
             rms_spec(l, BLK("attn.norm_added_q"), hd);
             rms_spec(l, BLK("attn.norm_added_k"), hd);
         }
+        if (dual) { /* JointTransformerBlock registers attn2 after attn */
+            if (cfg->qk_norm) {
+                rms_spec(l, BLK("attn2.norm_q"), hd);
+                rms_spec(l, BLK("attn2.norm_k"), hd);
+            }
+            linear_spec(l, BLK("attn2.to_q"), D, D, 1.0f);
+            linear_spec(l, BLK("attn2.to_k"), D, D, 1.0f);
+            linear_spec(l, BLK("attn2.to_v"), D, D, 1.0f);
+            linear_spec(l, BLK("attn2.to_out.0"), D, D, 1.0f);
+        }
         linear_spec(l, BLK("ff.net.0.proj"), F, D, 1.0f);
         linear_spec(l, BLK("ff.net.2"), D, F, 1.0f);
         if (!pre_only) {
@@ -225,23 +263,33 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* SD3.5 Medium is MMDiT-X: its first blocks add a second, image-only attention (attn2)
- * and a 9-way modulation (norm1.linear (9D, D)). Named plainly instead of a shape error. */
-static rp_status refuse_mmdit_x(const rp_sd3_config *cfg, const rp_st_file *f, rp_error *err) {
-    const rp_st_tensor *n1 = rp_st_find(f, "transformer_blocks.0.norm1.linear.weight");
-    const int D = cfg->heads * cfg->head_dim;
-    if (rp_st_find(f, "transformer_blocks.0.attn2.to_q.weight") || (n1 && n1->ndim == 2 && n1->shape[0] == 9 * (int64_t)n1->shape[1]))
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED,
-                       "%s: MMDiT-X (SD3.5 Medium) is not supported: the checkpoint's first blocks have attn2 and a "
-                       "(9 x %lld)-row norm1.linear; SD3 Medium and SD3.5 Large (plain MMDiT) load as SD3 (model "
-                       "'%s', width %d)", f->path, n1 && n1->ndim == 2 ? (long long)n1->shape[1] : 0LL,
-                       cfg->preset, D);
+/* Which blocks are dual-attention is part of the preset; a checkpoint says it by having
+ * attn2 (the view of an original-named file holds it under diffusers' names too). A
+ * disagreement is named here, per block, instead of as the first shape or missing-tensor
+ * error it would cause (norm1.linear's 9D vs 6D rows). Blocks >= depth are not read. */
+static rp_status check_dual_blocks(const rp_sd3_config *cfg, const rp_st_file *f, rp_error *err) {
+    for (int i = 0; i < cfg->depth; i++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "transformer_blocks.%d.attn2.to_q.weight", i);
+        const int has = rp_st_find(f, nm) != NULL, want = i < cfg->dual_attention_layers;
+        if (has == want) continue;
+        if (has)
+            return RP_FAIL(err, RP_ERR_SHAPE,
+                           "%s: block %d has '%s' (an MMDiT-X dual-attention block, as SD3.5 Medium's first 13), "
+                           "but model '%s' has dual attention in %d block(s) (use sd3.5-medium for SD3.5 Medium, "
+                           "sd3.5-medium-tiny for its CI-sized layout)",
+                           f->path, i, nm, cfg->preset, cfg->dual_attention_layers);
+        return RP_FAIL(err, RP_ERR_SHAPE,
+                       "%s: model '%s' has dual attention (attn2) in blocks 0..%d, but block %d has no '%s' "
+                       "(a plain MMDiT checkpoint: SD3 Medium loads as sd3-medium, SD3.5 Large as sd3.5-large)",
+                       f->path, cfg->preset, cfg->dual_attention_layers - 1, i, nm);
+    }
     return RP_OK;
 }
 
 rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
-    RP_TRY(refuse_mmdit_x(cfg, f, err));
+    RP_TRY(check_dual_blocks(cfg, f, err));
     const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
     const int Po = p * p * cfg->out_channels;
     rp_param_list l = {0};
@@ -272,8 +320,9 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
     for (int i = 0; i < cfg->depth; i++) {
         sd3_block *b = &blocks[i];
         b->pre_only = i == cfg->depth - 1;
+        b->dual = i < cfg->dual_attention_layers;
 #define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
-        b->norm1 = rp_param_take_linear(&c, BLK("norm1.linear"), D, 6 * D);
+        b->norm1 = rp_param_take_linear(&c, BLK("norm1.linear"), D, (b->dual ? 9 : 6) * D);
         b->norm1_ctx = rp_param_take_linear(&c, BLK("norm1_context.linear"), D, (b->pre_only ? 2 : 6) * D);
         if (cfg->qk_norm) {
             b->norm_q = rp_param_take_weight(&c, BLK("attn.norm_q"));
@@ -290,6 +339,16 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
         if (cfg->qk_norm) {
             b->norm_added_q = rp_param_take_weight(&c, BLK("attn.norm_added_q"));
             b->norm_added_k = rp_param_take_weight(&c, BLK("attn.norm_added_k"));
+        }
+        if (b->dual) {
+            if (cfg->qk_norm) {
+                b->a2_norm_q = rp_param_take_weight(&c, BLK("attn2.norm_q"));
+                b->a2_norm_k = rp_param_take_weight(&c, BLK("attn2.norm_k"));
+            }
+            b->a2_q = rp_param_take_linear(&c, BLK("attn2.to_q"), D, D);
+            b->a2_k = rp_param_take_linear(&c, BLK("attn2.to_k"), D, D);
+            b->a2_v = rp_param_take_linear(&c, BLK("attn2.to_v"), D, D);
+            b->a2_out = rp_param_take_linear(&c, BLK("attn2.to_out.0"), D, D);
         }
         b->ff1 = rp_param_take_linear(&c, BLK("ff.net.0.proj"), D, F);
         b->ff2 = rp_param_take_linear(&c, BLK("ff.net.2"), F, D);
@@ -328,6 +387,165 @@ const rp_sd3_config *rp_sd3_cfg(const rp_sd3 *m) { return &m->cfg; }
 
 /* ---- forward ------------------------------------------------------------------- */
 
+/* One forward's shapes and activation buffers (rp_sd3_forward lays them out), read and
+ * written by the block functions. The image rows are this rank's Tl of T (all of them
+ * without sequence parallelism); the text stream's L rows are whole on every rank. */
+typedef struct sd3_fwd {
+    int B, T, Tl, L, Sl;         /* batch; image tokens (all, this rank's); text tokens; Tl + L */
+    int Hh, hd, D, F;            /* heads, head_dim, width, FF hidden */
+    size_t BTl, BL;              /* B * Tl, B * L */
+    float scale;                 /* 1 / sqrt(hd), SDPA's default */
+    float mlp_ln_eps;            /* the image FF's LayerNorm eps (1e-6; norm-eps-rank fault) */
+    const int *tok;              /* (Tl) global image token index for the trace, or NULL */
+    const uint8_t *jmask;        /* (B, Sl) joint key mask, or NULL */
+    const float *stemb;          /* (B, D) silu(temb): every adaLN linear's input */
+    float *xs, *hx, *yx;         /* (B, Tl, D) image stream; its normed + modulated input, then
+                                    attention out; attention / FF output before its gate */
+    float *cs, *hc, *yc;         /* (B, L, D) the same for the text stream */
+    float *h2;                   /* (B, Tl, D) attn2's modulated input; NULL without dual blocks */
+    float *qx, *kx, *vx;         /* (B, Tl, H, hd) image q, k, v */
+    float *qc, *kc, *vc;         /* (B, L, H, hd) text q, k, v */
+    float *q, *k, *v, *att;      /* (B, H, Sl, hd) heads (attn2: (B, H, Tl, hd)) */
+    float *mh;                   /* (B, max(Tl, L), F) FF hidden; aliases the attention scratch */
+    float *modx;                 /* (B, 9D) image modulation (6D used by plain blocks) */
+    float *modc;                 /* (B, 6D) text modulation */
+} sd3_fwd;
+
+/* Rows [s0, s0 + n) of a's heads (q, k, v: (B, H, S, hd)) from the stream h (B, n, D):
+ * the q, k, v projections into qs, ks, vs (B, n, H, hd), the per-head RMSNorm (nq, nk;
+ * NULL without qk_norm), the split into heads (torch.cat of the streams along S). */
+static void project_heads(const rp_ctx *ctx, const sd3_fwd *a, float *qs, float *ks, float *vs, const float *h,
+                          int n, const rp_linear_w *wq, const rp_linear_w *wk, const rp_linear_w *wv,
+                          const float *nq, const float *nk, int S, int s0) {
+    const size_t rows = (size_t)a->B * n;
+    rp_d_linear(ctx, qs, h, wq, (int)rows);
+    rp_d_linear(ctx, ks, h, wk, (int)rows);
+    rp_d_linear(ctx, vs, h, wv, (int)rows);
+    if (nq) { /* RMSNorm over head_dim: rows of (B*n*H, hd) */
+        rp_d_rmsnorm(ctx, qs, qs, nq, (int)(rows * a->Hh), a->hd, 1e-6f);
+        rp_d_rmsnorm(ctx, ks, ks, nk, (int)(rows * a->Hh), a->hd, 1e-6f);
+    }
+    rp_d_to_heads(ctx, a->q, qs, a->B, n, a->Hh, a->hd, S, s0);
+    rp_d_to_heads(ctx, a->k, ks, a->B, n, a->Hh, a->hd, S, s0);
+    rp_d_to_heads(ctx, a->v, vs, a->B, n, a->Hh, a->hd, S, s0);
+}
+
+/* Block i's joint attention and its residuals, from the modulated inputs hx, hc: attention
+ * over [image shard, text] (JointAttnProcessor's torch.cat([img, txt], dim=2)), then
+ * x += gate_msa * to_out.0(image rows) and, but in the last block, c += c_gate_msa *
+ * to_add_out(text rows). ms, mcs: the row strides of modx, modc. */
+static rp_status joint_attention(const rp_sd3 *m, const rp_ctx *ctx, int i, const sd3_fwd *a, int ms, int mcs,
+                                 rp_error *err) {
+    const sd3_block *blk = &m->blocks[i];
+    const int B = a->B, Tl = a->Tl, L = a->L, Sl = a->Sl, D = a->D;
+    char name[96];
+    project_heads(ctx, a, a->qx, a->kx, a->vx, a->hx, Tl, &blk->to_q, &blk->to_k, &blk->to_v, blk->norm_q,
+                  blk->norm_k, Sl, 0);
+    project_heads(ctx, a, a->qc, a->kc, a->vc, a->hc, L, &blk->add_q, &blk->add_k, &blk->add_v,
+                  blk->norm_added_q, blk->norm_added_k, Sl, Tl);
+    RP_TRY(rp_par_attention(ctx, i, a->att, a->q, a->k, a->v, a->jmask, B, a->Hh, Sl, 0, L, a->hd, a->scale, err));
+    /* hx, hc reused: their content is consumed */
+    rp_d_from_heads(ctx, a->hx, D, a->att, B, Sl, 0, Tl, a->Hh, a->hd);
+    rp_d_from_heads(ctx, a->hc, D, a->att, B, Sl, Tl, L, a->Hh, a->hd);
+    rp_d_linear(ctx, a->yx, a->hx, &blk->to_out, (int)a->BTl);
+    snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
+    rp_par_trace(ctx, name, a->yx, B, Tl, D, a->tok, a->T);
+    rp_d_gated_add(ctx, a->xs, a->modx + 2 * D, ms, a->yx, B, Tl, D);
+    if (!blk->pre_only) {
+        rp_d_linear(ctx, a->yc, a->hc, &blk->to_add_out, (int)a->BL);
+        snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
+        rp_par_trace(ctx, name, a->yc, B, L, D, NULL, L);
+        rp_d_gated_add(ctx, a->cs, a->modc + 2 * D, mcs, a->yc, B, L, D);
+    }
+    return RP_OK;
+}
+
+/* MMDiT-X's second attention in dual block i, after the joint attention's residual:
+ * x += gate_msa2 * to_out.0(attn2(h2)), a self-attention over the image tokens alone (h2
+ * = LN(the block's input) * (1 + scale_msa2) + shift_msa2, made by sd3_block_forward).
+ * Under sequence parallelism it is rp_par_attention over the image shard with no text
+ * segment; its K/V-hook index is depth + i, apart from the joint attentions' 0..depth-1.
+ * The image scratch (qx, kx, vx, q, k, v, att, hx, yx) is free again here. */
+static rp_status dual_attention(const rp_sd3 *m, const rp_ctx *ctx, int i, const sd3_fwd *a, rp_error *err) {
+    const sd3_block *blk = &m->blocks[i];
+    const int B = a->B, Tl = a->Tl, D = a->D;
+    char name[96];
+    assert(blk->dual && a->h2);
+    project_heads(ctx, a, a->qx, a->kx, a->vx, a->h2, Tl, &blk->a2_q, &blk->a2_k, &blk->a2_v, blk->a2_norm_q,
+                  blk->a2_norm_k, Tl, 0);
+    RP_TRY(rp_par_attention(ctx, m->cfg.depth + i, a->att, a->q, a->k, a->v, NULL, B, a->Hh, Tl, 0, 0, a->hd,
+                            a->scale, err));
+    rp_d_from_heads(ctx, a->hx, D, a->att, B, Tl, 0, Tl, a->Hh, a->hd);
+    rp_d_linear(ctx, a->yx, a->hx, &blk->a2_out, (int)a->BTl);
+    snprintf(name, sizeof name, "transformer_blocks.%d.attn2", i);
+    rp_par_trace(ctx, name, a->yx, B, Tl, D, a->tok, a->T);
+    rp_d_gated_add(ctx, a->xs, a->modx + 8 * D, 9 * D, a->yx, B, Tl, D);
+    return RP_OK;
+}
+
+/* Block i on a's streams (diffusers JointTransformerBlock.forward): the modulations, the
+ * joint attention, attn2 in a dual block, the image FF, and the text FF but in the last
+ * block (context_pre_only: the text stream is left unused, as diffusers returns None). */
+static rp_status sd3_block_forward(const rp_sd3 *m, const rp_ctx *ctx, int i, const sd3_fwd *a, rp_error *err) {
+    const sd3_block *blk = &m->blocks[i];
+    const int B = a->B, Tl = a->Tl, L = a->L, D = a->D, F = a->F;
+    const size_t BTl = a->BTl, BL = a->BL;
+    const int ms = (blk->dual ? 9 : 6) * D, mcs = blk->pre_only ? 2 * D : 6 * D; /* row strides of modx, modc */
+    char name[96];
+    /* modx (B, 6D) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp],
+     * (B, 9D) with [shift_msa2 | scale_msa2 | gate_msa2] after them in a dual block; modc
+     * likewise (6D), or (B, 2D) = [scale | shift] in the context_pre_only block. */
+    rp_d_linear(ctx, a->modx, a->stemb, &blk->norm1, B);
+    rp_d_linear(ctx, a->modc, a->stemb, &blk->norm1_ctx, B);
+
+    rp_d_layernorm(ctx, a->hx, a->xs, NULL, NULL, (int)BTl, D, 1e-6f);
+    if (blk->dual) { /* SD35AdaLayerNormZeroX: attn2's input is the same LN(x), modulated by msa2 */
+        rp_d_copy(ctx, a->h2, a->hx, BTl * D);
+        rp_d_modulate(ctx, a->h2, a->modx + 6 * D, a->modx + 7 * D, ms, B, Tl, D);
+    }
+    rp_d_modulate(ctx, a->hx, a->modx + 0 * D, a->modx + 1 * D, ms, B, Tl, D);
+    rp_d_layernorm(ctx, a->hc, a->cs, NULL, NULL, (int)BL, D, 1e-6f);
+    if (blk->pre_only)
+        rp_d_modulate(ctx, a->hc, a->modc + D, a->modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
+    else
+        rp_d_modulate(ctx, a->hc, a->modc + 0 * D, a->modc + 1 * D, mcs, B, L, D);
+
+    RP_TRY(joint_attention(m, ctx, i, a, ms, mcs, err));
+    if (blk->dual) RP_TRY(dual_attention(m, ctx, i, a, err));
+
+    /* image FF */
+    rp_d_layernorm(ctx, a->hx, a->xs, NULL, NULL, (int)BTl, D, a->mlp_ln_eps);
+    rp_d_modulate(ctx, a->hx, a->modx + 3 * D, a->modx + 4 * D, ms, B, Tl, D);
+    rp_ctx mlp_tmp;
+    const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
+    rp_d_linear(mc, a->mh, a->hx, &blk->ff1, (int)BTl);
+    rp_d_gelu_tanh(ctx, a->mh, a->mh, BTl * F);
+    rp_d_linear(mc, a->yx, a->mh, &blk->ff2, (int)BTl);
+    snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
+    rp_par_trace(ctx, name, a->yx, B, Tl, D, a->tok, a->T);
+    rp_d_gated_add(ctx, a->xs, a->modx + 5 * D, ms, a->yx, B, Tl, D);
+
+    /* text FF */
+    if (!blk->pre_only) {
+        rp_d_layernorm(ctx, a->hc, a->cs, NULL, NULL, (int)BL, D, 1e-6f);
+        rp_d_modulate(ctx, a->hc, a->modc + 3 * D, a->modc + 4 * D, mcs, B, L, D);
+        rp_d_linear(ctx, a->mh, a->hc, &blk->ffc1, (int)BL);
+        rp_d_gelu_tanh(ctx, a->mh, a->mh, BL * F);
+        rp_d_linear(ctx, a->yc, a->mh, &blk->ffc2, (int)BL);
+        snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
+        rp_par_trace(ctx, name, a->yc, B, L, D, NULL, L);
+        rp_d_gated_add(ctx, a->cs, a->modc + 5 * D, mcs, a->yc, B, L, D);
+    }
+
+    snprintf(name, sizeof name, "transformer_blocks.%d", i);
+    rp_par_trace(ctx, name, a->xs, B, Tl, D, a->tok, a->T);
+    if (!blk->pre_only) {
+        snprintf(name, sizeof name, "transformer_blocks.%d.context", i);
+        rp_par_trace(ctx, name, a->cs, B, L, D, NULL, L);
+    }
+    return RP_OK;
+}
+
 rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const float *x,
                          const float *t, const float *context, const uint8_t *context_mask,
                          const float *pooled, int B, int L, int H, int W, rp_error *err) {
@@ -358,6 +576,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     const size_t n_ff = (size_t)B * (T > L ? T : L) * F;
     const size_t n_shared = n_attn > n_ff ? n_attn : n_ff;
     const size_t n_mask = (BS + sizeof(float) - 1) / sizeof(float); /* uint8 (B, S) in float units */
+    /* attn2's input lives through the joint attention: its own (B, T, D), with dual blocks */
+    const size_t n_h2 = cfg->dual_attention_layers > 0 ? BT * D : 0;
 
     const int Djoint = cfg->joint_attention_dim, Dpool = cfg->pooled_projection_dim;
     const size_t n_io = (size_t)B * Cin * H * W    /* xin */
@@ -368,11 +588,12 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     const size_t n_total = BT * P                 /* patches */
                            + 3 * BT * D           /* xs, hx, yx */
                            + 3 * BL * D           /* cs, hc, yc */
+                           + n_h2                 /* h2 */
                            + n_shared             /* attention scratch | FF hidden */
                            + BT * Po              /* fin */
                            + (size_t)B * Fq       /* tfreq */
                            + (size_t)B * D * 4    /* th, ph, temb, stemb */
-                           + (size_t)B * 6 * D * 2 /* modx, modc */
+                           + (size_t)B * 15 * D   /* modx (9D), modc (6D) */
                            + n_mask
                            + (ctx->dev ? n_io : 0);
     /* On a device (engine/device.h) every buffer below is device memory and the
@@ -401,6 +622,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     float *cs = cur;      cur += BL * D;        /* (B, L, D) text residual stream */
     float *hc = cur;      cur += BL * D;        /* (B, L, D) normed + modulated text input; attn out */
     float *yc = cur;      cur += BL * D;        /* (B, L, D) text attn / ff output, before the gate */
+    float *h2 = n_h2 ? cur : NULL; cur += n_h2; /* (B, T, D) attn2's modulated input (dual blocks) */
     float *shared = cur;  cur += n_shared;
     float *qx = shared;                         /* (B, T, H, hd) */
     float *kx = qx + BT * D;                    /* (B, T, H, hd) */
@@ -420,7 +642,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     float *ph = cur;      cur += (size_t)B * D; /* (B, D) text_embedder hidden, then its output */
     float *temb = cur;    cur += (size_t)B * D; /* (B, D) conditioning */
     float *stemb = cur;   cur += (size_t)B * D; /* (B, D) silu(temb): input of every adaLN linear */
-    float *modx = cur;    cur += (size_t)B * 6 * D; /* (B, 6D) or (B, 2D) for norm_out */
+    float *modx = cur;    cur += (size_t)B * 9 * D; /* (B, 6D), (B, 9D) in a dual block, (B, 2D) for norm_out */
     float *modc = cur;    cur += (size_t)B * 6 * D; /* (B, 6D), or (B, 2D) when pre_only */
     uint8_t *jmask = (uint8_t *)cur; cur += n_mask; /* (B, S) joint key mask; used iff context_mask */
     /* the inputs where the ops read them, and where unpatchify writes */
@@ -444,7 +666,6 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     assert((size_t)(cur - mem) == n_total);
 
     rp_status st = RP_OK;
-    char name[96];
 
     /* pos_embed: Conv2d(k = s = p) == patchify + linear; then + the centre crop of the
      * (M, M) table (diffusers cropped_pos_embed: top = (M - gh) // 2, left = (M - gw) // 2),
@@ -498,90 +719,14 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     rp_par_block_range(ctx, cfg->depth, &ba, &bb);
     st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, xs, BTl, cs, BL, D, err);
     if (st != RP_OK) goto done;
-    for (int i = ba; i < bb; i++) {
-        const sd3_block *blk = &m->blocks[i];
-        const int ms = 6 * D, mcs = blk->pre_only ? 2 * D : 6 * D; /* row strides of modx, modc */
-        /* modx (B, 6D) = [shift_msa | scale_msa | gate_msa | shift_mlp | scale_mlp | gate_mlp];
-         * modc likewise, or (B, 2D) = [scale | shift] in the context_pre_only block. */
-        rp_d_linear(ctx, modx, stemb, &blk->norm1, B);
-        rp_d_linear(ctx, modc, stemb, &blk->norm1_ctx, B);
-
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
-        rp_d_modulate(ctx, hx, modx + 0 * D, modx + 1 * D, ms, B, Tl, D);
-        rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
-        if (blk->pre_only)
-            rp_d_modulate(ctx, hc, modc + D, modc, mcs, B, L, D); /* AdaLayerNormContinuous: scale, shift */
-        else
-            rp_d_modulate(ctx, hc, modc + 0 * D, modc + 1 * D, mcs, B, L, D);
-
-        /* joint attention */
-        rp_d_linear(ctx, qx, hx, &blk->to_q, (int)BTl);
-        rp_d_linear(ctx, kx, hx, &blk->to_k, (int)BTl);
-        rp_d_linear(ctx, vx, hx, &blk->to_v, (int)BTl);
-        rp_d_linear(ctx, qc, hc, &blk->add_q, (int)BL);
-        rp_d_linear(ctx, kc, hc, &blk->add_k, (int)BL);
-        rp_d_linear(ctx, vc, hc, &blk->add_v, (int)BL);
-        if (blk->norm_q) { /* RMSNorm over head_dim: rows of (B*T*H, hd) */
-            rp_d_rmsnorm(ctx, qx, qx, blk->norm_q, (int)(BTl * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, kx, kx, blk->norm_k, (int)(BTl * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, qc, qc, blk->norm_added_q, (int)(BL * Hh), hd, 1e-6f);
-            rp_d_rmsnorm(ctx, kc, kc, blk->norm_added_k, (int)(BL * Hh), hd, 1e-6f);
-        }
-        /* (B, H, Sl, hd): each head's rows are the image tokens then the text tokens, the
-         * torch.cat([img, txt], dim=2) of JointAttnProcessor */
-        rp_d_to_heads(ctx, q, qx, B, Tl, Hh, hd, Sl, 0);
-        rp_d_to_heads(ctx, q, qc, B, L, Hh, hd, Sl, Tl);
-        rp_d_to_heads(ctx, k, kx, B, Tl, Hh, hd, Sl, 0);
-        rp_d_to_heads(ctx, k, kc, B, L, Hh, hd, Sl, Tl);
-        rp_d_to_heads(ctx, v, vx, B, Tl, Hh, hd, Sl, 0);
-        rp_d_to_heads(ctx, v, vc, B, L, Hh, hd, Sl, Tl);
-        st = rp_par_attention(ctx, i, att, q, k, v, context_mask ? jmask : NULL, B, Hh, Sl, 0, L, hd, scale, err);
-        if (st != RP_OK) goto done;
-        /* hx, hc reused: their content is consumed */
-        rp_d_from_heads(ctx, hx, D, att, B, Sl, 0, Tl, Hh, hd);
-        rp_d_from_heads(ctx, hc, D, att, B, Sl, Tl, L, Hh, hd);
-        rp_d_linear(ctx, yx, hx, &blk->to_out, (int)BTl);
-        snprintf(name, sizeof name, "transformer_blocks.%d.attn", i);
-        rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
-        rp_d_gated_add(ctx, xs, modx + 2 * D, ms, yx, B, Tl, D);
-        if (!blk->pre_only) {
-            rp_d_linear(ctx, yc, hc, &blk->to_add_out, (int)BL);
-            snprintf(name, sizeof name, "transformer_blocks.%d.attn.context", i);
-            rp_par_trace(ctx, name, yc, B, L, D, NULL, L);
-            rp_d_gated_add(ctx, cs, modc + 2 * D, mcs, yc, B, L, D);
-        }
-
-        /* image FF */
-        rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, mlp_ln_eps);
-        rp_d_modulate(ctx, hx, modx + 3 * D, modx + 4 * D, ms, B, Tl, D);
-        rp_ctx mlp_tmp;
-        const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
-        rp_d_linear(mc, mh, hx, &blk->ff1, (int)BTl);
-        rp_d_gelu_tanh(ctx, mh, mh, BTl * F);
-        rp_d_linear(mc, yx, mh, &blk->ff2, (int)BTl);
-        snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);
-        rp_par_trace(ctx, name, yx, B, Tl, D, tok, T);
-        rp_d_gated_add(ctx, xs, modx + 5 * D, ms, yx, B, Tl, D);
-
-        /* text FF (the last block leaves the text stream unused, as diffusers returns None) */
-        if (!blk->pre_only) {
-            rp_d_layernorm(ctx, hc, cs, NULL, NULL, (int)BL, D, 1e-6f);
-            rp_d_modulate(ctx, hc, modc + 3 * D, modc + 4 * D, mcs, B, L, D);
-            rp_d_linear(ctx, mh, hc, &blk->ffc1, (int)BL);
-            rp_d_gelu_tanh(ctx, mh, mh, BL * F);
-            rp_d_linear(ctx, yc, mh, &blk->ffc2, (int)BL);
-            snprintf(name, sizeof name, "transformer_blocks.%d.ff_context", i);
-            rp_par_trace(ctx, name, yc, B, L, D, NULL, L);
-            rp_d_gated_add(ctx, cs, modc + 5 * D, mcs, yc, B, L, D);
-        }
-
-        snprintf(name, sizeof name, "transformer_blocks.%d", i);
-        rp_par_trace(ctx, name, xs, B, Tl, D, tok, T);
-        if (!blk->pre_only) {
-            snprintf(name, sizeof name, "transformer_blocks.%d.context", i);
-            rp_par_trace(ctx, name, cs, B, L, D, NULL, L);
-        }
-    }
+    const sd3_fwd a = {.B = B, .T = T, .Tl = Tl, .L = L, .Sl = Sl, .Hh = Hh, .hd = hd, .D = D, .F = F,
+                       .BTl = BTl, .BL = BL, .scale = scale, .mlp_ln_eps = mlp_ln_eps, .tok = tok,
+                       .jmask = context_mask ? jmask : NULL, .stemb = stemb, .xs = xs, .hx = hx, .yx = yx,
+                       .cs = cs, .hc = hc, .yc = yc, .h2 = h2, .qx = qx, .kx = kx, .vx = vx, .qc = qc,
+                       .kc = kc, .vc = vc, .q = q, .k = k, .v = v, .att = att, .mh = mh, .modx = modx,
+                       .modc = modc};
+    for (int i = ba; i < bb; i++)
+        if ((st = sd3_block_forward(m, ctx, i, &a, err)) != RP_OK) goto done;
 
     st = rp_par_stream(ctx, RP_PAR_STREAM_LEAVE, bb - 1, xs, BTl, cs, BL, D, err);
     if (st != RP_OK || bb < cfg->depth) goto done; /* a later pipeline stage finishes the forward */
@@ -627,6 +772,8 @@ double rp_sd3_macs(const rp_sd3_config *cfg, int L, int H, int W) {
         macs += 2.0 * S * S * D;                                       /* QK^T and PV over all heads */
         macs += T * D * D + (pre_only ? 0.0 : Lt * D * D);             /* to_out.0, to_add_out */
         macs += 2.0 * T * D * F + (pre_only ? 0.0 : 2.0 * Lt * D * F); /* ff, ff_context */
+        if (i < cfg->dual_attention_layers)                            /* MMDiT-X: norm1's 3 more */
+            macs += 3.0 * D * D + 4.0 * T * D * D + 2.0 * T * T * D;   /* chunks; attn2 over T */
     }
     macs += 2.0 * D * D + T * D * Po;                                  /* norm_out, proj_out */
     return macs;

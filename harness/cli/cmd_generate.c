@@ -51,7 +51,7 @@ static const char USAGE[] =
     "\n"
     "Model and weights:\n"
     "  --model M          dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium |\n"
-    "                     sd3.5-large |\n"
+    "                     sd3.5-large | sd3.5-medium | sd3.5-medium-tiny |\n"
     "                     flux-tiny | flux-dev | flux-schnell | flux-tiny-schnell\n"
     "  --depth N          override the preset's depth (real shapes, fewer blocks). FLUX: the\n"
     "                     double-stream blocks; the single-stream blocks follow the preset's\n"

@@ -1861,7 +1861,7 @@ void rp_matrix_help(FILE *f) {
 "Case fields (as in case.json; a value of the wrong type, an unknown key or an impossible\n"
 "value is an error FILE:LINE:COLUMN before anything runs):\n"
 "  model dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512 | sd3-tiny | sd3-medium | sd3.5-large |\n"
-"        flux-tiny | flux-dev | flux-schnell | flux-tiny-schnell\n"
+"        sd3.5-medium | sd3.5-medium-tiny | flux-tiny | flux-dev | flux-schnell | flux-tiny-schnell\n"
 "  depth single_depth weights weight_seed vae width height vae_scale_factor\n"
 "  prompt_embeds (SD3/FLUX: a safetensors file of precomputed conditioning, item i = row i,\n"
 "        instead of the text encoder on the prompts; README \"Running your own checkpoints\")\n"

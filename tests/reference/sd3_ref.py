@@ -11,19 +11,28 @@ unpatchify is diffusers' einsum. It is the yardstick the C forward is checked ag
 API (tests/reference/* import it):
     SD3Transformer2DModel(sample_size, patch_size, in_channels, num_layers, attention_head_dim,
                           num_attention_heads, joint_attention_dim, caption_projection_dim,
-                          pooled_projection_dim, out_channels, pos_embed_max_size, qk_norm=None)
+                          pooled_projection_dim, out_channels, pos_embed_max_size, qk_norm=None,
+                          dual_attention_layers=())
         .forward(x, context, pooled, t, context_mask=None, acts=None) -> (B, Cout, H, W)
             x (B, Cin, H, W); context (B, L, Djoint); pooled (B, Dpool); t (B,) float in
             [0, 1000]; context_mask (B, L) bool/uint8 (nonzero = attend) or None (diffusers'
             default: no mask). When `acts` is a dict it is filled with the activations repro's
             trace records, same names and layouts (see sd3.h): "pos_embed", "time_text_embed",
             "context_embedder", "transformer_blocks.N.attn", ".attn.context", ".ff",
-            ".ff_context", "transformer_blocks.N", ".context", "proj_out".
-    PRESETS                        name -> constructor kwargs ("sd3-tiny", "sd3-medium")
+            ".ff_context", "transformer_blocks.N", ".context", "proj_out", and ".attn2" in the
+            dual-attention (MMDiT-X) blocks.
+    PRESETS                        name -> constructor kwargs ("sd3-tiny", "sd3-medium",
+                                   "sd3.5-medium-tiny")
     load_sd3(path, preset, depth=None)  model with weights from a safetensors file (float32, eval)
     get_2d_sincos_pos_embed(embed_dim, grid_size, base_size=None) -> np.ndarray (g*g, D) float64
         base_size None: integer grid positions (what repro's synthetic init writes);
         base_size b: diffusers' positions arange(g) / (g / b) (what diffusers' constructor builds)
+
+MMDiT-X (SD3.5 Medium): the blocks listed in dual_attention_layers norm x with a 9-chunk
+adaLN (shift, scale, gate for msa, mlp, msa2) and add, after the joint attention's residual,
+gate_msa2 * attn2(LN(x_in) * (1 + scale_msa2) + shift_msa2): a self-attention over the image
+tokens alone with its own projections and qk norm (SD3.5's mmditx.py DismantledBlock with
+x_block_self_attn; diffusers JointTransformerBlock(use_dual_attention=True)).
 
 A model cast with .double() computes everything in float64 (timestep frequencies too).
 """
@@ -45,6 +54,11 @@ PRESETS = {
     "sd3-medium": dict(sample_size=128, patch_size=2, in_channels=16, num_layers=24, attention_head_dim=64,
                        num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
                        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=192, qk_norm=None),
+    # sd3-tiny's widths as MMDiT-X: 3 blocks, dual attention in blocks 0 and 1
+    "sd3.5-medium-tiny": dict(sample_size=16, patch_size=2, in_channels=16, num_layers=3, attention_head_dim=32,
+                              num_attention_heads=2, joint_attention_dim=64, caption_projection_dim=64,
+                              pooled_projection_dim=64, out_channels=16, pos_embed_max_size=16, qk_norm="rms_norm",
+                              dual_attention_layers=(0, 1)),
 }
 
 
@@ -126,6 +140,20 @@ class AdaLayerNormZero(nn.Module):
         return layer_norm(x) * (1 + sc[:, None]) + sh[:, None], g, sh2, sc2, g2
 
 
+class AdaLayerNormZeroX(nn.Module):
+    """linear(silu(emb)) -> 9 chunks: shift, scale, gate for msa, mlp and msa2. Returns both
+    modulations of the one LN(x) and the five other chunks."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.linear = nn.Linear(dim, 9 * dim)
+
+    def forward(self, x, emb):
+        sh, sc, g, sh2, sc2, g2, sha, sca, ga = self.linear(torch.nn.functional.silu(emb)).chunk(9, dim=1)
+        n = layer_norm(x)
+        return n * (1 + sc[:, None]) + sh[:, None], g, sh2, sc2, g2, n * (1 + sca[:, None]) + sha[:, None], ga
+
+
 class AdaLayerNormContinuous(nn.Module):
     """linear(silu(emb)) -> scale, shift (that order)."""
 
@@ -196,6 +224,33 @@ class JointAttention(nn.Module):
         return out_x, out_c
 
 
+class SelfAttention(nn.Module):
+    """MMDiT-X's attn2: softmax attention over one sequence (the image tokens), with its own
+    to_q/k/v, to_out and optional per-head RMSNorm on q, k."""
+
+    def __init__(self, dim, heads, head_dim, qk_norm):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        inner = heads * head_dim
+        if qk_norm == "rms_norm":
+            self.norm_q, self.norm_k = RMSNorm(head_dim), RMSNorm(head_dim)
+        else:
+            assert qk_norm is None
+            self.norm_q = self.norm_k = None
+        self.to_q, self.to_k, self.to_v = nn.Linear(dim, inner), nn.Linear(dim, inner), nn.Linear(dim, inner)
+        self.to_out = nn.ModuleList([nn.Linear(inner, dim), nn.Dropout(0.0)])
+
+    def forward(self, x):
+        def heads(t):  # (B, N, H*hd) -> (B, H, N, hd)
+            return t.view(t.shape[0], -1, self.heads, self.head_dim).transpose(1, 2)
+        q, k, v = heads(self.to_q(x)), heads(self.to_k(x)), heads(self.to_v(x))
+        if self.norm_q is not None:
+            q, k = self.norm_q(q), self.norm_k(k)
+        p = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))).softmax(dim=-1)
+        o = (p @ v).transpose(1, 2).reshape(x.shape[0], -1, self.heads * self.head_dim)
+        return self.to_out[1](self.to_out[0](o))
+
+
 class GELUProj(nn.Module):
     def __init__(self, dim_in, dim_out):
         super().__init__()
@@ -217,24 +272,34 @@ class FeedForward(nn.Module):
 
 
 class JointTransformerBlock(nn.Module):
-    def __init__(self, dim, heads, head_dim, context_pre_only, qk_norm):
+    def __init__(self, dim, heads, head_dim, context_pre_only, qk_norm, dual=False):
         super().__init__()
-        self.context_pre_only = context_pre_only
-        self.norm1 = AdaLayerNormZero(dim)
+        self.context_pre_only, self.dual = context_pre_only, dual
+        self.norm1 = AdaLayerNormZeroX(dim) if dual else AdaLayerNormZero(dim)
         self.norm1_context = AdaLayerNormContinuous(dim) if context_pre_only else AdaLayerNormZero(dim)
         self.attn = JointAttention(dim, heads, head_dim, context_pre_only, qk_norm)
+        if dual:
+            self.attn2 = SelfAttention(dim, heads, head_dim, qk_norm)
         self.ff = FeedForward(dim)
         if not context_pre_only:
             self.ff_context = FeedForward(dim)
 
     def forward(self, x, c, temb, context_mask=None, acts=None, name=None):
-        nx, g, sh2, sc2, g2 = self.norm1(x, temb)
+        if self.dual:
+            nx, g, sh2, sc2, g2, nx2, ga = self.norm1(x, temb)
+        else:
+            nx, g, sh2, sc2, g2 = self.norm1(x, temb)
         if self.context_pre_only:
             nc = self.norm1_context(c, temb)
         else:
             nc, cg, csh2, csc2, cg2 = self.norm1_context(c, temb)
         ax, ac = self.attn(nx, nc, context_mask)
         x = x + g[:, None] * ax
+        if self.dual:  # after the joint attention's residual, from the block input's norm
+            a2 = self.attn2(nx2)
+            x = x + ga[:, None] * a2
+            if acts is not None:
+                acts[name + ".attn2"] = a2
         fx = self.ff(layer_norm(x) * (1 + sc2[:, None]) + sh2[:, None])
         x = x + g2[:, None] * fx
         if acts is not None:
@@ -252,7 +317,7 @@ class JointTransformerBlock(nn.Module):
 class SD3Transformer2DModel(nn.Module):
     def __init__(self, sample_size, patch_size, in_channels, num_layers, attention_head_dim,
                  num_attention_heads, joint_attention_dim, caption_projection_dim, pooled_projection_dim,
-                 out_channels, pos_embed_max_size, qk_norm=None):
+                 out_channels, pos_embed_max_size, qk_norm=None, dual_attention_layers=()):
         super().__init__()
         dim = num_attention_heads * attention_head_dim
         assert caption_projection_dim == dim
@@ -261,7 +326,8 @@ class SD3Transformer2DModel(nn.Module):
         self.time_text_embed = CombinedTimestepTextProjEmbeddings(dim, pooled_projection_dim)
         self.context_embedder = nn.Linear(joint_attention_dim, caption_projection_dim)
         self.transformer_blocks = nn.ModuleList([
-            JointTransformerBlock(dim, num_attention_heads, attention_head_dim, i == num_layers - 1, qk_norm)
+            JointTransformerBlock(dim, num_attention_heads, attention_head_dim, i == num_layers - 1, qk_norm,
+                                  i in dual_attention_layers)
             for i in range(num_layers)])
         self.norm_out = AdaLayerNormContinuous(dim)
         self.proj_out = nn.Linear(dim, patch_size * patch_size * out_channels)

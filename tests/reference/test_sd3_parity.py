@@ -42,6 +42,12 @@ CASES = [
     # SD3-medium shapes (D 1536, 24 heads, Djoint 4096, Dpool 2048, 192x192 table), 2 blocks
     # (block 1 is context_pre_only), 32x32 latent = 256 image tokens, 16 text tokens
     ("sd3-medium", 2, 2, 16, 32, 32, 3, 0, False, "fp32"),
+    # MMDiT-X (SD3.5 Medium's dual attention): blocks 0, 1 dual, block 2 plain and
+    # context_pre_only; then the same non-square masked case; then depth 2, whose last block
+    # is both dual and context_pre_only
+    ("sd3.5-medium-tiny", None, 2, 24, 16, 16, 1, 0, False, "fp32"),
+    ("sd3.5-medium-tiny", None, 3, 24, 12, 8, 2, 5, True, "fp32"),
+    ("sd3.5-medium-tiny", 2, 2, 24, 16, 16, 4, 3, False, "fp32"),
 ]
 
 
@@ -177,7 +183,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True, help="the sd3_forward executable")
     ap.add_argument("--scratch", required=True)
-    ap.add_argument("--quick", action="store_true", help="sd3-tiny cases only")
+    ap.add_argument("--quick", action="store_true", help="the tiny presets' cases only")
     args = ap.parse_args()
     os.makedirs(args.scratch, exist_ok=True)
     torch.set_num_threads(2)
@@ -194,7 +200,7 @@ def main():
             print("note: %s synthetic pos_embed uses integer positions; diffusers' table (positions x %d/%d) "
                   "differs by up to %.3g" % (name, base, M, d))
     problems = []
-    cases = [c for c in CASES if not args.quick or c[0] == "sd3-tiny"]
+    cases = [c for c in CASES if not args.quick or c[0] in ("sd3-tiny", "sd3.5-medium-tiny")]
     try:
         for case in cases:
             problems += run_case(args.tool, args.scratch, *case)

@@ -31,7 +31,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sd3_forward --preset NAME --weights W.safetensors --out FWD.safetensors [options]\n"
-            "  --preset NAME       sd3-tiny | sd3-medium\n"
+            "  --preset NAME       sd3-tiny | sd3-medium | sd3.5-medium-tiny | ... (an SD3 preset)\n"
             "  --depth N           override the preset's depth (the last block stays context_pre_only)\n"
             "  --batch B           batch size (default 1)\n"
             "  --ctx-len L         text tokens (default: the preset's context_len)\n"

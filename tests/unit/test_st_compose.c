@@ -40,17 +40,28 @@ typedef struct ref {
     char path[512];
 } ref;
 
-static void ref_make(ref *r, const char *model, int depth) {
+/* r from the parameter list l (taken over): its synthetic weights (seeded by tag) written
+ * to tmp file `file` and loaded back. */
+static void ref_from_list(ref *r, rp_param_list l, const char *tag, const char *file) {
     memset(r, 0, sizeof *r);
     rp_error err;
-    ck_assert_msg(rp_model_param_specs(model, depth, &r->l, &err) == RP_OK, "%s", err.msg);
-    snprintf(r->path, sizeof r->path, "%s/%s-%d.safetensors", g_dir, model, depth);
-    ck_assert_msg(rp_params_write_synthetic(&r->l, model, 7, r->path, &err) == RP_OK, "%s", err.msg);
+    r->l = l;
+    snprintf(r->path, sizeof r->path, "%s/%s", g_dir, file);
+    ck_assert_msg(rp_params_write_synthetic(&r->l, tag, 7, r->path, &err) == RP_OK, "%s", err.msg);
     rp_st_file *f = NULL;
     ck_assert_msg(rp_weights_open(r->path, &f, &err) == RP_OK, "%s", err.msg);
     r->ptrs = calloc((size_t)r->l.n, sizeof *r->ptrs);
     ck_assert_msg(rp_params_load(&r->l, f, &r->block, r->ptrs, &err) == RP_OK, "%s", err.msg);
     rp_st_close(f);
+}
+
+static void ref_make(ref *r, const char *model, int depth) {
+    rp_param_list l = {0};
+    rp_error err;
+    ck_assert_msg(rp_model_param_specs(model, depth, &l, &err) == RP_OK, "%s", err.msg);
+    char file[128];
+    snprintf(file, sizeof file, "%s-%d.safetensors", model, depth);
+    ref_from_list(r, l, model, file);
 }
 
 static void ref_free(ref *r) {
@@ -236,8 +247,8 @@ static void write_flux_bfl(const ref *r, const char *path, const char *pre, int 
     out_write(&o, r, path, 1);
 }
 
-/* sd3-tiny under SD3's original names ("model.diffusion_model." prefix) plus a VAE tensor
- * the view must leave out. */
+/* An SD3 preset's weights under SD3's original names ("model.diffusion_model." prefix) plus
+ * a VAE tensor the view must leave out; MMDiT-X's attn2 where r has it. */
 static void write_sd3_orig(const ref *r, const char *path, int depth) {
     static out_file o;
     memset(&o, 0, sizeof o);
@@ -278,6 +289,19 @@ static void write_sd3_orig(const ref *r, const char *path, int depth) {
                 MOD(&o, r, pre, b, c && k == 1 && last, s[0]);
             }
         }
+        /* MMDiT-X (a dual-attention block): x_block.attn2, q, k, v fused as attn.qkv; MOD and
+         * emit_norm skip what r lacks (a plain block, no qk_norm) */
+        for (int k = 0; k < 3; k++) snprintf(s[k], sizeof s[k], "transformer_blocks.%d.attn2.to_%c", i, "qkv"[k]);
+        snprintf(b, sizeof b, "joint_blocks.%d.x_block.attn2.qkv", i);
+        MOD(&o, r, pre, b, 0, s[0], s[1], s[2]);
+        for (int k = 0; k < 2; k++) {
+            snprintf(nm, sizeof nm, "%sjoint_blocks.%d.x_block.attn2.ln_%c.weight", pre, i, "qk"[k]);
+            snprintf(s[0], sizeof s[0], "transformer_blocks.%d.attn2.norm_%c.weight", i, "qk"[k]);
+            emit_norm(&o, r, nm, s[0]);
+        }
+        snprintf(b, sizeof b, "joint_blocks.%d.x_block.attn2.proj", i);
+        snprintf(s[0], sizeof s[0], "transformer_blocks.%d.attn2.to_out.0", i);
+        MOD(&o, r, pre, b, 0, s[0]);
     }
     MOD(&o, r, pre, "final_layer.linear", 0, "proj_out");
     MOD(&o, r, pre, "final_layer.adaLN_modulation.1", 1, "norm_out.linear");
@@ -452,62 +476,98 @@ START_TEST(test_shape_mismatch_renamed) {
 }
 END_TEST
 
-/* SD3.5 Medium's MMDiT-X shape (attn2, 9-way norm1 in block 0) on sd3-tiny: refused naming
- * MMDiT-X, under diffusers names and (attn2 mapped too) under SD3's original names. */
-START_TEST(test_sd35_medium_refused) {
+/* rp_sd3_load of preset `model` from path: the status, err filled. */
+static rp_status load_sd3_path(const char *model, const char *path, rp_error *err) {
     rp_sd3_config c;
-    ck_assert(rp_sd3_preset("sd3-tiny", &c, NULL) == RP_OK);
-    const int64_t D = (int64_t)c.heads * c.head_dim;
+    ck_assert(rp_sd3_preset(model, &c, NULL) == RP_OK);
+    rp_st_file *f = NULL;
+    rp_status s = rp_weights_open(path, &f, err);
+    if (s != RP_OK) return s;
+    rp_sd3 *m = NULL;
+    s = rp_sd3_load(&c, f, &m, err);
+    ck_assert(s == RP_OK ? m != NULL : m == NULL);
+    rp_sd3_free(m);
+    rp_st_close(f);
+    return s;
+}
+
+/* SD3.5 Medium's MMDiT-X layout (sd3.5-medium-tiny: attn2 and a 9-way norm1 in blocks 0, 1,
+ * qk_norm on attn2 too) under SD3's original names (x_block.attn2.qkv / ln_q / ln_k / proj,
+ * the 9-chunk adaLN_modulation) and as diffusers-named shards loads bitwise equal to the
+ * single diffusers-named file, and the model loads from each. */
+START_TEST(test_sd35_medium_bitwise) {
+    ref r;
+    ref_make(&r, "sd3.5-medium-tiny", 0);
+    rp_sd3_config c;
+    ck_assert(rp_sd3_preset("sd3.5-medium-tiny", &c, NULL) == RP_OK);
+    ck_assert_int_eq(c.dual_attention_layers, 2);
+    ck_assert(ref_find(&r, "transformer_blocks.1.attn2.norm_k.weight") >= 0); /* the layout under test */
+    ck_assert(ref_find(&r, "transformer_blocks.2.attn2.to_q.weight") < 0);
+    ck_assert_int_eq(r.l.specs[ref_find(&r, "transformer_blocks.0.norm1.linear.weight")].shape[0],
+                     9 * (int64_t)c.heads * c.head_dim);
+    write_sd3_orig(&r, tmp_path("sd35m-orig.safetensors"), c.depth); /* checks every tensor was written */
+    ck_assert(loads_equal(&r, tmp_path("sd35m-orig.safetensors")));
+    write_sharded(&r, "sd35m.safetensors.index.json", 3);
+    ck_assert(loads_equal(&r, tmp_path("sd35m.safetensors.index.json")));
+    const char *paths[] = {r.path, tmp_path("sd35m-orig.safetensors"), tmp_path("sd35m.safetensors.index.json")};
+    for (int k = 0; k < 3; k++) {
+        rp_error err;
+        ck_assert_msg(load_sd3_path("sd3.5-medium-tiny", paths[k], &err) == RP_OK, "%s: %s", paths[k], err.msg);
+    }
+    ref_free(&r);
+}
+END_TEST
+
+/* Checkpoints that disagree with the preset on which blocks are MMDiT-X: errors naming the
+ * file, the block's attn2 tensor and the presets that fit; attn2 present with a 6-way norm1:
+ * the shape error naming norm1.linear and both shapes. Under diffusers and original names. */
+START_TEST(test_sd35_medium_mismatch) {
+    ref x, p;
+    ref_make(&x, "sd3.5-medium-tiny", 0);
+    ref_make(&p, "sd3-tiny", 0);
+    rp_sd3_config c;
+    ck_assert(rp_sd3_preset("sd3.5-medium-tiny", &c, NULL) == RP_OK);
+    write_sd3_orig(&x, tmp_path("mx-orig.safetensors"), c.depth);
+    write_sd3_orig(&p, tmp_path("plain-orig.safetensors"), 2);
+    rp_error err;
+    /* an MMDiT-X checkpoint as plain SD3 */
+    const char *mx[] = {x.path, tmp_path("mx-orig.safetensors")};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(load_sd3_path("sd3-tiny", mx[k], &err), RP_ERR_SHAPE);
+        ck_assert_msg(strstr(err.msg, mx[k]) && strstr(err.msg, "block 0 has 'transformer_blocks.0.attn2.to_q.weight'") &&
+                          strstr(err.msg, "model 'sd3-tiny' has dual attention in 0 block(s)") &&
+                          strstr(err.msg, "sd3.5-medium"),
+                      "%s", err.msg);
+    }
+    /* a plain checkpoint as MMDiT-X */
+    const char *pl[] = {p.path, tmp_path("plain-orig.safetensors")};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(load_sd3_path("sd3.5-medium-tiny", pl[k], &err), RP_ERR_SHAPE);
+        ck_assert_msg(strstr(err.msg, pl[k]) &&
+                          strstr(err.msg, "model 'sd3.5-medium-tiny' has dual attention (attn2) in blocks 0..1, but "
+                                          "block 0 has no 'transformer_blocks.0.attn2.to_q.weight'"),
+                      "%s", err.msg);
+    }
+    /* attn2 in block 1 but a 6-way norm1 there */
     rp_param_list l = {0};
     rp_sd3_param_specs(&c, &l);
-    for (int i = 0; i < l.n; i++) /* norm1.linear of block 0: (9D, D) and (9D) */
-        if (!strncmp(l.specs[i].name, "transformer_blocks.0.norm1.linear.", 34)) l.specs[i].shape[0] = 9 * D;
-    const char *A2[] = {"to_q", "to_k", "to_v", "to_out.0"};
-    for (int k = 0; k < 4; k++) {
-        rp_params_add(&l, RP_INIT_FANIN, 1.0f, 2, (int64_t[]){D, D}, "transformer_blocks.0.attn2.%s.weight", A2[k]);
-        rp_params_add(&l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){D}, "transformer_blocks.0.attn2.%s.bias", A2[k]);
-    }
-    rp_error err;
-    ck_assert(rp_params_write_synthetic(&l, "sd3-tiny", 1, tmp_path("sd35m.safetensors"), &err) == RP_OK);
-    rp_params_free(&l);
-    /* the same under SD3's original names: attn2.qkv / attn2.proj */
-    rp_st_file *f = NULL;
-    ck_assert(rp_st_open(tmp_path("sd35m.safetensors"), &f, &err) == RP_OK);
-    rp_st_writer *w = rp_st_writer_new();
-    float *qkv = malloc(sizeof(float) * 3 * (size_t)(D * D + D)); /* weight (3D, D), then bias (3D) */
-    for (int wb = 0; wb < 2; wb++) { /* qkv = [to_q; to_k; to_v] */
-        const char *suf = wb ? "bias" : "weight";
-        const size_t per = wb ? (size_t)D : (size_t)(D * D);
-        float *dst = qkv + (wb ? 3 * (size_t)(D * D) : 0);
-        for (int k = 0; k < 3; k++) {
-            char nm[128];
-            snprintf(nm, sizeof nm, "transformer_blocks.0.attn2.%s.%s", A2[k], suf);
-            const rp_st_tensor *t = rp_st_find(f, nm);
-            ck_assert_ptr_nonnull(t);
-            memcpy(dst + k * per, t->data, t->nbytes);
-        }
-    }
-    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.attn2.qkv.weight", RP_DT_F32, 2,
-                               (int64_t[]){3 * D, D}, qkv, &err) == RP_OK);
-    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.attn2.qkv.bias", RP_DT_F32, 1,
-                               (int64_t[]){3 * D}, qkv + 3 * (size_t)(D * D), &err) == RP_OK);
-    const rp_st_tensor *n1 = rp_st_find(f, "transformer_blocks.0.norm1.linear.weight");
-    ck_assert(rp_st_writer_add(w, "model.diffusion_model.joint_blocks.0.x_block.adaLN_modulation.1.weight", RP_DT_F32,
-                               2, n1->shape, n1->data, &err) == RP_OK);
-    ck_assert(rp_st_writer_write(w, tmp_path("sd35m-orig.safetensors"), &err) == RP_OK);
-    rp_st_writer_free(w);
-    free(qkv);
-    rp_st_close(f);
-    const char *paths[] = {"sd35m.safetensors", "sd35m-orig.safetensors"};
+    const int64_t D = (int64_t)c.heads * c.head_dim;
+    for (int i = 0; i < l.n; i++)
+        if (!strncmp(l.specs[i].name, "transformer_blocks.1.norm1.linear.", 34)) l.specs[i].shape[0] = 6 * D;
+    ref bad;
+    ref_from_list(&bad, l, "sd3.5-medium-tiny", "mx-norm6.safetensors");
+    write_sd3_orig(&bad, tmp_path("mx-norm6-orig.safetensors"), c.depth);
+    const char *b6[] = {bad.path, tmp_path("mx-norm6-orig.safetensors")};
+    char want[160];
+    snprintf(want, sizeof want, "tensor 'transformer_blocks.1.norm1.linear.weight' has shape [%lld, %lld], model needs "
+             "[%lld, %lld]", (long long)(6 * D), (long long)D, (long long)(9 * D), (long long)D);
     for (int k = 0; k < 2; k++) {
-        ck_assert_msg(rp_weights_open(tmp_path(paths[k]), &f, &err) == RP_OK, "%s", err.msg);
-        ck_assert_ptr_nonnull(rp_st_find(f, "transformer_blocks.0.attn2.to_v.bias"));
-        rp_sd3 *m = NULL;
-        ck_assert_int_eq(rp_sd3_load(&c, f, &m, &err), RP_ERR_UNSUPPORTED);
-        ck_assert_ptr_null(m);
-        ck_assert_msg(strstr(err.msg, paths[k]) && strstr(err.msg, "MMDiT-X (SD3.5 Medium"), "%s", err.msg);
-        rp_st_close(f);
+        ck_assert_int_eq(load_sd3_path("sd3.5-medium-tiny", b6[k], &err), RP_ERR_SHAPE);
+        ck_assert_msg(strstr(err.msg, b6[k]) && strstr(err.msg, want), "%s", err.msg);
     }
+    ref_free(&bad);
+    ref_free(&x);
+    ref_free(&p);
 }
 END_TEST
 
@@ -797,7 +857,8 @@ int main(void) {
     tcase_add_test(tc, test_sd3_original_bitwise);
     tcase_add_test(tc, test_unknown_name_did_you_mean);
     tcase_add_test(tc, test_shape_mismatch_renamed);
-    tcase_add_test(tc, test_sd35_medium_refused);
+    tcase_add_test(tc, test_sd35_medium_bitwise);
+    tcase_add_test(tc, test_sd35_medium_mismatch);
     tcase_add_test(tc, test_vae_ldm_bitwise);
     tcase_add_test(tc, test_vae_ldm_errors);
     tcase_add_test(tc, test_sd3_single_file_with_vae);

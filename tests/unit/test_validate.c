@@ -107,11 +107,11 @@ START_TEST(model_and_items) {
     snprintf(c.model, sizeof c.model, "dit-huge");
     EXPECT_INVALID(c, &env,
                    "model=dit-huge: unknown model preset (denoisers: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny "
-                   "sd3-medium sd3.5-large flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
+                   "sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
     snprintf(c.model, sizeof c.model, "sd-vae");
     EXPECT_INVALID(c, &env,
                    "model=sd-vae: a vae preset, not a denoiser (denoisers: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 "
-                   "sd3-tiny sd3-medium sd3.5-large flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
+                   "sd3-tiny sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
     c = dit();
     c.n_items = 0;
     EXPECT_INVALID(c, &env, "items: none; a case needs at least one item");
