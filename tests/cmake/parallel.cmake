@@ -88,4 +88,11 @@ if(REPRO_HAVE_GLOO)
   set_tests_properties(parallel.dit.device_check PROPERTIES
     LABELS parallel TIMEOUT 600
     ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+  # the same for sd3.5-medium-tiny (MMDiT-X: attn2's buffers and its image-only attention)
+  add_test(NAME parallel.sd3x.device_check
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/sd3x-device-check sd3x)
+  set_tests_properties(parallel.sd3x.device_check PROPERTIES
+    LABELS parallel TIMEOUT 600
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
 endif()
