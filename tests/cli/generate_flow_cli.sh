@@ -1,10 +1,11 @@
 #!/bin/sh
 # generate_flow_cli.sh — CLI checks of `repro generate` for SD3 and FLUX (text prompts).
 #   generate_flow_cli.sh REPRO SCRATCH acceptance   : the commands from an empty weights cache:
-#                                                     flux-tiny and sd3-tiny "a red fox" -> valid 128x128
-#                                                     PNGs; model, text encoder and VAE weights cached
+#                                                     flux-tiny, sd3-tiny and sd3.5-medium-tiny (MMDiT-X)
+#                                                     "a red fox" -> valid 128x128 PNGs; model, text
+#                                                     encoder and VAE weights cached
 #   generate_flow_cli.sh REPRO SCRATCH determinism  : the same command twice -> byte-identical PNG and
-#                                                     latents (both families); seed and prompt reach the result
+#                                                     latents (both families, and MMDiT-X); seed and prompt reach the result
 #   generate_flow_cli.sh REPRO SCRATCH prompts-file : a 3-line file -> 3 PNGs (explicit and --seed seeds),
 #                                                     --width/--height, --depth on FLUX
 #   generate_flow_cli.sh REPRO SCRATCH usage        : bad options -> exit 2 with a message naming the problem
@@ -56,15 +57,21 @@ acceptance)
         || fail "sd3-tiny generate failed"
     echo "$out"
     png_check sd3.png 128 128
-    for m in flux-tiny sd3-tiny te-tiny vae-tiny-16; do
+    out=$("$repro" generate --model sd3.5-medium-tiny --prompt "a red fox" --seed 3 --steps 8 --out sd35m.png) \
+        || fail "sd3.5-medium-tiny generate failed"
+    echo "$out"
+    png_check sd35m.png 128 128
+    echo "$out" | grep -q 'sd3.5-medium-tiny, flow-euler' || fail "unexpected output"
+    for m in flux-tiny sd3-tiny sd3.5-medium-tiny te-tiny vae-tiny-16; do
         ls "$REPRO_CACHE"/weights/$m-seed0-*.safetensors >/dev/null 2>&1 || fail "$m weights not cached"
     done
     cmp -s fox.png sd3.png && fail "flux-tiny and sd3-tiny gave the same image"
+    cmp -s sd3.png sd35m.png && fail "sd3-tiny and sd3.5-medium-tiny gave the same image"
     ls "$scratch" "$REPRO_CACHE/weights" | grep -q '\.tmp\.' && fail "temporary file left behind"
     ;;
 determinism)
     cd "$scratch" || fail "cd $scratch"
-    for m in flux-tiny sd3-tiny; do
+    for m in flux-tiny sd3-tiny sd3.5-medium-tiny; do
         for run in a b; do
             rm -f out.png out.safetensors
             "$repro" generate --model "$m" --prompt "a red fox" --seed 3 --steps 8 --out out.png \

@@ -18,7 +18,7 @@ cd "$scratch" || fail "cd $scratch"
 case "$model" in
 dit-tiny) items="--seed 3 --seed 8 --seed 21 --class 207 --class 1 --class 980"; opts="--cfg 4"
           lone() { case $1 in 0) echo "--seed 3 --class 207" ;; 1) echo "--seed 8 --class 1" ;; 2) echo "--seed 21 --class 980" ;; esac; } ;;
-sd3-tiny) items="--seed 3 --seed 8 --seed 21 --prompt fox --prompt '' --prompt lighthouse"; opts="--cfg 4"
+sd3-tiny|sd3.5-medium-tiny) items="--seed 3 --seed 8 --seed 21 --prompt fox --prompt '' --prompt lighthouse"; opts="--cfg 4"
           lone() { case $1 in 0) echo "--seed 3 --prompt fox" ;; 1) echo "--seed 8 --prompt ''" ;; 2) echo "--seed 21 --prompt lighthouse" ;; esac; } ;;
 flux-tiny) items="--seed 3 --seed 8 --seed 21 --prompt fox --prompt '' --prompt lighthouse"; opts="--guidance 3.5"
           lone() { case $1 in 0) echo "--seed 3 --prompt fox" ;; 1) echo "--seed 8 --prompt ''" ;; 2) echo "--seed 21 --prompt lighthouse" ;; esac; } ;;

@@ -40,7 +40,7 @@ foreach(tool latents_cmp gemm_rows)
 endforeach()
 # cli.invariant.<model>: numerics invariant bitwise across OpenBLAS kernel sets, thread
 # counts and the batch (tests/cli/invariant_kernels.sh)
-foreach(model dit-tiny sd3-tiny flux-tiny)
+foreach(model dit-tiny sd3-tiny sd3.5-medium-tiny flux-tiny)
   add_test(NAME cli.invariant.${model}
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/invariant_kernels.sh $<TARGET_FILE:repro>
                    ${CMAKE_BINARY_DIR}/cli-scratch/invariant-${model} ${model} $<TARGET_FILE:latents_cmp>)

@@ -21,6 +21,17 @@ if(REPRO_HAVE_GLOO)
     endforeach()
   endforeach()
 endif()
+# parallel.sd3x.exact: the same exact strategies on sd3.5-medium-tiny (MMDiT-X), whose attn2
+# is the image-only attention every sequence-parallel layout must shard and exchange too.
+if(REPRO_HAVE_GLOO)
+  add_test(NAME parallel.sd3x.exact
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/parallel.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/sd3x-exact sd3x exact ${REPRO_PYTHON}
+                   $<TARGET_FILE:latents_cmp>)
+  set_tests_properties(parallel.sd3x.exact PROPERTIES
+    LABELS parallel SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+endif()
 # The faults of the classes a per-layer view of rank 0 misses (issue 17), label "parallel":
 #   parallel.<family>.escaped  each acts against the same 2-rank layout without it: the latents
 #                              differ, or (image faults) the latents are bitwise the clean run's
@@ -39,7 +50,8 @@ if(TEST unit.test_parallel)
   set_property(TEST unit.test_parallel APPEND PROPERTY LABELS parallel)
 endif()
 # The approximate strategies (engine/parallel/pipefusion.c, patch.c), label "parallel":
-#   parallel.<family>.approx   pipefusion / patch with warmup = steps against the single rank
+#   parallel.<family>.approx   (families dit sd3 sd3x flux; sd3x = sd3.5-medium-tiny, MMDiT-X)
+#                              pipefusion / patch with warmup = steps against the single rank
 #                              (rounding bound), hybrids with dp, cfg, ulysses, ring, per-item;
 #                              fewer warmup steps beyond the bound; the per-generation reset;
 #                              configuration errors; pipefusion-cache-leak and the faults that
@@ -48,7 +60,7 @@ endif()
 #                              (warmup 0, 2, 4, 8 of 16 steps, 4 seeds, 2 and 4 ranks)
 # (tests/parallel/approx.sh, same setup as parallel.sh).
 if(REPRO_HAVE_GLOO)
-  foreach(fam dit sd3 flux)
+  foreach(fam dit sd3 sd3x flux)
     add_test(NAME parallel.${fam}.approx
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/approx.sh $<TARGET_FILE:repro>
                      ${CMAKE_BINARY_DIR}/parallel-scratch/${fam}-approx ${fam} approx ${REPRO_PYTHON}
@@ -74,6 +86,13 @@ if(REPRO_HAVE_GLOO)
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>
                    ${CMAKE_BINARY_DIR}/parallel-scratch/dit-device-check)
   set_tests_properties(parallel.dit.device_check PROPERTIES
+    LABELS parallel TIMEOUT 600
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+  # the same for sd3.5-medium-tiny (MMDiT-X: attn2's buffers and its image-only attention)
+  add_test(NAME parallel.sd3x.device_check
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/sd3x-device-check sd3x)
+  set_tests_properties(parallel.sd3x.device_check PROPERTIES
     LABELS parallel TIMEOUT 600
     ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
 endif()

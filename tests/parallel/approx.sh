@@ -4,7 +4,7 @@
 # `repro launch -n N -- worker --job case` over Gloo on loopback, 1 GEMM thread per rank.
 #
 #   approx.sh REPRO SCRATCH FAMILY MODE PYTHON LATENTS_CMP
-#     FAMILY  dit | sd3 | flux (the tiny presets, 4 items)
+#     FAMILY  dit | sd3 | sd3x | flux (the tiny presets, 4 items; sd3x: sd3.5-medium-tiny, MMDiT-X)
 #     MODE    approx    3 steps. The contract "exact during warmup": with warmup_steps =
 #                       steps, pipefusion 2 (also 4 patches and explicit stages), pipefusion 4
 #                       (DiT, FLUX: SD3-tiny has 2 blocks), patch 2 and 4, and hybrids with
@@ -49,6 +49,9 @@ dit)
     items='[{"seed":1,"class":3},{"seed":2,"class":207},{"seed":3,"class":7},{"seed":4,"class":88}]' ;;
 sd3)
     base='"model":"sd3-tiny","sampler":"euler","cfg":4'
+    items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"na\u00efve caf\u00e9 at dawn"},{"seed":5,"prompt":"a lighthouse at night"}]' ;;
+sd3x) # SD3.5 Medium's MMDiT-X layout: attn2 (image-only attention) in blocks 0, 1 of 3
+    base='"model":"sd3.5-medium-tiny","sampler":"euler","cfg":4'
     items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"na\u00efve caf\u00e9 at dawn"},{"seed":5,"prompt":"a lighthouse at night"}]' ;;
 flux)
     base='"model":"flux-tiny","sampler":"euler","cfg":1,"guidance":3.5'
@@ -204,12 +207,13 @@ config_error() {
 case $fam in
 dit) layers='[1,3]' ;;
 sd3) layers='[1,1]' ;;
+sd3x) layers='[1,2]' ;; # the stage boundary between the two dual-attention blocks
 flux) layers='[3,1]' ;; # 2 double + 2 single blocks: the stage boundary inside the single ones
 esac
 echo "== $fam: warmup_steps = steps ($steps): exact, against the single rank"
 exact pf2 2 ',"pipefusion":2'
 exact pf2m4 2 ",\"pipefusion\":2,\"num_pipeline_patch\":4,\"pipefusion_layers\":$layers"
-[ $fam != sd3 ] && exact pf4 4 ',"pipefusion":4'
+case $fam in sd3|sd3x) ;; *) exact pf4 4 ',"pipefusion":4' ;; esac # SD3: fewer than 4 blocks
 exact pp2 2 ',"patch":2'
 exact pp4 4 ',"patch":4'
 exact dp-pf 4 ',"dp":2,"pipefusion":2'
@@ -219,7 +223,7 @@ case $fam in
 dit) exact cfg-pf 4 ',"cfg_parallel":2,"pipefusion":2'
      exact cfg-pp 4 ',"cfg_parallel":2,"patch":2'
      exact hyb8 8 ',"cfg_parallel":2,"pipefusion":2,"ring":2' ;;
-sd3) exact cfg-pf 4 ',"cfg_parallel":2,"pipefusion":2'
+sd3|sd3x) exact cfg-pf 4 ',"cfg_parallel":2,"pipefusion":2'
      exact cfg-pp 4 ',"cfg_parallel":2,"patch":2'
      exact hyb8 8 ',"dp":2,"pipefusion":2,"ulysses":2' ;;
 flux) exact dp-pp 4 ',"dp":2,"patch":2'

@@ -5,7 +5,9 @@
 # is unreadable outside a device op, every pointer argument checked to lie in a device
 # block), and the two runs' latents files must be byte for byte identical (cmp).
 #
-#   device_check.sh REPRO SCRATCH
+#   device_check.sh REPRO SCRATCH [FAMILY]
+#     FAMILY  dit (default: dit-tiny) | sd3x (sd3.5-medium-tiny, MMDiT-X: its attn2 buffers and
+#             image-only attention on the device path)
 #
 # Layouts (ranks through `repro launch`, Gloo on loopback, one GEMM thread per rank, 2 items,
 # 3 steps): a single rank, dp 2, cfg_parallel 2, ulysses 2, ring 2, patch 2 and pipefusion 2
@@ -21,7 +23,7 @@
 #     reach the worker, so the comparison would prove nothing.
 # Label parallel (CPU only; not gpu). ctest: parallel.dit.device_check.
 set -u
-repro=$1 scratch=$2
+repro=$1 scratch=$2 fam=${3:-dit}
 here=$(cd "$(dirname "$0")" && pwd)
 # runs left by an earlier run (another kernel set, another build) are not this one's
 # references: start empty
@@ -31,8 +33,13 @@ cd "$scratch" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 unset REPRO_RANK REPRO_WORLD REPRO_LOCAL_RANK REPRO_STORE_DIR RANK WORLD_SIZE LOCAL_RANK REPRO_DEVICE
 
-base='"model":"dit-tiny","sampler":"ddim","cfg":4'
-items='[{"seed":1,"class":3},{"seed":2,"class":207}]'
+case $fam in
+dit)  base='"model":"dit-tiny","sampler":"ddim","cfg":4'
+      items='[{"seed":1,"class":3},{"seed":2,"class":207}]' ;;
+sd3x) base='"model":"sd3.5-medium-tiny","sampler":"euler","cfg":4'
+      items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""}]' ;;
+*) fail "unknown family $fam" ;;
+esac
 steps=3
 quiet=0
 . "$here/lib.sh"  # run (NAME RANKS EXTRA -> out-NAME)

@@ -3,7 +3,8 @@
 # end to end: `repro launch -n N -- worker --job case` over Gloo on loopback.
 #
 #   parallel.sh REPRO SCRATCH FAMILY MODE PYTHON LATENTS_CMP
-#     FAMILY  dit | sd3 | flux: the tiny presets, 4 items, 3 steps, 1 GEMM thread per rank
+#     FAMILY  dit | sd3 | sd3x | flux: the tiny presets (sd3x: sd3.5-medium-tiny, MMDiT-X),
+#             4 items, 3 steps, 1 GEMM thread per rank
 #     MODE    exact   dp 2 and 4, cfg 2 (DiT, SD3: FLUX has no CFG), ulysses 2 and 4 (4:
 #                     DiT; SD3/FLUX have 2 heads, so ulysses 4 must be a config error,
 #                     exit 3), ring 2 and 4, usp 2 x 2 and one 3-way hybrid of 8 ranks,
@@ -55,6 +56,9 @@ dit)
     items='[{"seed":1,"class":3},{"seed":2,"class":207},{"seed":3,"class":7},{"seed":1000000007,"class":999}]' ;;
 sd3)
     base='"model":"sd3-tiny","sampler":"euler","cfg":4'
+    items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"na\u00efve caf\u00e9 at dawn"},{"seed":5,"prompt":"a lighthouse at night"}]' ;;
+sd3x) # SD3.5 Medium's MMDiT-X layout: attn2 (image-only attention) in blocks 0, 1 of 3
+    base='"model":"sd3.5-medium-tiny","sampler":"euler","cfg":4'
     items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""},{"seed":21,"prompt":"na\u00efve caf\u00e9 at dawn"},{"seed":5,"prompt":"a lighthouse at night"}]' ;;
 flux)
     base='"model":"flux-tiny","sampler":"euler","cfg":1,"guidance":3.5'
@@ -131,7 +135,7 @@ if [ "$mode" = exact ]; then
     check usp4 4 ',"ulysses":2,"ring":2'
     case $fam in
     dit) check hyb8 8 ',"dp":2,"cfg_parallel":2,"ring":2' ;;
-    sd3) check hyb8 8 ',"dp":2,"cfg_parallel":2,"ulysses":2' ;;
+    sd3|sd3x) check hyb8 8 ',"dp":2,"cfg_parallel":2,"ulysses":2' ;;
     flux) check hyb8 8 ',"dp":2,"ulysses":2,"ring":2' ;;
     esac
     config_error dp3 3 ',"dp":3'

@@ -52,6 +52,8 @@ CASES = [
     ("sd3-tiny-nocfg-per-item", "sd3-tiny", 6, ["--cfg", "1", "--width", "128", "--height", "192",
                                                 "--batch-forward", "per-item"],
      [(4, "a tall tower"), (4, "a tall tower")], 2),
+    # MMDiT-X (SD3.5 Medium's dual attention) through the whole pipeline
+    ("sd35m-tiny-cfg4", "sd3.5-medium-tiny", 8, ["--cfg", "4"], [(3, "a red fox"), (8, "")], 0),
 ]
 
 

@@ -196,13 +196,16 @@ static void same_trace(const rp_trace *a, const rp_trace *b) {
     }
 }
 
-static const char *const PRESETS[] = {"dit-tiny", "sd3-tiny", "flux-tiny"};
+/* sd3.5-medium-tiny: MMDiT-X, whose attn2 goes through the same parallel entry points */
+static const char *const PRESETS[] = {"dit-tiny", "sd3-tiny", "flux-tiny", "sd3.5-medium-tiny"};
+#define N_PRESETS (int)(sizeof PRESETS / sizeof *PRESETS)
 
-/* A world of one: the parallel context must not change a bit, output or trace (loops 3 .. 5:
- * under numerics invariant, whose attention is the canonical one on both sides). */
+/* A world of one: the parallel context must not change a bit, output or trace (loops
+ * N_PRESETS .. 2 N_PRESETS - 1: under numerics invariant, whose attention is the canonical
+ * one on both sides). */
 START_TEST(world_one_is_the_plain_path) {
     model_run m;
-    model_open(&m, PRESETS[_i % 3]);
+    model_open(&m, PRESETS[_i % N_PRESETS]);
     rp_error err = {0};
     rp_comm *self = NULL;
     rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
@@ -217,7 +220,7 @@ START_TEST(world_one_is_the_plain_path) {
     rp_trace_init(&ta);
     rp_trace_init(&tb);
     rp_ctx ctx = rp_ctx_default();
-    if (_i >= 3) ctx.numerics = RP_NUMERICS_INVARIANT;
+    if (_i >= N_PRESETS) ctx.numerics = RP_NUMERICS_INVARIANT;
     ctx.trace = &ta;
     ck_assert_msg(forward(&m, &ctx, a, &err) == RP_OK, "%s", err.msg);
     ctx.trace = &tb;
@@ -698,8 +701,8 @@ static Suite *suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, world_one_is_the_plain_path, 0, 6);
-    tcase_add_loop_test(tc, pipeline_hooks_are_bitwise_the_plain_forward, 0, 3);
+    tcase_add_loop_test(tc, world_one_is_the_plain_path, 0, 2 * N_PRESETS);
+    tcase_add_loop_test(tc, pipeline_hooks_are_bitwise_the_plain_forward, 0, N_PRESETS);
     suite_add_tcase(s, tc);
     tc = tcase_create("ranks");
     tcase_set_timeout(tc, 180);
