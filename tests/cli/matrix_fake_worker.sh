@@ -16,7 +16,7 @@ for a in "$@"; do
     prev=$a
 done
 [ -n "${REPRO_TEST_DELAY:-}" ] && sleep "$REPRO_TEST_DELAY"
-rank=${REPRO_RANK:-0}
+rank=${REPRO_RANK:-${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}} # repro launch, srun, mpirun
 IFS=';'
 for f in ${REPRO_TEST_FAULT:-}; do
     kind=${f%%:*} text=${f#*:}
