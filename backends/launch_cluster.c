@@ -266,10 +266,11 @@ rp_status rp_cluster_run(rp_cluster_proc *p, rp_error *err) {
             killed = 1;
         }
     }
+    /* the launcher is a zombie now (waitid WNOWAIT), so its pid, the group id, is still
+     * ours: anything it left in its group goes before the reap frees the id */
+    kill(-pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    /* the launcher is a zombie no more, but its group may hold what it left behind */
-    kill(-pid, SIGKILL);
     if (pidfd >= 0) close(pidfd);
     p->wall_s = now_s() - t0;
     if (WIFEXITED(status)) {
