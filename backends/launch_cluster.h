@@ -88,4 +88,15 @@ int rp_cluster_signal_from_text(const char *text);
 int rp_cluster_outcome(const rp_cluster_proc *p, const rp_node_pool *pool, const int *idx, int k,
                        const unsigned char *failed, rp_launch_result *res);
 
+/* Reads the failed ranks srun names in its stderr at path ("srun: error: NODE: task R:
+ * Exited with exit code N" / "tasks R-S,T: <strsignal text>") into res->ranks[] (exited,
+ * exit_code / term_signal) and failed[]: 1 for a task that ended on its own, 2 for one
+ * reported after srun began killing the step (kill-on-bad-exit, scancel, SIGTERM): those
+ * ended because another did. The first report of a rank stands. */
+void rp_srun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed);
+
+/* The same from mpirun's stderr: "process rank R with PID P on node NODE exited on signal
+ * S" and "Process name: [[J,1],R]" followed by "Exit code: N"; failed[r] = 1. */
+void rp_mpirun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed);
+
 #endif

@@ -50,8 +50,7 @@ static int forwarded(const char *kv, const rp_launch_spec *spec) {
     return 0;
 }
 
-/* Reads mpirun's reports of failed ranks from its stderr. */
-static void parse_mpirun_err(const char *path, rp_launch_result *res, unsigned char *failed) {
+void rp_mpirun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed) {
     FILE *f = fopen(path, "r");
     if (!f) return;
     char line[1024];
@@ -136,7 +135,7 @@ static rp_status mpirun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_la
             unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
             char log[PATH_MAX + 32];
             snprintf(log, sizeof log, "%s/mpirun.err", res->run_dir);
-            parse_mpirun_err(log, res, failed);
+            rp_mpirun_parse_err(log, res, failed);
             if (rp_cluster_outcome(&p, &m->pool, idx, k, failed, res) != 0) {
                 char tail[2048];
                 rp_file_tail(log, 8, tail, sizeof tail);

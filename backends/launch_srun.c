@@ -93,10 +93,7 @@ static void mark_tasks(const char *list, rp_launch_result *res, unsigned char *f
     }
 }
 
-/* Reads srun's "task R: ..." errors from its stderr: failed[r] = 1 for a task that ended
- * on its own, 2 for one reported after srun began killing the step (kill-on-bad-exit,
- * scancel): those ended because another did. */
-static void parse_srun_err(const char *path, rp_launch_result *res, unsigned char *failed) {
+void rp_srun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed) {
     FILE *f = fopen(path, "r");
     if (!f) return;
     char line[1024];
@@ -181,7 +178,7 @@ static rp_status srun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_laun
             unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
             char log[PATH_MAX + 32];
             snprintf(log, sizeof log, "%s/srun.err", res->run_dir);
-            parse_srun_err(log, res, failed);
+            rp_srun_parse_err(log, res, failed);
             if (rp_cluster_outcome(&p, &s->pool, idx, k, failed, res) != 0) {
                 char tail[2048];
                 rp_file_tail(log, 8, tail, sizeof tail);

@@ -31,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v ip >/dev/null 2>&1 || skip "ip (iproute2) is not installed"
 if ! command -v mpirun >/dev/null 2>&1 && [ -z "${REPRO_NO_APT:-}" ]; then
     echo "installing openmpi-bin (apt-get)"
-    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q openmpi-bin >/dev/null 2>&1
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get -o DPkg::Lock::Timeout=120 install -y -q openmpi-bin >/dev/null 2>&1
 fi
 command -v mpirun >/dev/null 2>&1 || skip "mpirun is not installed and apt-get could not install openmpi-bin"
 mpirun --version 2>/dev/null | grep -q "Open MPI" || skip "mpirun is not Open MPI's"

@@ -22,7 +22,7 @@ slurm_pkgs() {
     [ $missing -eq 0 ] && return 0
     [ -n "${REPRO_NO_APT:-}" ] && return 1
     slurm_say "installing slurmctld slurmd munge (apt-get)"
-    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q slurmctld slurmd slurm-client munge \
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get -o DPkg::Lock::Timeout=120 install -y -q slurmctld slurmd slurm-client munge \
         >/dev/null 2>&1 || return 1
     for p in $need; do command -v "$p" >/dev/null 2>&1 || return 1; done
     return 0
