@@ -555,7 +555,9 @@ void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res) {
             append(res->report, sizeof res->report, "cancelled: ranks ");
         if (!append_ranks(res, res->status == RP_LAUNCH_HANG ? 1 : 0))
             append(res->report, sizeof res->report, "(none)");
-        append(res->report, sizeof res->report, " still running; the process group was killed\n");
+        /* a cluster launcher (ranks with nodes) stops a step or an mpirun, not a local group */
+        append(res->report, sizeof res->report, " still running; %s\n",
+               res->nranks > 0 && res->ranks[0].node[0] ? "the job was cancelled" : "the process group was killed");
         /* A few lines from each stuck rank: where it was when time ran out. */
         for (int r = 0; r < res->nranks; r++)
             if (res->status == RP_LAUNCH_HANG ? res->ranks[r].running_at_deadline : res->ranks[r].killed_by_launcher)
