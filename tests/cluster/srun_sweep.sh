@@ -16,6 +16,8 @@
 #    CRASH naming rank 1, node n2 and the signal; every rank of another dp=2 case
 #    sleeps -> HANG at the deadline (the step is cancelled: no slurmstepd is left);
 #    the sweep goes on with the other cases (ok) and exits 1.
+# 5. one stalled rank (the other waits in the rendezvous): HANG with the waiting rank's
+#    communication timeout, naming its node.
 # Skips (77): not root, the Slurm packages missing and not installable, no gloo backend.
 set -u
 repro=$1 scratch=$2 src=$3 comm=${4:-self}
@@ -115,5 +117,21 @@ while pgrep -x slurmstepd >/dev/null; do
     sleep 0.2
 done
 echo "faults: CRASH and HANG through srun, the sweep went on ($t s)"
+
+# ---- 5. one rank of a step stalls ----------------------------------------------------------------
+# Rank 1 (on n2) sleeps; rank 0 (on n1) waits for it in the rendezvous until its communication
+# timeout (the run's timeout, 3 s) and exits 4: HANG, as with the local launcher, naming rank 0's
+# node and the timeout; srun's kill-on-bad-exit then ends the stalled rank.
+t0=$(now)
+REPRO_TEST_REPRO=$repro REPRO_TEST_FAULT='stall:"dp=2 attention=math"' \
+    on stall "$src/matrices/smoke.yaml" --timeout 3 --filter dp=2 --filter attention=math \
+    --worker-exe "$src/tests/cli/matrix_fake_worker.sh"
+t=$(elapsed "$t0")
+cat "$scratch/stall.log"
+[ $rc -eq 1 ] || fail "a sweep with a stalled rank exited $rc, want 1"
+grep -Eq "^\[[0-9]/2\] HANG +[0-9a-f]{16} dp=2 attention=math .*comm-timeout: rank 0 of 2 \(node n1\) failed first: exit 4 \(communication timeout" \
+    "$scratch/stall.log" || fail "no HANG naming rank 0 on n1 and its communication timeout"
+grep -Eq "^\[[0-9]/2\] ok .* dp=1 attention=math" "$scratch/stall.log" || fail "the reference did not run ok"
+echo "stall: HANG through srun ($t s)"
 echo "total $(elapsed "$t_all") s"
 echo ok
