@@ -18,6 +18,7 @@
 #    the sweep goes on with the other cases (ok) and exits 1.
 # 5. one stalled rank (the other waits in the rendezvous): HANG with the waiting rank's
 #    communication timeout, naming its node.
+# 6. ci/nightly.sh --launcher srun on the 2x2 matrix: its cases run through srun.
 # Skips (77): not root, the Slurm packages missing and not installable, no gloo backend.
 set -u
 repro=$1 scratch=$2 src=$3 comm=${4:-self}
@@ -133,5 +134,15 @@ grep -Eq "^\[[0-9]/2\] HANG +[0-9a-f]{16} dp=2 attention=math .*comm-timeout: ra
     "$scratch/stall.log" || fail "no HANG naming rank 0 on n1 and its communication timeout"
 grep -Eq "^\[[0-9]/2\] ok .* dp=1 attention=math" "$scratch/stall.log" || fail "the reference did not run ok"
 echo "stall: HANG through srun ($t s)"
+
+# ---- 6. the nightly script takes the same option ---------------------------------------------------
+t0=$(now)
+REPRO=$repro NIGHTLY_MATRICES=$scratch/mn.yaml timeout -k 5 240 salloc -N 2 --exclusive -J repro-test-nightly \
+    bash "$src/ci/nightly.sh" --launcher srun cluster-test "$scratch/nightly" >"$scratch/nightly.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$scratch/nightly.log"; fail "ci/nightly.sh --launcher srun exited $rc"; }
+n=$(grep -l '"launcher":[[:space:]]*"srun"' "$scratch"/nightly/cluster-test/runs/*/results/mn/*/result.json | wc -l)
+[ "$n" -eq 2 ] || fail "ci/nightly.sh --launcher srun: $n of 2 cases ran through srun"
+echo "nightly: ci/nightly.sh --launcher srun ran its sweep through srun ($(elapsed "$t0") s)"
 echo "total $(elapsed "$t_all") s"
 echo ok
