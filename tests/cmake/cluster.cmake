@@ -7,9 +7,10 @@
 #                    machine, tests/cluster/slurm_up.sh): smoke.yaml, a 2 nodes x 2 ranks
 #                    flux-tiny case and flux_multinode.yaml through srun with the verdicts
 #                    and bits of the local launcher; a crash (CRASH naming rank and node) and
-#                    a hang (HANG at the deadline, the step cancelled); about 35 s
+#                    a hang (HANG at the deadline, the step cancelled), one stalled rank
+#                    (HANG), ci/nightly.sh --launcher srun; 26-35 s on 2 cores
 #   cluster.mpirun   the same through Open MPI's mpirun on two network-namespace hosts
-#                    (tests/cluster/mpirun_sweep.sh); about 45 s
+#                    (tests/cluster/mpirun_sweep.sh); 25-45 s
 # srun and mpirun need root; they install their Debian packages with apt-get when missing
 # and skip (77) when that fails or they are not root. REPRO_NO_APT=1: never apt-get.
 # REPRO_SKIP_CLUSTER_TESTS=1 skips them (e.g. a CI without the time to spare).
