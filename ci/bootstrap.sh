@@ -14,9 +14,11 @@ runtime_pkgs=(build-essential cmake pkg-config libopenblas-dev libyaml-dev libcj
               libpng-dev libsqlite3-dev check libsubunit-dev libgloo-dev libhiredis-dev
               gnuplot-nox procps)
 # test-only: the PyTorch/scikit-image references, a Redis server for the RedisStore
-# rendezvous test, Open MPI for the mpirun launch test, Chromium to render report.html,
+# rendezvous test, Open MPI for the mpirun launch test, Slurm (slurmctld, slurmd, munge) and
+# Open MPI for the cluster launcher tests (tests/cluster/), Chromium to render report.html,
 # clang (with its libFuzzer runtime) for the fuzz targets
-test_pkgs=(python3-torch python3-numpy python3-skimage redis-server openmpi-bin chromium fonts-dejavu-core clang)
+test_pkgs=(python3-torch python3-numpy python3-skimage redis-server openmpi-bin slurmctld slurmd slurm-client munge
+           chromium fonts-dejavu-core clang)
 
 want=("${runtime_pkgs[@]}")
 [[ "${1:-}" == "--test" ]] && want+=("${test_pkgs[@]}")

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # ci/nightly.sh — the nightly cross-hardware run.
 #
-#   ci/nightly.sh HOSTNAME-TAG RESULTS_ROOT
+#   ci/nightly.sh [--launcher local|srun|mpirun [--hostfile FILE] [--ranks-per-node K]]
+#                 HOSTNAME-TAG RESULTS_ROOT
+#
+# --launcher and its options go to every sweep and golden recording, as `repro --matrix`
+# takes them (README "Running a sweep on a cluster"): with srun, run this script inside
+# the allocation (sbatch / salloc); NIGHTLY_LAUNCHER, NIGHTLY_HOSTFILE and
+# NIGHTLY_RANKS_PER_NODE set the same from the environment (the options win).
 #
 # HOSTNAME-TAG names this machine in the shared RESULTS_ROOT (letters, digits, . _ -; e.g.
 # "ci-epyc-l4" or "$(hostname -s)-h200"); RESULTS_ROOT is a directory every nightly machine
@@ -41,7 +47,24 @@
 # Scheduling: ci/nightly.cron (cron) or ci/nightly.gitlab-ci.yml (a CI pipeline); README.md.
 set -uo pipefail
 
-usage() { echo "usage: ci/nightly.sh HOSTNAME-TAG RESULTS_ROOT" >&2; exit 2; }
+usage() {
+    echo "usage: ci/nightly.sh [--launcher local|srun|mpirun [--hostfile FILE] [--ranks-per-node K]] HOSTNAME-TAG RESULTS_ROOT" >&2
+    exit 2
+}
+launch_opts=()
+launcher=${NIGHTLY_LAUNCHER:-} hostfile=${NIGHTLY_HOSTFILE:-} rpn=${NIGHTLY_RANKS_PER_NODE:-}
+while [ $# -gt 0 ]; do
+    case $1 in
+    --launcher) [ $# -ge 2 ] || usage; launcher=$2; shift 2 ;;
+    --hostfile) [ $# -ge 2 ] || usage; hostfile=$2; shift 2 ;;
+    --ranks-per-node) [ $# -ge 2 ] || usage; rpn=$2; shift 2 ;;
+    --*) usage ;;
+    *) break ;;
+    esac
+done
+[ -n "$launcher" ] && launch_opts+=(--launcher "$launcher")
+[ -n "$hostfile" ] && launch_opts+=(--hostfile "$(cd "$(dirname "$hostfile")" && pwd)/$(basename "$hostfile")")
+[ -n "$rpn" ] && launch_opts+=(--ranks-per-node "$rpn")
 [ $# -eq 2 ] || usage
 tag=$1 root_dir=$2
 case $tag in ''|*[!A-Za-z0-9._-]*|.*) echo "nightly: bad HOSTNAME-TAG '$tag' (letters, digits, . _ -)" >&2; exit 2 ;; esac
@@ -69,7 +92,7 @@ unset REPRO_RANK REPRO_WORLD REPRO_LOCAL_RANK REPRO_STORE_DIR RANK WORLD_SIZE LO
 log=$night/nightly.log
 exec > >(tee -a "$log") 2>&1
 matrices=${NIGHTLY_MATRICES:-matrices/nightly.yaml}
-sweep_opts=(--progress plain --no-report) # the reports are written below, one per comparison
+sweep_opts=(--progress plain --no-report "${launch_opts[@]}") # the reports are written below, one per comparison
 [ -n "${NIGHTLY_JOBS:-}" ] && sweep_opts+=(--jobs "$NIGHTLY_JOBS")
 [ -n "${NIGHTLY_TIMEOUT:-}" ] && sweep_opts+=(--timeout "$NIGHTLY_TIMEOUT")
 
@@ -124,7 +147,8 @@ for mf in $matrices; do
     # goldens: recorded the first time
     if [ ! -e "$me/golden/.recorded-$m" ]; then
         echo "== $m: recording this machine's goldens in $me/golden"
-        if "$repro" golden record --matrix "$mf" --store "$me/golden" --results "$res" --progress plain; then
+        if "$repro" golden record --matrix "$mf" --store "$me/golden" --results "$res" --progress plain \
+            "${launch_opts[@]}"; then
             date -u +%Y-%m-%dT%H:%M:%SZ >"$me/golden/.recorded-$m"
         else
             echo "nightly: $m: some golden could not be recorded (its reference failed)" >&2

@@ -16,6 +16,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: repro golden record --matrix FILE --store DIR [--results DIR] [--jobs N] [--rerun]\n"
             "                           [--filter KEY=VALUE]... [--timeout S] [--progress P]\n"
+            "                           [--launcher L [--hostfile FILE] [--ranks-per-node K]]\n"
             "       repro golden list --store DIR\n"
             "\n"
             "record  runs the matrix's reference cases (finished ones are reused from --results,\n"
@@ -45,6 +46,9 @@ static int cmd_record(int argc, char **argv) {
     o.filters = filters;
     o.timeout_s = rp_arg_double(&a, "timeout", 0);
     o.worker_exe = rp_arg_str(&a, "worker-exe", NULL);
+    o.launcher = rp_arg_str(&a, "launcher", NULL); /* as `repro --matrix` takes them */
+    o.hostfile = rp_arg_str(&a, "hostfile", NULL);
+    o.ranks_per_node = (int)rp_arg_int(&a, "ranks-per-node", 0);
     const char *progress = rp_arg_str(&a, "progress", "auto");
     o.progress = !strcmp(progress, "live") ? 1 : !strcmp(progress, "plain") ? 0 : -1;
     rp_error err;

@@ -1,5 +1,5 @@
 /* cmd_launch.c — `repro launch`: run N ranks of a repro subcommand on this
- * machine with the local launcher (harness/launch.h) and report how they ended.
+ * machine with the local launcher (backends/launch.h) and report how they ended.
  *
  * ^C / SIGTERM / SIGHUP to the launcher end the job cleanly: they are blocked
  * and read through a signalfd that rp_launch polls as its cancel descriptor,
@@ -15,7 +15,7 @@
 #include "engine/error.h"
 #include "harness/cli/args.h"
 #include "harness/cli/commands.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 
 #define MAX_ENV 64
 

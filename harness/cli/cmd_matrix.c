@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "usage: repro --matrix FILE [--results DIR] [--jobs N] [--rerun | --retry-failed] [--dry-run]\n"
             "                           [--filter KEY=VALUE]... [--golden DIR] [--timeout S]\n"
             "                           [--progress auto|live|plain]\n"
+            "                           [--launcher local|srun|mpirun [--hostfile FILE] [--ranks-per-node K]]\n"
             "       repro --help-matrix    the matrix file schema and the case rules\n"
             "\n"
             "Expands the matrix (errors: FILE:LINE:COLUMN, before anything runs), validates every\n"
@@ -45,6 +46,15 @@ static void usage(FILE *f) {
             "  --no-report        do not write the reports (by default, as `repro report`, into\n"
             "                     DIR/<matrix name>/report/: report.html, report.md, junit.xml,\n"
             "                     summary.json, plots; the last line of the output names report.html)\n"
+            "  --launcher L       how each case's ranks start (default: the matrix's launcher:, else\n"
+            "                     local): local forks them here; srun runs each case as one Slurm step\n"
+            "                     (srun -N <nodes> -n <world>) inside the sweep's allocation (salloc,\n"
+            "                     sbatch); mpirun runs each case with Open MPI on hosts of --hostfile.\n"
+            "                     Cases run side by side on free nodes; results must be on a file\n"
+            "                     system every node sees (the rendezvous is a file store there)\n"
+            "  --hostfile FILE    mpirun: the hosts, one per line\n"
+            "  --ranks-per-node K srun / mpirun: a case of world W takes ceil(W / K) nodes (default:\n"
+            "                     the matrix's ranks_per_node, else min(W, the nodes there are))\n"
             "  --worker-exe PATH  program started as each rank instead of this binary (tests)\n"
             "\n"
             "exit codes: 0 every case as expected (ok, or its expect label; SKIPPED allowed) and\n"
@@ -82,6 +92,9 @@ int rp_cmd_matrix(int argc, char **argv) {
     const char *history = rp_arg_str(&a, "history", NULL);
     o.timeout_s = rp_arg_double(&a, "timeout", 0);
     o.worker_exe = rp_arg_str(&a, "worker-exe", NULL);
+    o.launcher = rp_arg_str(&a, "launcher", NULL);
+    o.hostfile = rp_arg_str(&a, "hostfile", NULL);
+    o.ranks_per_node = (int)rp_arg_int(&a, "ranks-per-node", 0);
     const char *progress = rp_arg_str(&a, "progress", "auto");
     const int no_report = rp_arg_flag(&a, "no-report");
     rp_error err;
@@ -95,8 +108,8 @@ int rp_cmd_matrix(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (o.jobs < 0 || o.timeout_s < 0) {
-        fprintf(stderr, "repro: --jobs and --timeout must be >= 0\n");
+    if (o.jobs < 0 || o.timeout_s < 0 || o.ranks_per_node < 0) {
+        fprintf(stderr, "repro: --jobs, --timeout and --ranks-per-node must be >= 0\n");
         return 2;
     }
     if (!strcmp(progress, "auto")) o.progress = -1;

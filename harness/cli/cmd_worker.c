@@ -4,7 +4,7 @@
  * torchrun (RANK/WORLD_SIZE): it reads its rank and world from the environment
  * (harness/worker/rankenv.h), creates the communicator when the job needs one, runs
  * the job and exits with a code the launcher can classify (enum rp_worker_exit
- * in harness/launch.h): 0 ok, 1 failed, 2 usage, 3 configuration,
+ * in backends/launch.h): 0 ok, 1 failed, 2 usage, 3 configuration,
  * 4 communication timeout (a peer died or never joined).
  *
  * The jobs here test the launch and communication plumbing itself, except
@@ -25,7 +25,7 @@
 #include "harness/cli/commands.h"
 #include "harness/analysis/classify.h"
 #include "harness/worker/job_case.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 #include "harness/worker/rankenv.h"
 
 static void usage(FILE *f) {
@@ -57,6 +57,8 @@ static void usage(FILE *f) {
             "  --redis HOST[:PORT] rendezvous through a Redis server instead (port default 6379)\n"
             "  --prefix P         namespace inside the store (default \"worker\")\n"
             "  --iface IF / --hostname H   network interface / address for the TCP transport\n"
+            "                     (neither given: $GLOO_SOCKET_IFNAME when set, else the address\n"
+            "                     the host name resolves to)\n"
             "  --timeout S        rendezvous and per-collective timeout (default 60)\n"
             "  --late-rank R --late S      rank R sleeps S seconds before joining (rendezvous tests)\n"
             "\n"
@@ -190,6 +192,10 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->comm.prefix = rp_arg_str(&a, "prefix", "worker");
     o->comm.iface = rp_arg_str(&a, "iface", NULL);
     o->comm.hostname = rp_arg_str(&a, "hostname", NULL);
+    /* the interface set for a whole job by its launcher (torch.distributed's name for it:
+     * a sweep's --launcher srun / mpirun passes it to every rank on every node) */
+    const char *env_iface = getenv("GLOO_SOCKET_IFNAME");
+    if (!o->comm.iface && !o->comm.hostname && env_iface && *env_iface) o->comm.iface = env_iface;
     o->comm.timeout_s = rp_arg_double(&a, "timeout", 60.0);
     o->late_rank = (int)rp_arg_int(&a, "late-rank", -1);
     o->late_s = rp_arg_double(&a, "late", 0.0);

@@ -47,7 +47,7 @@
 #include "engine/models/registry.h"
 #include "engine/parallel/inject.h"
 #include "engine/samplers/samplers.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 
 #define MAX_FIELDS 96
 #define MAX_AXES 32
@@ -845,7 +845,8 @@ static rp_status read_entries(pctx *x, const yaml_node_t *n, const char *path, e
 
 static const char *const TOP_KEYS[] = {"name",   "description", "base",      "seeds",   "prompts",
                                        "classes", "axes",       "include",   "exclude", "reference",
-                                       "repeat", "timeout",     "tolerances", "expect",  "classify"};
+                                       "repeat", "timeout",     "tolerances", "expect",  "classify",
+                                       "launcher", "ranks_per_node"};
 static const char *const TOL_KEYS[] = {"latents_max_abs", "latents_rel_l2", "psnr_min", "ssim_min", "changed_max"};
 
 static rp_status read_axes(pctx *x, const yaml_node_t *n, spec *sp) {
@@ -1108,6 +1109,16 @@ static rp_status read_root(pctx *x, const yaml_node_t *root, spec *sp, rp_matrix
             if ((s.k != SC_INT && s.k != SC_FLOAT) || !(s.d > 0) || !isfinite(s.d))
                 return wrong_type(x, v, "timeout", "a number of seconds > 0");
             m->timeout_s = s.d;
+        } else if (!strcmp(key, "launcher")) {
+            if (v->type != YAML_SCALAR_NODE) return wrong_type(x, v, "launcher", "local, srun or mpirun");
+            const char *s = (const char *)v->data.scalar.value;
+            if (strcmp(s, "local") && strcmp(s, "srun") && strcmp(s, "mpirun"))
+                return FAIL_AT(x, v, "field 'launcher': \"%s\" is not a launcher; use local, srun or mpirun", s);
+            snprintf(m->launcher, sizeof m->launcher, "%s", s);
+        } else if (!strcmp(key, "ranks_per_node")) {
+            long long r;
+            RP_TRY(read_int_node(x, v, "ranks_per_node", 1, RP_LAUNCH_MAX_RANKS, "an integer >= 1", &r));
+            m->ranks_per_node = (int)r;
         } else if (!strcmp(key, "tolerances")) {
             RP_TRY(read_tolerances(x, v, &m->tol));
         } else if (!strcmp(key, "classify")) {
@@ -1839,6 +1850,11 @@ void rp_matrix_help(FILE *f) {
 "                         reference form a group; the reference runs first\n"
 "  repeat: 3              runs of each case (run-to-run determinism), 1..%d\n"
 "  timeout: 600           seconds per run of a case, all its ranks (default 900)\n"
+"  launcher: srun         how a case's ranks start: local (default: fork on this machine),\n"
+"                         srun (a Slurm step inside the sweep's allocation), mpirun (Open MPI,\n"
+"                         with --hostfile); --launcher overrides it\n"
+"  ranks_per_node: 2      srun / mpirun: a case of world W takes ceil(W / 2) nodes (default:\n"
+"                         min(W, the nodes there are)); --ranks-per-node overrides it\n"
 "  tolerances:            against the reference; a case outside one is OUTSIDE TOLERANCE\n"
 "                         (exit 1 unless it expects another label)\n"
 "    latents_max_abs: 1e-5   latents_rel_l2: 1e-6   psnr_min: 40   ssim_min: 0.99\n"

@@ -53,6 +53,8 @@ typedef struct rp_matrix {
     char description[512];
     int repeat;              /* runs per case, >= 1 */
     double timeout_s;        /* deadline of one run of a case (all its ranks); default 900 */
+    char launcher[16];       /* "launcher:" local | srun | mpirun; "" = not given (local) */
+    int ranks_per_node;      /* "ranks_per_node:" for srun / mpirun; 0 = not given */
     rp_tolerances tol;
     rp_classify_opts cls;    /* "classify:" (harness/analysis/classify.h); defaults when absent */
     int n_cases;

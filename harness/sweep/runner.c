@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/launcher.h"
 #include "engine/clock.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
@@ -42,7 +43,7 @@
 #include "harness/analysis/classify.h"
 #include "harness/sweep/env.h"
 #include "harness/sweep/golden.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 #include "harness/analysis/metrics.h"
 #include "harness/sweep/validate.h"
 #include "harness/analysis/verdict.h"
@@ -134,6 +135,8 @@ typedef struct runner {
     int line_shown;             /* the live line is on screen */
     double timeout_s;
     rp_validate_env host;       /* this machine, for the checks the classifier's runs need */
+    rp_launcher *launcher;      /* starts every run's ranks (local, srun, mpirun) */
+    int ranks_per_node;         /* cluster launchers: 0 = spread over min(world, nodes) */
 } runner;
 
 typedef struct case_arg {
@@ -392,6 +395,16 @@ static int metrics_stale(runner *r, int i) {
 
 /* ---- running one case --------------------------------------------------------------------- */
 
+/* Nodes a run of case c is spread over: 1 with the local launcher; with srun / mpirun
+ * ceil(world / ranks_per_node), or without ranks_per_node as many as there are, up to one
+ * node per rank. */
+static int nodes_of(const runner *r, const rp_case *c) {
+    const int world = rp_case_world(c);
+    if (!r->launcher || r->launcher->kind == RP_LAUNCHER_LOCAL) return 1;
+    if (r->ranks_per_node > 0) return (world + r->ranks_per_node - 1) / r->ranks_per_node;
+    return world < r->launcher->nodes ? world : r->launcher->nodes;
+}
+
 /* Writes <dir>/result.json; takes ownership of runs (may be NULL). */
 static rp_status write_result(runner *r, int i, const char *dir, const rp_case_outcome *oc, const char *stage,
                               const char *report, cJSON *runs, rp_error *err) {
@@ -417,6 +430,10 @@ static rp_status write_result(runner *r, int i, const char *dir, const rp_case_o
     cJSON_AddNumberToObject(j, "failed_rank", oc->failed_rank);
     if (report && *report) cJSON_AddStringToObject(j, "report", report);
     cJSON_AddNumberToObject(j, "world", rp_case_world(&mc->c));
+    if (r->launcher && strcmp(stage, "validate")) { /* a validation verdict launched nothing */
+        cJSON_AddStringToObject(j, "launcher", r->launcher->name);
+        cJSON_AddNumberToObject(j, "nodes", nodes_of(r, &mc->c));
+    }
     cJSON_AddNumberToObject(j, "wall_s", oc->wall_s);
     cJSON_AddNumberToObject(j, "repeat", r->m->repeat);
     if (runs) cJSON_AddItemToObject(j, "runs", runs);
@@ -483,7 +500,8 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
     spec.cancel_fd = r->o->cancel_fd;
     rp_error e;
     rp_error_clear(&e);
-    rp_status st = rp_launch(&spec, res, &e);
+    spec.nodes = nodes_of(r, c);
+    rp_status st = r->launcher->launch(r->launcher, &spec, res, &e);
     cJSON *run = runs ? cJSON_CreateObject() : NULL;
     if (st != RP_OK) { /* no rank ran: fork, pipes or the run directory failed */
         oc->status = RP_CASE_INFRA;
@@ -537,6 +555,11 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
         cJSON_AddStringToObject(run, "status", st == RP_OK ? rp_launch_status_name(res->status) : "launcher-error");
         cJSON_AddNumberToObject(run, "wall_s", st == RP_OK ? res->wall_s : 0);
         cJSON_AddNumberToObject(run, "first_failed", st == RP_OK ? res->first_failed : -1);
+        if (st == RP_OK && res->nranks > 0 && res->ranks[0].node[0]) {
+            /* where a cluster launcher put the ranks: node of rank 0, 1, ... */
+            cJSON *nodes = cJSON_AddArrayToObject(run, "rank_nodes");
+            for (int k = 0; k < res->nranks; k++) cJSON_AddItemToArray(nodes, cJSON_CreateString(res->ranks[k].node));
+        }
         if (st == RP_OK && res->status != RP_LAUNCH_OK) {
             /* how every rank ended, and the failing (or, for a hang, each stuck) rank's stderr */
             cJSON *ranks = cJSON_AddArrayToObject(run, "ranks");
@@ -545,6 +568,7 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
                 rp_launch_describe_rank(&res->ranks[k], desc, sizeof desc);
                 cJSON *rk = cJSON_CreateObject();
                 cJSON_AddNumberToObject(rk, "rank", k);
+                if (res->ranks[k].node[0]) cJSON_AddStringToObject(rk, "node", res->ranks[k].node);
                 cJSON_AddStringToObject(rk, "end", desc);
                 cJSON_AddBoolToObject(rk, "running_at_deadline", res->ranks[k].running_at_deadline);
                 if (k == res->first_failed || res->ranks[k].running_at_deadline) {
@@ -1346,6 +1370,17 @@ static void print_plan(const runner *r, const unsigned char *verdict, FILE *f) {
 
 /* ---- the sweep ------------------------------------------------------------------------------ */
 
+/* The launcher the options (else the matrix, else local) name, opened into r. */
+static rp_status open_launcher(runner *r, rp_error *err) {
+    const char *name = r->o->launcher ? r->o->launcher : r->m->launcher[0] ? r->m->launcher : "local";
+    rp_launcher_opts lo = {.hostfile = r->o->hostfile};
+    RP_TRY(rp_launcher_parse(name, &lo.kind, err));
+    if (lo.kind != RP_LAUNCHER_MPIRUN && r->o->hostfile)
+        return RP_FAIL(err, RP_ERR_INVALID, "--hostfile is for --launcher mpirun (the launcher is %s)", name);
+    r->ranks_per_node = r->o->ranks_per_node > 0 ? r->o->ranks_per_node : r->m->ranks_per_node;
+    return rp_launcher_open(&lo, &r->launcher, err);
+}
+
 rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s, rp_error *err) {
     assert(m && o && s);
     memset(s, 0, sizeof *s);
@@ -1383,6 +1418,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     if (st == RP_OK) rp_validate_env_host(&host);
     r.host = host;
     r.ncpu = cpu_count();
+    if (st == RP_OK && !o->dry_run) st = open_launcher(&r, err);
     r.timeout_s = o->timeout_s > 0 ? o->timeout_s : m->timeout_s;
     /* plan: verdict 0 run, 1 finished earlier, 2 CONFIG_ERROR, 3 SKIPPED */
     for (int i = 0; st == RP_OK && i < m->n_cases; i++) {
@@ -1429,11 +1465,25 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
             if (!o->dry_run) st = record_config_error(&r, i, oc, err);
             continue;
         }
+        if (r.launcher && r.launcher->kind != RP_LAUNCHER_LOCAL && nodes_of(&r, &m->cases[i].c) > r.launcher->nodes) {
+            oc->status = RP_CASE_SKIPPED; /* a larger allocation or hostfile runs it */
+            snprintf(oc->reason, sizeof oc->reason, "needs %d nodes; the %s launcher has %d",
+                     nodes_of(&r, &m->cases[i].c), r.launcher->name, r.launcher->nodes);
+            oc->have_verdict = m->cls.enabled;
+            oc->verdict = RP_V_SKIPPED;
+            oc->verdict_pass = 1;
+            verdict[i] = 3;
+            continue;
+        }
         verdict[i] = 0;
         r.state[i] = CS_TODO;
         r.to_run++;
-        const int need = rp_case_world(&m->cases[i].c) * threads_of(&m->cases[i].c);
-        r.slots[i] = need < r.ncpu ? need : r.ncpu;
+        if (r.launcher && r.launcher->kind != RP_LAUNCHER_LOCAL) {
+            r.slots[i] = nodes_of(&r, &m->cases[i].c);
+        } else {
+            const int need = rp_case_world(&m->cases[i].c) * threads_of(&m->cases[i].c);
+            r.slots[i] = need < r.ncpu ? need : r.ncpu;
+        }
     }
     if (st != RP_OK) goto done;
     if (o->dry_run) {
@@ -1442,7 +1492,8 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     }
     /* schedule */
     r.jobs = o->jobs;
-    r.free_slots = r.ncpu;
+    const int cluster = r.launcher->kind != RP_LAUNCHER_LOCAL;
+    r.free_slots = cluster ? r.launcher->nodes : r.ncpu;
     r.live = o->progress < 0 ? isatty(STDERR_FILENO) : o->progress;
     r.t0 = rp_now_s();
     {
@@ -1454,8 +1505,12 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         pthread_condattr_destroy(&ca);
         pthread_mutex_lock(&r.mu);
         if (r.to_run) {
-            progress_say(&r, "%s: %d cases to run (%d selected), %d cores, %s", m->name, r.to_run, s->n_selected,
-                         r.ncpu, r.jobs > 0 ? "fixed --jobs" : "cases packed by ranks");
+            if (cluster)
+                progress_say(&r, "%s: %d cases to run (%d selected), %d nodes (%s), cases packed by nodes", m->name,
+                             r.to_run, s->n_selected, r.launcher->nodes, r.launcher->name);
+            else
+                progress_say(&r, "%s: %d cases to run (%d selected), %d cores, %s", m->name, r.to_run,
+                             s->n_selected, r.ncpu, r.jobs > 0 ? "fixed --jobs" : "cases packed by ranks");
             progress_line(&r);
         }
         for (;;) {
@@ -1473,7 +1528,10 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
                 todo++;
                 const int ref = m->cases[i].ref;
                 if (ref != i && (r.state[ref] == CS_TODO || r.state[ref] == CS_RUNNING)) continue;
-                const int fits = r.jobs > 0 ? r.running < r.jobs : (r.running == 0 || r.slots[i] <= r.free_slots);
+                /* nodes are never shared, whatever --jobs says; cores may be overcommitted */
+                const int fits = cluster ? (r.jobs <= 0 || r.running < r.jobs) && r.slots[i] <= r.free_slots
+                                 : r.jobs > 0 ? r.running < r.jobs
+                                              : (r.running == 0 || r.slots[i] <= r.free_slots);
                 if (!fits) continue;
                 case_arg *a = malloc(sizeof *a);
                 if (a) *a = (case_arg){&r, i};
@@ -1535,6 +1593,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
 done:
     if (lock_fd >= 0) close(lock_fd);
     free(r.state);
+    rp_launcher_close(r.launcher);
     free(r.slots);
     free(r.tid);
     free(keep);

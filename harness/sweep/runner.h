@@ -15,7 +15,11 @@
  * reference runs first and its outputs serve every case of the group. Without
  * --jobs, cases run side by side while their ranks fit the cores (a case of
  * world W takes W x threads cores; a case larger than the machine runs alone);
- * --jobs N runs up to N cases at once regardless. Ranks of a case with
+ * --jobs N runs up to N cases at once regardless. With --launcher srun or mpirun
+ * (backends/launcher.h) cases are packed by nodes instead: a case of world W takes
+ * ceil(W / ranks_per_node) whole nodes (default min(W, the nodes there are)) of the
+ * allocation's or the hostfile's, and runs when that many are free (--jobs still caps
+ * the count); a case needing more nodes than there are is SKIPPED. Ranks of a case with
  * threads: 0 get OPENBLAS_NUM_THREADS=1, so results never depend on how many
  * cases happened to share the machine. */
 #ifndef REPRO_RUNNER_H
@@ -58,6 +62,10 @@ typedef struct rp_runner_opts {
     const char *worker_exe;          /* program run as the rank (tests); NULL: this binary */
     int progress;                    /* -1: live line when stderr is a TTY; 0: plain lines; 1: live */
     int cancel_fd;                   /* readable -> stop: running cases are killed and discarded; < 0 none */
+    const char *launcher;            /* "local" | "srun" | "mpirun"; NULL: the matrix's launcher: key,
+                                        else local (backends/launcher.h) */
+    const char *hostfile;            /* mpirun: the hosts */
+    int ranks_per_node;              /* srun / mpirun: > 0 overrides the matrix's ranks_per_node */
     FILE *out;                       /* the table; NULL = stdout. Progress goes to stderr. */
 } rp_runner_opts;
 

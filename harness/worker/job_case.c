@@ -26,7 +26,7 @@
 #include "harness/analysis/classify.h"
 #include "harness/cli/commands.h"
 #include "harness/sweep/env.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 #include "harness/store/store.h"
 #include "harness/sweep/validate.h"
 #ifdef REPRO_HAVE_CUDA

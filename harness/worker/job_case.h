@@ -35,7 +35,7 @@
  * saying how it ended; a failed one is recorded there, the later ones are skipped, and the
  * launch still exits 0. --then-leak runs the leak check's other case before the case's own
  * run (its evidence: rp_cls_rerun_check on the teacher run).
- * Exit codes: those of `repro worker` (harness/launch.h): 0 ok, 1 failed, 3 config
+ * Exit codes: those of `repro worker` (backends/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */
 #ifndef REPRO_JOB_CASE_H

@@ -7,7 +7,8 @@
 #   REPRO_TEST_DELAY   seconds to sleep before starting (a window to kill the sweep in)
 #   REPRO_TEST_FAULT   ';'-separated KIND:TEXT, for cases whose case.json contains TEXT
 #                      (e.g. a case name): crash (REPRO_TEST_RANK, default 1, raises
-#                      SIGSEGV), hang (every rank sleeps), exit3 (rank 0 exits 3 with a
+#                      SIGSEGV), hang (every rank sleeps), stall (rank REPRO_TEST_RANK, default
+#                      1, sleeps; the others run), exit3 (rank 0 exits 3 with a
 #                      configuration message)
 real=${REPRO_TEST_REPRO:?REPRO_TEST_REPRO must name the real repro binary}
 casefile= prev=
@@ -16,7 +17,7 @@ for a in "$@"; do
     prev=$a
 done
 [ -n "${REPRO_TEST_DELAY:-}" ] && sleep "$REPRO_TEST_DELAY"
-rank=${REPRO_RANK:-0}
+rank=${REPRO_RANK:-${SLURM_PROCID:-${OMPI_COMM_WORLD_RANK:-0}}} # repro launch, srun, mpirun
 IFS=';'
 for f in ${REPRO_TEST_FAULT:-}; do
     kind=${f%%:*} text=${f#*:}
@@ -31,6 +32,12 @@ for f in ${REPRO_TEST_FAULT:-}; do
     hang)
         echo "fake worker rank $rank: hanging as asked" >&2
         exec sleep 3600
+        ;;
+    stall)
+        if [ "$rank" = "${REPRO_TEST_RANK:-1}" ]; then
+            echo "fake worker rank $rank: stalling as asked" >&2
+            exec sleep 3600
+        fi
         ;;
     exit3)
         if [ "$rank" = 0 ]; then

@@ -1,4 +1,4 @@
-# launch.cmake — the local launcher (`repro launch`, harness/launch.c), the
+# launch.cmake — the local launcher (`repro launch`, backends/launch.c), the
 # rank worker (`repro worker`) and launching under mpirun / srun, as CLI tests
 # (tests/cli/launch_*.sh, label "cli"). The unit tests test_launch and
 # test_rankenv come in through the tests/unit glob (label "unit").

@@ -1,4 +1,4 @@
-/* test_launch.c — the local launcher (harness/launch.h) with /bin/sh ranks:
+/* test_launch.c — the local launcher (backends/launch.h) with /bin/sh ranks:
  * environment and output files, first-failure reports, prompt killing of the
  * other ranks, hangs, SIGTERM-proof ranks, grandchildren, cancellation, the
  * pidfd-less fallback, and that nothing is left running or unreaped. */
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness/launch.h"
+#include "backends/launch.h"
 
 /* A fresh run dir name per test (Check forks each test; pids differ). */
 static void run_dir(char *buf, size_t cap, const char *name) {
@@ -319,7 +319,7 @@ START_TEST(bad_specs) {
     spec.exe = "/nonexistent/repro";
     ck_assert_int_eq(rp_launch(&spec, &res, &err), RP_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/repro"));
-    ck_assert_ptr_nonnull(strstr(err.where, "harness/launch.c:"));
+    ck_assert_ptr_nonnull(strstr(err.where, "backends/launch.c:"));
     spec.exe = "/bin/sh";
     const char *env[] = {"NOEQUALS", NULL};
     spec.env = env;

@@ -8,7 +8,7 @@
  * pid as the group id, stays reserved until the final group SIGKILL — and
  * reap everything at the end. */
 #include "engine/clock.h"
-#include "harness/launch.h"
+#include "backends/launch.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -374,7 +374,7 @@ static void record_exit(watch *w, int r, const siginfo_t *si) {
  * ranks found dead in the same sweep: a rank killed by a signal usually makes
  * its peers fail with a communication error (1) a moment later, and a timeout
  * (4) is the most derivative of all. 0 = not failed. */
-static int cause_rank(const rp_rank_result *rr) {
+int rp_launch_cause(const rp_rank_result *rr) {
     if (rr->status_lost) return 2;
     if (!rr->exited) return 5;
     switch (rr->exit_code) {
@@ -405,7 +405,7 @@ static void check_ranks(watch *w) {
              * process calling waitpid(-1). Its status is gone; count it as
              * failed rather than wait for it forever. */
             record_exit(w, r, NULL);
-        int cause = cause_rank(&w->res->ranks[r]);
+        int cause = rp_launch_cause(&w->res->ranks[r]);
         if (cause > best_cause) best = r, best_cause = cause;
     }
     if (best < 0 || w->terminating || w->res->status != RP_LAUNCH_OK) return;
@@ -515,12 +515,13 @@ static int append_ranks(rp_launch_result *res, int which) {
         int set = which == 0 ? res->ranks[r].killed_by_launcher : res->ranks[r].running_at_deadline;
         if (r == res->first_failed || !set) continue;
         append(res->report, sizeof res->report, "%s%d", n ? ", " : "", r);
+        if (res->ranks[r].node[0]) append(res->report, sizeof res->report, " (node %s)", res->ranks[r].node);
         n++;
     }
     return n;
 }
 
-static void write_report(const rp_launch_spec *spec, rp_launch_result *res) {
+void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res) {
     char d[256];
     res->report[0] = '\0';
     switch (res->status) {
@@ -531,8 +532,9 @@ static void write_report(const rp_launch_spec *spec, rp_launch_result *res) {
         int f = res->first_failed;
         assert(f >= 0 && f < res->nranks);
         rp_launch_describe_rank(&res->ranks[f], d, sizeof d);
-        append(res->report, sizeof res->report, "%s: rank %d of %d failed first: %s\n",
-               rp_launch_status_name(res->status), f, res->nranks, d);
+        append(res->report, sizeof res->report, "%s: rank %d of %d%s%s%s failed first: %s\n",
+               rp_launch_status_name(res->status), f, res->nranks, res->ranks[f].node[0] ? " (node " : "",
+               res->ranks[f].node, res->ranks[f].node[0] ? ")" : "", d);
         append(res->report, sizeof res->report, "still running then, killed by the launcher: ");
         if (!append_ranks(res, 0)) append(res->report, sizeof res->report, "none");
         append(res->report, sizeof res->report, "\n");
@@ -548,7 +550,9 @@ static void write_report(const rp_launch_spec *spec, rp_launch_result *res) {
             append(res->report, sizeof res->report, "cancelled: ranks ");
         if (!append_ranks(res, res->status == RP_LAUNCH_HANG ? 1 : 0))
             append(res->report, sizeof res->report, "(none)");
-        append(res->report, sizeof res->report, " still running; the process group was killed\n");
+        /* a cluster launcher (ranks with nodes) stops a step or an mpirun, not a local group */
+        append(res->report, sizeof res->report, " still running; %s\n",
+               res->nranks > 0 && res->ranks[0].node[0] ? "the job was cancelled" : "the process group was killed");
         /* A few lines from each stuck rank: where it was when time ran out. */
         for (int r = 0; r < res->nranks; r++)
             if (res->status == RP_LAUNCH_HANG ? res->ranks[r].running_at_deadline : res->ranks[r].killed_by_launcher)
@@ -579,7 +583,7 @@ static rp_status check_spec(const rp_launch_spec *spec, const char *exe, rp_erro
     return RP_OK;
 }
 
-static rp_status prepare_dirs(const rp_launch_spec *spec, rp_launch_result *res, rp_error *err) {
+rp_status rp_launch_dirs(const rp_launch_spec *spec, rp_launch_result *res, rp_error *err) {
     if (spec->run_dir) {
         if (snprintf(res->run_dir, sizeof res->run_dir, "%s", spec->run_dir) >= (int)sizeof res->run_dir)
             return RP_FAIL(err, RP_ERR_INVALID, "run dir path too long: %s", spec->run_dir);
@@ -615,7 +619,7 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     res->nranks = spec->nranks;
     const char *exe = spec->exe ? spec->exe : "/proc/self/exe";
     RP_TRY(check_spec(spec, exe, err));
-    RP_TRY(prepare_dirs(spec, res, err));
+    RP_TRY(rp_launch_dirs(spec, res, err));
 
     rank_proc *procs = calloc((size_t)spec->nranks, sizeof *procs);
     if (!procs) return RP_FAIL(err, RP_ERR_NOMEM, "launch: out of memory");
@@ -674,7 +678,7 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     free_procs(procs, spec->nranks);
     res->wall_s = rp_now_s() - w.t0;
     if (st != RP_OK) return st;
-    write_report(spec, res);
+    rp_launch_report(spec, res);
     return RP_OK;
 }
 

@@ -80,6 +80,8 @@ typedef struct rp_launch_spec {
                                            array and each entry may be NULL */
     int cancel_fd;               /* readable -> cancel; < 0: none. Never read, only polled. */
     int no_pidfd;                /* tests: force the waitpid-polling fallback */
+    int nodes;                   /* cluster launchers (backends/launcher.h): nodes to spread the
+                                    ranks over, 1..nranks; <= 0: 1. The local launcher ignores it. */
 } rp_launch_spec;
 
 typedef struct rp_rank_result {
@@ -91,6 +93,7 @@ typedef struct rp_rank_result {
     int running_at_deadline;     /* still running when the deadline passed (HANG) */
     int status_lost;             /* reaped by someone else (a caller's SIGCHLD handler) */
     double wall_s;               /* start of the launch to this rank's exit */
+    char node[64];               /* cluster launchers: the node the rank ran on; "" locally */
 } rp_rank_result;
 
 typedef struct rp_launch_result {
@@ -112,6 +115,21 @@ typedef struct rp_launch_result {
  * means the launcher itself could not do its job (bad spec, run dir not
  * writable, fork failed...), after killing and reaping anything it started. */
 rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error *err);
+
+/* How likely a failed rank's end is the cause of a job's failure rather than a
+ * consequence: 0 not failed; a signal (5) before an exit code the rank chose (4),
+ * a lost status (2) and exit 1 (3), and a communication timeout (1) last. Every
+ * launcher names the failed rank with the highest, the lowest rank on a tie. */
+int rp_launch_cause(const rp_rank_result *rr);
+
+/* Sets res->run_dir (spec->run_dir, created if missing, or a fresh mkdtemp) and creates
+ * a fresh res->store_dir = <run dir>/rendezvous-XXXXXX, for every launcher. */
+rp_status rp_launch_dirs(const rp_launch_spec *spec, rp_launch_result *res, rp_error *err);
+
+/* Fills res->report (see rp_launch_result) from res->status, first_failed, the
+ * ranks' ends and nodes, and the tails of <run dir>/rank<r>.err: the one report
+ * text every launcher (backends/launcher.h) writes. */
+void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res);
 
 /* "ok" | "crash" | "config-error" | "comm-timeout" | "hang" | "cancelled" */
 const char *rp_launch_status_name(rp_launch_status s);
