@@ -56,7 +56,8 @@ typedef struct rp_sd3_config {
                                    SD3 pipelines use 77 CLIP + 256 T5 = 333 */
 } rp_sd3_config;
 
-/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on), "sd3-medium" (SD3-medium shapes) or
+/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on), "sd3-digits" (trained, shipped weights:
+ * weights_cache.h), "sd3-medium" (SD3-medium shapes) or
  * "sd3.5-large" (SD3.5 Large: 38 blocks of width 2432, qk_norm).
  * Unknown name -> RP_ERR_NOT_FOUND listing the known presets. */
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err);

@@ -49,5 +49,14 @@ if(REPRO_HAVE_GLOO)
         LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 COST 200 ENVIRONMENT "${_classify_env}")
     endif()
   endforeach()
+  # the trained family (weights/digits/): the drift set (fp32 and bf16) and the bug set
+  foreach(set drift bugs)
+    add_test(NAME matrix.classify.digits-${set}
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
+                     ${CMAKE_BINARY_DIR}/cli-scratch/classify-digits-${set} ${set} ${CMAKE_SOURCE_DIR}
+                     "digits-dit digits-sd3")
+    set_tests_properties(matrix.classify.digits-${set} PROPERTIES
+      LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 COST 200 ENVIRONMENT "${_classify_env}")
+  endforeach()
 endif()
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/classify)  # the unit test's mkdir is not recursive
