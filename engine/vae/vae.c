@@ -83,7 +83,7 @@ rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
         cfg->groups = 8;
         cfg->latent_channels = 4;
         cfg->use_post_quant_conv = 1;
-        cfg->scaling_factor = 0.9991f;
+        cfg->scaling_factor = 1.026f;
         cfg->shift_factor = 0.0f;
     } else if (!strcmp(name, "sd-vae")) {
         /* stabilityai/sd-vae-ft-ema (the DiT / SD 1.x VAE) */
