@@ -3,11 +3,12 @@
 #   reference.digits_samples  `repro generate` draws what is asked: a logistic regression
 #                             fitted on real glyphs recognises the requested digit in >= 90
 #                             of 100 seeds, for dit-digits (--class) and sd3-digits (--prompt)
-#                             (tests/reference/test_digits_samples.py; ~20 s on 2 cores)
-#   matrix.classify.digits    the classifier's drift and bug sets on the trained family
-#                             (tests/classify/{drift,bugs}-digits.yaml; label matrix)
+#                             (tests/reference/test_digits_samples.py; ~10 s on 2 cores)
+#   matrix.classify.digits-{drift,bugs}  the classifier's drift and bug sets on the trained
+#                             family (tests/classify/{drift,bugs}-digits-{dit,sd3}.yaml; registered
+#                             in classify.cmake, labels matrix and corpus: ci/test.sh -L corpus)
 #   train-digits              not a test: `cmake --build build --target train-digits`
-#                             retrains and rewrites weights/digits/ (~20 min on one core)
+#                             retrains and rewrites weights/digits/ (~27 CPU-minutes, two processes)
 # The forward parity of the trained weights is a case of reference.{dit,sd3,vae}_parity.
 add_test(NAME reference.digits_samples
          COMMAND ${REPRO_PYTHON} ${CMAKE_SOURCE_DIR}/tests/reference/test_digits_samples.py
