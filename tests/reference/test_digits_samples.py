@@ -10,7 +10,10 @@ Then `repro generate` draws 100 seeds, seed s asking for digit s % 10:
 and the classifier must recognise the requested digit in at least 90 of the 100 images
 of each model (the issue's bar). Per-class counts are printed.
 Also: the shipped te-digits weights are bitwise te-tiny's synthetic weights at seed 0
-(what the MMDiT was trained on), so reference.te_parity's te-tiny cases cover its forward.
+(what the MMDiT was trained on), so reference.te_parity's te-tiny cases cover its forward;
+and the trained presets' resolution (engine/weights_cache.h): --weight-seed changes
+nothing, a missing file is an error naming the path and REPRO_WEIGHTS_DIR, --depth is
+refused, a class outside 0..9 is a usage error.
 
 With --grid PNG it also writes the first 40 images of each model as one sheet (what
 docs/digits.png shows): the pixels are repro's, only tiled and magnified here.
@@ -87,6 +90,34 @@ def run(cmd):
     return r.returncode == 0
 
 
+def check_resolution(repro, scratch):
+    """The trained presets load their shipped files by name, and only those. -> problems."""
+    problems = []
+    outs = []
+    for ws in ("0", "5"):
+        out = os.path.join(scratch, "fwd-w%s.safetensors" % ws)
+        if not run([repro, "forward", "--model", "dit-digits", "--batch", "2", "--weight-seed", ws, "--out", out]):
+            return ["repro forward --model dit-digits failed"]
+        outs.append(st.load(out)[0]["out"])
+    if not np.array_equal(outs[0], outs[1]):
+        problems.append("dit-digits: --weight-seed 5 changed the forward (trained weights take no seed)")
+    gen = [repro, "generate", "--model", "dit-digits", "--seed", "0", "--steps", "2", "--out",
+           os.path.join(scratch, "x.png")]
+    env = dict(os.environ, REPRO_WEIGHTS_DIR=os.path.join(scratch, "no-such-dir"))
+    cases = [  # (extra args, env, exit code, words the message must hold)
+        (["--class", "1"], env, 1, ["no-such-dir/digits/dit-digits.safetensors", "REPRO_WEIGHTS_DIR"]),
+        (["--class", "1", "--depth", "2"], None, 1, ["trained", "no depth override"]),
+        (["--class", "10"], None, 2, ["0..9"]),
+    ]
+    for extra, e, code, words in cases:
+        r = subprocess.run(gen + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
+        if r.returncode != code or not all(w in r.stdout for w in words):
+            problems.append("%s: exit %d (want %d), message %r lacks %s" % (" ".join(extra), r.returncode, code,
+                                                                            r.stdout.strip(), words))
+    print("trained-preset resolution: %s" % ("ok" if not problems else "PROBLEMS"))
+    return problems
+
+
 def generate(repro, scratch, model, want):
     """Seed s asks for digit want[s]: the images, (N_SEEDS, 16, 16) in [0, 1], seed order."""
     base = [repro, "generate", "--model", model, "--steps", str(STEPS), "--cfg", str(CFG), "--threads", "1"]
@@ -143,7 +174,7 @@ def main():
         print("SKIP: %s" % why)
         return 77
     os.makedirs(args.scratch, exist_ok=True)
-    problems = []
+    problems = check_resolution(args.repro, args.scratch)
 
     te_tiny = os.path.join(args.scratch, "te-tiny-seed0.safetensors")
     if not run([args.repro, "weights", "--model", "te-tiny", "--weight-seed", "0", "--out", te_tiny]):
