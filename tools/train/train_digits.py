@@ -3,7 +3,8 @@
     vae-digits.safetensors  a small AutoencoderKL (diffusers names; encoder + decoder,
                             repro runs the decoder): 16x16 RGB <-> 4x8x8 latents
     dit-digits.safetensors  a class-conditional DiT (facebookresearch/DiT names; DDPM
-                            epsilon objective with the learned-sigma VLB term, as upstream)
+                            epsilon objective with the learned-sigma VLB term, as upstream,
+                            the eps term weighted by Min-SNR-5: see MIN_SNR)
     sd3-digits.safetensors  a text-conditional MMDiT (diffusers SD3Transformer2DModel
                             names; rectified flow as diffusers' SD3 training scripts)
     te-digits.safetensors   the prompt encoder the MMDiT is conditioned on: repro's te-tiny
@@ -15,13 +16,15 @@ The models are the reference PyTorch modules repro's parity tests check the C en
 against (tests/reference/{dit,sd3,vae,te}_ref.py), so "the training code's forward" is
 the parity yardstick; only the VAE encoder (training-only) is defined here.
 
-Deterministic: fixed seeds, torch.use_deterministic_algorithms, 2 threads; a rerun on
-the same machine and torch build writes the same bytes (another BLAS may round
-differently, so the bytes may differ elsewhere while the models stay equally good).
+Deterministic: fixed seeds, torch.use_deterministic_algorithms, one thread per process
+(the VAE first, then the DiT and the MMDiT as two processes side by side); a rerun on the
+same machine and torch build writes the same bytes (checked at --scale 0.005; another
+CPU or BLAS may round differently, so the bytes may differ there).
+Measured on the shared 2-core Xeon: ~27 CPU-minutes in all (README, "A trained family").
 
 Usage: /usr/bin/python3 tools/train/train_digits.py --repro build/repro [--out weights/digits]
        [--scale 1.0]   (multiplies the step counts; < 1 for a quick smoke run)
-Prints the wall time of each stage and in total.
+Prints the wall and CPU time of each stage and in total.
 """
 import argparse
 import math
