@@ -108,8 +108,8 @@ rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err) {
         cfg->freq_dim = 256;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown DiT preset '%s' (known: dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512)",
-                   name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND,
+                   "unknown DiT preset '%s' (known: dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512)", name);
 }
 
 static int out_channels(const rp_dit_config *cfg) {

@@ -136,7 +136,8 @@ rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
         cfg->context_len = p->context_len;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-digits sd3-medium sd3.5-large)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND,
+                   "unknown SD3 preset '%s' (known: sd3-tiny sd3-digits sd3-medium sd3.5-large)", name);
 }
 
 /* Rejects configs the forward cannot run (a hand-edited or overridden preset). */

@@ -118,7 +118,8 @@ rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
         cfg->shift_factor = 0.1159f;
     } else {
         return RP_FAIL(err, RP_ERR_NOT_FOUND,
-                       "unknown VAE preset '%s' (known: vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae)", name);
+                       "unknown VAE preset '%s' (known: vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae)",
+                       name);
     }
     snprintf(cfg->preset, sizeof cfg->preset, "%s", name);
     return RP_OK;
