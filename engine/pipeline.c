@@ -282,6 +282,7 @@ static void perturb_first_values(float *noise, int B, size_t per) {
 const char *rp_gen_default_vae(const char *model) {
     if (!model) return "sd-vae";
     if (!strcmp(model, "dit-tiny")) return "vae-tiny";
+    if (!strcmp(model, "dit-digits") || !strcmp(model, "sd3-digits")) return "vae-digits";
     if (!strcmp(model, "sd3-tiny") || !strcmp(model, "sd3.5-medium-tiny") || !strcmp(model, "flux-tiny") ||
         !strcmp(model, "flux-tiny-schnell"))
         return "vae-tiny-16";
@@ -296,6 +297,7 @@ const char *rp_gen_default_text_encoder(const char *model) {
     if (!strcmp(model, "sd3-tiny") || !strcmp(model, "sd3.5-medium-tiny") || !strcmp(model, "flux-tiny") ||
         !strcmp(model, "flux-tiny-schnell"))
         return "te-tiny";
+    if (!strcmp(model, "sd3-digits")) return "te-digits";
     if (!strcmp(model, "sd3-medium") || !strcmp(model, "sd3.5-large") || !strcmp(model, "sd3.5-medium"))
         return "te-sd3";
     if (!strcmp(model, "flux-dev") || !strcmp(model, "flux-schnell")) return "te-flux";

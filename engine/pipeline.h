@@ -192,12 +192,13 @@ typedef struct rp_gen_request {
     int perturb_noise;
 } rp_gen_request;
 
-/* "vae-tiny" for dit-tiny, "vae-tiny-16" for sd3-tiny / flux-tiny, "sd3-vae" for
- * sd3-medium, "flux-vae" for flux-dev, "sd-vae" for the other (DiT) presets. */
+/* "vae-tiny" for dit-tiny, "vae-digits" for dit-digits / sd3-digits, "vae-tiny-16" for
+ * sd3-tiny / flux-tiny, "sd3-vae" for sd3-medium, "flux-vae" for flux-dev, "sd-vae" for the
+ * other (DiT) presets. */
 const char *rp_gen_default_vae(const char *model);
 
-/* "te-tiny" for sd3-tiny / flux-tiny, "te-sd3" for sd3-medium, "te-flux" for flux-dev;
- * NULL for models that take no prompt. */
+/* "te-tiny" for sd3-tiny / flux-tiny, "te-digits" for sd3-digits, "te-sd3" for sd3-medium,
+ * "te-flux" for flux-dev; NULL for models that take no prompt. */
 const char *rp_gen_default_text_encoder(const char *model);
 
 typedef struct rp_gen_result {

@@ -56,6 +56,37 @@ static rp_status cache_root(char *out, size_t cap, rp_error *err) {
     return RP_OK;
 }
 
+#ifndef REPRO_WEIGHTS_DIR
+#define REPRO_WEIGHTS_DIR "engine/models" /* the build sets the source tree's absolute path */
+#endif
+
+/* The trained presets, each with its shipped file under <weights dir>/digits/. */
+static const char *const TRAINED[] = {"dit-digits", "sd3-digits", "te-digits", "vae-digits"};
+
+int rp_weights_trained(const char *model) {
+    for (size_t i = 0; model && i < sizeof TRAINED / sizeof *TRAINED; i++)
+        if (!strcmp(model, TRAINED[i])) return 1;
+    return 0;
+}
+
+/* The shipped file of trained preset model; RP_ERR_NOT_FOUND if it is not there. */
+static rp_status trained_path(const char *model, int depth, int single_depth, char *out, size_t cap,
+                              rp_error *err) {
+    if (depth > 0 || single_depth > 0)
+        return RP_FAIL(err, RP_ERR_INVALID,
+                       "model '%s' is trained (shipped weights of a fixed depth): no depth override (got %d)",
+                       model, depth > 0 ? depth : single_depth);
+    const char *v = getenv("REPRO_WEIGHTS_DIR");
+    const char *dir = v && *v ? v : REPRO_WEIGHTS_DIR;
+    int n = snprintf(out, cap, "%s/digits/%s.safetensors", dir, model);
+    if (n < 0 || (size_t)n >= cap) return RP_FAIL(err, RP_ERR_INVALID, "weights path too long: %s", dir);
+    if (access(out, R_OK) != 0)
+        return RP_FAIL(err, RP_ERR_NOT_FOUND,
+                       "trained weights of '%s' not readable at %s (%s): set REPRO_WEIGHTS_DIR to the "
+                       "repository's weights/ folder, or pass --weights", model, out, strerror(errno));
+    return RP_OK;
+}
+
 rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
                              const char *explicit_path, char *out, size_t cap, rp_error *err) {
     return rp_weights_resolve_depth(model, depth_override, 0, weight_seed, explicit_path, out, cap, err);
@@ -91,6 +122,7 @@ rp_status rp_weights_resolve_depth(const char *model, int depth_override, int si
     /* Validate the model first: its name becomes part of a path. */
     rp_family fam;
     RP_TRY(rp_model_family(model, &fam, err));
+    if (rp_weights_trained(model)) return trained_path(model, depth_override, single_depth, out, cap, err);
     if (depth_override < 0) depth_override = 0;
     char depth[64];
     RP_TRY(depth_suffix(model, fam, depth_override, single_depth, depth, sizeof depth, err));

@@ -1,4 +1,12 @@
-/* weights_cache.h — where synthetic weights live when --weights is not given.
+/* weights_cache.h — where a preset's weights live when --weights is not given.
+ *
+ * Trained presets (the "digits" family: dit-digits sd3-digits te-digits vae-digits,
+ * trained by tests/reference/train/train_digits.py) resolve to the files shipped in the source
+ * tree: <weights dir>/digits/<model>.safetensors, the weights dir being $REPRO_WEIGHTS_DIR
+ * when set, else the source tree's engine/models/ (compiled in). The weight seed does not
+ * apply to them, and a depth override is refused (the file holds the trained depth).
+ *
+ * Every other preset has synthetic weights:
  *
  * Cache directory: $REPRO_CACHE, else $XDG_CACHE_HOME/repro, else $HOME/.cache/repro.
  * File: <dir>/weights/<model>[-depthD][-singleS]-seed<S>-<RP_SYNTHETIC_INIT_VERSION>.safetensors,
@@ -13,8 +21,13 @@
 
 #include "error.h"
 
+/* 1 when model is a trained preset (its weights are a shipped file), else 0. */
+int rp_weights_trained(const char *model);
+
 /* If explicit_path is non-NULL it is copied to out unchanged (the caller opens it).
- * Otherwise out receives the cache path, and the file is generated if absent. */
+ * Otherwise out receives the shipped file's path for a trained preset (RP_ERR_NOT_FOUND
+ * naming it and $REPRO_WEIGHTS_DIR when it is missing), else the cache path, the file
+ * being generated if absent. */
 rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t weight_seed,
                              const char *explicit_path, char *out, size_t cap, rp_error *err);
 

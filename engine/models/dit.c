@@ -75,15 +75,19 @@ struct rp_dit {
 typedef struct dit_preset {
     const char *name;
     int input_size, patch, in_channels, hidden, depth, heads;
+    int num_classes; /* ImageNet's 1000, or the digits' 10 */
 } dit_preset;
 
 static const dit_preset PRESETS[] = {
-    {"dit-tiny", 16, 2, 4, 96, 4, 4},        /* CI-sized; same code path as XL */
-    {"dit-xl-2-128", 16, 2, 4, 1152, 28, 16}, /* DiT-XL/2 widths at 128x128 (latent 16, 64 tokens):
-                                                 DiT(input_size=16); no released checkpoint,
-                                                 the CPU-sized DiT-XL/2 shape of the scenarios */
-    {"dit-xl-2-256", 32, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 256x256 (latent 32) */
-    {"dit-xl-2-512", 64, 2, 4, 1152, 28, 16}, /* DiT-XL/2 at 512x512 (latent 64) */
+    {"dit-tiny", 16, 2, 4, 96, 4, 4, 1000},          /* CI-sized; same code path as XL */
+    /* trained on the ten digits (tests/reference/train/train_digits.py; weights shipped in
+     * engine/models/digits/): vae-digits' 8x8 latents, 16 tokens */
+    {"dit-digits", 8, 2, 4, 96, 4, 4, 10},
+    /* DiT-XL/2 widths at 128x128 (latent 16, 64 tokens): DiT(input_size=16); no released
+     * checkpoint, the CPU-sized DiT-XL/2 shape of the scenarios */
+    {"dit-xl-2-128", 16, 2, 4, 1152, 28, 16, 1000},
+    {"dit-xl-2-256", 32, 2, 4, 1152, 28, 16, 1000}, /* DiT-XL/2 at 256x256 (latent 32) */
+    {"dit-xl-2-512", 64, 2, 4, 1152, 28, 16, 1000}, /* DiT-XL/2 at 512x512 (latent 64) */
 };
 
 rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err) {
@@ -99,13 +103,13 @@ rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err) {
         cfg->depth = p->depth;
         cfg->heads = p->heads;
         cfg->mlp_ratio = 4;
-        cfg->num_classes = 1000;
+        cfg->num_classes = p->num_classes;
         cfg->learn_sigma = 1;
         cfg->freq_dim = 256;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown DiT preset '%s' (known: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512)",
-                   name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND,
+                   "unknown DiT preset '%s' (known: dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512)", name);
 }
 
 static int out_channels(const rp_dit_config *cfg) {

@@ -32,7 +32,7 @@ typedef struct rp_dit_config {
     int freq_dim;     /* timestep frequency embedding size (256) */
 } rp_dit_config;
 
-/* Fills cfg for "dit-tiny", "dit-xl-2-128", "dit-xl-2-256", "dit-xl-2-512". Unknown name -> RP_ERR_NOT_FOUND
+/* Fills cfg for "dit-tiny", "dit-digits" (trained, 10 classes, shipped weights: weights_cache.h), "dit-xl-2-128", "dit-xl-2-256", "dit-xl-2-512". Unknown name -> RP_ERR_NOT_FOUND
  * listing the known presets. */
 rp_status rp_dit_preset(const char *name, rp_dit_config *cfg, rp_error *err);
 

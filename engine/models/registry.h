@@ -1,11 +1,13 @@
 /* registry.h — model presets by name, across families.
  *
  * A model name is a preset:
- *   DiT           dit-tiny dit-xl-2-256 dit-xl-2-512
- *   SD3 (MMDiT)   sd3-tiny sd3-medium sd3.5-large · MMDiT-X: sd3.5-medium sd3.5-medium-tiny
+ *   DiT           dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512
+ *   SD3 (MMDiT)   sd3-tiny sd3-digits sd3-medium sd3.5-large · MMDiT-X: sd3.5-medium sd3.5-medium-tiny
  *   FLUX          flux-tiny flux-dev flux-schnell flux-tiny-schnell
- *   text encoder  te-tiny te-sd3 te-flux   (the prompt encoders of the SD3/FLUX pipelines)
- *   VAE           vae-tiny sd-vae (4 latent channels) · vae-tiny-16 sd3-vae flux-vae (16)
+ *   text encoder  te-tiny te-digits te-sd3 te-flux   (the prompt encoders of the SD3/FLUX pipelines)
+ *   VAE           vae-tiny vae-digits sd-vae (4 latent channels) · vae-tiny-16 sd3-vae flux-vae (16)
+ * The *-digits presets are the trained family: their weights are shipped files
+ * (weights_cache.h, rp_weights_trained), not synthetic; they take no depth override.
  *
  * Depth overrides (reduced-depth real-shape runs) are part of the model's identity
  * (weights cache key, result records); 0 means "the preset's" (or, for FLUX's single

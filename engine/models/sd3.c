@@ -119,6 +119,10 @@ static const sd3_preset PRESETS[] = {
     /* CI-sized; qk_norm on so the SD3.5 RMSNorm path runs; pos_embed_max_size 16 > 16/2
      * so the centre crop is exercised even at the full sample size. */
     {"sd3-tiny", 16, 2, 16, 16, 2, 2, 32, 64, 64, 64, 16, 1, 24, 0},
+    /* trained (tests/reference/train/train_digits.py, weights shipped in engine/models/digits/): vae-digits'
+     * 4-channel 8x8 latents, te-digits' text (L 32, widths 64); pos_embed_max_size 8 with
+     * sample_size 8, as diffusers builds a table larger than the trained grid */
+    {"sd3-digits", 8, 2, 4, 4, 3, 2, 32, 64, 64, 64, 8, 1, 32, 0},
     /* stabilityai/stable-diffusion-3-medium-diffusers transformer/config.json */
     {"sd3-medium", 128, 2, 16, 16, 24, 24, 64, 4096, 1536, 2048, 192, 0, 333, 0},
     /* stabilityai/stable-diffusion-3.5-large transformer/config.json: plain MMDiT with qk_norm
@@ -156,8 +160,8 @@ rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err) {
         cfg->dual_attention_layers = p->dual_attention_layers;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-medium sd3.5-large sd3.5-medium "
-                   "sd3.5-medium-tiny)", name);
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown SD3 preset '%s' (known: sd3-tiny sd3-digits sd3-medium sd3.5-large "
+                   "sd3.5-medium sd3.5-medium-tiny)", name);
 }
 
 /* Rejects configs the forward cannot run (a hand-edited or overridden preset). */

@@ -65,10 +65,11 @@ typedef struct rp_sd3_config {
                                    SD3 pipelines use 77 CLIP + 256 T5 = 333 */
 } rp_sd3_config;
 
-/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on), "sd3-medium" (SD3-medium shapes),
- * "sd3.5-large" (SD3.5 Large: 38 blocks of width 2432, qk_norm), "sd3.5-medium" (SD3.5
- * Medium: 24 blocks of width 1536, qk_norm, dual attention in blocks 0..12) or
- * "sd3.5-medium-tiny" (CI-sized MMDiT-X: 3 blocks, dual attention in blocks 0, 1).
+/* Fills cfg for "sd3-tiny" (CI-sized, qk_norm on), "sd3-digits" (trained, shipped weights:
+ * weights_cache.h), "sd3-medium" (SD3-medium shapes), "sd3.5-large" (SD3.5 Large: 38 blocks
+ * of width 2432, qk_norm), "sd3.5-medium" (SD3.5 Medium: 24 blocks of width 1536, qk_norm,
+ * dual attention in blocks 0..12) or "sd3.5-medium-tiny" (CI-sized MMDiT-X: 3 blocks, dual
+ * attention in blocks 0, 1).
  * Unknown name -> RP_ERR_NOT_FOUND listing the known presets. */
 rp_status rp_sd3_preset(const char *name, rp_sd3_config *cfg, rp_error *err);
 

@@ -54,6 +54,9 @@ typedef struct te_preset {
 static const te_preset PRESETS[] = {
     /* CI-sized; its widths are those of the tiny SD3/FLUX presets. */
     {"te-tiny", 32, 64, 2, 2, 64, 64},
+    /* te-tiny's shape; its weights are te-tiny's synthetic ones (seed 0) shipped in
+     * engine/models/digits/ (weights_cache.h), the encoder sd3-digits was trained on. */
+    {"te-digits", 32, 64, 2, 2, 64, 64},
     /* SD3: context width of T5-XXL (4096), pooled = CLIP-L 768 + CLIP-G 1280 = 2048;
      * 77 tokens, CLIP's length. */
     {"te-sd3", 77, 256, 2, 4, 4096, 2048},
@@ -79,7 +82,7 @@ rp_status rp_te_preset(const char *name, rp_te_config *cfg, rp_error *err) {
         cfg->pooled_dim = p->pooled_dim;
         return RP_OK;
     }
-    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown text-encoder preset '%s' (known: te-tiny te-sd3 te-flux)",
+    return RP_FAIL(err, RP_ERR_NOT_FOUND, "unknown text-encoder preset '%s' (known: te-tiny te-digits te-sd3 te-flux)",
                    name);
 }
 

@@ -60,7 +60,8 @@ typedef struct rp_te_config {
     int pooled_dim;   /* pooled output width (SD3: 2048, FLUX: 768) */
 } rp_te_config;
 
-/* Fills cfg for "te-tiny" (L 32, D 64, 2 layers, 2 heads, context 64, pooled 64),
+/* Fills cfg for "te-tiny" (L 32, D 64, 2 layers, 2 heads, context 64, pooled 64), "te-digits"
+ * (te-tiny's shape, shipped weights: the encoder of the trained sd3-digits),
  * "te-sd3" (L 77, D 256, 2 layers, 4 heads, context 4096, pooled 2048) or "te-flux"
  * (L 512, D 256, 2 layers, 4 heads, context 4096, pooled 768). Unknown name ->
  * RP_ERR_NOT_FOUND listing the known presets. */

@@ -72,6 +72,19 @@ rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
         cfg->use_post_quant_conv = 1;
         cfg->scaling_factor = 0.18215f;
         cfg->shift_factor = 0.0f;
+    } else if (!strcmp(name, "vae-digits")) {
+        /* trained (tests/reference/train/train_digits.py, weights shipped in engine/models/digits/): two levels
+         * of 16 and 32 channels, 4x8x8 latents <-> 16x16 images; scaling_factor = 1 / the std
+         * of the training latents, as the training script computed and stored in the file's
+         * metadata (the parity test checks the two agree) */
+        cfg->n_levels = 2;
+        cfg->block_out[0] = 16; cfg->block_out[1] = 32;
+        cfg->layers_per_block = 1;
+        cfg->groups = 8;
+        cfg->latent_channels = 4;
+        cfg->use_post_quant_conv = 1;
+        cfg->scaling_factor = 1.026f;
+        cfg->shift_factor = 0.0f;
     } else if (!strcmp(name, "sd-vae")) {
         /* stabilityai/sd-vae-ft-ema (the DiT / SD 1.x VAE) */
         preset_shape(cfg, 128, 256, 512, 512, 2, 32);
@@ -105,7 +118,8 @@ rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
         cfg->shift_factor = 0.1159f;
     } else {
         return RP_FAIL(err, RP_ERR_NOT_FOUND,
-                       "unknown VAE preset '%s' (known: vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae)", name);
+                       "unknown VAE preset '%s' (known: vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae)",
+                       name);
     }
     snprintf(cfg->preset, sizeof cfg->preset, "%s", name);
     return RP_OK;

@@ -36,7 +36,7 @@ static void usage(FILE *f) {
             "usage: repro forward --model PRESET --out FWD.safetensors [options]\n"
             "\n"
             "Runs one DiT forward on deterministic inputs and writes x, t, y, out (safetensors).\n"
-            "  --model PRESET      dit-tiny | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512\n"
+            "  --model PRESET      dit-tiny | dit-digits | dit-xl-2-128 | dit-xl-2-256 | dit-xl-2-512\n"
             "  --depth N           override the preset's depth (default: the preset's)\n"
             "  --weights FILE      weights (safetensors, upstream state_dict names)\n"
             "  --weight-seed S     synthetic weights from the cache for seed S (default 0;\n"

@@ -26,7 +26,9 @@
 #           BUG (MISMATCH) however small; and batch composition: item i's whole trajectory is
 #           bitwise the same in the serial runs of 1, 3 and 8 items (its noise is keyed by
 #           (seed, index), so only the arithmetic could make it differ)
-#   classify_matrix.sh REPRO SCRATCH SET SRC
+#   classify_matrix.sh REPRO SCRATCH SET SRC [FAMILIES]
+# FAMILIES (default "dit sd3 flux") names the matrices SET-FAMILY.yaml: "digits-dit digits-sd3"
+# runs the drift or bug set on the trained family (tests/classify/*-digits-*.yaml).
 set -u
 repro=$1 scratch=$2 set=$3 src=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -35,7 +37,7 @@ mkdir -p "$scratch" || exit 1
 res=$scratch/results
 t0=$(date +%s)
 dirs=
-fams="dit sd3 flux" mset=$set
+fams=${5:-dit sd3 flux} mset=$set
 [ "$set" = invariantxl ] && fams=ditxl mset=invariant
 for fam in $fams; do
     m=$src/tests/classify/$mset-$fam.yaml

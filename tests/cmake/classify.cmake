@@ -21,6 +21,8 @@
 #                          bits independent of its batch (~4.5 min on 2 cores)
 #   matrix.classify.invariantxl the same on dit-xl-2-128 at depth 4 (DiT-XL/2's widths; ~12 min:
 #                          label sweep, run with ci/test.sh -L sweep)
+#   matrix.classify.digits-drift, .digits-bugs  the drift and bug sets on the trained family
+#                          (dit-digits, sd3-digits; ~1 min each: labels matrix and corpus)
 #   the matrix tests print the confusion table and require it diagonal
 #   (tests/cli/classify_matrix.sh, tests/classify/*.yaml; label matrix)
 if(TARGET test_classify)
@@ -48,6 +50,17 @@ if(REPRO_HAVE_GLOO)
       set_tests_properties(matrix.classify.${set} PROPERTIES
         LABELS matrix SKIP_RETURN_CODE 77 TIMEOUT 900 COST 200 ENVIRONMENT "${_classify_env}")
     endif()
+  endforeach()
+  # the trained family (engine/models/digits/): the drift set (fp32 and bf16, 58 cases) and the bug
+  # set (54), ~1 min each on 2 cores: with the corpus (ci/test.sh -L corpus), as the default
+  # run has ~4 min of CI budget left
+  foreach(set drift bugs)
+    add_test(NAME matrix.classify.digits-${set}
+             COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
+                     ${CMAKE_BINARY_DIR}/cli-scratch/classify-digits-${set} ${set} ${CMAKE_SOURCE_DIR}
+                     "digits-dit digits-sd3")
+    set_tests_properties(matrix.classify.digits-${set} PROPERTIES
+      LABELS "matrix;corpus" SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${_classify_env}")
   endforeach()
 endif()
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/unit-scratch/classify)  # the unit test's mkdir is not recursive

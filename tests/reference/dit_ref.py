@@ -16,7 +16,8 @@ API (kept small; tests/reference/* import it):
             "x_embedder" (B,T,C) after +pos_embed, "t_embedder" (B,C), "y_embedder" (B,C),
             "blocks.N.attn" / "blocks.N.mlp" (B,T,C) before the gate, "blocks.N" (B,T,C),
             "final_layer" (B,T,p*p*Cout).
-    PRESETS                       name -> DiT kwargs ("dit-tiny", "dit-xl-2-128", "dit-xl-2-256", "dit-xl-2-512")
+    PRESETS                       name -> DiT kwargs ("dit-tiny", "dit-xl-2-128", "dit-xl-2-256", "dit-xl-2-512",
+                                  "dit-digits": the trained one, 10 classes)
     build_dit(preset, depth=None) preset: a PRESETS name or a dict of DiT kwargs -> DiT (random init)
     load_dit(weights_path, **cfg) DiT(**cfg) with weights from a safetensors file, eval mode, float32
                                   (cfg may be a preset name: load_dit(path, preset="dit-tiny", depth=2))
@@ -41,6 +42,9 @@ PRESETS = {
     "dit-xl-2-128": dict(input_size=16, patch_size=2, in_channels=4, hidden_size=1152, depth=28, num_heads=16),
     "dit-xl-2-256": dict(input_size=32, patch_size=2, in_channels=4, hidden_size=1152, depth=28, num_heads=16),
     "dit-xl-2-512": dict(input_size=64, patch_size=2, in_channels=4, hidden_size=1152, depth=28, num_heads=16),
+    # trained (tests/reference/train/train_digits.py trains this module): the ten digits on vae-digits' latents
+    "dit-digits": dict(input_size=8, patch_size=2, in_channels=4, hidden_size=96, depth=4, num_heads=4,
+                       num_classes=10, learn_sigma=True),
 }
 
 

@@ -21,8 +21,8 @@ API (tests/reference/* import it):
             "context_embedder", "transformer_blocks.N.attn", ".attn.context", ".ff",
             ".ff_context", "transformer_blocks.N", ".context", "proj_out", and ".attn2" in the
             dual-attention (MMDiT-X) blocks.
-    PRESETS                        name -> constructor kwargs ("sd3-tiny", "sd3-medium",
-                                   "sd3.5-medium-tiny")
+    PRESETS                        name -> constructor kwargs ("sd3-tiny", "sd3-digits" (trained),
+                                   "sd3-medium", "sd3.5-medium-tiny")
     load_sd3(path, preset, depth=None)  model with weights from a safetensors file (float32, eval)
     get_2d_sincos_pos_embed(embed_dim, grid_size, base_size=None) -> np.ndarray (g*g, D) float64
         base_size None: integer grid positions (what repro's synthetic init writes);
@@ -51,6 +51,11 @@ PRESETS = {
     "sd3-tiny": dict(sample_size=16, patch_size=2, in_channels=16, num_layers=2, attention_head_dim=32,
                      num_attention_heads=2, joint_attention_dim=64, caption_projection_dim=64,
                      pooled_projection_dim=64, out_channels=16, pos_embed_max_size=16, qk_norm="rms_norm"),
+    # trained (tests/reference/train/train_digits.py trains this module): vae-digits' 4x8x8 latents, te-digits'
+    # text (64 wide); the pos_embed buffer is diffusers' table (positions x base_size / M)
+    "sd3-digits": dict(sample_size=8, patch_size=2, in_channels=4, num_layers=3, attention_head_dim=32,
+                       num_attention_heads=2, joint_attention_dim=64, caption_projection_dim=64,
+                       pooled_projection_dim=64, out_channels=4, pos_embed_max_size=8, qk_norm="rms_norm"),
     "sd3-medium": dict(sample_size=128, patch_size=2, in_channels=16, num_layers=24, attention_head_dim=64,
                        num_attention_heads=24, joint_attention_dim=4096, caption_projection_dim=1536,
                        pooled_projection_dim=2048, out_channels=16, pos_embed_max_size=192, qk_norm=None),

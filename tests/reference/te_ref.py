@@ -8,7 +8,7 @@ written out (q k^T * scale, masked_fill of padded keys with -inf, softmax, @ v).
 Parameter names are the C model's, so repro's synthetic weights load by name.
 
 API:
-    PRESETS                         name -> config dict ("te-tiny", "te-sd3", "te-flux")
+    PRESETS                         name -> config dict ("te-tiny", "te-digits", "te-sd3", "te-flux")
     tokenize(prompt, max_len)       -> (tokens list[int] (max_len), mask list[int] (max_len))
     TextEncoder(max_len, hidden, depth, heads, context_dim, pooled_dim, mlp_ratio=4, vocab=259)
         .forward(tokens (B, L) int64, mask (B, L) bool) -> (context (B, L, Cc), pooled (B, Pd))
@@ -31,6 +31,7 @@ PAD, BOS, EOS, BYTE0, VOCAB = 0, 1, 2, 3, 259
 
 PRESETS = {
     "te-tiny": dict(max_len=32, hidden=64, depth=2, heads=2, context_dim=64, pooled_dim=64),
+    "te-digits": dict(max_len=32, hidden=64, depth=2, heads=2, context_dim=64, pooled_dim=64),  # te-tiny, shipped
     "te-sd3": dict(max_len=77, hidden=256, depth=2, heads=4, context_dim=4096, pooled_dim=2048),
     "te-flux": dict(max_len=512, hidden=256, depth=2, heads=4, context_dim=4096, pooled_dim=768),
 }

@@ -37,6 +37,8 @@ CASES = [
     ("dit-xl-2-256", 2, 2, 3, 0, "fp32"),
     ("dit-xl-2-128", 2, 2, 4, 0, "fp32"),
     ("dit-tiny", None, 3, 1, 0, "bf16"),
+    # the trained DiT (engine/models/digits/, resolved by name; the weight seed does not apply)
+    ("dit-digits", None, 3, 1, 0, "fp32"),
 ]
 
 
@@ -105,8 +107,9 @@ def run_case(repro, scratch, preset, depth, batch, seed, wseed, precision):
         want["depth"] = str(depth)
     if any(meta.get(k) != v for k, v in want.items()):
         problems.append("%s: metadata %s lacks %s" % (tag, meta, want))
-    if batch >= 2 and y[-1] != 1000:
-        problems.append("%s: last item should use the null class 1000, got %d" % (tag, y[-1]))
+    n_cls = dit_ref.PRESETS[preset].get("num_classes", 1000)
+    if batch >= 2 and y[-1] != n_cls:
+        problems.append("%s: last item should use the null class %d, got %d" % (tag, n_cls, y[-1]))
 
     t0 = time.time()
     model = dit_ref.load_dit(meta["weights"], preset=preset, depth=depth)

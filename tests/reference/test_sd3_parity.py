@@ -29,6 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sd3_ref  # noqa: E402
 import st  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAINED = {"sd3-digits": os.path.join(ROOT, "engine", "models", "digits", "sd3-digits.safetensors")}
 TOL = 1e-4        # fp32: max|C - torch_f32|
 TOL_BF16 = 3e-2   # bf16 GEMM inputs: relative to max|out|; a wiring check, not a bar
 
@@ -39,6 +41,9 @@ CASES = [
     # non-square latent (6x4 grid, asymmetric crop), other weights, a text key mask
     ("sd3-tiny", None, 3, 24, 12, 8, 2, 5, True, "fp32"),
     ("sd3-tiny", None, 2, 24, 16, 16, 1, 0, False, "bf16"),
+    # the trained MMDiT (engine/models/digits/sd3-digits.safetensors, read as shipped): its 4x4 grid is
+    # the centre of the 8x8 table; 32 text tokens, te-digits' length
+    ("sd3-digits", None, 3, 32, 8, 8, 1, 0, False, "fp32"),
     # SD3-medium shapes (D 1536, 24 heads, Djoint 4096, Dpool 2048, 192x192 table), 2 blocks
     # (block 1 is context_pre_only), 32x32 latent = 256 image tokens, 16 text tokens
     ("sd3-medium", 2, 2, 16, 32, 32, 3, 0, False, "fp32"),
@@ -97,6 +102,7 @@ def run_case(tool, scratch, preset, depth, batch, L, H, W, seed, wseed, mask, pr
     trace = os.path.join(scratch, tag + ".trace.safetensors")
     weights = os.path.join(scratch, "%s%s-w%d.weights.safetensors" % (preset, "-d%d" % depth if depth else "",
                                                                        wseed))
+    weights = TRAINED.get(preset, weights)
     cmd = [tool, "--preset", preset, "--batch", str(batch), "--ctx-len", str(L), "--height", str(H),
            "--width", str(W), "--seed", str(seed), "--weight-seed", str(wseed), "--precision", precision,
            "--threads", "2", "--weights", weights, "--trace", trace, "--out", out]
@@ -104,6 +110,8 @@ def run_case(tool, scratch, preset, depth, batch, L, H, W, seed, wseed, mask, pr
         cmd += ["--depth", str(depth)]
     if mask:
         cmd += ["--mask"]
+    if preset in TRAINED:
+        cmd += ["--load"]
     print("\n$ " + " ".join(cmd))
     t0 = time.time()
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -127,12 +135,16 @@ def run_case(tool, scratch, preset, depth, batch, L, H, W, seed, wseed, mask, pr
     t0 = time.time()
     model = sd3_ref.load_sd3(weights, preset, depth)
     t_load = time.time() - t0
-    # The synthetic pos_embed must be the integer-grid MAE table (the documented init).
+    # The synthetic pos_embed must be the integer-grid MAE table (the documented init); the
+    # trained one is the table diffusers' constructor builds (positions x base_size / M).
     pe = model.pos_embed.pos_embed[0].double().numpy()
     M = model.pos_embed.max_size
-    pe_err = float(np.max(np.abs(pe - sd3_ref.get_2d_sincos_pos_embed(pe.shape[-1], M))))
+    base = sd3_ref.PRESETS[preset]["sample_size"] // sd3_ref.PRESETS[preset]["patch_size"]
+    pe_want = sd3_ref.get_2d_sincos_pos_embed(pe.shape[-1], M, base if preset in TRAINED else None)
+    pe_err = float(np.max(np.abs(pe - pe_want)))
     if pe_err > 1e-5:
-        problems.append("%s: weights' pos_embed differs from the integer-grid sin-cos table by %.3g" % (tag, pe_err))
+        problems.append("%s: weights' pos_embed differs from the %s sin-cos table by %.3g"
+                        % (tag, "diffusers" if preset in TRAINED else "integer-grid", pe_err))
 
     x = torch.from_numpy(data["x"])
     t = torch.from_numpy(data["t"])
@@ -183,7 +195,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True, help="the sd3_forward executable")
     ap.add_argument("--scratch", required=True)
-    ap.add_argument("--quick", action="store_true", help="the tiny presets' cases only")
+    ap.add_argument("--quick", action="store_true", help="the tiny presets' and sd3-digits' cases only")
     args = ap.parse_args()
     os.makedirs(args.scratch, exist_ok=True)
     torch.set_num_threads(2)
@@ -200,7 +212,7 @@ def main():
             print("note: %s synthetic pos_embed uses integer positions; diffusers' table (positions x %d/%d) "
                   "differs by up to %.3g" % (name, base, M, d))
     problems = []
-    cases = [c for c in CASES if not args.quick or c[0] in ("sd3-tiny", "sd3.5-medium-tiny")]
+    cases = [c for c in CASES if not args.quick or c[0] in ("sd3-tiny", "sd3.5-medium-tiny", "sd3-digits")]
     try:
         for case in cases:
             problems += run_case(args.tool, args.scratch, *case)

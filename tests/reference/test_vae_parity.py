@@ -50,6 +50,7 @@ CASES = [
     ("vae-tiny", 1, 12, 20, 2, 3, True),      # non-square, weights passed with --vae-weights
     ("sd-vae", 1, 8, 8, 3, 0, False),         # real shapes at a small latent
     ("vae-tiny-16", 2, 16, 12, 4, 0, False),  # SD3 / FLUX interface: 16 channels, shift, no post_quant_conv
+    ("vae-digits", 4, 8, 8, 5, 0, False),     # trained, shipped weights (the weight seed does not apply)
 ]
 
 
@@ -150,6 +151,11 @@ def run_case(repro, scratch, preset, batch, h, w, seed, wseed, explicit):
     sd, wmeta = st.load(meta["weights"])
     if wmeta.get("repro.model", preset) != preset:
         problems.append("%s: weights file is for %r" % (tag, wmeta.get("repro.model")))
+    # a trained VAE's file records the scaling_factor its training computed: the presets
+    # (vae_ref's, and through the float comparison below engine/vae/vae.c's) must use it
+    if "scaling_factor" in wmeta and float(wmeta["scaling_factor"]) != vae_ref.PRESETS[preset]["scaling_factor"]:
+        problems.append("%s: weights were trained with scaling_factor %s, the preset has %r"
+                        % (tag, wmeta["scaling_factor"], vae_ref.PRESETS[preset]["scaling_factor"]))
     t0 = time.time()
     ref32 = vae_ref.decode_np(preset, sd, lat, torch.float32)
     t_32 = time.time() - t0

@@ -19,6 +19,10 @@ EPS = 1e-6
 PRESETS = {
     "vae-tiny": dict(latent_channels=4, block_out=(32, 32, 64, 64), layers_per_block=1, groups=8,
                      use_post_quant_conv=True, scaling_factor=0.18215, shift_factor=0.0),
+    # trained (tests/reference/train/train_digits.py): two levels, 8x8 -> 16x16; scaling_factor as the
+    # training wrote it into the file's metadata (test_vae_parity.py checks the two agree)
+    "vae-digits": dict(latent_channels=4, block_out=(16, 32), layers_per_block=1, groups=8,
+                       use_post_quant_conv=True, scaling_factor=1.026, shift_factor=0.0),
     "sd-vae": dict(latent_channels=4, block_out=(128, 256, 512, 512), layers_per_block=2, groups=32,
                    use_post_quant_conv=True, scaling_factor=0.18215, shift_factor=0.0),
 }

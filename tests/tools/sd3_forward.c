@@ -4,6 +4,8 @@
  * Writes the synthetic weights of the preset (with an optional depth override) to
  * --weights with rp_params_write_synthetic, loads them back from that file (the same
  * path a real checkpoint takes), runs rp_sd3_forward and writes inputs and output to --out.
+ * With --load the file is a trained checkpoint (engine/models/digits/sd3-digits.safetensors),
+ * read as given.
  * Inputs are a pure function of (seed, batch index), drawn with rp_randn:
  *   x[i]       (Cin, H, W)   rp_randn(seed, index i, stream 0)
  *   context[i] (L, Djoint)   rp_randn(seed, index i, stream 1)
@@ -39,6 +41,8 @@ static void usage(FILE *f) {
             "  --seed S            input seed (default 0)\n"
             "  --weight-seed S     synthetic weight seed (default 0)\n"
             "  --mask              pass a text key mask (later batch items mask more tokens)\n"
+            "  --load              read --weights as given (a trained checkpoint) instead of\n"
+            "                      writing synthetic weights there first\n"
             "  --threads N         GEMM threads (default: OpenBLAS's)\n"
             "  --precision P       fp32 | bf16 (default fp32)\n"
             "  --trace FILE        also write per-layer activation statistics\n");
@@ -73,6 +77,7 @@ int main(int argc, char **argv) {
     long long wseed_ll = rp_arg_int(&a, "weight-seed", 0);
     long long threads = rp_arg_int(&a, "threads", 0);
     int use_mask = rp_arg_flag(&a, "mask");
+    int load_only = rp_arg_flag(&a, "load");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) { usage(stderr); return fail(&err) + 1; }
@@ -100,12 +105,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(prec_s, "bf16")) ctx.precision = RP_PREC_BF16;
     else { fprintf(stderr, "sd3_forward: --precision '%s' is not fp32 or bf16\n", prec_s); return 2; }
 
-    /* ---- weights: write synthetic, read back by name ---- */
+    /* ---- weights: write synthetic (unless --load), read back by name ---- */
     double t0 = now_s();
     rp_param_list l = {0};
     rp_sd3_param_specs(&cfg, &l);
     const size_t n_params = rp_params_total(&l);
-    rp_status st = rp_params_write_synthetic(&l, preset, wseed, wpath, &err);
+    rp_status st = load_only ? RP_OK : rp_params_write_synthetic(&l, preset, wseed, wpath, &err);
     rp_params_free(&l);
     if (st != RP_OK) return fail(&err);
     double t_write = now_s() - t0;

@@ -106,12 +106,14 @@ START_TEST(model_and_items) {
     rp_case c = dit();
     snprintf(c.model, sizeof c.model, "dit-huge");
     EXPECT_INVALID(c, &env,
-                   "model=dit-huge: unknown model preset (denoisers: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny "
-                   "sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
+                   "model=dit-huge: unknown model preset (denoisers: dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 "
+                   "dit-xl-2-512 sd3-tiny sd3-digits sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny "
+                   "flux-dev flux-schnell flux-tiny-schnell)");
     snprintf(c.model, sizeof c.model, "sd-vae");
     EXPECT_INVALID(c, &env,
-                   "model=sd-vae: a vae preset, not a denoiser (denoisers: dit-tiny dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 "
-                   "sd3-tiny sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell)");
+                   "model=sd-vae: a vae preset, not a denoiser (denoisers: dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 "
+                   "dit-xl-2-512 sd3-tiny sd3-digits sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny flux-tiny "
+                   "flux-dev flux-schnell flux-tiny-schnell)");
     c = dit();
     c.n_items = 0;
     EXPECT_INVALID(c, &env, "items: none; a case needs at least one item");
@@ -314,7 +316,7 @@ START_TEST(image_size) {
     snprintf(c.vae, sizeof c.vae, "flux-vae");
     EXPECT_INVALID(c, &env, "vae=flux-vae: takes 16 latent channels but dit-tiny makes 4");
     snprintf(c.vae, sizeof c.vae, "vae-huge");
-    EXPECT_INVALID(c, &env, "vae=vae-huge: unknown VAE preset (known: vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae)");
+    EXPECT_INVALID(c, &env, "vae=vae-huge: unknown VAE preset (known: vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae)");
 }
 END_TEST
 
