@@ -17,19 +17,22 @@ typedef struct family_presets {
 
 /* The single table of names: rp_model_family parses the lists, so a preset added
  * here is known everywhere (CLI messages, weights cache, `repro weights`). */
+#define DIT_PRESETS "dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512"
+#define SD3_PRESETS "sd3-tiny sd3-digits sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny"
+#define FLUX_PRESETS "flux-tiny flux-dev flux-schnell flux-tiny-schnell"
+#define TE_PRESETS "te-tiny te-digits te-sd3 te-flux"
+#define VAE_PRESETS "vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae"
 static const family_presets FAMILIES[] = {
-    {RP_FAMILY_DIT, "dit", "dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512"},
-    {RP_FAMILY_SD3, "sd3", "sd3-tiny sd3-digits sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny"},
-    {RP_FAMILY_FLUX, "flux", "flux-tiny flux-dev flux-schnell flux-tiny-schnell"},
-    {RP_FAMILY_TEXT_ENCODER, "text-encoder", "te-tiny te-digits te-sd3 te-flux"},
-    {RP_FAMILY_VAE, "vae", "vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae"},
+    {RP_FAMILY_DIT, "dit", DIT_PRESETS},
+    {RP_FAMILY_SD3, "sd3", SD3_PRESETS},
+    {RP_FAMILY_FLUX, "flux", FLUX_PRESETS},
+    {RP_FAMILY_TEXT_ENCODER, "text-encoder", TE_PRESETS},
+    {RP_FAMILY_VAE, "vae", VAE_PRESETS},
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof *FAMILIES)
 
 const char *rp_model_presets(void) {
-    return "dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512 sd3-tiny sd3-digits sd3-medium sd3.5-large "
-           "sd3.5-medium sd3.5-medium-tiny flux-tiny flux-dev flux-schnell flux-tiny-schnell te-tiny te-digits te-sd3 "
-           "te-flux vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae";
+    return DIT_PRESETS " " SD3_PRESETS " " FLUX_PRESETS " " TE_PRESETS " " VAE_PRESETS;
 }
 
 const char *rp_family_presets(rp_family f) {
