@@ -243,7 +243,7 @@ golden)
     for f in case.json env.json result.json latents.safetensors image-0.png golden.json; do
         [ -s "$scratch/store/$g/$f" ] || fail "golden without $f"
     done
-    "$repro" golden list --store "$scratch/store" | grep -q "^$g  dit-tiny" || fail "golden list"
+    "$repro" golden list --store "$scratch/store" | grep -q "^$g  dit-digits" || fail "golden list"
     # another matrix with the same reference config (another name, dir, case labels) finds it
     sed -e 's/^name: smoke/name: other/' "$m" >"$scratch/other.yaml"
     out=$("$repro" --matrix "$scratch/other.yaml" --results "$scratch/r2" --golden "$scratch/store" \
