@@ -1,6 +1,8 @@
 #include "fsutil.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -27,4 +29,12 @@ int rp_exhausted_text(const char *text) {
     for (size_t k = 0; text && k < sizeof codes / sizeof codes[0]; k++)
         if (strstr(text, strerror(codes[k]))) return 1;
     return 0;
+}
+
+int rp_pathf(char *buf, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    return n < 0 || (size_t)n >= cap;
 }

@@ -2,6 +2,8 @@
 #ifndef REPRO_FSUTIL_H
 #define REPRO_FSUTIL_H
 
+#include <stddef.h>
+
 #include "error.h"
 
 /* Atomic writers write path.tmp.<pid> and rename(2) it over path. rename
@@ -17,5 +19,8 @@ int rp_exhausted_text(const char *text);
 
 /* 1 when path names a regular file (following links). */
 int rp_is_file(const char *path);
+
+/* snprintf into buf (cap bytes); 1 when it did not fit. */
+int rp_pathf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -256,10 +256,3 @@ int rp_is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int rp_pathf(char *buf, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-    return n < 0 || (size_t)n >= cap;
-}

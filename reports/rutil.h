@@ -66,8 +66,6 @@ void rp_fmt_sci(double v, char *buf, size_t cap);
 /* 1 when path is an existing directory (rp_is_file: engine/fsutil.h). */
 int rp_is_dir(const char *path);
 
-/* snprintf into buf (cap bytes); 1 when it did not fit. */
-int rp_pathf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- report internals shared between the reports/ files ----------------------- */
 

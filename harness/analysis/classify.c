@@ -521,15 +521,6 @@ int rp_cls_confusion_print(FILE *f, const rp_verdict *expected, const rp_verdict
 
 /* ---- the driver: loading -------------------------------------------------------------------------- */
 
-static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int path_fmt(char *buf, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, PATHLEN, fmt, ap);
-    va_end(ap);
-    return n < 0 || n >= PATHLEN;
-}
-
 void rp_cls_write_aux(const char *dir, const char *kind, const char *status, const char *reason, double wall_s) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return;
@@ -889,7 +880,7 @@ static void cls_status(cls *x) {
     static const char *const MORE[][2] = {
         {"fresh", "fresh rerun"}, {"fresh-2", "second fresh rerun"}, {"decode", "decode-only teacher run"}};
     for (size_t i = 0; i < sizeof MORE / sizeof MORE[0]; i++) {
-        path_fmt(td, "%s/%s", x->in->case_dir, MORE[i][0]);
+        rp_pathf(td, PATHLEN, "%s/%s", x->in->case_dir, MORE[i][0]);
         if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
             snprintf(f->failed_reason, sizeof f->failed_reason, "%s: %.560s", MORE[i][1], why);
             return;
@@ -1222,7 +1213,7 @@ static void cls_replicas(cls *x) {
     for (int i = 0; i < 3; i++) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
-        else path_fmt(d, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
+        else rp_pathf(d, PATHLEN, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
         rp_store_path(p, sizeof p, d, RP_ART_REPLICAS);
         cJSON *j = NULL;
         rp_error e;
@@ -1478,7 +1469,7 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     const int same_input =
         same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN], p0[PATHLEN];
-    if (same_input) path_fmt(dd, "%s", x->in->case_dir);
+    if (same_input) rp_pathf(dd, PATHLEN, "%s", x->in->case_dir);
     else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them, */
     rp_store_image_path(p0, sizeof p0, dd, 0);
     if (!same_input && !rp_is_file(p0)) rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_DECODE); /* or a run of its own */
@@ -1721,7 +1712,7 @@ static void cls_determinism(cls *x) {
     double worst = 0;
     for (int k = 2; k <= R; k++) {
         char rd[PATHLEN];
-        path_fmt(rd, "%s/repeat-%d", x->in->case_dir, k);
+        rp_pathf(rd, PATHLEN, "%s/repeat-%d", x->in->case_dir, k);
         double m;
         if (!latents_equal(x->in->case_dir, rd, &m)) {
             f->repeats_differ = 1;
@@ -1796,7 +1787,7 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);
     if (mt) cJSON_AddItemToObject(j, "metrics", mt);
     char p[PATHLEN];
-    path_fmt(p, "%s/%s", x->in->case_dir, x->in->out_name ? x->in->out_name : "classification.json");
+    rp_pathf(p, PATHLEN, "%s/%s", x->in->case_dir, x->in->out_name ? x->in->out_name : "classification.json");
     RP_TRY(rp_store_write_json(p, j, err));
     if (out) *out = v;
     if (pass) *pass = ok;

@@ -52,42 +52,24 @@ const char *rp_store_sub_name(rp_store_sub s) {
     return SUB[s];
 }
 
-static int fmt(char *buf, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static int fmt(char *buf, size_t cap, const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    const int n = vsnprintf(buf, cap, f, ap);
-    va_end(ap);
-    return n < 0 || (size_t)n >= cap;
-}
-
 int rp_store_path(char *buf, size_t cap, const char *dir, rp_artifact a) {
-    return fmt(buf, cap, "%s/%s", dir, rp_artifact_name(a));
+    return rp_pathf(buf, cap, "%s/%s", dir, rp_artifact_name(a));
 }
 
 int rp_store_image_path(char *buf, size_t cap, const char *dir, int i) {
     assert(i >= 0);
-    return fmt(buf, cap, "%s/image-%d.png", dir, i);
+    return rp_pathf(buf, cap, "%s/image-%d.png", dir, i);
 }
 
 int rp_store_subdir(char *buf, size_t cap, const char *dir, rp_store_sub s) {
-    return fmt(buf, cap, "%s/%s", dir, rp_store_sub_name(s));
+    return rp_pathf(buf, cap, "%s/%s", dir, rp_store_sub_name(s));
 }
 
 int rp_store_twin_dir(char *buf, size_t cap, const char *dir, const char *twin) {
-    return fmt(buf, cap, "%s/twins/%s", dir, twin);
+    return rp_pathf(buf, cap, "%s/twins/%s", dir, twin);
 }
 
 /* ---- files ------------------------------------------------------------------------------- */
-
-static int path_fmt(char *buf, const char *f, ...) __attribute__((format(printf, 2, 3)));
-static int path_fmt(char *buf, const char *f, ...) {
-    va_list ap;
-    va_start(ap, f);
-    const int n = vsnprintf(buf, PATHLEN, f, ap);
-    va_end(ap);
-    return n < 0 || n >= PATHLEN;
-}
 
 rp_status rp_store_mkdirs(const char *path, rp_error *err) {
     char p[PATHLEN];
@@ -126,7 +108,7 @@ rp_status rp_store_remove_tree(const char *path, rp_error *err) {
 
 /* path.tmp.<pid>.<tid>: several case threads may write at once. */
 static int tmp_name(char *buf, const char *path) {
-    return path_fmt(buf, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
+    return rp_pathf(buf, PATHLEN, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)gettid());
 }
 
 static rp_status write_text_atomic(const char *path, const char *text, rp_error *err) {
@@ -215,7 +197,7 @@ rp_status rp_store_publish_dir(const char *tmp, const char *dst, rp_error *err) 
         return RP_FAIL(err, RP_ERR_IO, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
     /* a file system without renameat2 flags: move the old one aside first */
     char old[PATHLEN];
-    if (path_fmt(old, "%s.old.%ld", tmp, (long)gettid())) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", tmp);
+    if (rp_pathf(old, PATHLEN, "%s.old.%ld", tmp, (long)gettid())) return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", tmp);
     struct stat sb;
     const int exists = stat(dst, &sb) == 0;
     if (exists && rename(dst, old) != 0)

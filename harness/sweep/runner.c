@@ -70,16 +70,6 @@ static int status_parse(const char *s) {
     return -1;
 }
 
-static int path_fmt(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* snprintf into a PATHLEN buffer; 0 when it fits. */
-static int path_fmt(char *buf, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, PATHLEN, fmt, ap);
-    va_end(ap);
-    return n < 0 || n >= PATHLEN;
-}
-
 static const char *get_str(const cJSON *o, const char *key, const char *def) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) ? v->valuestring : def;
@@ -144,7 +134,7 @@ typedef struct case_arg {
     int i;
 } case_arg;
 
-static void case_dir(const runner *r, int i, char *buf) { path_fmt(buf, "%s/%s", r->s->dir, r->m->cases[i].id); }
+static void case_dir(const runner *r, int i, char *buf) { rp_pathf(buf, PATHLEN, "%s/%s", r->s->dir, r->m->cases[i].id); }
 
 static void verdict_load(const char *dir, const char *file, int *have, int *verdict, int *pass, char *summary,
                          size_t cap);
@@ -355,7 +345,7 @@ static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcom
         oc->repeat_identical = 1;
         for (int k = 2; k <= r->m->repeat; k++) {
             char rd[PATHLEN];
-            path_fmt(rd, "%s/repeat-%d", dir, k);
+            rp_pathf(rd, PATHLEN, "%s/repeat-%d", dir, k);
             cmp_summary cs;
             cJSON *c = compare_dirs(dir, rd, mc->c.n_items, &cs);
             if (!c) continue;
@@ -461,7 +451,7 @@ static int rank_infra(const char *out, const rp_launch_result *res) {
     for (int k = 0; k < res->nranks; k++) {
         if (res->first_failed >= 0 && k != res->first_failed) continue;
         char p[PATHLEN], tail[4096];
-        path_fmt(p, "%s/rank%d.err", out, k);
+        rp_pathf(p, PATHLEN, "%s/rank%d.err", out, k);
         if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0 && rp_exhausted_text(tail)) return 1;
     }
     return rp_exhausted_text(res->report);
@@ -535,7 +525,7 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
         if (oc->status == RP_CASE_CONFIG_ERROR || oc->status == RP_CASE_CRASH) {
             /* the reason users want is the failing rank's own message: its last stderr line */
             char p[PATHLEN], tail[600];
-            path_fmt(p, "%s/rank%d.err", out, res->first_failed);
+            rp_pathf(p, PATHLEN, "%s/rank%d.err", out, res->first_failed);
             if (res->first_failed >= 0 && rp_file_tail(p, 1, tail, sizeof tail) > 0) {
                 char *nl = strchr(tail, '\n');
                 if (nl) *nl = '\0';
@@ -572,7 +562,7 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
                 cJSON_AddStringToObject(rk, "end", desc);
                 cJSON_AddBoolToObject(rk, "running_at_deadline", res->ranks[k].running_at_deadline);
                 if (k == res->first_failed || res->ranks[k].running_at_deadline) {
-                    path_fmt(p, "%s/rank%d.err", out, k);
+                    rp_pathf(p, PATHLEN, "%s/rank%d.err", out, k);
                     if (rp_file_tail(p, RP_LAUNCH_TAIL_LINES, tail, sizeof tail) > 0)
                         cJSON_AddStringToObject(rk, "stderr_tail", tail);
                 }
@@ -738,7 +728,7 @@ static void verdict_load(const char *dir, const char *file, int *have, int *verd
     cJSON *j = NULL;
     rp_error e;
     *have = 0;
-    path_fmt(p, "%s/%s", dir, file);
+    rp_pathf(p, PATHLEN, "%s/%s", dir, file);
     if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) return;
     const int v = rp_verdict_parse(get_str(j, "verdict", ""));
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(j, "pass");
@@ -819,7 +809,7 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
     while (oc->status != RP_CASE_INFRA && (de = readdir(d))) {
         char p[PATHLEN];
         struct stat sb;
-        if (de->d_name[0] == '.' || path_fmt(p, "%s/%s", dir, de->d_name)) continue;
+        if (de->d_name[0] == '.' || rp_pathf(p, PATHLEN, "%s/%s", dir, de->d_name)) continue;
         if (!strcmp(de->d_name, rp_artifact_name(RP_ART_AUX))) {
             cJSON *j = NULL;
             rp_error e;
@@ -842,7 +832,7 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
 static int run_case(runner *r, int i, rp_case_outcome *oc) {
     const rp_matrix_case *mc = &r->m->cases[i];
     char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
-    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    rp_pathf(tmp, PATHLEN, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
     case_dir(r, i, fin);
     rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
     rp_error e;
@@ -876,7 +866,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         for (int k = 1; k <= r->m->repeat; k++) {
             char out[PATHLEN];
             if (k == 1) snprintf(out, sizeof out, "%s", tmp);
-            else path_fmt(out, "%s/repeat-%d", tmp, k);
+            else rp_pathf(out, PATHLEN, "%s/repeat-%d", tmp, k);
             if (k > 1 && rp_store_mkdirs(out, &e) != RP_OK) {
                 runner_failed(oc, &e);
                 break;
@@ -982,7 +972,7 @@ static rp_case_status plan_case(const rp_case *c, const rp_validate_env *host, c
 static rp_status record_config_error(runner *r, int i, rp_case_outcome *oc, rp_error *err) {
     const rp_matrix_case *mc = &r->m->cases[i];
     char tmp[PATHLEN], fin[PATHLEN], cj[PATHLEN];
-    path_fmt(tmp, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
+    rp_pathf(tmp, PATHLEN, "%s/.tmp-%s-%ld", r->s->dir, mc->id, (long)getpid());
     case_dir(r, i, fin);
     rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
     (void)rp_store_remove_tree(tmp, NULL);
@@ -1010,7 +1000,7 @@ static void clean_stale(const char *dir) {
     while ((de = readdir(d))) {
         if (strncmp(de->d_name, ".tmp-", 5) && !strstr(de->d_name, ".tmp.")) continue;
         char p[PATHLEN];
-        if (!path_fmt(p, "%s/%s", dir, de->d_name)) (void)rp_store_remove_tree(p, NULL);
+        if (!rp_pathf(p, PATHLEN, "%s/%s", dir, de->d_name)) (void)rp_store_remove_tree(p, NULL);
     }
     closedir(d);
 }
@@ -1018,7 +1008,7 @@ static void clean_stale(const char *dir) {
 /* Takes <dir>/.lock (flock, released by the kernel when we die); returns the fd. */
 static rp_status take_lock(const char *dir, int *fd, rp_error *err) {
     char p[PATHLEN];
-    path_fmt(p, "%s/.lock", dir);
+    rp_pathf(p, PATHLEN, "%s/.lock", dir);
     *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (*fd < 0) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", p, strerror(errno));
     if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
@@ -1047,7 +1037,7 @@ static int classify_golden(runner *r, int i, const char *dir, const char *gd, rp
     const rp_matrix_case *mc = &r->m->cases[i];
     char cj[PATHLEN], td[PATHLEN], ref[PATHLEN], label[PATHLEN + 8], nsteps[32];
     rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
-    path_fmt(td, "%s/teacher-golden", dir);
+    rp_pathf(td, PATHLEN, "%s/teacher-golden", dir);
     case_dir(r, mc->ref, ref);
     snprintf(label, sizeof label, "golden %s", gd);
     snprintf(nsteps, sizeof nsteps, "%d", r->m->cls.teacher_steps);
@@ -1402,7 +1392,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     if (!s->o || !r.state || !r.slots || !keep || !verdict || !r.tid || !started)
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     const char *root = o->results_dir ? o->results_dir : "results";
-    if (st == RP_OK && path_fmt(s->dir, "%s/%s", root, m->name))
+    if (st == RP_OK && rp_pathf(s->dir, PATHLEN, "%s/%s", root, m->name))
         st = RP_FAIL(err, RP_ERR_INVALID, "results path too long: %s", root);
     if (st == RP_OK) st = rp_matrix_select(m, o->filters, o->n_filters, keep, err);
     if (st == RP_OK && o->refs_only) {
