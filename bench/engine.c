@@ -26,7 +26,7 @@
 #include "engine/ctx.h"
 #include "engine/models/dit.h"
 #include "engine/models/flux.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/rng.h"
 #include "engine/synthetic.h"
 #include "harness/cli/args.h"

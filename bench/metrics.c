@@ -24,7 +24,7 @@
 #include "engine/error.h"
 #include "engine/image.h"
 #include "harness/cli/args.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 
 static double now(void) {
     struct timespec ts;

@@ -41,3 +41,10 @@ const char *rp_status_name(rp_status s) {
     }
     return "unknown";
 }
+
+int rp_report_error(const rp_error *err) {
+    fprintf(stderr, "repro: error: %s", err->msg);
+    if (err->where[0]) fprintf(stderr, "  [%s]", err->where);
+    fputc('\n', stderr);
+    return 1;
+}

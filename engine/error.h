@@ -45,6 +45,10 @@ const char *rp_status_name(rp_status s);
 /* Clears err to RP_OK with empty message. */
 void rp_error_clear(rp_error *err);
 
+/* Prints "repro: error: <msg>  [where]" to stderr for a failed status (every command, a
+ * rank's worker, the tools); returns 1, the exit code of a failed command. */
+int rp_report_error(const rp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 #include "harness/store/store.h"
 #include "reports/rutil.h"
 

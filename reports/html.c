@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "engine/image.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 #include "harness/store/store.h"
 #include "reports/rutil.h"
 

@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "engine/parallel/strategy.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/sweep/matrix.h"
 #include "harness/store/store.h"
 #include "reports/rutil.h"

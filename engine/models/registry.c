@@ -11,7 +11,6 @@
 
 typedef struct family_presets {
     rp_family family;
-    const char *name;   /* rp_family_name */
     const char *list;   /* space-separated presets */
 } family_presets;
 
@@ -23,11 +22,11 @@ typedef struct family_presets {
 #define TE_PRESETS "te-tiny te-digits te-sd3 te-flux"
 #define VAE_PRESETS "vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae"
 static const family_presets FAMILIES[] = {
-    {RP_FAMILY_DIT, "dit", DIT_PRESETS},
-    {RP_FAMILY_SD3, "sd3", SD3_PRESETS},
-    {RP_FAMILY_FLUX, "flux", FLUX_PRESETS},
-    {RP_FAMILY_TEXT_ENCODER, "text-encoder", TE_PRESETS},
-    {RP_FAMILY_VAE, "vae", VAE_PRESETS},
+    {RP_FAMILY_DIT, DIT_PRESETS},
+    {RP_FAMILY_SD3, SD3_PRESETS},
+    {RP_FAMILY_FLUX, FLUX_PRESETS},
+    {RP_FAMILY_TEXT_ENCODER, TE_PRESETS},
+    {RP_FAMILY_VAE, VAE_PRESETS},
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof *FAMILIES)
 
@@ -39,12 +38,6 @@ const char *rp_family_presets(rp_family f) {
     for (size_t i = 0; i < N_FAMILIES; i++)
         if (FAMILIES[i].family == f) return FAMILIES[i].list;
     return "";
-}
-
-const char *rp_family_name(rp_family f) {
-    for (size_t i = 0; i < N_FAMILIES; i++)
-        if (FAMILIES[i].family == f) return FAMILIES[i].name;
-    return "unknown";
 }
 
 /* 1 when `name` is one of the space-separated words of `list`. */

@@ -29,16 +29,14 @@
 
 #include "../error.h"
 #include "../params.h"
-#include "family.h"
+#include "../family.h"
 #include "flux.h"
 
 
 /* Family of a preset name; RP_ERR_NOT_FOUND with the list of known presets. */
 rp_status rp_model_family(const char *model, rp_family *out, rp_error *err);
 
-/* "dit", "vae", "sd3", "flux", "text-encoder". */
-const char *rp_family_name(rp_family f);
-
+/* rp_family_name: engine/family.h */
 /* Appends the parameter specs of model (with depth_override; FLUX's single-stream
  * count follows the ratio rule above) to l. */
 rp_status rp_model_param_specs(const char *model, int depth_override, rp_param_list *l, rp_error *err);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../models/registry.h"
+#include "../family.h"
 
 typedef struct inject_entry {
     const char *name;

@@ -59,7 +59,7 @@
 #include <stddef.h>
 
 #include "../error.h"
-#include "../models/family.h"
+#include "../family.h"
 
 typedef enum rp_inject_id {
     RP_INJECT_NONE = 0,          /* "" — normal runs */
@@ -82,7 +82,7 @@ typedef enum rp_inject_id {
 } rp_inject_id;
 
 /* The parts of a case an injection's applicability depends on (kept apart from
- * harness/sweep/case.h so the engine does not depend on the harness). */
+ * harness/case/case.h so the engine does not depend on the harness). */
 typedef struct rp_inject_layout {
     int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
     int steps;

@@ -54,7 +54,7 @@
  * ---- exactness contract (rp_par_strategy; the classifier reads it) ----------------
  * dp, cfg, ulysses, ring, usp: EXACT — equal to a single rank up to floating-point
  *   reordering: a GEMM's row count changes (the BLAS may pick other kernels by M:
- *   OpenBLAS does, see engine/pipeline.h), attention sums over keys in another order
+ *   OpenBLAS does, see engine/pipeline/pipeline.h), attention sums over keys in another order
  *   (ring; Ulysses keeps each head's attention call identical, keys in the single
  *   rank's order, except that "auto" may choose another variant for H/u heads) —
  *   never different math.
@@ -153,7 +153,7 @@
 #include "backends/comm.h"
 #include "../ctx.h"
 #include "../error.h"
-#include "../pipeline.h"
+#include "../gen.h"
 #include "inject.h"
 #include "strategy.h"
 

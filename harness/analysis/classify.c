@@ -25,7 +25,7 @@
 #include "engine/parallel/parallel.h"
 #include "engine/safetensors.h"
 #include "engine/samplers/samplers.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 #include "harness/store/store.h"
 
 #define PATHLEN 4096

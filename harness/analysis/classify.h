@@ -40,7 +40,7 @@
 
 #include "engine/error.h"
 #include "engine/trace.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/analysis/verdict.h"
 
 /* ---- options (the matrix's `classify:` mapping) ------------------------------------ */

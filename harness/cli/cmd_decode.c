@@ -23,7 +23,7 @@
 #include "engine/st_compose.h"
 #include "engine/strutil.h"
 #include "engine/vae/vae.h"
-#include "engine/weights_cache.h"
+#include "engine/pipeline/weights_cache.h"
 #include "harness/cli/args.h"
 #include "harness/cli/commands.h"
 

@@ -1,4 +1,4 @@
-/* cmd_diff.c — `repro diff A B`: every metric of harness/analysis/metrics.h for two PNGs,
+/* cmd_diff.c — `repro diff A B`: every metric of harness/metrics/metrics.h for two PNGs,
  * two latents files or two result directories, one per line as "name value",
  * so the metrics are usable on their own (and by scripts).
  *
@@ -18,7 +18,7 @@
 #include "engine/safetensors.h"
 #include "harness/cli/args.h"
 #include "harness/cli/commands.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 
 static void usage(FILE *f) {
     fprintf(f,

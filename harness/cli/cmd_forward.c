@@ -27,7 +27,7 @@
 #include "engine/st_compose.h"
 #include "engine/strutil.h"
 #include "engine/trace.h"
-#include "engine/weights_cache.h"
+#include "engine/pipeline/weights_cache.h"
 #include "harness/cli/args.h"
 #include "harness/cli/commands.h"
 

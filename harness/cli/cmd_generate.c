@@ -21,7 +21,7 @@
 #include "engine/image.h"
 #include "engine/models/dit.h"
 #include "engine/models/registry.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/safetensors.h"
 #include "engine/samplers/flow.h"
 #include "engine/samplers/samplers.h"

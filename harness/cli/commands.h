@@ -21,8 +21,7 @@ int rp_cmd_report(int argc, char **argv);   /* harness/cli/cmd_report.c: rebuild
 int rp_cmd_compare(int argc, char **argv);  /* harness/cli/cmd_compare.c: two runs case by case, with reports */
 int rp_cmd_history(int argc, char **argv);  /* harness/cli/cmd_history.c: runs and trends in the SQLite history */
 
-/* Prints "repro: <msg> [where]" to stderr for a failed status; returns 1. */
-struct rp_error;
-int rp_report_error(const struct rp_error *err);
+/* rp_report_error (a failed status to stderr): engine/error.h */
+#include "engine/error.h"
 
 #endif

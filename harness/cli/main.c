@@ -36,13 +36,6 @@ static void usage(FILE *f) {
                "  repro --help-matrix             the matrix file schema\n");
 }
 
-int rp_report_error(const struct rp_error *err) {
-    fprintf(stderr, "repro: error: %s", err->msg);
-    if (err->where[0]) fprintf(stderr, "  [%s]", err->where);
-    fputc('\n', stderr);
-    return 1;
-}
-
 int main(int argc, char **argv) {
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -16,7 +16,7 @@
 
 #include "engine/fsutil.h"
 #include "engine/safetensors.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 
 enum { PATHLEN = 4096 };
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "engine/error.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 
 typedef struct rp_golden_store rp_golden_store;
 

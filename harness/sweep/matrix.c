@@ -5,7 +5,7 @@
  * typed by the YAML 1.2 core schema (plain scalars resolve to null, booleans,
  * integers, floats or strings; quoted scalars are always strings), checked
  * against the case field's type, then against the field's range, and finally
- * run through harness/sweep/case.c's strict reader, so anything case.c refuses is
+ * run through harness/case/case.c's strict reader, so anything case.c refuses is
  * refused here too, with a mark.
  *
  * Fields and their types are not listed here: they are read off case.c's

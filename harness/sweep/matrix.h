@@ -13,7 +13,7 @@
  * outcome of the sweep, not a malformed file. Value ranges that no case could
  * ever satisfy (a degree of 0, an unknown backend name) are file errors.
  *
- * The case fields and their JSON types come from harness/sweep/case.c (its normalised
+ * The case fields and their JSON types come from harness/case/case.c (its normalised
  * JSON and its strict reader), so a field added there is accepted in matrices
  * with no change here. */
 #ifndef REPRO_MATRIX_H
@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "engine/error.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/analysis/classify.h"
 
 #define RP_MATRIX_MAX_CASES 4096

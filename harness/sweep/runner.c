@@ -44,7 +44,7 @@
 #include "harness/sweep/env.h"
 #include "harness/sweep/golden.h"
 #include "backends/launch.h"
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 #include "harness/sweep/validate.h"
 #include "harness/analysis/verdict.h"
 

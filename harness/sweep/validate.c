@@ -25,7 +25,7 @@
 #include "engine/models/sd3.h"
 #include "engine/models/text_encoder.h"
 #include "engine/parallel/inject.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 #include "engine/samplers/flow.h"
 #include "engine/samplers/samplers.h"
 #include "engine/vae/vae.h"

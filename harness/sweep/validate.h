@@ -51,7 +51,7 @@
 #define REPRO_VALIDATE_H
 
 #include "engine/error.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 
 #define RP_VALIDATE_MAX_GPUS 16
 

@@ -2,7 +2,7 @@
  *
  *   repro worker --job case --case-file case.json --out-dir DIR [comm options]
  *
- * Every rank: loads the case (harness/sweep/case.h), validates it against the launched
+ * Every rank: loads the case (harness/case/case.h), validates it against the launched
  * world (harness/sweep/validate.h: a failure is exit 3, before any rank waits on another),
  * switches OpenBLAS core if the case names one (re-exec), creates the communicator
  * of the case's backend, splits it into xDiT's groups (engine/parallel/parallel.h),

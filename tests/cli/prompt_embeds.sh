@@ -1,5 +1,5 @@
 #!/bin/sh
-# prompt_embeds.sh — precomputed prompt embeddings (engine/prompt_embeds.h) give the latents
+# prompt_embeds.sh — precomputed prompt embeddings (engine/pipeline/prompt_embeds.h) give the latents
 # of the same embeddings computed by the text encoder, bit for bit.
 #   prompt_embeds.sh REPRO LATENTS_CMP SCRATCH MODE
 # modes:

@@ -1,4 +1,4 @@
-# metrics.cmake — `repro diff` (harness/analysis/metrics.c, harness/cli/cmd_diff.c) against
+# metrics.cmake — `repro diff` (harness/metrics/metrics.c, harness/cli/cmd_diff.c) against
 # Debian's scikit-image and numpy: SSIM (value and full map, 'reflect' borders),
 # PSNR, pixel counts, heatmaps, latents files and result directories.
 # tests/unit/test_metrics.c (label unit) registers itself through the unit glob.

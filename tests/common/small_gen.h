@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 
 /* Runs it on ctx->dev = dev; returns rp_generate's status (err filled on failure). */
 static inline rp_status small_generation(const char *model, double cfg, struct rp_device *dev, rp_gen_result *res,

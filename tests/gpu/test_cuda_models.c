@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "engine/device.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 #include "tests/common/small_gen.h"
 #ifdef REPRO_HAVE_CUDA
 #include "engine/cuda/cuda_info.h"

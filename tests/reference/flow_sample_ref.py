@@ -3,7 +3,7 @@ FlowMatchEulerDiscreteScheduler (schedule + Euler step) and the denoising loops 
 StableDiffusion3Pipeline and FluxPipeline, written here from the diffusers source formulas
 around the torch models of sd3_ref.py / flux_ref.py.
 
-Nothing here calls or mirrors the C code (engine/samplers/flow.c, engine/pipeline.c): the
+Nothing here calls or mirrors the C code (engine/samplers/flow.c, engine/pipeline/pipeline.c): the
 schedule is computed the way diffusers computes it (numpy float64 linspace, torch/numpy
 float32 shift, float32 timesteps), the loops are the pipelines' loop bodies (torch.cat of
 [negative, positive] for SD3's CFG; packed latents, `timestep / 1000` and a guidance tensor

@@ -11,7 +11,7 @@ and the classifier must recognise the requested digit in at least 90 of the 100 
 of each model (the issue's bar). Per-class counts are printed.
 Also: the shipped te-digits weights are bitwise te-tiny's synthetic weights at seed 0
 (what the MMDiT was trained on), so reference.te_parity's te-tiny cases cover its forward;
-and the trained presets' resolution (engine/weights_cache.h): --weight-seed changes
+and the trained presets' resolution (engine/pipeline/weights_cache.h): --weight-seed changes
 nothing, a missing file is an error naming the path and REPRO_WEIGHTS_DIR, --depth is
 refused, a class outside 0..9 is a usage error.
 

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 
 static rp_case sample_case(void) {
     rp_case c;

@@ -12,7 +12,7 @@
 
 #include "engine/safetensors.h"
 #include "engine/trace.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/analysis/classify.h"
 #include "harness/sweep/runner.h"
 #include "harness/analysis/verdict.h"

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "engine/device.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 #include "tests/common/small_gen.h"
 
 START_TEST(host_pointer_is_refused) {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/sweep/matrix.h"
 #include "harness/sweep/runner.h"
 

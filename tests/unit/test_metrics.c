@@ -1,4 +1,4 @@
-/* test_metrics.c — harness/analysis/metrics.c: PSNR / SSIM properties (identical images,
+/* test_metrics.c — harness/metrics/metrics.c: PSNR / SSIM properties (identical images,
  * symmetry, a constant offset worked by hand, the 'reflect' border on images
  * smaller than the window, against scipy values and a brute-force 2-D
  * reference), pixel counts, the heatmap ramp, and latent metrics on
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 
 static const double U = 0x1p-53; /* unit roundoff of double */
 

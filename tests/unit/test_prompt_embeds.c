@@ -1,4 +1,4 @@
-/* test_prompt_embeds.c — the prompt-embeddings file (engine/prompt_embeds.h): a written file
+/* test_prompt_embeds.c — the prompt-embeddings file (engine/pipeline/prompt_embeds.h): a written file
  * reads back bit for bit; every broken shape or pairing is refused naming the file and tensor. */
 #include <check.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/prompt_embeds.h"
+#include "engine/pipeline/prompt_embeds.h"
 #include "engine/safetensors.h"
 
 static char g_path[256];

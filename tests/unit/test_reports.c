@@ -15,7 +15,7 @@
 
 #include "engine/image.h"
 #include "engine/safetensors.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/sweep/runner.h"
 #include "reports/report.h"
 #include "reports/rutil.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/parallel/inject.h"
-#include "harness/sweep/case.h"
+#include "harness/case/case.h"
 #include "harness/sweep/validate.h"
 
 /* A fixed environment, independent of this machine: both backends built, two

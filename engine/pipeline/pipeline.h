@@ -23,6 +23,7 @@
 
 #include "ctx.h"
 #include "error.h"
+#include "gen.h"
 #include "models/dit.h"
 #include "models/flux.h"
 #include "models/registry.h"
@@ -138,13 +139,6 @@ rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d);
 
 /* ---- requests ---------------------------------------------------------------------- */
 
-typedef struct rp_gen_item {
-    uint64_t seed;
-    uint64_t global_index;  /* position in the whole run: keys the item's noise */
-    int class_id;           /* DiT: ImageNet class (0 .. num_classes-1); unused by SD3/FLUX */
-    const char *prompt;     /* SD3 / FLUX: the prompt; NULL or "" = unconditional. NULL for DiT */
-    int embed_row;          /* with rp_gen_request.prompt_embeds: the file's row for this item */
-} rp_gen_item;
 
 typedef struct rp_gen_request {
     const char *model;        /* preset, e.g. "dit-tiny", "sd3-tiny", "flux-dev" */
@@ -201,35 +195,7 @@ const char *rp_gen_default_vae(const char *model);
  * "te-flux" for flux-dev; NULL for models that take no prompt. */
 const char *rp_gen_default_text_encoder(const char *model);
 
-typedef struct rp_gen_result {
-    rp_family family;
-    int B, C;                /* items, latent channels */
-    int h, w;                /* latent height, width */
-    int S;                   /* latent side when h == w (always for DiT), else 0 */
-    int steps;
-    float *noise;            /* (B, C, h, w) x_T / x at sigma_0 */
-    float *latents;          /* (B, C, h, w) final */
-    float *trajectory;       /* (steps + 1, B, C, h, w) latents before each step, then final
-                                (DiT: VP latents; SD3 / FLUX: the flow state x_sigma) */
-    double *timesteps;       /* (steps) DiT: training timestep; SD3 / FLUX: the scheduler's
-                                timesteps (float32(sigma * 1000)); sampling order */
-    double *alphas_cumprod;  /* (steps) DiT: abar of each evaluation; NULL for SD3 / FLUX */
-    double *sigmas;          /* (steps + 1) SD3 / FLUX: flow sigmas, last 0; NULL for DiT */
-    double *model_t;         /* (steps) SD3 / FLUX: the t the transformer received (SD3
-                                timesteps[i]; FLUX timesteps[i] / 1000); NULL for DiT */
-    double shift, mu;        /* SD3: static shift; FLUX: dynamic-shift mu (0 otherwise) */
-    int H, W;                /* image size (0 when not decoded) */
-    uint8_t *rgb;            /* (B, H, W, 3) or NULL */
-    char weights_path[4096];
-    char vae_name[32];
-    char vae_weights_path[4096];
-    char te_name[32];        /* SD3 / FLUX: the text encoder preset ("" for DiT) */
-    char te_weights_path[4096];
-    int n_evals;             /* model evaluations (forwards of up to 2B items) */
-    double encode_seconds, sample_seconds, decode_seconds;
-} rp_gen_result;
-
-void rp_gen_result_free(rp_gen_result *r);
+/* rp_gen_item and rp_gen_result: engine/gen.h */
 
 /* Checks a request without loading or computing anything: the model and its depth
  * options, steps / guidance / items, and for SD3 / FLUX the image size against the VAE

@@ -19,7 +19,7 @@
  * %1.15g / %1.17g that round-trips, so the text, hence the id, is a function of
  * the values alone. */
 #include "case.h"
-#include "engine/pipeline.h"
+#include "engine/pipeline/pipeline.h"
 
 #include <assert.h>
 #include <errno.h>

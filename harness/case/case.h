@@ -38,7 +38,7 @@ typedef struct rp_case {
     int depth;                /* 0 = preset */
     int single_depth;         /* FLUX single blocks; 0 = registry rule */
     char weights[RP_CASE_MAX_STR]; /* "" = synthetic from weight_seed */
-    char prompt_embeds[RP_CASE_MAX_STR]; /* SD3 / FLUX: precomputed conditioning (engine/prompt_embeds.h),
+    char prompt_embeds[RP_CASE_MAX_STR]; /* SD3 / FLUX: precomputed conditioning (engine/pipeline/prompt_embeds.h),
                                  item i uses row i; "" = the text encoder on the items' prompts */
     uint64_t weight_seed;
     int sharpen;              /* attention q/k/v weights x sharpen (engine/sharpen.h): the

@@ -20,7 +20,7 @@
  * Only the rows and columns that skimage's crop keeps are computed unless the
  * full map is asked for; their windows lie inside the image, so the 'reflect'
  * extension only matters for the map. */
-#include "harness/analysis/metrics.h"
+#include "harness/metrics/metrics.h"
 
 #include <assert.h>
 #include <math.h>

@@ -304,19 +304,6 @@ const char *rp_gen_default_text_encoder(const char *model) {
     return NULL;
 }
 
-void rp_gen_result_free(rp_gen_result *r) {
-    if (!r) return;
-    free(r->noise);
-    free(r->latents);
-    free(r->trajectory);
-    free(r->timesteps);
-    free(r->alphas_cumprod);
-    free(r->sigmas);
-    free(r->model_t);
-    free(r->rgb);
-    memset(r, 0, sizeof *r);
-}
-
 static rp_status check_request(const rp_gen_request *req, const rp_dit_config *c, rp_error *err) {
     if (req->steps < 1 || req->steps > RP_DIT_TRAIN_STEPS)
         return RP_FAIL(err, RP_ERR_INVALID, "steps must be in 1..%d (got %d)", RP_DIT_TRAIN_STEPS,
