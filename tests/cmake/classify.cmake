@@ -37,9 +37,15 @@ set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
 if(REPRO_HAVE_GLOO)
   foreach(set drift corpus bugs approx invariant invariantxl)
+    # the corpus also holds the trained family (corpus-digits-{dit,sd3}.yaml)
+    set(_families "dit sd3 flux")
+    if(set STREQUAL "corpus")
+      set(_families "dit sd3 flux digits-dit digits-sd3")
+    endif()
     add_test(NAME matrix.classify.${set}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>
-                     ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR})
+                     ${CMAKE_BINARY_DIR}/cli-scratch/classify-${set} ${set} ${CMAKE_SOURCE_DIR}
+                     ${_families})
     if(set STREQUAL "corpus")  # ~20 min on 2 cores: only when asked for (ci/test.sh -L corpus)
       set_tests_properties(matrix.classify.${set} PROPERTIES
         LABELS "matrix;corpus" SKIP_RETURN_CODE 77 TIMEOUT 5400 ENVIRONMENT "${_classify_env}")
