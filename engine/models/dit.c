@@ -417,7 +417,10 @@ done:
         rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
         if (st == RP_OK) st = dst;
     }
-    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
+    {
+        rp_status tst = rp_par_forward_end(ctx, st == RP_OK ? err : NULL); /* trace parts to rank 0 */
+        if (st == RP_OK) st = tst;
+    }
     rp_d_free(ctx, mem);
     free(tok);
     return st;

@@ -82,8 +82,14 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
     return st;
 }
 
+static void trace_pend_free(rp_parallel *p);
+
 void rp_par_free(rp_parallel *p) {
     if (!p) return;
+    trace_pend_free(p);
+    free(p->tr_out);
+    p->tr_out = NULL;
+    p->tr_out_len = p->tr_out_cap = 0;
     rp_par_pipefusion_free(p);
     rp_par_patch_free(p);
     rp_par_replica_free(p);
@@ -94,11 +100,6 @@ void rp_par_free(rp_parallel *p) {
     }
 }
 
-rp_status rp_par_check(const rp_parallel *p, rp_error *err) {
-    if (!p || p->st == RP_OK) return RP_OK;
-    if (err) *err = p->err;
-    return p->st;
-}
 
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->par->fault == id; }
 
@@ -398,6 +399,42 @@ static rp_status trace_part_place(const unsigned char *in, size_t nc, size_t ns,
     return RP_OK;
 }
 
+/* Rank 0's record of one trace point of the forward in progress, completed at its end. */
+typedef struct rp_par_tpend {
+    int rec;              /* index in the trace's records; -1: dropped (out of memory) */
+    size_t ncell, stride;
+    int W, T;
+    double *css;          /* (ncell + 1) each cell's sum of squares */
+    unsigned char *cover; /* (ncell + 1) which cells some rank sent */
+    double mx;
+    char name[96];
+} rp_par_tpend;
+
+static void trace_pend_free(rp_parallel *p) {
+    for (int i = 0; i < p->n_tr_pend; i++) {
+        free(p->tr_pend[i].css);
+        free(p->tr_pend[i].cover);
+    }
+    free(p->tr_pend);
+    p->tr_pend = NULL;
+    p->n_tr_pend = p->cap_tr_pend = 0;
+}
+
+/* Appends n bytes to a rank's outgoing trace buffer. */
+static rp_status trace_out_put(rp_parallel *p, const void *b, size_t n, rp_error *err) {
+    if (p->tr_out_len + n > p->tr_out_cap) {
+        size_t cap = p->tr_out_cap ? p->tr_out_cap : 4096;
+        while (cap < p->tr_out_len + n) cap *= 2;
+        unsigned char *nb = realloc(p->tr_out, cap);
+        if (!nb) return RP_FAIL(err, RP_ERR_NOMEM, "trace: out of memory for %zu bytes of parts", cap);
+        p->tr_out = nb;
+        p->tr_out_cap = cap;
+    }
+    memcpy(p->tr_out + p->tr_out_len, b, n);
+    p->tr_out_len += n;
+    return RP_OK;
+}
+
 void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
                   int T) {
     rp_parallel *p = ctx->par;
@@ -429,71 +466,158 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
      * reduced to what the record keeps: each cell's sum of squares, the max |x| and the
      * samples in them. Rank 0 adds the sums in the single-rank layout's cell order
      * (rp_trace_finish), so the record has the serial run's bits wherever the values
-     * are, and the ranks exchange kilobytes, not the tensor. */
+     * are, and the ranks exchange kilobytes, not the tensor: once per forward
+     * (rp_par_forward_end), so a trace point waits for no other rank. */
     const int R = p->trace_total_rows;
     const size_t ncell = (size_t)R * T, stride = rp_trace_stride(ncell * W, t->max_samples);
     int nr = 0;
     if (tok || p->sp.rank == 0)
         for (int i = 0; i < rows; i++) nr += p->trace_rows[i] >= 0;
     const int ntok = tok ? n : T;
-    rp_comm *c = p->world_comm;
     rp_status st = RP_OK;
     if (p->rank != 0) {
         trace_part part;
         st = trace_part_make(&part, x, rows, n, W, nr ? p->trace_rows : NULL, tok, ntok, T, stride, name, &e);
         const int64_t hdr[4] = {(int64_t)part.nc, (int64_t)part.ns, W, T};
-        /* sent after a local failure too (with no cells), so rank 0 is not left waiting */
-        rp_status s2 = c->ops->send(c, hdr, sizeof hdr, 0, TAG_TRACE, &e);
-        if (s2 == RP_OK && part.nc) s2 = c->ops->send(c, part.buf, trace_part_bytes(part.nc, part.ns), 0, TAG_TRACE, &e);
+        /* buffered after a local failure too (with no cells), so rank 0 can tell */
+        rp_status s2 = trace_out_put(p, hdr, sizeof hdr, &e);
+        if (s2 == RP_OK && part.nc) s2 = trace_out_put(p, part.buf, trace_part_bytes(part.nc, part.ns), &e);
         free(part.buf);
         if (st == RP_OK) st = s2;
         if (st != RP_OK) par_fail(p, st, &e);
         return;
     }
+    if (p->n_tr_pend == p->cap_tr_pend) {
+        const int cap = p->cap_tr_pend ? 2 * p->cap_tr_pend : 64;
+        rp_par_tpend *np = realloc(p->tr_pend, (size_t)cap * sizeof *np);
+        if (!np) {
+            RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory", name);
+            par_fail(p, e.code, &e);
+            return;
+        }
+        p->tr_pend = np;
+        p->cap_tr_pend = cap;
+    }
+    rp_par_tpend *pd = &p->tr_pend[p->n_tr_pend++];
+    memset(pd, 0, sizeof *pd);
+    snprintf(pd->name, sizeof pd->name, "%s", name);
+    pd->ncell = ncell, pd->stride = stride, pd->W = W, pd->T = T;
     rp_trace_rec *r = rp_trace_begin(t, name, ncell * W);  /* NULL: out of memory, the record is dropped */
-    double *css = calloc(ncell + 1, sizeof *css);           /* (R, T): each cell's sum of squares */
-    unsigned char *cover = calloc(ncell + 1, 1);            /* (R, T) */
-    if (!css || !cover) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d cells", name, R, T);
-    double mx = 0.0;
-    if (st == RP_OK && nr) {
-        for (int i = 0; i < rows; i++) {
-            if (p->trace_rows[i] < 0) continue;
-            for (int j = 0; j < ntok; j++) {
-                const size_t cell = (size_t)p->trace_rows[i] * T + (size_t)(tok ? tok[j] : j);
-                if (r) css[cell] = rp_trace_cell(r, x + ((size_t)i * n + j) * W, cell, (size_t)W, &mx);
-                cover[cell] = 1;
-            }
+    pd->rec = r ? (int)(r - t->recs) : -1;
+    pd->css = calloc(ncell + 1, sizeof *pd->css);       /* (R, T): each cell's sum of squares */
+    pd->cover = calloc(ncell + 1, 1);                   /* (R, T) */
+    if (!pd->css || !pd->cover) {
+        RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d cells", name, R, T);
+        par_fail(p, e.code, &e);
+        pd->rec = -1;
+        return;
+    }
+    for (int i = 0; nr && i < rows; i++) {
+        if (p->trace_rows[i] < 0) continue;
+        for (int j = 0; j < ntok; j++) {
+            const size_t cell = (size_t)p->trace_rows[i] * T + (size_t)(tok ? tok[j] : j);
+            if (r) pd->css[cell] = rp_trace_cell(r, x + ((size_t)i * n + j) * W, cell, (size_t)W, &pd->mx);
+            pd->cover[cell] = 1;
         }
     }
-    for (int from = 1; from < p->world && st == RP_OK; from++) {
+}
+
+/* Rank 0: places rank `from`'s buffered parts (n bytes at in, one per trace point of the
+ * forward, in order) into the pending records. */
+static rp_status trace_place_rank(rp_parallel *p, rp_trace *t, const unsigned char *in, size_t n, int from,
+                                  rp_error *err) {
+    size_t off = 0;
+    for (int k = 0; k < p->n_tr_pend; k++) {
+        rp_par_tpend *pd = &p->tr_pend[k];
         int64_t h[4];
-        st = c->ops->recv(c, h, sizeof h, from, TAG_TRACE, &e);
-        if (st != RP_OK) break;
-        if (h[0] < 0 || h[0] > (int64_t)ncell || h[1] < 0 || h[1] > h[0] * (int64_t)trace_cell_samples(W, stride) ||
-            h[2] != W || h[3] != T) {
-            st = RP_FAIL(&e, RP_ERR_COMM, "trace '%s': rank %d sent %lld cells (%lld samples) of width %lld in %lld "
-                         "tokens, rank 0 has %d x %d of width %d", name, from, (long long)h[0], (long long)h[1],
-                         (long long)h[2], (long long)h[3], R, T, W);
-            break;
-        }
+        if (n - off < sizeof h)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent the parts of %d trace points, rank 0 has %d",
+                           pd->name, from, k, p->n_tr_pend);
+        memcpy(h, in + off, sizeof h);
+        off += sizeof h;
+        if (h[0] < 0 || h[0] > (int64_t)pd->ncell || h[1] < 0 ||
+            h[1] > h[0] * (int64_t)trace_cell_samples(pd->W, pd->stride) || h[2] != pd->W || h[3] != pd->T)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d sent %lld cells (%lld samples) of width %lld in "
+                           "%lld tokens, rank 0 has %zu cells of width %d in %d tokens", pd->name, from,
+                           (long long)h[0], (long long)h[1], (long long)h[2], (long long)h[3], pd->ncell, pd->W, pd->T);
         if (!h[0]) continue;
         const size_t bytes = trace_part_bytes((size_t)h[0], (size_t)h[1]);
-        unsigned char *in = malloc(bytes);
-        if (!in) st = RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", name, bytes);
-        if (st == RP_OK) st = c->ops->recv(c, in, bytes, from, TAG_TRACE, &e);
-        if (st == RP_OK) st = trace_part_place(in, (size_t)h[0], (size_t)h[1], r, css, cover, ncell, &mx, from, name, &e);
+        if (n - off < bytes)
+            return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d's part is cut short", pd->name, from);
+        if (!pd->css) { off += bytes; continue; } /* rank 0 ran out of memory for it: dropped */
+        /* an aligned copy: the part holds doubles and ints */
+        unsigned char *a = malloc(bytes);
+        if (!a) return RP_FAIL(err, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", pd->name, bytes);
+        memcpy(a, in + off, bytes);
+        off += bytes;
+        rp_status st = trace_part_place(a, (size_t)h[0], (size_t)h[1], pd->rec >= 0 ? &t->recs[pd->rec] : NULL,
+                                        pd->css, pd->cover, pd->ncell, &pd->mx, from, pd->name, err);
+        free(a);
+        if (st != RP_OK) return st;
+    }
+    if (off != n)
+        return RP_FAIL(err, RP_ERR_COMM, "trace: rank %d sent %zu bytes more than the %d trace points of the forward",
+                       from, n - off, p->n_tr_pend);
+    return RP_OK;
+}
+
+/* The forward's trace parts to rank 0 (rp_par_forward_end). */
+static void trace_flush(const rp_ctx *ctx) {
+    rp_parallel *p = ctx->par;
+    rp_trace *t = ctx->trace;
+    if (p->world == 1 || !t || t->eval < 0 || t->eval >= t->record_evals) return;
+    rp_comm *c = p->world_comm;
+    rp_error e;
+    rp_error_clear(&e);
+    rp_status st = RP_OK;
+    if (p->rank != 0) { /* sent after a failure too, so rank 0 is not left waiting */
+        const int64_t len = (int64_t)p->tr_out_len;
+        st = c->ops->send(c, &len, sizeof len, 0, TAG_TRACE, &e);
+        if (st == RP_OK && len) st = c->ops->send(c, p->tr_out, p->tr_out_len, 0, TAG_TRACE, &e);
+        p->tr_out_len = 0;
+        if (st != RP_OK) par_fail(p, st, &e);
+        return;
+    }
+    /* the most a rank can send for these trace points: every cell and sample */
+    size_t bound = 0;
+    for (int k = 0; k < p->n_tr_pend; k++) {
+        const rp_par_tpend *pd = &p->tr_pend[k];
+        bound += 4 * sizeof(int64_t) + trace_part_bytes(pd->ncell, pd->ncell * trace_cell_samples(pd->W, pd->stride));
+    }
+    for (int from = 1; from < p->world && st == RP_OK; from++) {
+        int64_t len;
+        st = c->ops->recv(c, &len, sizeof len, from, TAG_TRACE, &e);
+        if (st == RP_OK && (len < 0 || (uint64_t)len > bound))
+            st = RP_FAIL(&e, RP_ERR_COMM, "trace: rank %d sends %lld bytes of parts, at most %zu fit the forward's "
+                         "%d trace points", from, (long long)len, bound, p->n_tr_pend);
+        unsigned char *in = NULL;
+        if (st == RP_OK && len && !(in = malloc((size_t)len)))
+            st = RP_FAIL(&e, RP_ERR_NOMEM, "trace: out of memory (%lld bytes)", (long long)len);
+        if (st == RP_OK && len) st = c->ops->recv(c, in, (size_t)len, from, TAG_TRACE, &e);
+        if (st == RP_OK) st = trace_place_rank(p, t, in, (size_t)len, from, &e);
         free(in);
     }
-    if (st == RP_OK && r) {
+    for (int k = 0; st == RP_OK && k < p->n_tr_pend; k++) {
+        rp_par_tpend *pd = &p->tr_pend[k];
+        if (pd->rec < 0) continue;
         size_t missing = 0;
-        for (size_t i = 0; i < ncell; i++) missing += !cover[i];
+        for (size_t i = 0; i < pd->ncell; i++) missing += !pd->cover[i];
         if (missing) {
             p->trace_incomplete = 1;
             rp_trace_note_once(t, "parallel.trace.incomplete", "yes");
         }
-        rp_trace_finish(r, css, ncell, mx);
+        rp_trace_finish(&t->recs[pd->rec], pd->css, pd->ncell, pd->mx);
     }
     if (st != RP_OK) par_fail(p, st, &e);
-    free(css);
-    free(cover);
+    trace_pend_free(p);
 }
+
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_error *err) {
+    rp_parallel *p = ctx->par;
+    if (!p) return RP_OK;
+    trace_flush(ctx);
+    if (p->st == RP_OK) return RP_OK;
+    if (err) *err = p->err;
+    return p->st;
+}
+

@@ -142,7 +142,7 @@
  * Both: slot = the forward's index within an evaluation (per-item batches run several),
  * so every forward of a step has its own cache.
  *
- * Errors inside a forward's trace points are sticky in the context (rp_par_check);
+ * Errors inside a forward's trace points are sticky in the context (rp_par_forward_end);
  * every other function returns its status. A context is used by one thread. */
 #ifndef REPRO_PARALLEL_H
 #define REPRO_PARALLEL_H
@@ -224,6 +224,13 @@ typedef struct rp_parallel {
     int stale_from;           /* the first evaluation that may use stale activations (patch,
                                  pipefusion: warmup_steps; INT_MAX for the exact layouts) */
     rp_par_rlog *rlog;        /* fingerprints of this rank's replicated tensors (replica.c; owned) */
+    /* The forward's trace parts, held until its end (rp_par_forward_end) so that its
+     * trace points cost no synchronisation: a rank != 0 buffers what it sends (tr_out);
+     * rank 0, each record's own cells and where the others' go (tr_pend, trace.c order). */
+    unsigned char *tr_out;
+    size_t tr_out_len, tr_out_cap;
+    struct rp_par_tpend *tr_pend;
+    int n_tr_pend, cap_tr_pend;
     /* sticky error of the trace points */
     rp_status st;
     rp_error err;
@@ -236,8 +243,12 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
 /* Destroys the groups (not the world comm). NULL and zeroed contexts are allowed. */
 void rp_par_free(rp_parallel *p);
 
-/* The sticky error of p's trace points: RP_OK, or copies it into err and returns it. */
-rp_status rp_par_check(const rp_parallel *p, rp_error *err);
+/* A model forward's end (collective over the world when its evaluation is recorded):
+ * the ranks' buffered trace parts go to rank 0 in one message each and rank 0 completes
+ * the forward's records (rp_par_trace); then the sticky error of the trace points: RP_OK,
+ * or copies it into err and returns it. Every rank calls it after every forward, failed
+ * or not. ctx->par NULL: RP_OK. */
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_error *err);
 
 /* Is this rank the one whose fault-injection applies? Helpers of the faults. */
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id);
@@ -339,7 +350,9 @@ void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total);
  * the assembled tensor on rank 0 (see the header comment); no-op when the current
  * evaluation is not recorded or ctx->trace is NULL. ctx->par NULL: the plain path, x
  * recorded as is. x may be device memory (ctx->dev): it is copied to the host only for
- * a recorded evaluation. Errors are sticky (rp_par_check; the device's: rp_d_check). */
+ * a recorded evaluation. With a layout the record is completed at the forward's end
+ * (rp_par_forward_end), when every rank's part has come. Errors are sticky
+ * (rp_par_forward_end; the device's: rp_d_check). */
 void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
                   int T);
 
