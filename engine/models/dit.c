@@ -47,6 +47,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 typedef struct dit_block {
     rp_linear_w qkv;  /* (3C, C) */
@@ -322,10 +323,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * C, xe + ((size_t)b * T + t0) * C, (size_t)Tl * C);
 
     /* t_embedder */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, th, tfreq, &m->t_mlp0, B);
-    rp_d_silu(ctx, th, th, (size_t)B * C);
-    rp_d_linear(ctx, temb, th, &m->t_mlp2, B);
+    rp_timestep_embedder(ctx, temb, th, tfreq, tin, B, F, &m->t_mlp0, &m->t_mlp2);
     rp_par_trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
 
     /* y_embedder: a table lookup (labels are given already dropped to the null class). */
@@ -392,11 +390,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * S * S);
 
 done:
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(tok);
     return st;

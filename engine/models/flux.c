@@ -74,6 +74,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 /* One stream's weights of a double block: [0] text (…_context, add_*), [1] image. */
 typedef struct flux_stream_w {
@@ -460,21 +461,12 @@ static void flux_time_text_embed(const rp_flux *m, const rp_ctx *ctx, const flux
                                  const float *tsc, const float *gsc, const float *pooled, float *tfreq, float *e1,
                                  float *tmp) {
     const int B = f->B, C = f->C, F = f->F;
-    /* [cos, sin]: flip_sin_to_cos, shift 0 */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
+    rp_timestep_embedder(ctx, temb, e1, tfreq, tsc, B, F, &m->t_lin1, &m->t_lin2);
     if (m->cfg.guidance_embeds) {
-        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-        rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
-        rp_d_silu(ctx, e1, e1, (size_t)B * C);
-        rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
+        rp_timestep_embedder(ctx, tmp, e1, tfreq, gsc, B, F, &m->g_lin1, &m->g_lin2);
         rp_d_add(ctx, temb, tmp, (size_t)B * C);
     }
-    rp_d_linear(ctx, e1, pooled, &m->p_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
+    rp_silu_mlp(ctx, tmp, e1, pooled, B, &m->p_lin1, &m->p_lin2);
     rp_d_add(ctx, temb, tmp, (size_t)B * C);
 }
 
@@ -788,11 +780,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         if (st == RP_OK && ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
     }
 
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(hs);
     free(gtok);

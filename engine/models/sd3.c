@@ -72,6 +72,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 typedef struct sd3_block {
     int pre_only;                             /* context_pre_only (the last block) */
@@ -676,13 +677,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, th, tfreq, &m->t_lin1, B);
-    rp_d_silu(ctx, th, th, (size_t)B * D);
-    rp_d_linear(ctx, temb, th, &m->t_lin2, B);
-    rp_d_linear(ctx, ph, poolin, &m->p_lin1, B);
-    rp_d_silu(ctx, ph, ph, (size_t)B * D);
-    rp_d_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
+    rp_timestep_embedder(ctx, temb, th, tfreq, tin, B, Fq, &m->t_lin1, &m->t_lin2);
+    rp_silu_mlp(ctx, stemb, ph, poolin, B, &m->p_lin1, &m->p_lin2); /* stemb holds the text embedding for one line */
     rp_d_add(ctx, temb, stemb, (size_t)B * D);  /* timesteps_emb + pooled_projections */
     rp_par_trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
     rp_d_silu(ctx, stemb, temb, (size_t)B * D);
@@ -731,11 +727,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * H * W);
 
 done:
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(tok);
     free(jmask_h);

@@ -100,6 +100,13 @@ rp_status rp_par_check(const rp_parallel *p, rp_error *err) {
     return p->st;
 }
 
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err) {
+    const rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+    if (st == RP_OK) st = dst;
+    if (st == RP_OK) st = rp_par_check(ctx->par, err); /* a failed trace gather */
+    return st;
+}
+
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->par->fault == id; }
 
 /* ---- sequence parallelism -------------------------------------------------------------- */

@@ -238,6 +238,10 @@ void rp_par_free(rp_parallel *p);
 
 /* The sticky error of p's trace points: RP_OK, or copies it into err and returns it. */
 rp_status rp_par_check(const rp_parallel *p, rp_error *err);
+/* A model forward's status at its end: st when it failed, else the device's first error
+ * (rp_d_check, which is read and cleared in either case), else a failed trace gather
+ * (rp_par_check). */
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err);
 
 /* Is this rank the one whose fault-injection applies? Helpers of the faults. */
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id);
