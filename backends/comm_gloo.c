@@ -163,46 +163,39 @@ static rp_status gloo_allreduce(rp_comm *c, float *buf, size_t count, rp_reduce_
     return op_fail(c, rc, "allreduce", what, t0, msg, err);
 }
 
-static rp_status gloo_allgather(rp_comm *c, const float *send, size_t count, float *recv,
-                                rp_error *err) {
-    size_t total, bytes;
-    RP_TRY(rp_comm_check_mul(c, "allgather", count, (size_t)c->world, &total, err));
-    RP_TRY(rp_comm_check_mul(c, "allgather", total, sizeof(float), &bytes, err));
-    if (count == 0) return RP_OK;
-    if (!send || !recv)
-        return RP_FAIL(err, RP_ERR_INVALID, "gloo allgather: rank %d: NULL buffer", c->rank);
-    if (c->world == 1) {
-        memmove(recv, send, count * sizeof(float));
-        return RP_OK;
-    }
-    char msg[MSG_CAP], what[64];
-    double t0 = rp_comm_now();
-    int rc = rp_gloo_allgather_f32(impl_of(c)->ctx, send, count, recv, timeout_ms(c), msg,
-                                   sizeof msg);
-    if (rc == RP_GLOO_OK) return RP_OK;
-    snprintf(what, sizeof what, "%zu floats per rank", count);
-    return op_fail(c, rc, "allgather", what, t0, msg, err);
-}
-
-static rp_status gloo_alltoall(rp_comm *c, const float *send, float *recv, size_t count,
+/* allgather and alltoall, count floats per rank: the size checks (count x world floats, in
+ * bytes), nothing for count 0, a copy for a world of one, else the shim's collective. They
+ * differ only in which shim call moves the data and what a peer's share is called. */
+static rp_status gloo_exchange(rp_comm *c, int all_to_all, const float *send, float *recv, size_t count,
                                rp_error *err) {
+    const char *op = all_to_all ? "alltoall" : "allgather";
     size_t total, bytes;
-    RP_TRY(rp_comm_check_mul(c, "alltoall", count, (size_t)c->world, &total, err));
-    RP_TRY(rp_comm_check_mul(c, "alltoall", total, sizeof(float), &bytes, err));
+    RP_TRY(rp_comm_check_mul(c, op, count, (size_t)c->world, &total, err));
+    RP_TRY(rp_comm_check_mul(c, op, total, sizeof(float), &bytes, err));
     if (count == 0) return RP_OK;
-    if (!send || !recv)
-        return RP_FAIL(err, RP_ERR_INVALID, "gloo alltoall: rank %d: NULL buffer", c->rank);
+    if (!send || !recv) return RP_FAIL(err, RP_ERR_INVALID, "gloo %s: rank %d: NULL buffer", op, c->rank);
     if (c->world == 1) {
         memmove(recv, send, bytes);
         return RP_OK;
     }
     char msg[MSG_CAP], what[64];
     double t0 = rp_comm_now();
-    int rc = rp_gloo_alltoall_f32(impl_of(c)->ctx, send, recv, count, timeout_ms(c), msg,
-                                  sizeof msg);
+    int rc = all_to_all
+                 ? rp_gloo_alltoall_f32(impl_of(c)->ctx, send, recv, count, timeout_ms(c), msg, sizeof msg)
+                 : rp_gloo_allgather_f32(impl_of(c)->ctx, send, count, recv, timeout_ms(c), msg, sizeof msg);
     if (rc == RP_GLOO_OK) return RP_OK;
-    snprintf(what, sizeof what, "%zu floats per peer", count);
-    return op_fail(c, rc, "alltoall", what, t0, msg, err);
+    snprintf(what, sizeof what, "%zu floats per %s", count, all_to_all ? "peer" : "rank");
+    return op_fail(c, rc, op, what, t0, msg, err);
+}
+
+static rp_status gloo_allgather(rp_comm *c, const float *send, size_t count, float *recv,
+                                rp_error *err) {
+    return gloo_exchange(c, 0, send, recv, count, err);
+}
+
+static rp_status gloo_alltoall(rp_comm *c, const float *send, float *recv, size_t count,
+                               rp_error *err) {
+    return gloo_exchange(c, 1, send, recv, count, err);
 }
 
 /* gloo aborts the whole process (an enforce in its event-loop thread, which

@@ -8,6 +8,7 @@
  * pid as the group id, stays reserved until the final group SIGKILL — and
  * reap everything at the end. */
 #include "engine/clock.h"
+#include "engine/strutil.h"
 #include "backends/launch.h"
 
 #include <assert.h>
@@ -485,27 +486,18 @@ static void reap_all(rank_proc *procs, int started, pid_t pgid) {
 
 /* ---- the report -------------------------------------------------------- */
 
-static void append(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t cap, const char *fmt, ...) {
-    size_t len = strlen(buf);
-    if (len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
-    va_end(ap);
-}
 
 static void append_tail(rp_launch_result *res, int r, int lines) {
     char path[PATH_MAX + 32], tail[4096];
     snprintf(path, sizeof path, "%s/rank%d.err", res->run_dir, r);
     int n = rp_file_tail(path, lines, tail, sizeof tail);
     if (n == 0) {
-        append(res->report, sizeof res->report, "--- rank %d stderr (%s): empty ---\n", r, path);
+        rp_appendf(res->report, sizeof res->report, "--- rank %d stderr (%s): empty ---\n", r, path);
         return;
     }
-    append(res->report, sizeof res->report, "--- rank %d stderr (last %d lines of %s) ---\n%s", r, n, path, tail);
-    if (tail[strlen(tail) - 1] != '\n') append(res->report, sizeof res->report, "\n");
-    append(res->report, sizeof res->report, "---\n");
+    rp_appendf(res->report, sizeof res->report, "--- rank %d stderr (last %d lines of %s) ---\n%s", r, n, path, tail);
+    if (tail[strlen(tail) - 1] != '\n') rp_appendf(res->report, sizeof res->report, "\n");
+    rp_appendf(res->report, sizeof res->report, "---\n");
 }
 
 /* Appends ", ranks 1, 2" style lists of ranks with flag set; returns the count. */
@@ -514,8 +506,8 @@ static int append_ranks(rp_launch_result *res, int which) {
     for (int r = 0; r < res->nranks; r++) {
         int set = which == 0 ? res->ranks[r].killed_by_launcher : res->ranks[r].running_at_deadline;
         if (r == res->first_failed || !set) continue;
-        append(res->report, sizeof res->report, "%s%d", n ? ", " : "", r);
-        if (res->ranks[r].node[0]) append(res->report, sizeof res->report, " (node %s)", res->ranks[r].node);
+        rp_appendf(res->report, sizeof res->report, "%s%d", n ? ", " : "", r);
+        if (res->ranks[r].node[0]) rp_appendf(res->report, sizeof res->report, " (node %s)", res->ranks[r].node);
         n++;
     }
     return n;
@@ -532,26 +524,26 @@ void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res) {
         int f = res->first_failed;
         assert(f >= 0 && f < res->nranks);
         rp_launch_describe_rank(&res->ranks[f], d, sizeof d);
-        append(res->report, sizeof res->report, "%s: rank %d of %d%s%s%s failed first: %s\n",
+        rp_appendf(res->report, sizeof res->report, "%s: rank %d of %d%s%s%s failed first: %s\n",
                rp_launch_status_name(res->status), f, res->nranks, res->ranks[f].node[0] ? " (node " : "",
                res->ranks[f].node, res->ranks[f].node[0] ? ")" : "", d);
-        append(res->report, sizeof res->report, "still running then, killed by the launcher: ");
-        if (!append_ranks(res, 0)) append(res->report, sizeof res->report, "none");
-        append(res->report, sizeof res->report, "\n");
+        rp_appendf(res->report, sizeof res->report, "still running then, killed by the launcher: ");
+        if (!append_ranks(res, 0)) rp_appendf(res->report, sizeof res->report, "none");
+        rp_appendf(res->report, sizeof res->report, "\n");
         append_tail(res, f, RP_LAUNCH_TAIL_LINES);
         return;
     }
     case RP_LAUNCH_HANG:
     case RP_LAUNCH_CANCELLED:
         if (res->status == RP_LAUNCH_HANG)
-            append(res->report, sizeof res->report, "hang: the %.1f s deadline passed with ranks ",
+            rp_appendf(res->report, sizeof res->report, "hang: the %.1f s deadline passed with ranks ",
                    spec->timeout_s);
         else
-            append(res->report, sizeof res->report, "cancelled: ranks ");
+            rp_appendf(res->report, sizeof res->report, "cancelled: ranks ");
         if (!append_ranks(res, res->status == RP_LAUNCH_HANG ? 1 : 0))
-            append(res->report, sizeof res->report, "(none)");
+            rp_appendf(res->report, sizeof res->report, "(none)");
         /* a cluster launcher (ranks with nodes) stops a step or an mpirun, not a local group */
-        append(res->report, sizeof res->report, " still running; %s\n",
+        rp_appendf(res->report, sizeof res->report, " still running; %s\n",
                res->nranks > 0 && res->ranks[0].node[0] ? "the job was cancelled" : "the process group was killed");
         /* A few lines from each stuck rank: where it was when time ran out. */
         for (int r = 0; r < res->nranks; r++)

@@ -199,13 +199,50 @@ out:
     return s;
 }
 
+/* ---- the specs every family writes alike ------------------------------------------------- */
+
+void rp_params_add_linear(rp_param_list *l, const char *module, int64_t out, int64_t in, float wscale) {
+    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", module);
+    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", module);
+}
+
+void rp_params_add_norm(rp_param_list *l, const char *module, int64_t n) {
+    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){n}, "%s.weight", module);
+}
+
 /* ---- wiring a loaded list into a model ---------------------------------------------------- */
+
+static void cursor_free(rp_param_cursor *c) {
+    free(c->ptrs);
+    c->ptrs = NULL;
+    rp_params_free(&c->l);
+}
+
+rp_status rp_param_cursor_load(rp_param_cursor *c, const rp_st_file *f, float **block, size_t *n_params,
+                               rp_error *err) {
+    c->i = 0;
+    c->ptrs = calloc((size_t)c->l.n + 1, sizeof *c->ptrs); /* +1: calloc(0) may return NULL */
+    rp_status st = c->ptrs ? rp_params_load(&c->l, f, block, c->ptrs, err)
+                           : RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory for %d parameter pointers", f->path,
+                                     c->l.n);
+    if (st != RP_OK) {
+        cursor_free(c);
+        return st;
+    }
+    if (n_params) *n_params = rp_params_total(&c->l);
+    return RP_OK;
+}
+
+void rp_param_cursor_end(rp_param_cursor *c) {
+    assert(c->i == c->l.n);
+    cursor_free(c);
+}
 
 const float *rp_param_take(rp_param_cursor *c, const char *name) {
     char full[192];
     snprintf(full, sizeof full, "%s%s", c->prefix ? c->prefix : "", name);
-    assert(c->i < c->l->n);
-    assert(strcmp(c->l->specs[c->i].name, full) == 0);
+    assert(c->i < c->l.n);
+    assert(strcmp(c->l.specs[c->i].name, full) == 0);
     (void)full;
     return c->ptrs[c->i++];
 }

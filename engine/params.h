@@ -63,16 +63,34 @@ rp_status rp_params_write_synthetic(const rp_param_list *l, const char *model_na
 /* Version of the synthetic init rules; bump when they change (caches key on it). */
 #define RP_SYNTHETIC_INIT_VERSION "init-v1"
 
+/* ---- the specs every family writes alike ---------------------------------------------- */
+
+/* An nn.Linear: "<module>.weight" (out, in), FANIN scaled by wscale (0.2 for the adaLN
+ * modulations, 1 otherwise), then "<module>.bias" (out), NORMAL 0.02. */
+void rp_params_add_linear(rp_param_list *l, const char *module, int64_t out, int64_t in, float wscale);
+/* A norm's "<module>.weight" (n), ONE_NORMAL 0.1 (RMSNorm; a LayerNorm's bias is the caller's). */
+void rp_params_add_norm(rp_param_list *l, const char *module, int64_t n);
+
 /* ---- wiring a loaded list into a model ------------------------------------------------
- * A model's loader walks its spec list in the order its param_specs function wrote it;
- * each take names the parameter it expects (prefix + name), and the assert keeps the
- * wiring and the spec list from drifting apart. */
+ * A model's loader writes its specs into a cursor's list, loads them (rp_param_cursor_load),
+ * walks them in the order its param_specs function wrote them, each take naming the
+ * parameter it expects (prefix + name), and ends the cursor (rp_param_cursor_end), whose
+ * assert keeps the wiring and the spec list from drifting apart. */
 typedef struct rp_param_cursor {
-    const rp_param_list *l;
-    float **ptrs;      /* (l->n) from rp_params_load */
-    int i;             /* the next spec */
-    const char *prefix; /* prepended to every name ("" for none) */
+    rp_param_list l;    /* the model's specs; the cursor's (rp_param_cursor_end frees them) */
+    float **ptrs;       /* (l.n) from rp_params_load */
+    int i;              /* the next spec */
+    const char *prefix; /* prepended to every name ("" or NULL for none) */
 } rp_param_cursor;
+
+/* Reads every parameter of c->l from f into one block (*block: the model's, to free();
+ * *n_params: its floats, unless n_params is NULL) and points c at the first spec. On
+ * failure the list and pointers are freed and *block is left as it was; errors as
+ * rp_params_load's. */
+rp_status rp_param_cursor_load(rp_param_cursor *c, const rp_st_file *f, float **block, size_t *n_params,
+                               rp_error *err);
+/* Ends the wiring: every spec was taken (assert); frees the list and the pointers. */
+void rp_param_cursor_end(rp_param_cursor *c);
 
 /* The next parameter, which must be named prefix + name. */
 const float *rp_param_take(rp_param_cursor *c, const char *name);

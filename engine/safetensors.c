@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -99,33 +98,6 @@ static int json_uint(const cJSON *j, uint64_t *out) {
     if (!(d >= 0.0) || d > ST_MAX_EXACT || d != floor(d)) return 0;
     *out = (uint64_t)d;
     return 1;
-}
-
-/* Reads the whole file at path into a fresh buffer. */
-static rp_status slurp(const char *path, void **buf, size_t *size, rp_error *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return RP_FAIL(err, RP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return RP_FAIL(err, RP_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t n = (size_t)st.st_size;
-    void *b = malloc(n ? n : 1);
-    if (!b) {
-        fclose(fp);
-        return RP_FAIL(err, RP_ERR_NOMEM, "%s: cannot allocate %zu bytes to read it", path, n);
-    }
-    size_t got = n ? fread(b, 1, n, fp) : 0;
-    int bad = ferror(fp);
-    fclose(fp);
-    if (got != n || bad) {
-        free(b);
-        return RP_FAIL(err, RP_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
-    }
-    *buf = b;
-    *size = n;
-    return RP_OK;
 }
 
 /* A metadata entry, for sorting keys and values together. */
@@ -346,7 +318,9 @@ rp_status rp_st_open(const char *path, rp_st_file **out, rp_error *err) {
     if (!f) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
     f->path = strdup(path);
     if (!f->path) { free(f); return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path); }
-    rp_status s = slurp(path, &f->map, &f->size, err);
+    char *map = NULL; /* the whole file, read into memory (no size bound: a checkpoint is what it is) */
+    rp_status s = rp_read_file(path, SIZE_MAX, "a safetensors file", &map, &f->size, err);
+    f->map = map;
     if (s == RP_OK) s = parse_file(f, err);
     if (s != RP_OK) { free_partial(f); return s; }
     *out = f;

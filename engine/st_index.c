@@ -5,12 +5,11 @@
  * "<name>-00001-of-00003.safetensors", ...}}. The weight_map is the authority: a
  * tensor comes from the shard it names, and every listed tensor must be there. */
 #include "st_compose.h"
+#include "fsutil.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,37 +18,6 @@
 /* Shards of one checkpoint: a few to a few dozen. Bounds the shard bookkeeping below
  * (a linear search per weight_map entry). */
 #define IDX_MAX_SHARDS 256
-
-/* Reads the index text (NUL-terminated) into *out. */
-static rp_status read_index(const char *path, char **out, rp_error *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return RP_FAIL(err, RP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return RP_FAIL(err, RP_ERR_IO, "%s: not a regular file", path);
-    }
-    if ((unsigned long long)st.st_size > IDX_MAX_BYTES) {
-        fclose(fp);
-        return RP_FAIL(err, RP_ERR_FORMAT, "%s: %lld bytes is too large for a checkpoint index (at most %u)", path,
-                       (long long)st.st_size, IDX_MAX_BYTES);
-    }
-    size_t n = (size_t)st.st_size;
-    char *b = malloc(n + 1);
-    if (!b) {
-        fclose(fp);
-        return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(b, 1, n, fp);
-    fclose(fp);
-    if (got != n) {
-        free(b);
-        return RP_FAIL(err, RP_ERR_IO, "%s: read %zu of %zu bytes", path, got, n);
-    }
-    b[n] = '\0';
-    *out = b;
-    return RP_OK;
-}
 
 /* A shard file name must be a plain name in the index's directory. */
 static int plain_name(const char *s) {
@@ -68,7 +36,8 @@ static int cmp_shard(const void *a, const void *b) {
 
 rp_status rp_st_open_index(const char *index_path, rp_st_file **out, rp_error *err) {
     char *text = NULL;
-    RP_TRY(read_index(index_path, &text, err));
+    size_t n_text;
+    RP_TRY(rp_read_file(index_path, IDX_MAX_BYTES, "a checkpoint index", &text, &n_text, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
     shard *sh = NULL;

@@ -2,6 +2,8 @@
 #include "strutil.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,4 +35,13 @@ int rp_parse_u64(const char *s, uint64_t *out) {
     if (errno || *end) return 0;
     *out = (uint64_t)v;
     return 1;
+}
+
+void rp_appendf(char *buf, size_t cap, const char *fmt, ...) {
+    size_t len = strlen(buf);
+    if (len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
 }

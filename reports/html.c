@@ -80,12 +80,12 @@ static uint8_t *shrink(const uint8_t *rgb, int W, int H, int f, int use_max, int
 
 /* Embeds the PNG file at path as class index k. */
 static int reg_embed_file(img_reg *g, int k, const char *path) {
-    uint8_t *d = NULL;
+    char *d = NULL;
     size_t n = 0;
     rp_error e;
-    if (rp_read_file(path, &d, &n, &e) != RP_OK) return 0;
+    if (rp_read_file(path, SIZE_MAX, "an image", &d, &n, &e) != RP_OK) return 0;
     rp_sb_printf(&g->css, ".i%d{background-image:url(data:image/png;base64,", k);
-    rp_sb_base64(&g->css, d, n);
+    rp_sb_base64(&g->css, (const uint8_t *)d, n);
     rp_sb_puts(&g->css, ")}\n");
     free(d);
     return 1;
@@ -525,16 +525,16 @@ static void axes_section(rp_sb *b, const rp_run *r) {
 /* A plot file (relative to out_dir) as an <img> with an SVG data URI. */
 static int plot_img(rp_sb *b, const char *out_dir, const rp_plot *p) {
     char path[RP_REPORT_PATHLEN];
-    uint8_t *d = NULL;
+    char *d = NULL;
     size_t n = 0;
     rp_error e;
     if (!p || !p->written || rp_pathf(path, sizeof path, "%s/%s", out_dir, p->svg) ||
-        rp_read_file(path, &d, &n, &e) != RP_OK)
+        rp_read_file(path, SIZE_MAX, "a plot", &d, &n, &e) != RP_OK)
         return 0;
     rp_sb_puts(b, "<img alt=\"");
     rp_sb_html(b, p->title);
     rp_sb_puts(b, "\" src=\"data:image/svg+xml;base64,");
-    rp_sb_base64(b, d, n);
+    rp_sb_base64(b, (const uint8_t *)d, n);
     rp_sb_puts(b, "\">");
     free(d);
     return 1;

@@ -159,38 +159,6 @@ void rp_copy(char *dst, size_t cap, const char *src) {
     dst[n] = '\0';
 }
 
-rp_status rp_read_file(const char *path, uint8_t **data, size_t *n, rp_error *err) {
-    *data = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return RP_FAIL(err, RP_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 65536, len = 0;
-    uint8_t *p = malloc(cap);
-    while (p) {
-        const size_t got = fread(p + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        uint8_t *q = realloc(p, cap * 2);
-        if (!q) {
-            free(p);
-            p = NULL;
-            break;
-        }
-        p = q;
-        cap *= 2;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (!p) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory reading %s", path);
-    if (bad) {
-        free(p);
-        return RP_FAIL(err, RP_ERR_IO, "cannot read %s", path);
-    }
-    *data = p;
-    *n = len;
-    return RP_OK;
-}
-
 const cJSON *rp_j_get(const cJSON *o, const char *key) {
     return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }

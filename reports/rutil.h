@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
-#include "engine/fsutil.h" /* rp_is_file */
+#include "engine/fsutil.h" /* rp_is_file, rp_read_file */
 
 /* A growing NUL-terminated string. Allocation failure is sticky (oom = 1):
  * later appends do nothing and rp_sb_write reports it, so writers need not
@@ -42,9 +42,6 @@ rp_status rp_sb_write(const rp_sb *b, const char *path, rp_error *err);
 
 /* Copies src into dst (cap bytes), truncated and NUL-terminated. */
 void rp_copy(char *dst, size_t cap, const char *src);
-
-/* Reads a whole file (binary) into *data (malloc'd, caller frees). */
-rp_status rp_read_file(const char *path, uint8_t **data, size_t *n, rp_error *err);
 
 /* JSON getters: the default when the member is absent or of another type.
  * Numbers also accept the store's "inf" / "-inf" / "nan" strings. */

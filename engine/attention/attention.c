@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../ops.h"
@@ -29,6 +30,22 @@ rp_status rp_attn_check(const char *who, const rp_ctx *ctx, const float *out, co
     return RP_OK;
 }
 
+int rp_attn_empty(float *out, int B, int H, int Tq, int Tk, int D) {
+    if (Tq == 0) return 1;
+    if (Tk == 0) {
+        memset(out, 0, (size_t)B * H * Tq * D * sizeof(float));
+        return 1;
+    }
+    return 0;
+}
+
+rp_attn_bh rp_attn_bh_at(float *out, const float *q, const float *k, const float *v, const uint8_t *key_mask,
+                         int b, int h, int H, int Tq, int Tk, int D) {
+    const size_t bh = (size_t)b * H + h;
+    return (rp_attn_bh){.q = q + bh * Tq * D, .k = k + bh * Tk * D, .v = v + bh * Tk * D,
+                        .out = out + bh * Tq * D, .m = key_mask ? key_mask + (size_t)b * Tk : NULL};
+}
+
 void rp_attn_mask_cols(float *S, int rows, int cols, int ld, const uint8_t *m) {
     if (!m) return;
     for (int i = 0; i < rows; i++) {
@@ -38,18 +55,27 @@ void rp_attn_mask_cols(float *S, int rows, int cols, int ld, const uint8_t *m) {
     }
 }
 
-void rp_attn_sliced_bh(const rp_ctx *ctx, float *out, const float *q, const float *k,
-                       const float *v, const uint8_t *m, int Tq, int Tk, int D, float scale,
-                       int rows, float *S) {
-    assert(rows >= 1 && Tk >= 1);
-    for (int i0 = 0; i0 < Tq; i0 += rows) {
-        int n = Tq - i0 < rows ? Tq - i0 : rows;
-        /* S (n, Tk) = scale * q[i0:i0+n] k^T, then P in place, then out rows = P v */
-        rp_gemm(ctx, 0, 1, n, Tk, D, scale, q + (size_t)i0 * D, D, k, D, 0.0f, S, Tk);
-        rp_attn_mask_cols(S, n, Tk, Tk, m);
-        rp_softmax_rows(S, n, Tk);
-        rp_gemm(ctx, 0, 0, n, D, Tk, 1.0f, S, Tk, v, D, 0.0f, out + (size_t)i0 * D, D);
-    }
+rp_status rp_attn_sliced(const char *who, const rp_ctx *ctx, float *out, const float *q, const float *k,
+                         const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D,
+                         float scale, int rows, rp_error *err) {
+    assert(rows >= 1 && rows <= Tq && Tk >= 1);
+    float *S = malloc((size_t)rows * Tk * sizeof(float)); /* (rows, Tk) scores, then P */
+    if (!S)
+        return RP_FAIL(err, RP_ERR_NOMEM, "%s attention: cannot allocate the %d x %d score slice", who, rows, Tk);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const rp_attn_bh bh = rp_attn_bh_at(out, q, k, v, key_mask, b, h, H, Tq, Tk, D);
+            for (int i0 = 0; i0 < Tq; i0 += rows) {
+                int n = Tq - i0 < rows ? Tq - i0 : rows;
+                /* S (n, Tk) = scale * q[i0:i0+n] k^T, then P in place, then out rows = P v */
+                rp_gemm(ctx, 0, 1, n, Tk, D, scale, bh.q + (size_t)i0 * D, D, bh.k, D, 0.0f, S, Tk);
+                rp_attn_mask_cols(S, n, Tk, Tk, bh.m);
+                rp_softmax_rows(S, n, Tk);
+                rp_gemm(ctx, 0, 0, n, D, Tk, 1.0f, S, Tk, bh.v, D, 0.0f, bh.out + (size_t)i0 * D, D);
+            }
+        }
+    free(S);
+    return RP_OK;
 }
 
 /* Is "key=value" among t's notes (any position)? */

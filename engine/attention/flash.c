@@ -31,11 +31,7 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
     if (q_chunk < 1 || kv_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "flash attention: q_chunk and kv_chunk (tile sizes) must be "
                        ">= 1 (got q_chunk %d, kv_chunk %d)", q_chunk, kv_chunk);
-    if (Tq == 0) return RP_OK;
-    if (Tk == 0) {
-        memset(out, 0, (size_t)B * H * Tq * D * sizeof(float));
-        return RP_OK;
-    }
+    if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     const int br = q_chunk < Tq ? q_chunk : Tq, bc = kv_chunk < Tk ? kv_chunk : Tk;
     float *S = malloc((size_t)br * bc * sizeof(float));   /* (br, bc) scores, then P */
     float *O = malloc((size_t)br * D * sizeof(float));    /* (br, D) unnormalised output */
@@ -45,23 +41,18 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
         free(S); free(O); free(mrun); free(lrun);
         return RP_FAIL(err, RP_ERR_NOMEM, "flash attention: cannot allocate %d x %d tiles", br, bc);
     }
-    for (int b = 0; b < B; b++) {
-        const uint8_t *m = key_mask ? key_mask + (size_t)b * Tk : NULL;  /* (Tk) */
+    for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            size_t bh = (size_t)b * H + h;
-            const float *qb = q + bh * Tq * D;   /* (Tq, D) */
-            const float *kb = k + bh * Tk * D;   /* (Tk, D) */
-            const float *vb = v + bh * Tk * D;   /* (Tk, D) */
-            float *ob = out + bh * Tq * D;       /* (Tq, D) */
+            const rp_attn_bh bh = rp_attn_bh_at(out, q, k, v, key_mask, b, h, H, Tq, Tk, D);
             for (int i0 = 0; i0 < Tq; i0 += br) {
                 const int n = Tq - i0 < br ? Tq - i0 : br;
                 memset(O, 0, (size_t)n * D * sizeof(float));
                 for (int r = 0; r < n; r++) { mrun[r] = -INFINITY; lrun[r] = 0.0f; }
                 for (int j0 = 0; j0 < Tk; j0 += bc) {
                     const int mk = Tk - j0 < bc ? Tk - j0 : bc;
-                    rp_gemm(ctx, 0, 1, n, mk, D, scale, qb + (size_t)i0 * D, D, kb + (size_t)j0 * D, D,
+                    rp_gemm(ctx, 0, 1, n, mk, D, scale, bh.q + (size_t)i0 * D, D, bh.k + (size_t)j0 * D, D,
                             0.0f, S, mk);
-                    rp_attn_mask_cols(S, n, mk, mk, m ? m + j0 : NULL);
+                    rp_attn_mask_cols(S, n, mk, mk, bh.m ? bh.m + j0 : NULL);
                     for (int r = 0; r < n; r++) {
                         float *row = S + (size_t)r * mk;
                         float tm = rp_attn_rowmax(row, mk);
@@ -74,10 +65,10 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
                         if (alpha != 1.0f) rp_attn_scale(O + (size_t)r * D, D, alpha);
                         mrun[r] = mnew;
                     }
-                    rp_gemm(ctx, 0, 0, n, D, mk, 1.0f, S, mk, vb + (size_t)j0 * D, D, 1.0f, O, D);
+                    rp_gemm(ctx, 0, 0, n, D, mk, 1.0f, S, mk, bh.v + (size_t)j0 * D, D, 1.0f, O, D);
                 }
                 for (int r = 0; r < n; r++) {
-                    float *o = ob + (size_t)(i0 + r) * D;
+                    float *o = bh.out + (size_t)(i0 + r) * D;
                     if (lrun[r] == 0.0f) { /* every key masked */
                         memset(o, 0, (size_t)D * sizeof(float));
                         continue;
@@ -87,7 +78,6 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
                 }
             }
         }
-    }
     free(S); free(O); free(mrun); free(lrun);
     return RP_OK;
 }

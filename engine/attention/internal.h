@@ -18,6 +18,22 @@ rp_status rp_attn_check(const char *who, const rp_ctx *ctx, const float *out, co
                         const float *k, const float *v, int B, int H, int Tq, int Tk, int D,
                         rp_error *err);
 
+/* Whether a call has nothing to compute: Tq == 0 (no rows), or Tk == 0 (no keys: every
+ * row fully masked, so out (B, H, Tq, D) gets zeros, as math). 1: out is done. */
+int rp_attn_empty(float *out, int B, int H, int Tq, int Tk, int D);
+
+/* The (b, h) slice of a call's tensors (q, out (B, H, Tq, D), k, v (B, H, Tk, D), key
+ * mask (B, Tk) or NULL), which every variant computes on its own. */
+typedef struct rp_attn_bh {
+    const float *q;    /* (Tq, D) */
+    const float *k;    /* (Tk, D) */
+    const float *v;    /* (Tk, D) */
+    float *out;        /* (Tq, D) */
+    const uint8_t *m;  /* (Tk) key mask, or NULL */
+} rp_attn_bh;
+rp_attn_bh rp_attn_bh_at(float *out, const float *q, const float *k, const float *v, const uint8_t *key_mask,
+                         int b, int h, int H, int Tq, int Tk, int D);
+
 /* S (rows, cols) with row stride ld: S[r][j] = -Inf where m[j] == 0; m (cols) or NULL. */
 void rp_attn_mask_cols(float *S, int rows, int cols, int ld, const uint8_t *m);
 
@@ -35,12 +51,13 @@ void rp_attn_scale(float *x, int n, float a);
 /* acc (n) = acc + x * f, each product rounded to fp32 before the add. */
 void rp_attn_axpy(float *acc, const float *x, int n, float f);
 
-/* Sliced softmax attention of one (b, h): out (Tq, D) for q (Tq, D), k, v (Tk, D),
- * key mask m (Tk) or NULL, in slices of `rows` query rows, each exactly the math
- * variant's order (GEMM, mask, rp_softmax_rows, GEMM). S is scratch of
- * min(rows, Tq) * Tk floats. Split, and subquad's single-key-chunk path. */
-void rp_attn_sliced_bh(const rp_ctx *ctx, float *out, const float *q, const float *k,
-                       const float *v, const uint8_t *m, int Tq, int Tk, int D, float scale,
-                       int rows, float *S);
+/* Sliced softmax attention: out (B, H, Tq, D) for q, k, v, key_mask as the variants take
+ * them, each (b, h) in slices of `rows` query rows (1 <= rows <= Tq, Tk >= 1), each slice
+ * exactly the math variant's order (GEMM, mask, rp_softmax_rows, GEMM), with a rows x Tk
+ * scratch. Split, and subquad's single-key-chunk path; `who` names the variant in the
+ * out-of-memory error. */
+rp_status rp_attn_sliced(const char *who, const rp_ctx *ctx, float *out, const float *q, const float *k,
+                         const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D,
+                         float scale, int rows, rp_error *err);
 
 #endif

@@ -7,9 +7,6 @@
  * slicing changes bits is purely a property of the BLAS: whether its result
  * for a row depends on how many other rows share the call (on a GPU it often
  * does, through the tile/split-K choice per shape). tests/unit report it. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "internal.h"
 
 rp_status rp_attention_split(const rp_ctx *ctx, float *out, const float *q, const float *k,
@@ -19,27 +16,7 @@ rp_status rp_attention_split(const rp_ctx *ctx, float *out, const float *q, cons
     if (q_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "split attention: q_chunk must be >= 1 query rows (got %d)",
                        q_chunk);
-    if (Tq == 0) return RP_OK;
-    if (Tk == 0) { /* no keys: every row fully masked -> zeros, as math */
-        memset(out, 0, (size_t)B * H * Tq * D * sizeof(float));
-        return RP_OK;
-    }
-    const int rows = q_chunk < Tq ? q_chunk : Tq;
-    float *S = malloc((size_t)rows * Tk * sizeof(float));  /* (rows, Tk) scores, then P */
-    if (!S)
-        return RP_FAIL(err, RP_ERR_NOMEM, "split attention: cannot allocate the %d x %d score slice",
-                       rows, Tk);
-    for (int b = 0; b < B; b++) {
-        const uint8_t *m = key_mask ? key_mask + (size_t)b * Tk : NULL;  /* (Tk) */
-        for (int h = 0; h < H; h++) {
-            size_t bh = (size_t)b * H + h;
-            rp_attn_sliced_bh(ctx, out + bh * Tq * D,       /* (Tq, D) */
-                              q + bh * Tq * D,              /* (Tq, D) */
-                              k + bh * Tk * D,              /* (Tk, D) */
-                              v + bh * Tk * D,              /* (Tk, D) */
-                              m, Tq, Tk, D, scale, rows, S);
-        }
-    }
-    free(S);
-    return RP_OK;
+    if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
+    return rp_attn_sliced("split", ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale,
+                          q_chunk < Tq ? q_chunk : Tq, err);
 }

@@ -35,27 +35,10 @@ rp_status rp_attention_subquad(const rp_ctx *ctx, float *out, const float *q, co
     if (q_chunk < 1 || kv_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "subquad attention: q_chunk and kv_chunk must be >= 1 "
                        "(got q_chunk %d, kv_chunk %d)", q_chunk, kv_chunk);
-    if (Tq == 0) return RP_OK;
-    if (Tk == 0) {
-        memset(out, 0, (size_t)B * H * Tq * D * sizeof(float));
-        return RP_OK;
-    }
+    if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     const int rows = q_chunk < Tq ? q_chunk : Tq;
-    if (kv_chunk >= Tk) { /* one key chunk: the fast path */
-        float *S = malloc((size_t)rows * Tk * sizeof(float)); /* (rows, Tk) */
-        if (!S)
-            return RP_FAIL(err, RP_ERR_NOMEM, "subquad attention: cannot allocate the %d x %d scores",
-                           rows, Tk);
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                size_t bh = (size_t)b * H + h;
-                rp_attn_sliced_bh(ctx, out + bh * Tq * D, q + bh * Tq * D, k + bh * Tk * D,
-                                  v + bh * Tk * D, key_mask ? key_mask + (size_t)b * Tk : NULL, Tq, Tk,
-                                  D, scale, rows, S);
-            }
-        free(S);
-        return RP_OK;
-    }
+    if (kv_chunk >= Tk) /* one key chunk: the fast path */
+        return rp_attn_sliced("subquad", ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, rows, err);
     const int kc = kv_chunk, nck = (Tk + kc - 1) / kc;
     float *S = malloc((size_t)rows * kc * sizeof(float));          /* (rows, kc) S_c, then E_c */
     float *PV = malloc((size_t)nck * rows * D * sizeof(float));    /* (nck, rows, D) */
@@ -66,34 +49,29 @@ rp_status rp_attention_subquad(const rp_ctx *ctx, float *out, const float *q, co
         return RP_FAIL(err, RP_ERR_NOMEM, "subquad attention: cannot allocate %d chunk summaries of "
                        "%d x %d (%.1f MiB)", nck, rows, D, (double)nck * rows * D * 4 / 1048576.0);
     }
-    for (int b = 0; b < B; b++) {
-        const uint8_t *m = key_mask ? key_mask + (size_t)b * Tk : NULL;  /* (Tk) */
+    for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            size_t bh = (size_t)b * H + h;
-            const float *qb = q + bh * Tq * D;   /* (Tq, D) */
-            const float *kb = k + bh * Tk * D;   /* (Tk, D) */
-            const float *vb = v + bh * Tk * D;   /* (Tk, D) */
-            float *ob = out + bh * Tq * D;       /* (Tq, D) */
+            const rp_attn_bh bh = rp_attn_bh_at(out, q, k, v, key_mask, b, h, H, Tq, Tk, D);
             for (int i0 = 0; i0 < Tq; i0 += rows) {
                 const int n = Tq - i0 < rows ? Tq - i0 : rows;
-                const float *qc = qb + (size_t)i0 * D;   /* (n, D) */
+                const float *qc = bh.q + (size_t)i0 * D;   /* (n, D) */
                 /* summarise every key chunk on its own */
                 for (int c = 0; c < nck; c++) {
                     const int j0 = c * kc, mk = Tk - j0 < kc ? Tk - j0 : kc;
                     float *pv = PV + (size_t)c * rows * D;   /* (n, D) */
-                    rp_gemm(ctx, 0, 1, n, mk, D, scale, qc, D, kb + (size_t)j0 * D, D, 0.0f, S, mk);
-                    rp_attn_mask_cols(S, n, mk, mk, m ? m + j0 : NULL);
+                    rp_gemm(ctx, 0, 1, n, mk, D, scale, qc, D, bh.k + (size_t)j0 * D, D, 0.0f, S, mk);
+                    rp_attn_mask_cols(S, n, mk, mk, bh.m ? bh.m + j0 : NULL);
                     for (int r = 0; r < n; r++) {
                         float *row = S + (size_t)r * mk;
                         float cm = rp_attn_rowmax(row, mk);
                         mx[(size_t)c * rows + r] = cm;
                         ws[(size_t)c * rows + r] = rp_attn_exp_sum(row, mk, cm);
                     }
-                    rp_gemm(ctx, 0, 0, n, D, mk, 1.0f, S, mk, vb + (size_t)j0 * D, D, 0.0f, pv, D);
+                    rp_gemm(ctx, 0, 0, n, D, mk, 1.0f, S, mk, bh.v + (size_t)j0 * D, D, 0.0f, pv, D);
                 }
                 /* combine: rescale each chunk to the global max, sum in chunk order, divide */
                 for (int r = 0; r < n; r++) {
-                    float *o = ob + (size_t)(i0 + r) * D;   /* (D) */
+                    float *o = bh.out + (size_t)(i0 + r) * D;   /* (D) */
                     float M = -INFINITY;
                     for (int c = 0; c < nck; c++) {
                         float cm = mx[(size_t)c * rows + r];
@@ -113,7 +91,6 @@ rp_status rp_attention_subquad(const rp_ctx *ctx, float *out, const float *q, co
                 }
             }
         }
-    }
     free(S); free(PV); free(mx); free(ws);
     return RP_OK;
 }

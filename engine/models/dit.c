@@ -47,6 +47,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 typedef struct dit_block {
     rp_linear_w qkv;  /* (3C, C) */
@@ -139,12 +140,6 @@ static rp_status check_cfg(const rp_dit_config *cfg, rp_error *err) {
 
 /* ---- parameter specs (upstream state_dict order) ------------------------------ */
 
-/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
-static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
-    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
-    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
-}
-
 void rp_dit_param_specs(const rp_dit_config *cfg, rp_param_list *l) {
     const int64_t C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels;
     const int64_t g = cfg->input_size / cfg->patch, T = g * g, M = (int64_t)cfg->mlp_ratio * C;
@@ -155,24 +150,24 @@ void rp_dit_param_specs(const rp_dit_config *cfg, rp_param_list *l) {
     rp_params_add(l, RP_INIT_SINCOS_2D, 1.0f, 3, (int64_t[]){1, T, C}, "pos_embed");
     rp_params_add(l, RP_INIT_FANIN, 1.0f, 4, (int64_t[]){C, Cin, p, p}, "x_embedder.proj.weight");
     rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){C}, "x_embedder.proj.bias");
-    linear_spec(l, "t_embedder.mlp.0", C, cfg->freq_dim, 1.0f);
-    linear_spec(l, "t_embedder.mlp.2", C, C, 1.0f);
+    rp_params_add_linear(l, "t_embedder.mlp.0", C, cfg->freq_dim, 1.0f);
+    rp_params_add_linear(l, "t_embedder.mlp.2", C, C, 1.0f);
     rp_params_add(l, RP_INIT_NORMAL, 1.0f, 2, (int64_t[]){cfg->num_classes + 1, C},
                   "y_embedder.embedding_table.weight");
     for (int i = 0; i < cfg->depth; i++) {
         snprintf(pre, sizeof pre, "blocks.%d.attn.qkv", i);
-        linear_spec(l, pre, 3 * C, C, 1.0f);
+        rp_params_add_linear(l, pre, 3 * C, C, 1.0f);
         snprintf(pre, sizeof pre, "blocks.%d.attn.proj", i);
-        linear_spec(l, pre, C, C, 1.0f);
+        rp_params_add_linear(l, pre, C, C, 1.0f);
         snprintf(pre, sizeof pre, "blocks.%d.mlp.fc1", i);
-        linear_spec(l, pre, M, C, 1.0f);
+        rp_params_add_linear(l, pre, M, C, 1.0f);
         snprintf(pre, sizeof pre, "blocks.%d.mlp.fc2", i);
-        linear_spec(l, pre, C, M, 1.0f);
+        rp_params_add_linear(l, pre, C, M, 1.0f);
         snprintf(pre, sizeof pre, "blocks.%d.adaLN_modulation.1", i);
-        linear_spec(l, pre, 6 * C, C, 0.2f);
+        rp_params_add_linear(l, pre, 6 * C, C, 0.2f);
     }
-    linear_spec(l, "final_layer.linear", Po, C, 1.0f);
-    linear_spec(l, "final_layer.adaLN_modulation.1", 2 * C, C, 0.2f);
+    rp_params_add_linear(l, "final_layer.linear", Po, C, 1.0f);
+    rp_params_add_linear(l, "final_layer.adaLN_modulation.1", 2 * C, C, 0.2f);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -181,23 +176,19 @@ rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **ou
     RP_TRY(check_cfg(cfg, err));
     const int C = cfg->hidden, p = cfg->patch, Cin = cfg->in_channels, M = cfg->mlp_ratio * cfg->hidden;
     const int Po = p * p * out_channels(cfg);
-    rp_param_list l = {0};
-    rp_dit_param_specs(cfg, &l);
-    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
     rp_dit *m = calloc(1, sizeof *m);
-    dit_block *blocks = calloc((size_t)cfg->depth, sizeof *blocks);
-    rp_status st = RP_OK;
-    if (!ptrs || !m || !blocks) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "DiT '%s': out of memory for the model description", cfg->preset);
-        goto fail;
+    if (!m || !(m->blocks = calloc((size_t)cfg->depth, sizeof *m->blocks))) {
+        free(m);
+        return RP_FAIL(err, RP_ERR_NOMEM, "DiT '%s': out of memory for the model description", cfg->preset);
     }
-    st = rp_params_load(&l, f, &m->params, ptrs, err);
-    if (st != RP_OK) goto fail;
-    m->n_params = rp_params_total(&l);
-
     m->cfg = *cfg;
-    m->blocks = blocks;
-    rp_param_cursor c = {&l, ptrs, 0, ""};
+    rp_param_cursor c = {.prefix = ""};
+    rp_dit_param_specs(cfg, &c.l);
+    rp_status st = rp_param_cursor_load(&c, f, &m->params, &m->n_params, err);
+    if (st != RP_OK) {
+        rp_dit_free(m);
+        return st;
+    }
     char pre[96];
     m->pos_embed = rp_param_take(&c, "pos_embed");
     m->x_embed = rp_param_take_linear(&c, "x_embedder.proj", Cin * p * p, C);
@@ -205,7 +196,7 @@ rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **ou
     m->t_mlp2 = rp_param_take_linear(&c, "t_embedder.mlp.2", C, C);
     m->y_table = rp_param_take(&c, "y_embedder.embedding_table.weight");
     for (int i = 0; i < cfg->depth; i++) {
-        dit_block *b = &blocks[i];
+        dit_block *b = &m->blocks[i];
         snprintf(pre, sizeof pre, "blocks.%d.attn.qkv", i);
         b->qkv = rp_param_take_linear(&c, pre, C, 3 * C);
         snprintf(pre, sizeof pre, "blocks.%d.attn.proj", i);
@@ -219,20 +210,9 @@ rp_status rp_dit_load(const rp_dit_config *cfg, const rp_st_file *f, rp_dit **ou
     }
     m->final_linear = rp_param_take_linear(&c, "final_layer.linear", C, Po);
     m->final_ada = rp_param_take_linear(&c, "final_layer.adaLN_modulation.1", C, 2 * C);
-    assert(c.i == l.n);
-
-    free(ptrs);
-    rp_params_free(&l);
+    rp_param_cursor_end(&c);
     *out = m;
     return RP_OK;
-
-fail:
-    if (m) free(m->params);
-    free(m);
-    free(blocks);
-    free(ptrs);
-    rp_params_free(&l);
-    return st;
 }
 
 void rp_dit_free(rp_dit *m) {
@@ -343,10 +323,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * C, xe + ((size_t)b * T + t0) * C, (size_t)Tl * C);
 
     /* t_embedder */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, th, tfreq, &m->t_mlp0, B);
-    rp_d_silu(ctx, th, th, (size_t)B * C);
-    rp_d_linear(ctx, temb, th, &m->t_mlp2, B);
+    rp_timestep_embedder(ctx, temb, th, tfreq, tin, B, F, &m->t_mlp0, &m->t_mlp2);
     rp_par_trace(ctx, "t_embedder", temb, B, 1, C, NULL, 1);
 
     /* y_embedder: a table lookup (labels are given already dropped to the null class). */
@@ -413,14 +390,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * S * S);
 
 done:
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    {
-        rp_status tst = rp_par_forward_end(ctx, st == RP_OK ? err : NULL); /* trace parts to rank 0 */
-        if (st == RP_OK) st = tst;
-    }
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(tok);
     return st;

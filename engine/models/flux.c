@@ -74,6 +74,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 /* One stream's weights of a double block: [0] text (…_context, add_*), [1] image. */
 typedef struct flux_stream_w {
@@ -199,16 +200,6 @@ static rp_status check_cfg(const rp_flux_config *cfg, rp_error *err) {
 
 /* ---- parameter specs (diffusers state_dict order) -------------------------------- */
 
-/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
-static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
-    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
-    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
-}
-
-static void rms_spec(rp_param_list *l, const char *prefix, int64_t D) {
-    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){D}, "%s.weight", prefix);
-}
-
 /* The sub-names of a double block's two streams, in the order the forward indexes them. */
 static const char *const MOD_NAME[2] = {"norm1_context.linear", "norm1.linear"};
 static const char *const Q_NAME[2] = {"attn.add_q_proj", "attn.to_q"};
@@ -224,55 +215,55 @@ void rp_flux_param_specs(const rp_flux_config *cfg, rp_param_list *l) {
     const int64_t C = cfg->hidden, D = cfg->head_dim, M = (int64_t)cfg->mlp_ratio * C;
     const int64_t P = 4 * (int64_t)cfg->in_channels;
     char pre[112];
-    linear_spec(l, "time_text_embed.timestep_embedder.linear_1", C, cfg->freq_dim, 1.0f);
-    linear_spec(l, "time_text_embed.timestep_embedder.linear_2", C, C, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.timestep_embedder.linear_1", C, cfg->freq_dim, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.timestep_embedder.linear_2", C, C, 1.0f);
     if (cfg->guidance_embeds) {
-        linear_spec(l, "time_text_embed.guidance_embedder.linear_1", C, cfg->freq_dim, 1.0f);
-        linear_spec(l, "time_text_embed.guidance_embedder.linear_2", C, C, 1.0f);
+        rp_params_add_linear(l, "time_text_embed.guidance_embedder.linear_1", C, cfg->freq_dim, 1.0f);
+        rp_params_add_linear(l, "time_text_embed.guidance_embedder.linear_2", C, C, 1.0f);
     }
-    linear_spec(l, "time_text_embed.text_embedder.linear_1", C, cfg->pooled_dim, 1.0f);
-    linear_spec(l, "time_text_embed.text_embedder.linear_2", C, C, 1.0f);
-    linear_spec(l, "context_embedder", C, cfg->joint_attention_dim, 1.0f);
-    linear_spec(l, "x_embedder", C, P, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.text_embedder.linear_1", C, cfg->pooled_dim, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.text_embedder.linear_2", C, C, 1.0f);
+    rp_params_add_linear(l, "context_embedder", C, cfg->joint_attention_dim, 1.0f);
+    rp_params_add_linear(l, "x_embedder", C, P, 1.0f);
     /* diffusers' Attention registers norm_q/k, to_q/k/v, add_k/v/q_proj, to_out,
      * to_add_out, norm_added_q/k in that order; the block: norm1, norm1_context,
      * attn, ff, ff_context. */
     for (int i = 0; i < cfg->n_double; i++) {
 #define DB(name) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s", i, (name)), pre)
-        linear_spec(l, DB(MOD_NAME[1]), 6 * C, C, 0.2f);
-        linear_spec(l, DB(MOD_NAME[0]), 6 * C, C, 0.2f);
-        rms_spec(l, DB(NQ_NAME[1]), D);
-        rms_spec(l, DB(NK_NAME[1]), D);
-        linear_spec(l, DB(Q_NAME[1]), C, C, 1.0f);
-        linear_spec(l, DB(K_NAME[1]), C, C, 1.0f);
-        linear_spec(l, DB(V_NAME[1]), C, C, 1.0f);
-        linear_spec(l, DB(K_NAME[0]), C, C, 1.0f);
-        linear_spec(l, DB(V_NAME[0]), C, C, 1.0f);
-        linear_spec(l, DB(Q_NAME[0]), C, C, 1.0f);
-        linear_spec(l, DB(OUT_NAME[1]), C, C, 1.0f);
-        linear_spec(l, DB(OUT_NAME[0]), C, C, 1.0f);
-        rms_spec(l, DB(NQ_NAME[0]), D);
-        rms_spec(l, DB(NK_NAME[0]), D);
-        linear_spec(l, DB(FF0_NAME[1]), M, C, 1.0f);
-        linear_spec(l, DB(FF2_NAME[1]), C, M, 1.0f);
-        linear_spec(l, DB(FF0_NAME[0]), M, C, 1.0f);
-        linear_spec(l, DB(FF2_NAME[0]), C, M, 1.0f);
+        rp_params_add_linear(l, DB(MOD_NAME[1]), 6 * C, C, 0.2f);
+        rp_params_add_linear(l, DB(MOD_NAME[0]), 6 * C, C, 0.2f);
+        rp_params_add_norm(l, DB(NQ_NAME[1]), D);
+        rp_params_add_norm(l, DB(NK_NAME[1]), D);
+        rp_params_add_linear(l, DB(Q_NAME[1]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(K_NAME[1]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(V_NAME[1]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(K_NAME[0]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(V_NAME[0]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(Q_NAME[0]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(OUT_NAME[1]), C, C, 1.0f);
+        rp_params_add_linear(l, DB(OUT_NAME[0]), C, C, 1.0f);
+        rp_params_add_norm(l, DB(NQ_NAME[0]), D);
+        rp_params_add_norm(l, DB(NK_NAME[0]), D);
+        rp_params_add_linear(l, DB(FF0_NAME[1]), M, C, 1.0f);
+        rp_params_add_linear(l, DB(FF2_NAME[1]), C, M, 1.0f);
+        rp_params_add_linear(l, DB(FF0_NAME[0]), M, C, 1.0f);
+        rp_params_add_linear(l, DB(FF2_NAME[0]), C, M, 1.0f);
 #undef DB
     }
     for (int i = 0; i < cfg->n_single; i++) {
 #define SB(name) (snprintf(pre, sizeof pre, "single_transformer_blocks.%d.%s", i, (name)), pre)
-        linear_spec(l, SB("norm.linear"), 3 * C, C, 0.2f);
-        linear_spec(l, SB("proj_mlp"), M, C, 1.0f);
-        linear_spec(l, SB("proj_out"), C, C + M, 1.0f);
-        rms_spec(l, SB("attn.norm_q"), D);
-        rms_spec(l, SB("attn.norm_k"), D);
-        linear_spec(l, SB("attn.to_q"), C, C, 1.0f);
-        linear_spec(l, SB("attn.to_k"), C, C, 1.0f);
-        linear_spec(l, SB("attn.to_v"), C, C, 1.0f);
+        rp_params_add_linear(l, SB("norm.linear"), 3 * C, C, 0.2f);
+        rp_params_add_linear(l, SB("proj_mlp"), M, C, 1.0f);
+        rp_params_add_linear(l, SB("proj_out"), C, C + M, 1.0f);
+        rp_params_add_norm(l, SB("attn.norm_q"), D);
+        rp_params_add_norm(l, SB("attn.norm_k"), D);
+        rp_params_add_linear(l, SB("attn.to_q"), C, C, 1.0f);
+        rp_params_add_linear(l, SB("attn.to_k"), C, C, 1.0f);
+        rp_params_add_linear(l, SB("attn.to_v"), C, C, 1.0f);
 #undef SB
     }
-    linear_spec(l, "norm_out.linear", 2 * C, C, 0.2f);
-    linear_spec(l, "proj_out", P, C, 1.0f);
+    rp_params_add_linear(l, "norm_out.linear", 2 * C, C, 0.2f);
+    rp_params_add_linear(l, "proj_out", P, C, 1.0f);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -280,26 +271,21 @@ void rp_flux_param_specs(const rp_flux_config *cfg, rp_param_list *l) {
 rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int C = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden, P = 4 * cfg->in_channels;
-    rp_param_list l = {0};
-    rp_flux_param_specs(cfg, &l);
-    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
     rp_flux *m = calloc(1, sizeof *m);
     /* +1: calloc(0) may return NULL, which would read as a failure */
-    flux_double *doubles = calloc((size_t)cfg->n_double + 1, sizeof *doubles);
-    flux_single *singles = calloc((size_t)cfg->n_single + 1, sizeof *singles);
-    rp_status st = RP_OK;
-    if (!ptrs || !m || !doubles || !singles) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "FLUX '%s': out of memory for the model description", cfg->preset);
-        goto fail;
+    if (!m || !(m->doubles = calloc((size_t)cfg->n_double + 1, sizeof *m->doubles)) ||
+        !(m->singles = calloc((size_t)cfg->n_single + 1, sizeof *m->singles))) {
+        rp_flux_free(m);
+        return RP_FAIL(err, RP_ERR_NOMEM, "FLUX '%s': out of memory for the model description", cfg->preset);
     }
-    st = rp_params_load(&l, f, &m->params, ptrs, err);
-    if (st != RP_OK) goto fail;
-    m->n_params = rp_params_total(&l);
-
     m->cfg = *cfg;
-    m->doubles = doubles;
-    m->singles = singles;
-    rp_param_cursor c = {&l, ptrs, 0, ""};
+    rp_param_cursor c = {.prefix = ""};
+    rp_flux_param_specs(cfg, &c.l);
+    rp_status st = rp_param_cursor_load(&c, f, &m->params, &m->n_params, err);
+    if (st != RP_OK) {
+        rp_flux_free(m);
+        return st;
+    }
     char pre[112];
     m->t_lin1 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_1", cfg->freq_dim, C);
     m->t_lin2 = rp_param_take_linear(&c, "time_text_embed.timestep_embedder.linear_2", C, C);
@@ -312,7 +298,7 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
     m->ctx_embed = rp_param_take_linear(&c, "context_embedder", cfg->joint_attention_dim, C);
     m->x_embed = rp_param_take_linear(&c, "x_embedder", P, C);
     for (int i = 0; i < cfg->n_double; i++) {
-        flux_stream_w *tx = &doubles[i].s[0], *im = &doubles[i].s[1];
+        flux_stream_w *tx = &m->doubles[i].s[0], *im = &m->doubles[i].s[1];
 #define DB(name) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s", i, (name)), pre)
         im->mod = rp_param_take_linear(&c, DB(MOD_NAME[1]), C, 6 * C);
         tx->mod = rp_param_take_linear(&c, DB(MOD_NAME[0]), C, 6 * C);
@@ -335,7 +321,7 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
 #undef DB
     }
     for (int i = 0; i < cfg->n_single; i++) {
-        flux_single *b = &singles[i];
+        flux_single *b = &m->singles[i];
 #define SB(name) (snprintf(pre, sizeof pre, "single_transformer_blocks.%d.%s", i, (name)), pre)
         b->mod = rp_param_take_linear(&c, SB("norm.linear"), C, 3 * C);
         b->proj_mlp = rp_param_take_linear(&c, SB("proj_mlp"), C, M);
@@ -349,21 +335,9 @@ rp_status rp_flux_load(const rp_flux_config *cfg, const rp_st_file *f, rp_flux *
     }
     m->norm_out = rp_param_take_linear(&c, "norm_out.linear", C, 2 * C);
     m->proj_out = rp_param_take_linear(&c, "proj_out", C, P);
-    assert(c.i == l.n);
-
-    free(ptrs);
-    rp_params_free(&l);
+    rp_param_cursor_end(&c);
     *out = m;
     return RP_OK;
-
-fail:
-    if (m) free(m->params);
-    free(m);
-    free(doubles);
-    free(singles);
-    free(ptrs);
-    rp_params_free(&l);
-    return st;
 }
 
 void rp_flux_free(rp_flux *m) {
@@ -487,21 +461,12 @@ static void flux_time_text_embed(const rp_flux *m, const rp_ctx *ctx, const flux
                                  const float *tsc, const float *gsc, const float *pooled, float *tfreq, float *e1,
                                  float *tmp) {
     const int B = f->B, C = f->C, F = f->F;
-    /* [cos, sin]: flip_sin_to_cos, shift 0 */
-    rp_d_timestep_embedding(ctx, tfreq, tsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, e1, tfreq, &m->t_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, temb, e1, &m->t_lin2, B);
+    rp_timestep_embedder(ctx, temb, e1, tfreq, tsc, B, F, &m->t_lin1, &m->t_lin2);
     if (m->cfg.guidance_embeds) {
-        rp_d_timestep_embedding(ctx, tfreq, gsc, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
-        rp_d_linear(ctx, e1, tfreq, &m->g_lin1, B);
-        rp_d_silu(ctx, e1, e1, (size_t)B * C);
-        rp_d_linear(ctx, tmp, e1, &m->g_lin2, B);
+        rp_timestep_embedder(ctx, tmp, e1, tfreq, gsc, B, F, &m->g_lin1, &m->g_lin2);
         rp_d_add(ctx, temb, tmp, (size_t)B * C);
     }
-    rp_d_linear(ctx, e1, pooled, &m->p_lin1, B);
-    rp_d_silu(ctx, e1, e1, (size_t)B * C);
-    rp_d_linear(ctx, tmp, e1, &m->p_lin2, B);
+    rp_silu_mlp(ctx, tmp, e1, pooled, B, &m->p_lin1, &m->p_lin2);
     rp_d_add(ctx, temb, tmp, (size_t)B * C);
 }
 
@@ -815,14 +780,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         if (st == RP_OK && ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cin * H * W);
     }
 
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    {
-        rp_status tst = rp_par_forward_end(ctx, st == RP_OK ? err : NULL); /* trace parts to rank 0 */
-        if (st == RP_OK) st = tst;
-    }
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(hs);
     free(gtok);

@@ -72,6 +72,7 @@
 #include "../ops.h"
 #include "../parallel/parallel.h"
 #include "../trace.h"
+#include "embed.h"
 
 typedef struct sd3_block {
     int pre_only;                             /* context_pre_only (the last block) */
@@ -195,14 +196,21 @@ static rp_status check_cfg(const rp_sd3_config *cfg, rp_error *err) {
 
 /* ---- parameter specs (diffusers state_dict order) ------------------------------ */
 
-/* Appends "<prefix>.weight" (out, in) and "<prefix>.bias" (out). */
-static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in, float wscale) {
-    rp_params_add(l, RP_INIT_FANIN, wscale, 2, (int64_t[]){out, in}, "%s.weight", prefix);
-    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "%s.bias", prefix);
-}
-
-static void rms_spec(rp_param_list *l, const char *prefix, int64_t hd) {
-    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){hd}, "%s.weight", prefix);
+/* The parameters diffusers' Attention registers first, under transformer_blocks.<i>.<attn>
+ * (attn, or a dual block's attn2): norm_q, norm_k (head_dim; with qk_norm), to_q, to_k,
+ * to_v (D, D). */
+static void qkv_spec(rp_param_list *l, const rp_sd3_config *cfg, int i, const char *attn) {
+    const int64_t D = (int64_t)cfg->heads * cfg->head_dim;
+    char pre[96];
+#define ATT(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s." suffix, i, attn), pre)
+    if (cfg->qk_norm) {
+        rp_params_add_norm(l, ATT("norm_q"), cfg->head_dim);
+        rp_params_add_norm(l, ATT("norm_k"), cfg->head_dim);
+    }
+    rp_params_add_linear(l, ATT("to_q"), D, D, 1.0f);
+    rp_params_add_linear(l, ATT("to_k"), D, D, 1.0f);
+    rp_params_add_linear(l, ATT("to_v"), D, D, 1.0f);
+#undef ATT
 }
 
 void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
@@ -215,54 +223,42 @@ void rp_sd3_param_specs(const rp_sd3_config *cfg, rp_param_list *l) {
     rp_params_add(l, RP_INIT_SINCOS_2D, 1.0f, 3, (int64_t[]){1, Mx * Mx, D}, "pos_embed.pos_embed");
     rp_params_add(l, RP_INIT_FANIN, 1.0f, 4, (int64_t[]){D, cfg->in_channels, p, p}, "pos_embed.proj.weight");
     rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){D}, "pos_embed.proj.bias");
-    linear_spec(l, "time_text_embed.timestep_embedder.linear_1", D, cfg->freq_dim, 1.0f);
-    linear_spec(l, "time_text_embed.timestep_embedder.linear_2", D, D, 1.0f);
-    linear_spec(l, "time_text_embed.text_embedder.linear_1", D, cfg->pooled_projection_dim, 1.0f);
-    linear_spec(l, "time_text_embed.text_embedder.linear_2", D, D, 1.0f);
-    linear_spec(l, "context_embedder", D, cfg->joint_attention_dim, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.timestep_embedder.linear_1", D, cfg->freq_dim, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.timestep_embedder.linear_2", D, D, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.text_embedder.linear_1", D, cfg->pooled_projection_dim, 1.0f);
+    rp_params_add_linear(l, "time_text_embed.text_embedder.linear_2", D, D, 1.0f);
+    rp_params_add_linear(l, "context_embedder", D, cfg->joint_attention_dim, 1.0f);
     for (int i = 0; i < cfg->depth; i++) {
         const int pre_only = i == cfg->depth - 1, dual = i < cfg->dual_attention_layers;
 #define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
-        linear_spec(l, BLK("norm1.linear"), (dual ? 9 : 6) * D, D, 0.2f);
-        linear_spec(l, BLK("norm1_context.linear"), (pre_only ? 2 : 6) * D, D, 0.2f);
+        rp_params_add_linear(l, BLK("norm1.linear"), (dual ? 9 : 6) * D, D, 0.2f);
+        rp_params_add_linear(l, BLK("norm1_context.linear"), (pre_only ? 2 : 6) * D, D, 0.2f);
         /* diffusers Attention.__init__ order: norm_q/k, to_q/k/v, add_k/v/q_proj, to_out,
          * to_add_out, norm_added_q/k. */
+        qkv_spec(l, cfg, i, "attn");
+        rp_params_add_linear(l, BLK("attn.add_k_proj"), D, D, 1.0f);
+        rp_params_add_linear(l, BLK("attn.add_v_proj"), D, D, 1.0f);
+        rp_params_add_linear(l, BLK("attn.add_q_proj"), D, D, 1.0f);
+        rp_params_add_linear(l, BLK("attn.to_out.0"), D, D, 1.0f);
+        if (!pre_only) rp_params_add_linear(l, BLK("attn.to_add_out"), D, D, 1.0f);
         if (cfg->qk_norm) {
-            rms_spec(l, BLK("attn.norm_q"), hd);
-            rms_spec(l, BLK("attn.norm_k"), hd);
-        }
-        linear_spec(l, BLK("attn.to_q"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.to_k"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.to_v"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.add_k_proj"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.add_v_proj"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.add_q_proj"), D, D, 1.0f);
-        linear_spec(l, BLK("attn.to_out.0"), D, D, 1.0f);
-        if (!pre_only) linear_spec(l, BLK("attn.to_add_out"), D, D, 1.0f);
-        if (cfg->qk_norm) {
-            rms_spec(l, BLK("attn.norm_added_q"), hd);
-            rms_spec(l, BLK("attn.norm_added_k"), hd);
+            rp_params_add_norm(l, BLK("attn.norm_added_q"), hd);
+            rp_params_add_norm(l, BLK("attn.norm_added_k"), hd);
         }
         if (dual) { /* JointTransformerBlock registers attn2 after attn */
-            if (cfg->qk_norm) {
-                rms_spec(l, BLK("attn2.norm_q"), hd);
-                rms_spec(l, BLK("attn2.norm_k"), hd);
-            }
-            linear_spec(l, BLK("attn2.to_q"), D, D, 1.0f);
-            linear_spec(l, BLK("attn2.to_k"), D, D, 1.0f);
-            linear_spec(l, BLK("attn2.to_v"), D, D, 1.0f);
-            linear_spec(l, BLK("attn2.to_out.0"), D, D, 1.0f);
+            qkv_spec(l, cfg, i, "attn2");
+            rp_params_add_linear(l, BLK("attn2.to_out.0"), D, D, 1.0f);
         }
-        linear_spec(l, BLK("ff.net.0.proj"), F, D, 1.0f);
-        linear_spec(l, BLK("ff.net.2"), D, F, 1.0f);
+        rp_params_add_linear(l, BLK("ff.net.0.proj"), F, D, 1.0f);
+        rp_params_add_linear(l, BLK("ff.net.2"), D, F, 1.0f);
         if (!pre_only) {
-            linear_spec(l, BLK("ff_context.net.0.proj"), F, D, 1.0f);
-            linear_spec(l, BLK("ff_context.net.2"), D, F, 1.0f);
+            rp_params_add_linear(l, BLK("ff_context.net.0.proj"), F, D, 1.0f);
+            rp_params_add_linear(l, BLK("ff_context.net.2"), D, F, 1.0f);
         }
 #undef BLK
     }
-    linear_spec(l, "norm_out.linear", 2 * D, D, 0.2f);
-    linear_spec(l, "proj_out", Po, D, 1.0f);
+    rp_params_add_linear(l, "norm_out.linear", 2 * D, D, 0.2f);
+    rp_params_add_linear(l, "proj_out", Po, D, 1.0f);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -291,28 +287,41 @@ static rp_status check_dual_blocks(const rp_sd3_config *cfg, const rp_st_file *f
     return RP_OK;
 }
 
+/* Takes what qkv_spec wrote for transformer_blocks.<i>.<attn> (nq, nk stay NULL without
+ * qk_norm). */
+static void take_qkv(rp_param_cursor *c, const rp_sd3_config *cfg, int i, const char *attn, const float **nq,
+                     const float **nk, rp_linear_w *q, rp_linear_w *k, rp_linear_w *v) {
+    const int D = cfg->heads * cfg->head_dim;
+    char pre[96];
+#define ATT(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d.%s." suffix, i, attn), pre)
+    if (cfg->qk_norm) {
+        *nq = rp_param_take_weight(c, ATT("norm_q"));
+        *nk = rp_param_take_weight(c, ATT("norm_k"));
+    }
+    *q = rp_param_take_linear(c, ATT("to_q"), D, D);
+    *k = rp_param_take_linear(c, ATT("to_k"), D, D);
+    *v = rp_param_take_linear(c, ATT("to_v"), D, D);
+#undef ATT
+}
+
 rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     RP_TRY(check_dual_blocks(cfg, f, err));
     const int D = cfg->heads * cfg->head_dim, p = cfg->patch, F = cfg->mlp_ratio * D;
     const int Po = p * p * cfg->out_channels;
-    rp_param_list l = {0};
-    rp_sd3_param_specs(cfg, &l);
-    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
     rp_sd3 *m = calloc(1, sizeof *m);
-    sd3_block *blocks = calloc((size_t)cfg->depth, sizeof *blocks);
-    rp_status st = RP_OK;
-    if (!ptrs || !m || !blocks) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "SD3 '%s': out of memory for the model description", cfg->preset);
-        goto fail;
+    if (!m || !(m->blocks = calloc((size_t)cfg->depth, sizeof *m->blocks))) {
+        free(m);
+        return RP_FAIL(err, RP_ERR_NOMEM, "SD3 '%s': out of memory for the model description", cfg->preset);
     }
-    st = rp_params_load(&l, f, &m->params, ptrs, err);
-    if (st != RP_OK) goto fail;
-    m->n_params = rp_params_total(&l);
-
     m->cfg = *cfg;
-    m->blocks = blocks;
-    rp_param_cursor c = {&l, ptrs, 0, ""};
+    rp_param_cursor c = {.prefix = ""};
+    rp_sd3_param_specs(cfg, &c.l);
+    rp_status st = rp_param_cursor_load(&c, f, &m->params, &m->n_params, err);
+    if (st != RP_OK) {
+        rp_sd3_free(m);
+        return st;
+    }
     char pre[96];
     m->pos_embed = rp_param_take(&c, "pos_embed.pos_embed");
     m->patch_proj = rp_param_take_linear(&c, "pos_embed.proj", cfg->in_channels * p * p, D);
@@ -322,19 +331,13 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
     m->p_lin2 = rp_param_take_linear(&c, "time_text_embed.text_embedder.linear_2", D, D);
     m->ctx_embed = rp_param_take_linear(&c, "context_embedder", cfg->joint_attention_dim, D);
     for (int i = 0; i < cfg->depth; i++) {
-        sd3_block *b = &blocks[i];
+        sd3_block *b = &m->blocks[i];
         b->pre_only = i == cfg->depth - 1;
         b->dual = i < cfg->dual_attention_layers;
 #define BLK(suffix) (snprintf(pre, sizeof pre, "transformer_blocks.%d." suffix, i), pre)
         b->norm1 = rp_param_take_linear(&c, BLK("norm1.linear"), D, (b->dual ? 9 : 6) * D);
         b->norm1_ctx = rp_param_take_linear(&c, BLK("norm1_context.linear"), D, (b->pre_only ? 2 : 6) * D);
-        if (cfg->qk_norm) {
-            b->norm_q = rp_param_take_weight(&c, BLK("attn.norm_q"));
-            b->norm_k = rp_param_take_weight(&c, BLK("attn.norm_k"));
-        }
-        b->to_q = rp_param_take_linear(&c, BLK("attn.to_q"), D, D);
-        b->to_k = rp_param_take_linear(&c, BLK("attn.to_k"), D, D);
-        b->to_v = rp_param_take_linear(&c, BLK("attn.to_v"), D, D);
+        take_qkv(&c, cfg, i, "attn", &b->norm_q, &b->norm_k, &b->to_q, &b->to_k, &b->to_v);
         b->add_k = rp_param_take_linear(&c, BLK("attn.add_k_proj"), D, D);
         b->add_v = rp_param_take_linear(&c, BLK("attn.add_v_proj"), D, D);
         b->add_q = rp_param_take_linear(&c, BLK("attn.add_q_proj"), D, D);
@@ -345,13 +348,7 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
             b->norm_added_k = rp_param_take_weight(&c, BLK("attn.norm_added_k"));
         }
         if (b->dual) {
-            if (cfg->qk_norm) {
-                b->a2_norm_q = rp_param_take_weight(&c, BLK("attn2.norm_q"));
-                b->a2_norm_k = rp_param_take_weight(&c, BLK("attn2.norm_k"));
-            }
-            b->a2_q = rp_param_take_linear(&c, BLK("attn2.to_q"), D, D);
-            b->a2_k = rp_param_take_linear(&c, BLK("attn2.to_k"), D, D);
-            b->a2_v = rp_param_take_linear(&c, BLK("attn2.to_v"), D, D);
+            take_qkv(&c, cfg, i, "attn2", &b->a2_norm_q, &b->a2_norm_k, &b->a2_q, &b->a2_k, &b->a2_v);
             b->a2_out = rp_param_take_linear(&c, BLK("attn2.to_out.0"), D, D);
         }
         b->ff1 = rp_param_take_linear(&c, BLK("ff.net.0.proj"), D, F);
@@ -364,20 +361,9 @@ rp_status rp_sd3_load(const rp_sd3_config *cfg, const rp_st_file *f, rp_sd3 **ou
     }
     m->norm_out = rp_param_take_linear(&c, "norm_out.linear", D, 2 * D);
     m->proj_out = rp_param_take_linear(&c, "proj_out", D, Po);
-    assert(c.i == l.n);
-
-    free(ptrs);
-    rp_params_free(&l);
+    rp_param_cursor_end(&c);
     *out = m;
     return RP_OK;
-
-fail:
-    if (m) free(m->params);
-    free(m);
-    free(blocks);
-    free(ptrs);
-    rp_params_free(&l);
-    return st;
 }
 
 void rp_sd3_free(rp_sd3 *m) {
@@ -691,13 +677,8 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
             rp_d_copy(ctx, xs + (size_t)b * Tl * D, xe + ((size_t)b * T + t0) * D, (size_t)Tl * D);
 
     /* time_text_embed: Timesteps(256, flip_sin_to_cos=True, shift 0) -> [cos, sin]. */
-    rp_d_timestep_embedding(ctx, tfreq, tin, B, Fq, rp_par_max_period(ctx, 10000.0f), 0.0f);
-    rp_d_linear(ctx, th, tfreq, &m->t_lin1, B);
-    rp_d_silu(ctx, th, th, (size_t)B * D);
-    rp_d_linear(ctx, temb, th, &m->t_lin2, B);
-    rp_d_linear(ctx, ph, poolin, &m->p_lin1, B);
-    rp_d_silu(ctx, ph, ph, (size_t)B * D);
-    rp_d_linear(ctx, stemb, ph, &m->p_lin2, B); /* stemb holds the text embedding for one line */
+    rp_timestep_embedder(ctx, temb, th, tfreq, tin, B, Fq, &m->t_lin1, &m->t_lin2);
+    rp_silu_mlp(ctx, stemb, ph, poolin, B, &m->p_lin1, &m->p_lin2); /* stemb holds the text embedding for one line */
     rp_d_add(ctx, temb, stemb, (size_t)B * D);  /* timesteps_emb + pooled_projections */
     rp_par_trace(ctx, "time_text_embed", temb, B, 1, D, NULL, 1);
     rp_d_silu(ctx, stemb, temb, (size_t)B * D);
@@ -746,14 +727,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * H * W);
 
 done:
-    {
-        rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
-        if (st == RP_OK) st = dst;
-    }
-    {
-        rp_status tst = rp_par_forward_end(ctx, st == RP_OK ? err : NULL); /* trace parts to rank 0 */
-        if (st == RP_OK) st = tst;
-    }
+    st = rp_par_forward_end(ctx, st, err);
     rp_d_free(ctx, mem);
     free(tok);
     free(jmask_h);

@@ -126,13 +126,16 @@ int rp_te_tokenize(const char *prompt, int max_len, int32_t *tokens, uint8_t *ma
 
 /* Appends "text_encoder.<prefix>.weight" (out, in) and ".bias" (out). */
 static void linear_spec(rp_param_list *l, const char *prefix, int64_t out, int64_t in) {
-    rp_params_add(l, RP_INIT_FANIN, 1.0f, 2, (int64_t[]){out, in}, "text_encoder.%s.weight", prefix);
-    rp_params_add(l, RP_INIT_NORMAL, 0.02f, 1, (int64_t[]){out}, "text_encoder.%s.bias", prefix);
+    char name[112];
+    snprintf(name, sizeof name, "text_encoder.%s", prefix);
+    rp_params_add_linear(l, name, out, in, 1.0f);
 }
 
 static void ln_spec(rp_param_list *l, const char *prefix, int64_t D) {
-    rp_params_add(l, RP_INIT_ONE_NORMAL, 0.1f, 1, (int64_t[]){D}, "text_encoder.%s.weight", prefix);
-    rp_params_add(l, RP_INIT_NORMAL, 0.1f, 1, (int64_t[]){D}, "text_encoder.%s.bias", prefix);
+    char name[112];
+    snprintf(name, sizeof name, "text_encoder.%s", prefix);
+    rp_params_add_norm(l, name, D);
+    rp_params_add(l, RP_INIT_NORMAL, 0.1f, 1, (int64_t[]){D}, "%s.bias", name);
 }
 
 void rp_te_param_specs(const rp_te_config *cfg, rp_param_list *l) {
@@ -165,28 +168,25 @@ void rp_te_param_specs(const rp_te_config *cfg, rp_param_list *l) {
 rp_status rp_te_load(const rp_te_config *cfg, const rp_st_file *f, rp_te **out, rp_error *err) {
     RP_TRY(check_cfg(cfg, err));
     const int D = cfg->hidden, M = cfg->mlp_ratio * cfg->hidden;
-    rp_param_list l = {0};
-    rp_te_param_specs(cfg, &l);
-    float **ptrs = calloc((size_t)l.n, sizeof *ptrs);
     rp_te *m = calloc(1, sizeof *m);
-    te_layer *layers = calloc((size_t)(cfg->depth > 0 ? cfg->depth : 1), sizeof *layers);
-    rp_status st = RP_OK;
-    if (!ptrs || !m || !layers) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "text encoder '%s': out of memory for the model description",
-                     cfg->preset);
-        goto fail;
+    if (!m || !(m->layers = calloc((size_t)(cfg->depth > 0 ? cfg->depth : 1), sizeof *m->layers))) {
+        free(m);
+        return RP_FAIL(err, RP_ERR_NOMEM, "text encoder '%s': out of memory for the model description",
+                       cfg->preset);
     }
-    st = rp_params_load(&l, f, &m->params, ptrs, err);
-    if (st != RP_OK) goto fail;
-
     m->cfg = *cfg;
-    m->layers = layers;
-    rp_param_cursor c = {&l, ptrs, 0, "text_encoder."};
+    rp_param_cursor c = {.prefix = "text_encoder."};
+    rp_te_param_specs(cfg, &c.l);
+    rp_status st = rp_param_cursor_load(&c, f, &m->params, NULL, err);
+    if (st != RP_OK) {
+        rp_te_free(m);
+        return st;
+    }
     char pre[96];
     m->tok_emb = rp_param_take(&c, "token_embedding.weight");
     m->pos_emb = rp_param_take(&c, "position_embedding.weight");
     for (int i = 0; i < cfg->depth; i++) {
-        te_layer *ly = &layers[i];
+        te_layer *ly = &m->layers[i];
         snprintf(pre, sizeof pre, "layers.%d.ln1", i);
         rp_param_take_wb(&c, pre, &ly->ln1_w, &ly->ln1_b);
         snprintf(pre, sizeof pre, "layers.%d.attn.qkv", i);
@@ -203,20 +203,9 @@ rp_status rp_te_load(const rp_te_config *cfg, const rp_st_file *f, rp_te **out, 
     rp_param_take_wb(&c, "final_ln", &m->lnf_w, &m->lnf_b);
     m->proj_context = rp_param_take_linear(&c, "proj_context", D, cfg->context_dim);
     m->proj_pooled = rp_param_take_linear(&c, "proj_pooled", D, cfg->pooled_dim);
-    assert(c.i == l.n);
-
-    free(ptrs);
-    rp_params_free(&l);
+    rp_param_cursor_end(&c);
     *out = m;
     return RP_OK;
-
-fail:
-    if (m) free(m->params);
-    free(m);
-    free(layers);
-    free(ptrs);
-    rp_params_free(&l);
-    return st;
 }
 
 void rp_te_free(rp_te *m) {

@@ -101,6 +101,7 @@ void rp_par_free(rp_parallel *p) {
 }
 
 
+
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->par->fault == id; }
 
 /* ---- sequence parallelism -------------------------------------------------------------- */
@@ -612,12 +613,16 @@ static void trace_flush(const rp_ctx *ctx) {
     trace_pend_free(p);
 }
 
-rp_status rp_par_forward_end(const rp_ctx *ctx, rp_error *err) {
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err) {
+    const rp_status dst = rp_d_check(ctx, st == RP_OK ? err : NULL); /* the device's first error */
+    if (st == RP_OK) st = dst;
     rp_parallel *p = ctx->par;
-    if (!p) return RP_OK;
-    trace_flush(ctx);
-    if (p->st == RP_OK) return RP_OK;
-    if (err) *err = p->err;
-    return p->st;
+    if (!p) return st;
+    trace_flush(ctx); /* after a failure too: the other ranks' parts are on their way */
+    if (st == RP_OK && p->st != RP_OK) {
+        if (err) *err = p->err;
+        st = p->st;
+    }
+    return st;
 }
 

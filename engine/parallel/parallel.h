@@ -243,12 +243,13 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
 /* Destroys the groups (not the world comm). NULL and zeroed contexts are allowed. */
 void rp_par_free(rp_parallel *p);
 
-/* A model forward's end (collective over the world when its evaluation is recorded):
- * the ranks' buffered trace parts go to rank 0 in one message each and rank 0 completes
- * the forward's records (rp_par_trace); then the sticky error of the trace points: RP_OK,
- * or copies it into err and returns it. Every rank calls it after every forward, failed
- * or not. ctx->par NULL: RP_OK. */
-rp_status rp_par_forward_end(const rp_ctx *ctx, rp_error *err);
+/* A model forward's status at its end: st when it failed, else the device's first error
+ * (rp_d_check, which is read and cleared in either case), else the trace points' sticky
+ * error. Collective over the world when the forward's evaluation is recorded: the ranks'
+ * buffered trace parts go to rank 0 in one message each and rank 0 completes the
+ * forward's records (rp_par_trace). Every rank calls it after every forward, failed or
+ * not. */
+rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err);
 
 /* Is this rank the one whose fault-injection applies? Helpers of the faults. */
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id);

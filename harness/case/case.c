@@ -428,29 +428,13 @@ void rp_case_id(const rp_case *c, char *out) {
 
 rp_status rp_case_save(const rp_case *c, const char *path, rp_error *err) {
     assert(c && path);
-    RP_TRY(rp_atomic_target_ok(path, err));
     cJSON *j = rp_case_to_json(c);
     char *text = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
     if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "%s: JSON printing failed", path);
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        free(text);
-        return RP_FAIL(err, RP_ERR_INVALID, "%s: path too long", path);
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(text);
-        return RP_FAIL(err, RP_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-    }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
+    rp_status st = rp_write_text_atomic(path, text, err);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return RP_FAIL(err, RP_ERR_IO, "%s: write failed", path);
-    }
-    return RP_OK;
+    return st;
 }
 
 rp_status rp_case_load(const char *path, rp_case *c, rp_error *err) {

@@ -25,6 +25,7 @@
 #include "engine/vae/vae.h"
 #include "engine/pipeline/weights_cache.h"
 #include "harness/cli/args.h"
+#include "harness/cli/common.h"
 #include "harness/cli/commands.h"
 
 static void usage(FILE *f) {
@@ -120,28 +121,11 @@ int rp_cmd_decode(int argc, char **argv) {
         RP_FAIL(&err, RP_ERR_INVALID, "decode: --vae, --latents and --out are required (see repro decode --help)");
         return usage_error(&err);
     }
-    uint64_t wseed = 0;
-    if (wseed_s && !rp_parse_u64(wseed_s, &wseed)) {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --weight-seed: '%s' is not an unsigned 64-bit integer", wseed_s);
+    uint64_t wseed;
+    if (rp_cli_weight_seed("decode", wseed_s, weights, "--vae-weights", &wseed, &err) != RP_OK)
         return usage_error(&err);
-    }
-    if (weights && wseed_s) {
-        RP_FAIL(&err, RP_ERR_INVALID, "decode: give --vae-weights or --weight-seed, not both");
-        return usage_error(&err);
-    }
-    if (threads < 0 || threads > 1024) {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --threads: %lld is out of range (0..1024)", threads);
-        return usage_error(&err);
-    }
-    rp_ctx ctx = rp_ctx_default();
-    ctx.threads = (int)threads;
-    if (!strcmp(prec_s, "fp32")) ctx.precision = RP_PREC_FP32;
-    else if (!strcmp(prec_s, "bf16")) ctx.precision = RP_PREC_BF16;
-    else {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --precision: '%s' is not fp32 or bf16", prec_s);
-        return usage_error(&err);
-    }
-    if (rp_attn_kind_parse(attn_s, &ctx.attn.kind, &err) != RP_OK) return usage_error(&err);
+    rp_ctx ctx;
+    if (rp_cli_cpu_ctx(threads, prec_s, attn_s, &ctx, &err) != RP_OK) return usage_error(&err);
     rp_vae_config cfg;
     if (rp_vae_preset(vae, &cfg, &err) != RP_OK) return usage_error(&err);
 

@@ -29,6 +29,7 @@
 #include "engine/trace.h"
 #include "engine/pipeline/weights_cache.h"
 #include "harness/cli/args.h"
+#include "harness/cli/common.h"
 #include "harness/cli/commands.h"
 
 static void usage(FILE *f) {
@@ -93,19 +94,13 @@ int rp_cmd_forward(int argc, char **argv) {
         RP_FAIL(&err, RP_ERR_INVALID, "forward: --model and --out are required (see repro forward --help)");
         return usage_error(&err);
     }
-    uint64_t seed = 0, wseed = 0;
+    uint64_t seed = 0, wseed;
     if (!rp_parse_u64(seed_s, &seed)) {
         RP_FAIL(&err, RP_ERR_INVALID, "option --seed: '%s' is not an unsigned 64-bit integer", seed_s);
         return usage_error(&err);
     }
-    if (wseed_s && !rp_parse_u64(wseed_s, &wseed)) {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --weight-seed: '%s' is not an unsigned 64-bit integer", wseed_s);
+    if (rp_cli_weight_seed("forward", wseed_s, weights, "--weights", &wseed, &err) != RP_OK)
         return usage_error(&err);
-    }
-    if (weights && wseed_s) {
-        RP_FAIL(&err, RP_ERR_INVALID, "forward: give --weights or --weight-seed, not both");
-        return usage_error(&err);
-    }
     if (depth < 0 || depth > 1000) {
         RP_FAIL(&err, RP_ERR_INVALID, "option --depth: %lld is out of range (1..1000, 0 = preset)", depth);
         return usage_error(&err);
@@ -114,19 +109,8 @@ int rp_cmd_forward(int argc, char **argv) {
         RP_FAIL(&err, RP_ERR_INVALID, "option --batch: %lld is out of range (1..4096)", batch);
         return usage_error(&err);
     }
-    if (threads < 0 || threads > 1024) {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --threads: %lld is out of range (0..1024)", threads);
-        return usage_error(&err);
-    }
-    rp_ctx ctx = rp_ctx_default();
-    ctx.threads = (int)threads;
-    if (!strcmp(prec_s, "fp32")) ctx.precision = RP_PREC_FP32;
-    else if (!strcmp(prec_s, "bf16")) ctx.precision = RP_PREC_BF16;
-    else {
-        RP_FAIL(&err, RP_ERR_INVALID, "option --precision: '%s' is not fp32 or bf16", prec_s);
-        return usage_error(&err);
-    }
-    if (rp_attn_kind_parse(attn_s, &ctx.attn.kind, &err) != RP_OK) return usage_error(&err);
+    rp_ctx ctx;
+    if (rp_cli_cpu_ctx(threads, prec_s, attn_s, &ctx, &err) != RP_OK) return usage_error(&err);
     ctx.reduce_split = reduce_split;
     if (rp_ctx_configure(&ctx, aq_s, akv_s, core_s, prof_s, &err) != RP_OK) return usage_error(&err);
     /* before any work: a different OpenBLAS core means re-executing this command */

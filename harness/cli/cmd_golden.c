@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "harness/cli/args.h"
+#include "harness/cli/common.h"
 #include "harness/cli/commands.h"
 #include "harness/sweep/golden.h"
 #include "harness/sweep/matrix.h"
@@ -62,18 +63,10 @@ static int cmd_record(int argc, char **argv) {
         return 2;
     }
     rp_matrix m;
-    if (rp_matrix_load(file, &m, &err) != RP_OK) {
-        fprintf(stderr, "repro: error: %s\n", err.msg);
-        rp_matrix_free(&m);
-        return 2;
-    }
     rp_sweep s;
-    rp_status st = rp_runner_run_cancellable(&m, &o, &s, &err);
-    int rc = 0, saved = 0, failed = 0;
-    if (st != RP_OK) {
-        rp_report_error(&err);
-        rc = st == RP_ERR_INVALID ? 2 : 1;
-    } else if (s.cancelled) {
+    int rc = rp_cli_run_matrix(file, &o, &m, &s, &err), saved = 0, failed = 0;
+    if (rc >= 0) return rc;
+    if (s.cancelled) {
         rc = 130;
     } else {
         for (int i = 0; i < m.n_cases; i++) {

@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "harness/cli/args.h"
+#include "harness/cli/common.h"
 #include "reports/report.h"
 #include "harness/cli/commands.h"
 #include "harness/sweep/matrix.h"
@@ -120,30 +121,19 @@ int rp_cmd_matrix(int argc, char **argv) {
         return 2;
     }
     rp_matrix m;
-    if (rp_matrix_load(file, &m, &err) != RP_OK) {
-        /* the message already says FILE:LINE:COLUMN; the source location would be noise */
-        fprintf(stderr, "repro: error: %s\n", err.msg);
-        rp_matrix_free(&m);
-        return 2;
-    }
     rp_sweep s;
-    rp_status st = rp_runner_run_cancellable(&m, &o, &s, &err);
-    int rc;
-    if (st != RP_OK) {
-        rp_report_error(&err);
-        rc = st == RP_ERR_INVALID ? 2 : 1;
-    } else {
-        rc = o.dry_run ? 0 : rp_sweep_exit_code(&s);
-        /* the compact verdict summary, the reports and the history row once the sweep is stored */
-        char report_dir[4200];
-        snprintf(report_dir, sizeof report_dir, "%s/report", s.dir);
-        if (!o.dry_run) {
-            if (rp_report_after_run(s.dir, history, no_report ? NULL : report_dir, stdout,
-                                    rp_report_colour("auto", stdout), &err) != RP_OK)
-                rc = rp_report_error(&err);
-            else if (!no_report)
-                printf("report: %s/report.html\n", report_dir);
-        }
+    int rc = rp_cli_run_matrix(file, &o, &m, &s, &err);
+    if (rc >= 0) return rc;
+    rc = o.dry_run ? 0 : rp_sweep_exit_code(&s);
+    /* the compact verdict summary, the reports and the history row once the sweep is stored */
+    char report_dir[4200];
+    snprintf(report_dir, sizeof report_dir, "%s/report", s.dir);
+    if (!o.dry_run) {
+        if (rp_report_after_run(s.dir, history, no_report ? NULL : report_dir, stdout,
+                                rp_report_colour("auto", stdout), &err) != RP_OK)
+            rc = rp_report_error(&err);
+        else if (!no_report)
+            printf("report: %s/report.html\n", report_dir);
     }
     rp_sweep_free(&s);
     rp_matrix_free(&m);

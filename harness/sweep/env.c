@@ -179,22 +179,12 @@ cJSON *rp_env_collect(void) {
 }
 
 rp_status rp_env_write(const char *path, const char *numerics, rp_error *err) {
-    RP_TRY(rp_atomic_target_ok(path, err));
     cJSON *env = rp_env_collect();
     if (numerics) cJSON_AddStringToObject(env, "numerics", numerics);
     char *text = cJSON_Print(env);
     cJSON_Delete(env);
     if (!text) return RP_FAIL(err, RP_ERR_NOMEM, "env: JSON printing failed");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) { free(text); return RP_FAIL(err, RP_ERR_IO, "%s: cannot write", tmp); }
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
+    rp_status st = rp_write_text_atomic(path, text, err);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return RP_FAIL(err, RP_ERR_IO, "%s: write failed", path);
-    }
-    return RP_OK;
+    return st;
 }

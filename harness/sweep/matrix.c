@@ -47,6 +47,7 @@
 #include "engine/models/registry.h"
 #include "engine/parallel/inject.h"
 #include "engine/samplers/samplers.h"
+#include "engine/strutil.h"
 #include "backends/launch.h"
 
 #define MAX_FIELDS 96
@@ -150,15 +151,6 @@ static int split_words(const char *list, char *buf, size_t cap, const char **wor
     return n;
 }
 
-static void append(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t cap, const char *fmt, ...) {
-    size_t len = strlen(buf);
-    if (len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- errors with marks ------------------------------------------------------------- */
 
@@ -332,7 +324,7 @@ static rp_status unknown_key(pctx *x, const yaml_node_t *keynode, const char *pa
     const char *near = nearest(key, known, n_known);
     if (near) return FAIL_AT(x, keynode, "field '%s': unknown key (did you mean '%s'?)", full, near);
     char list[700] = "";
-    for (int i = 0; i < n_known; i++) append(list, sizeof list, "%s%s", i ? " " : "", known[i]);
+    for (int i = 0; i < n_known; i++) rp_appendf(list, sizeof list, "%s%s", i ? " " : "", known[i]);
     return FAIL_AT(x, keynode, "field '%s': unknown key; known keys: %s", full, list);
 }
 
@@ -434,7 +426,7 @@ static int in_list(const char *s, const char *const *list, int n) {
 static rp_status bad_choice(pctx *x, const yaml_node_t *n, const char *path, const char *v,
                             const char *const *list, int k) {
     char all[512] = "";
-    for (int i = 0; i < k; i++) append(all, sizeof all, "%s%s", i ? ", " : "", list[i]);
+    for (int i = 0; i < k; i++) rp_appendf(all, sizeof all, "%s%s", i ? ", " : "", list[i]);
     const char *near = nearest(v, list, k);
     if (near)
         return FAIL_AT(x, n, "field '%s': unknown value '%s' (did you mean '%s'?); expected one of %s", path, v,
@@ -1276,7 +1268,7 @@ static void auto_name(const pctx *x, const rp_case *c, const int *vary, int n, c
         char v[96];
         if (!strcmp(key, "items")) snprintf(v, sizeof v, "%d", c->n_items); /* the count, not the list */
         else value_text(cJSON_GetObjectItemCaseSensitive(j, key), v, sizeof v);
-        append(out, cap, "%s%s=%s", out[0] ? " " : "", key, v);
+        rp_appendf(out, cap, "%s%s=%s", out[0] ? " " : "", key, v);
     }
     cJSON_Delete(j);
     if (!out[0]) snprintf(out, cap, "base");
@@ -1367,7 +1359,7 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         for (int i = 0; i < sp->n_axes && st == RP_OK; i++) {
             const assign *nm = aset_get(&sp->axes[i].vals[pick[i]], "name", 0);
             if (!nm || !cJSON_IsString(nm->v)) continue;
-            append(joined, sizeof joined, "%s%s", n_named++ ? " " : "", nm->v->valuestring);
+            rp_appendf(joined, sizeof joined, "%s%s", n_named++ ? " " : "", nm->v->valuestring);
             last_name = nm;
         }
         if (st == RP_OK && n_named > 1) {
@@ -1817,7 +1809,7 @@ void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
                                                      {"u", c->ulysses}, {"r", c->ring},
                                                      {"pf", c->pipefusion}, {"patch", c->patch}};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-        if (d[i].v != 1) append(buf, cap, "%s%s%d", buf[0] ? " " : "", d[i].name, d[i].v);
+        if (d[i].v != 1) rp_appendf(buf, cap, "%s%s%d", buf[0] ? " " : "", d[i].name, d[i].v);
     if (!buf[0]) snprintf(buf, cap, "1");
 }
 

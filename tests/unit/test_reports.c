@@ -127,12 +127,10 @@ static void write_text(const char *path, const char *text) {
 }
 
 static char *read_text(const char *path) {
-    uint8_t *d;
+    char *s;
     size_t n;
     rp_error e;
-    ck_assert_msg(rp_read_file(path, &d, &n, &e) == RP_OK, "%s", e.msg);
-    char *s = realloc(d, n + 1);
-    s[n] = '\0';
+    ck_assert_msg(rp_read_file(path, SIZE_MAX, "a test file", &s, &n, &e) == RP_OK, "%s", e.msg);
     return s;
 }
 
