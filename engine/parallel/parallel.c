@@ -507,9 +507,13 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     pd->rec = r ? (int)(r - t->recs) : -1;
     pd->css = calloc(ncell + 1, sizeof *pd->css);       /* (R, T): each cell's sum of squares */
     pd->cover = calloc(ncell + 1, 1);                   /* (R, T) */
-    if (!pd->css || !pd->cover) {
+    if (!pd->css || !pd->cover) { /* the record is dropped; the others' parts for it are skipped */
         RP_FAIL(&e, RP_ERR_NOMEM, "trace '%s': out of memory for %d x %d cells", name, R, T);
         par_fail(p, e.code, &e);
+        free(pd->css);
+        free(pd->cover);
+        pd->css = NULL;
+        pd->cover = NULL;
         pd->rec = -1;
         return;
     }
@@ -545,7 +549,8 @@ static rp_status trace_place_rank(rp_parallel *p, rp_trace *t, const unsigned ch
         const size_t bytes = trace_part_bytes((size_t)h[0], (size_t)h[1]);
         if (n - off < bytes)
             return RP_FAIL(err, RP_ERR_COMM, "trace '%s': rank %d's part is cut short", pd->name, from);
-        if (!pd->css) { off += bytes; continue; } /* rank 0 ran out of memory for it: dropped */
+        if (!pd->css) { off += bytes; continue; } /* rank 0 ran out of memory for it: dropped (css and
+                                                     cover are both NULL then) */
         /* an aligned copy: the part holds doubles and ints */
         unsigned char *a = malloc(bytes);
         if (!a) return RP_FAIL(err, RP_ERR_NOMEM, "trace '%s': out of memory (%zu bytes)", pd->name, bytes);
