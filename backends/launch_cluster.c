@@ -1,5 +1,6 @@
 /* launch_cluster.c — what the srun and mpirun launchers share; see launch_cluster.h. */
 #include "backends/launch_cluster.h"
+#include "engine/clock.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -11,18 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the node pool ------------------------------------------------------------------- */
 
@@ -184,6 +180,7 @@ static rp_status open_log(const char *run_dir, const char *base, const char *ext
 rp_status rp_cluster_run(rp_cluster_proc *p, rp_error *err) {
     const rp_launch_spec *spec = p->spec;
     p->exited = p->code = p->sig = p->hit_deadline = p->cancelled = 0;
+    p->err_at_stop = -1;
     struct sigaction sa;
     sigaction(SIGCHLD, NULL, &sa);
     if (sa.sa_handler == SIG_IGN || (sa.sa_flags & SA_NOCLDWAIT))
@@ -198,7 +195,7 @@ rp_status rp_cluster_run(rp_cluster_proc *p, rp_error *err) {
         return st;
     }
     const pid_t parent = getpid();
-    const double t0 = now_s();
+    const double t0 = rp_now_s();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -247,21 +244,25 @@ rp_status rp_cluster_run(rp_cluster_proc *p, rp_error *err) {
         double until = stopping ? (killed ? 0 : kill_at) : deadline;
         int timeout = -1;
         if (until > 0) {
-            double d = (until - now_s()) * 1000.0;
+            double d = (until - rp_now_s()) * 1000.0;
             timeout = d <= 0 ? 0 : (int)d + 1;
         }
         if (pidfd < 0 && (timeout < 0 || timeout > 20)) timeout = 20;
         int pr = poll(fds, (nfds_t)nfds, timeout);
         int cancel = cslot >= 0 && pr > 0 && (fds[cslot].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
-        int late = !stopping && deadline > 0 && now_s() >= deadline;
+        int late = !stopping && deadline > 0 && rp_now_s() >= deadline;
         if (!stopping && (cancel || late)) {
             if (cancel) p->cancelled = 1;
             else p->hit_deadline = 1;
             stopping = 1;
+            char log[PATH_MAX + 64];
+            struct stat sb;
+            snprintf(log, sizeof log, "%s/%s.err", p->res->run_dir, p->log_base);
+            p->err_at_stop = stat(log, &sb) == 0 ? (long)sb.st_size : 0;
             if (p->stop) p->stop(p->stop_ctx);
             kill(-pid, SIGTERM);
-            kill_at = now_s() + grace;
-        } else if (stopping && !killed && now_s() >= kill_at) {
+            kill_at = rp_now_s() + grace;
+        } else if (stopping && !killed && rp_now_s() >= kill_at) {
             kill(-pid, SIGKILL);
             killed = 1;
         }
@@ -272,7 +273,7 @@ rp_status rp_cluster_run(rp_cluster_proc *p, rp_error *err) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (pidfd >= 0) close(pidfd);
-    p->wall_s = now_s() - t0;
+    p->wall_s = rp_now_s() - t0;
     if (WIFEXITED(status)) {
         p->exited = 1;
         p->code = WEXITSTATUS(status);

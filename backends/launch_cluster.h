@@ -63,6 +63,8 @@ typedef struct rp_cluster_proc {
     /* out */
     int exited, code, sig;       /* how the launcher process ended */
     int hit_deadline, cancelled; /* why it was stopped, if it was */
+    long err_at_stop;            /* the size of <log_base>.err when the stop began (-1: no stop):
+                                    what the launcher reported after it, the stop caused */
     double wall_s;
 } rp_cluster_proc;
 
@@ -91,12 +93,16 @@ int rp_cluster_outcome(const rp_cluster_proc *p, const rp_node_pool *pool, const
 /* Reads the failed ranks srun names in its stderr at path ("srun: error: NODE: task R:
  * Exited with exit code N" / "tasks R-S,T: <strsignal text>") into res->ranks[] (exited,
  * exit_code / term_signal) and failed[]: 1 for a task that ended on its own, 2 for one
- * reported after srun began killing the step (kill-on-bad-exit, scancel, SIGTERM): those
- * ended because another did. The first report of a rank stands. */
-void rp_srun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed);
+ * reported after the step began to be killed: after srun said so (kill-on-bad-exit,
+ * scancel, SIGTERM), or at or after byte stopped_at of the file, its size when the
+ * launcher began stopping the step (a deadline, a cancel; -1: it did not). Those ended
+ * because another did or because the launcher stopped them, however srun words it. The
+ * first report of a rank stands. */
+void rp_srun_parse_err(const char *path, long stopped_at, rp_launch_result *res, unsigned char *failed);
 
 /* The same from mpirun's stderr: "process rank R with PID P on node NODE exited on signal
- * S" and "Process name: [[J,1],R]" followed by "Exit code: N"; failed[r] = 1. */
-void rp_mpirun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed);
+ * S" and "Process name: [[J,1],R]" followed by "Exit code: N"; failed[r] = 1, or 2 for a
+ * report at or after byte stopped_at (as rp_srun_parse_err). */
+void rp_mpirun_parse_err(const char *path, long stopped_at, rp_launch_result *res, unsigned char *failed);
 
 #endif

@@ -50,19 +50,22 @@ static int forwarded(const char *kv, const rp_launch_spec *spec) {
     return 0;
 }
 
-void rp_mpirun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed) {
+void rp_mpirun_parse_err(const char *path, long stopped_at, rp_launch_result *res, unsigned char *failed) {
     FILE *f = fopen(path, "r");
     if (!f) return;
     char line[1024];
     int pending = -1; /* rank of a "Process name:" line waiting for its "Exit code:" */
-    for (int n = 0; n < 100000 && fgets(line, sizeof line, f); n++) {
+    for (int n = 0; n < 100000; n++) {
+        const long at = ftell(f);
+        if (!fgets(line, sizeof line, f)) break;
+        const unsigned char mark = stopped_at >= 0 && at >= stopped_at ? 2 : 1; /* 2: the stop's doing */
         const char *p;
         int r, pid, sig, code;
         char node[RP_LAUNCHER_NODE_NAME];
         if ((p = strstr(line, "process rank ")) &&
             sscanf(p, "process rank %d with PID %d on node %63s exited on signal %d", &r, &pid, node, &sig) == 4) {
             if (r >= 0 && r < res->nranks && !failed[r] && sig > 0) {
-                failed[r] = 1;
+                failed[r] = mark;
                 res->ranks[r].exited = 0;
                 res->ranks[r].term_signal = sig;
             }
@@ -70,7 +73,7 @@ void rp_mpirun_parse_err(const char *path, rp_launch_result *res, unsigned char 
             pending = r;
         } else if (pending >= 0 && (p = strstr(line, "Exit code:")) && sscanf(p, "Exit code: %d", &code) == 1) {
             if (pending < res->nranks && !failed[pending] && code != 0) {
-                failed[pending] = 1;
+                failed[pending] = mark;
                 res->ranks[pending].exited = 1;
                 res->ranks[pending].exit_code = code;
             }
@@ -135,7 +138,7 @@ static rp_status mpirun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_la
             unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
             char log[PATH_MAX + 32];
             snprintf(log, sizeof log, "%s/mpirun.err", res->run_dir);
-            rp_mpirun_parse_err(log, res, failed);
+            rp_mpirun_parse_err(log, p.err_at_stop, res, failed);
             if (rp_cluster_outcome(&p, &m->pool, idx, k, failed, res) != 0) {
                 char tail[2048];
                 rp_file_tail(log, 8, tail, sizeof tail);

@@ -93,15 +93,18 @@ static void mark_tasks(const char *list, rp_launch_result *res, unsigned char *f
     }
 }
 
-void rp_srun_parse_err(const char *path, rp_launch_result *res, unsigned char *failed) {
+void rp_srun_parse_err(const char *path, long stopped_at, rp_launch_result *res, unsigned char *failed) {
     FILE *f = fopen(path, "r");
     if (!f) return;
     char line[1024];
     unsigned char mark = 1;
-    for (int n = 0; n < 100000 && fgets(line, sizeof line, f); n++) {
+    for (int n = 0; n < 100000; n++) {
+        const long at = ftell(f);
+        if (!fgets(line, sizeof line, f)) break;
         /* from here on, tasks end because the step is being killed: consequences */
-        if (strstr(line, "Terminating StepId") || strstr(line, "forcing job termination") ||
-            strstr(line, "Job step aborted") || strstr(line, "Force Terminated"))
+        if ((stopped_at >= 0 && at >= stopped_at) || strstr(line, "Terminating StepId") ||
+            strstr(line, "forcing job termination") || strstr(line, "Job step aborted") ||
+            strstr(line, "Force Terminated"))
             mark = 2;
         const char *p = strstr(line, "srun: error: ");
         if (!p) continue;
@@ -178,7 +181,7 @@ static rp_status srun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_laun
             unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
             char log[PATH_MAX + 32];
             snprintf(log, sizeof log, "%s/srun.err", res->run_dir);
-            rp_srun_parse_err(log, res, failed);
+            rp_srun_parse_err(log, p.err_at_stop, res, failed);
             if (rp_cluster_outcome(&p, &s->pool, idx, k, failed, res) != 0) {
                 char tail[2048];
                 rp_file_tail(log, 8, tail, sizeof tail);

@@ -25,6 +25,11 @@ static const char *text_file(const char *text) {
 }
 
 /* A pool n1..n<n>. */
+/* srun's stderr at path, the launcher never having stopped the step. */
+static void srun_parse(const char *path, rp_launch_result *res, unsigned char *failed) {
+    rp_srun_parse_err(path, -1, res, failed);
+}
+
 static void pool_of(rp_node_pool *p, int n) {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
@@ -49,7 +54,7 @@ START_TEST(srun_segfault_first_then_killed) {
     memset(&res, 0, sizeof res);
     res.nranks = 2;
     unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
-    rp_srun_parse_err(text_file("srun: error: n2: task 1: Segmentation fault\n"
+    srun_parse(text_file("srun: error: n2: task 1: Segmentation fault\n"
                                 "srun: launch/slurm: _step_signal: Terminating StepId=1.2\n"
                                 "srun: error: n1: task 0: Terminated\n"
                                 "srun: Force Terminated StepId=1.2\n"),
@@ -73,7 +78,7 @@ START_TEST(srun_task_ranges_and_exit_codes) {
     memset(&res, 0, sizeof res);
     res.nranks = 6;
     unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
-    rp_srun_parse_err(text_file("srun: error: n1: tasks 0-1,3: Exited with exit code 4\n"
+    srun_parse(text_file("srun: error: n1: tasks 0-1,3: Exited with exit code 4\n"
                                 "srun: error: n2: task 4: Exited with exit code 3\n"
                                 "srun: error: n2: task 5: Exited with exit code 0\n"
                                 "srun: error: n2: task 9: Killed\n" /* no such rank: ignored */
@@ -98,7 +103,7 @@ START_TEST(srun_failed_without_a_task) {
     memset(&res, 0, sizeof res);
     res.nranks = 4;
     unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
-    rp_srun_parse_err(text_file("srun: error: Unable to create step for job 2: More processors requested than "
+    srun_parse(text_file("srun: error: Unable to create step for job 2: More processors requested than "
                                 "permitted\n"),
                       &res, failed);
     for (int r = 0; r < 4; r++) ck_assert_int_eq(failed[r], 0);
@@ -123,7 +128,7 @@ START_TEST(mpirun_signal_and_exit_code) {
                   "--------------------------------------------------------------------------\n"
                   "mpirun noticed that process rank 2 with PID 31656 on node 10.79.0.2 exited on signal 11 "
                   "(Segmentation fault).\n"),
-        &res, failed);
+        -1, &res, failed);
     ck_assert_int_eq(failed[2], 1);
     ck_assert_int_eq(res.ranks[2].term_signal, SIGSEGV);
     memset(&res, 0, sizeof res);
@@ -132,7 +137,7 @@ START_TEST(mpirun_signal_and_exit_code) {
     rp_mpirun_parse_err(text_file("mpirun detected that one or more processes exited with non-zero status, thus "
                                   "causing\nthe job to be terminated. The first process to do so was:\n\n"
                                   "  Process name: [[47823,1],3]\n  Exit code:    4\n"),
-                        &res, failed);
+                        -1, &res, failed);
     ck_assert_int_eq(failed[3], 1);
     ck_assert_int_eq(res.ranks[3].exited, 1);
     ck_assert_int_eq(res.ranks[3].exit_code, 4);
@@ -147,7 +152,7 @@ START_TEST(deadline_flags_every_rank) {
     memset(&res, 0, sizeof res);
     res.nranks = 2;
     unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
-    rp_srun_parse_err(text_file("srun: forcing job termination\n"
+    srun_parse(text_file("srun: forcing job termination\n"
                                 "srun: error: n1: task 0: Killed\n"
                                 "srun: error: n2: task 1: Killed\n"),
                       &res, failed);
@@ -157,6 +162,49 @@ START_TEST(deadline_flags_every_rank) {
     rp_cluster_proc p = {.exited = 0, .sig = SIGTERM, .hit_deadline = 1};
     ck_assert_int_eq(rp_cluster_outcome(&p, &pool, idx, 1, failed, &res), 0);
     ck_assert_int_eq(res.status, RP_LAUNCH_HANG);
+    ck_assert_int_eq(res.ranks[0].running_at_deadline, 1);
+    ck_assert_int_eq(res.ranks[1].running_at_deadline, 1);
+}
+END_TEST
+
+/* At a deadline srun (or mpirun) may report the stopped tasks in words that do not say the step was
+ * being killed ("task 1: Terminated" with no "forcing job termination"): what it wrote
+ * after the launcher began the stop (stopped_at, the file's size then) is a consequence,
+ * so every rank is still running at the deadline; a report before it is a rank's own. */
+START_TEST(deadline_reports_after_the_stop) {
+    const char *before = "srun: error: n2: task 1: Exited with exit code 3\n";
+    const char *after = "srun: error: n1: task 0: Terminated\n";
+    char text[256];
+    snprintf(text, sizeof text, "%s%s", before, after);
+    const char *path = text_file(text);
+    rp_node_pool pool;
+    pool_of(&pool, 2);
+    int idx[2] = {0, 1};
+    rp_cluster_proc p = {.exited = 0, .sig = SIGTERM, .hit_deadline = 1};
+    for (int stop_first = 0; stop_first < 2; stop_first++) {
+        rp_launch_result res;
+        memset(&res, 0, sizeof res);
+        res.nranks = 2;
+        unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
+        /* the stop began before anything was written, or after rank 1's own exit */
+        rp_srun_parse_err(path, stop_first ? 0 : (long)strlen(before), &res, failed);
+        ck_assert_int_eq(failed[0], 2);
+        ck_assert_int_eq(failed[1], stop_first ? 2 : 1);
+        ck_assert_int_eq(rp_cluster_outcome(&p, &pool, idx, 1, failed, &res), 0);
+        ck_assert_int_eq(res.status, RP_LAUNCH_HANG);
+        ck_assert_int_eq(res.ranks[0].running_at_deadline, 1);
+        ck_assert_int_eq(res.ranks[1].running_at_deadline, stop_first);
+    }
+    /* mpirun alike: its report of a rank the stop's SIGTERM ended */
+    rp_launch_result res;
+    memset(&res, 0, sizeof res);
+    res.nranks = 2;
+    unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
+    rp_mpirun_parse_err(text_file("mpirun noticed that process rank 1 with PID 4242 on node 10.79.0.2 exited on "
+                                  "signal 15 (Terminated).\n"),
+                        0, &res, failed);
+    ck_assert_int_eq(failed[1], 2);
+    ck_assert_int_eq(rp_cluster_outcome(&p, &pool, idx, 1, failed, &res), 0);
     ck_assert_int_eq(res.ranks[0].running_at_deadline, 1);
     ck_assert_int_eq(res.ranks[1].running_at_deadline, 1);
 }
@@ -242,6 +290,7 @@ int main(void) {
     tcase_add_test(tc, srun_failed_without_a_task);
     tcase_add_test(tc, mpirun_signal_and_exit_code);
     tcase_add_test(tc, deadline_flags_every_rank);
+    tcase_add_test(tc, deadline_reports_after_the_stop);
     tcase_add_test(tc, layout_and_pool);
     tcase_add_test(tc, environment_drops_local_rank_variables);
     tcase_add_test(tc, names_and_signals);
