@@ -33,6 +33,7 @@
 #include "engine/vae/vae.h"
 #include "harness/cli/args.h"
 #include "harness/cli/commands.h"
+#include "harness/store/store.h"
 #include "harness/sweep/env.h"
 
 #define MAX_ITEMS 256
@@ -301,9 +302,6 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     rp_st_writer *w = rp_st_writer_new();
     if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
     const int B = r->B, flow = r->family != RP_FAMILY_DIT;
-    const int64_t lat[4] = {B, r->C, r->h, r->w};
-    const int64_t traj[5] = {r->steps + 1, B, r->C, r->h, r->w};
-    const int64_t nsteps[1] = {r->steps}, nsig[1] = {r->steps + 1}, nb[1] = {B};
     int64_t seeds[MAX_ITEMS], classes[MAX_ITEMS], gidx[MAX_ITEMS];
     uint64_t useeds[MAX_ITEMS], uclasses[MAX_ITEMS], ugidx[MAX_ITEMS];
     for (int b = 0; b < B; b++) {
@@ -317,19 +315,7 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
     char *pj = flow ? prompts_json(req) : NULL;
     rp_status st = flow && !pj ? RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the prompts metadata") : RP_OK;
 #define TRY(e) do { if (st == RP_OK) st = (e); } while (0)
-    TRY(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, r->noise, err));
-    TRY(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, r->latents, err));
-    TRY(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, traj, r->trajectory, err));
-    TRY(rp_st_writer_add(w, "timesteps", RP_DT_F64, 1, nsteps, r->timesteps, err));
-    if (flow) {
-        TRY(rp_st_writer_add(w, "sigmas", RP_DT_F64, 1, nsig, r->sigmas, err));
-        TRY(rp_st_writer_add(w, "model_timesteps", RP_DT_F64, 1, nsteps, r->model_t, err));
-    } else {
-        TRY(rp_st_writer_add(w, "alphas_cumprod", RP_DT_F64, 1, nsteps, r->alphas_cumprod, err));
-        TRY(rp_st_writer_add(w, "classes", RP_DT_I64, 1, nb, classes, err));
-    }
-    TRY(rp_st_writer_add(w, "seeds", RP_DT_I64, 1, nb, seeds, err));
-    TRY(rp_st_writer_add(w, "global_index", RP_DT_I64, 1, nb, gidx, err));
+    TRY(rp_store_latents_tensors(w, r, seeds, classes, gidx, err));
 
     char v[8192];
     TRY(rp_st_writer_meta(w, "repro.format", "latents-v1", err));

@@ -340,3 +340,23 @@ rp_status rp_store_compare_outputs(const char *a, const char *b, int n_images, c
     }
     return RP_OK;
 }
+
+rp_status rp_store_latents_tensors(rp_st_writer *w, const rp_gen_result *r, const int64_t *seeds,
+                                   const int64_t *classes, const int64_t *gidx, rp_error *err) {
+    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int64_t lat[4] = {B, r->C, r->h, r->w}, traj[5] = {r->steps + 1, B, r->C, r->h, r->w};
+    const int64_t nsteps[1] = {r->steps}, nsig[1] = {r->steps + 1}, nb[1] = {B};
+    RP_TRY(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, r->noise, err));
+    RP_TRY(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, r->latents, err));
+    RP_TRY(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, traj, r->trajectory, err));
+    RP_TRY(rp_st_writer_add(w, "timesteps", RP_DT_F64, 1, nsteps, r->timesteps, err));
+    if (flow) {
+        RP_TRY(rp_st_writer_add(w, "sigmas", RP_DT_F64, 1, nsig, r->sigmas, err));
+        RP_TRY(rp_st_writer_add(w, "model_timesteps", RP_DT_F64, 1, nsteps, r->model_t, err));
+    } else {
+        RP_TRY(rp_st_writer_add(w, "alphas_cumprod", RP_DT_F64, 1, nsteps, r->alphas_cumprod, err));
+        RP_TRY(rp_st_writer_add(w, "classes", RP_DT_I64, 1, nb, classes, err));
+    }
+    RP_TRY(rp_st_writer_add(w, "seeds", RP_DT_I64, 1, nb, seeds, err));
+    return rp_st_writer_add(w, "global_index", RP_DT_I64, 1, nb, gidx, err);
+}

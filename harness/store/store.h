@@ -51,6 +51,8 @@
 #include <cjson/cJSON.h>
 
 #include "engine/error.h"
+#include "engine/gen.h"
+#include "engine/safetensors.h"
 
 /* The files of a run directory (case or classifier run) and of a matrix directory. */
 typedef enum rp_artifact {
@@ -148,5 +150,13 @@ rp_status rp_store_compare_outputs(const char *a, const char *b, int n_images, c
  * identical (cleared by a differing image) are updated. */
 rp_status rp_store_compare_images(const char *a, const char *b, int n_images, cJSON *arr, rp_outputs_cmp *s,
                                   rp_error *err);
+
+/* The tensors of a latents-v1 file (latents.safetensors, `repro generate --latents`), in
+ * their order, into w: noise, latents (B, C, h, w), trajectory (steps + 1, B, C, h, w),
+ * timesteps (steps); then sigmas (steps + 1) and model_timesteps (steps) for a flow model,
+ * or alphas_cumprod (steps) and classes (B) for DiT; then seeds and global_index (B).
+ * seeds, classes, gidx: (r->B). The caller adds the metadata. */
+rp_status rp_store_latents_tensors(rp_st_writer *w, const rp_gen_result *r, const int64_t *seeds,
+                                   const int64_t *classes, const int64_t *gidx, rp_error *err);
 
 #endif
