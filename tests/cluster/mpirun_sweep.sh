@@ -116,28 +116,10 @@ same_results "$scratch/mn-mpirun/mn" "$scratch/mn-local/mn"
 echo "2 hosts x 2 ranks: mpirun and local agree ($(elapsed "$t0") s)"
 
 # ---- 3. flux_multinode.yaml ----------------------------------------------------------------------
-here_ fm-local "$src/matrices/flux_multinode.yaml"
-l=$rc
-on fm-mpirun "$src/matrices/flux_multinode.yaml"
-[ $l -eq $rc ] || fail "flux_multinode: exit $l locally, $rc through mpirun"
-a=$(grep "^flux_multinode: 4 cases:" "$scratch/fm-local.log") b=$(grep "^flux_multinode: 4 cases:" "$scratch/fm-mpirun.log")
-echo "$b"
-[ -n "$a" ] && [ "$a" = "$b" ] || fail "flux_multinode: '$a' locally, '$b' through mpirun"
-same_results "$scratch/fm-mpirun/flux_multinode" "$scratch/fm-local/flux_multinode"
+check_flux_multinode mpirun
 
 # ---- 4. a crash and a hang -----------------------------------------------------------------------
-t0=$(now)
-REPRO_TEST_REPRO=$repro REPRO_TEST_FAULT='crash:"dp=2 attention=math";hang:"dp=2 attention=flash"' \
-    on faults "$src/matrices/smoke.yaml" --timeout 3 --worker-exe "$src/tests/cli/matrix_fake_worker.sh"
-t=$(elapsed "$t0")
-cat "$scratch/faults.log"
-[ $rc -eq 1 ] || fail "a sweep with a CRASH and a HANG exited $rc, want 1"
-grep -Eq "^\[[0-9]/4\] CRASH +[0-9a-f]{16} dp=2 attention=math .*crash: rank 1 of 2 \(node $addr1\) failed first: killed by SIGSEGV" \
-    "$scratch/faults.log" || fail "no CRASH naming rank 1, host $addr1 and SIGSEGV"
-grep -Eq "^\[[0-9]/4\] HANG +[0-9a-f]{16} dp=2 attention=flash .*hang: the [0-9.]+ s deadline passed with ranks 0 \(node $addr0\), 1 \(node $addr1\) still running" \
-    "$scratch/faults.log" || fail "no HANG at the deadline naming both ranks and hosts"
-[ "$(grep -Ec '^\[[0-9]/4\] ok ' "$scratch/faults.log")" -eq 2 ] || fail "the other two cases did not run ok"
-awk -v x="$t" 'BEGIN { exit !(x < 60) }' || fail "the fault sweep took $t s"
+check_faults "$addr0" "$addr1"
 # nothing of the sweep is left on either host (the stalled ranks were killed with mpirun's job)
 i=0
 while [ -n "$(ip netns pids "$ns0")$(ip netns pids "$ns1")" ]; do

@@ -86,30 +86,10 @@ same_results "$scratch/mn-srun/mn" "$scratch/mn-local/mn"
 echo "2 nodes x 2 ranks: srun and local agree ($(elapsed "$t0") s)"
 
 # ---- 3. flux_multinode.yaml ----------------------------------------------------------------------
-here_ fm-local "$src/matrices/flux_multinode.yaml"
-l=$rc
-on fm-srun "$src/matrices/flux_multinode.yaml"
-[ $l -eq $rc ] || fail "flux_multinode: exit $l locally, $rc through srun"
-a=$(grep "^flux_multinode: 4 cases:" "$scratch/fm-local.log") b=$(grep "^flux_multinode: 4 cases:" "$scratch/fm-srun.log")
-echo "flux_multinode: $b"
-[ -n "$a" ] && [ "$a" = "$b" ] || fail "flux_multinode: '$a' locally, '$b' through srun"
-same_results "$scratch/fm-srun/flux_multinode" "$scratch/fm-local/flux_multinode"
+check_flux_multinode srun
 
 # ---- 4. a crash and a hang inside srun steps -----------------------------------------------------
-t0=$(now)
-REPRO_TEST_REPRO=$repro REPRO_TEST_FAULT='crash:"dp=2 attention=math";hang:"dp=2 attention=flash"' \
-    on faults "$src/matrices/smoke.yaml" --timeout 3 --worker-exe "$src/tests/cli/matrix_fake_worker.sh"
-t=$(elapsed "$t0")
-cat "$scratch/faults.log"
-[ $rc -eq 1 ] || fail "a sweep with a CRASH and a HANG exited $rc, want 1"
-grep -Eq "^\[[0-9]/4\] CRASH +[0-9a-f]{16} dp=2 attention=math .*crash: rank 1 of 2 \(node n2\) failed first: killed by SIGSEGV" \
-    "$scratch/faults.log" || fail "no CRASH naming rank 1, node n2 and SIGSEGV"
-grep -Eq "^\[[0-9]/4\] HANG +[0-9a-f]{16} dp=2 attention=flash .*hang: the [0-9.]+ s deadline passed with ranks 0 \(node n1\), 1 \(node n2\) still running" \
-    "$scratch/faults.log" || fail "no HANG at the deadline naming both ranks and nodes"
-[ "$(grep -Ec '^\[[0-9]/4\] ok ' "$scratch/faults.log")" -eq 2 ] || fail "the other two cases did not run ok"
-# the hang's deadline is 3 s per planned run; the whole sweep stays well inside a minute
-below() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x < l) }'; }
-below "$t" 60 || fail "the fault sweep took $t s"
+check_faults n1 n2
 # The cancelled step's processes end within Slurm's KillWait (2 s in slurm_up.sh's configuration).
 i=0
 while pgrep -x slurmstepd >/dev/null; do
