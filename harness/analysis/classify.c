@@ -98,8 +98,15 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
 
 /* ---- teacher steps --------------------------------------------------------------------------- */
 
-int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned char *mask) {
-    assert(steps >= 1 && mask);
+int rp_cls_exact_steps(const rp_case *c) {
+    rp_par_degrees deg;
+    rp_case_degrees(c, &deg);
+    const int approx = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT && c->warmup_steps < c->steps;
+    return approx ? c->warmup_steps : c->steps;
+}
+
+int rp_cls_teacher_mask(int steps, int exact_steps, int teacher_steps, int multistep, unsigned char *mask) {
+    assert(steps >= 1 && mask && exact_steps >= 0);
     /* a multistep sampler's step depends on the one before: a step run alone would be
      * another (first-order) step, so every step runs */
     const int all = teacher_steps <= 0 || teacher_steps >= steps || multistep;
@@ -110,6 +117,7 @@ int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned ch
             for (int j = 0; j < teacher_steps; j++)
                 mask[(int)lround((double)j * (steps - 1) / (teacher_steps - 1))] = 1;
     }
+    for (int k = exact_steps > 1 ? exact_steps : 1; k < steps; k++) mask[k] = 0;
     int n = 0;
     for (int k = 0; k < steps; k++) n += mask[k];
     return n;
@@ -878,7 +886,7 @@ static void cls_status(cls *x) {
         return;
     }
     static const char *const MORE[][2] = {
-        {"fresh", "fresh rerun"}, {"fresh-2", "second fresh rerun"}, {"decode", "decode-only teacher run"}};
+        {"fresh", "fresh rerun"}, {"fresh-2", "second fresh rerun"}};
     for (size_t i = 0; i < sizeof MORE / sizeof MORE[0]; i++) {
         rp_pathf(td, PATHLEN, "%s/%s", x->in->case_dir, MORE[i][0]);
         if (stat(td, &sb) == 0 && (f->failed = rp_cls_aux_status(td, why, sizeof why)) != RP_V_COUNT) {
@@ -1162,7 +1170,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         x->local[k] = v[k + 1];
         ran[k] = (unsigned char)(!x->ct.mask || x->ct.mask[k] != 0.0f);
         /* approximate strategies: only the warmup steps are exact */
-        checked[k] = (unsigned char)(ran[k] && (!x->f.approx || k < x->c.warmup_steps));
+        checked[k] = (unsigned char)(ran[k] && k < rp_cls_exact_steps(&x->c));
     }
     cJSON_AddItemToObject(x->ev, "local_errors", num_array(x->local, N, ran));
     cJSON *ch = cJSON_AddArrayToObject(x->ev, "checked_steps");
@@ -1316,7 +1324,7 @@ static void cls_shadow(cls *x) {
     for (int k = 0; k < N; k++) {
         loc[k] = v[k + 1];
         const int ran = (!c.t.mask || c.t.mask[k] != 0.0f) && (!b.t.mask || b.t.mask[k] != 0.0f);
-        checked[k] = (unsigned char)(ran && (!x->f.approx || k < x->c.warmup_steps));
+        checked[k] = (unsigned char)(ran && k < rp_cls_exact_steps(&x->c));
     }
     for (int t = 0; t < n_tw; t++) {
         if (!traj_same_shape(&tw[t].t, &b.t)) continue;
@@ -1450,8 +1458,8 @@ int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
            !strcmp(a->gpu_mode, b->gpu_mode) && !strcmp(a->vae, b->vae) && a->weight_seed == b->weight_seed;
 }
 
-/* Evidence 8: the images' teacher forcing. <case>/decode/ holds the reference's final
- * latents decoded with the case's layout (job_case.c), so the decoder and the way images
+/* Evidence 8: the images' teacher forcing. <case>/teacher/'s images are the reference's
+ * final latents decoded with the case's layout (job_case.c), so the decoder and the way images
  * come back (which rank decodes which item, the gather) are judged on the reference's
  * input, apart from the sampling's drift:
  *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
@@ -1461,18 +1469,15 @@ int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
  *   else (bf16, fp16, tf32 decoders)              recorded, not held to a rule.
  * And each decoded image against every reference image: one much closer to another item's
  * image is a MISMATCH (images returned in the wrong order).
- * When the case's latents are bitwise the reference's and it decodes with the reference's
- * arithmetic (or is an invariant pair), its own images are that decode (the launch made no
- * decode-only run: job_case.c), judged bitwise. */
+ * When the case's latents are bitwise the reference's, its own decode had the reference's
+ * input: its own images are that decode (the launch made no teacher run), judged by the
+ * same rules. */
 static rp_status cls_decode(cls *x, rp_error *err) {
     const int same = x->f.invariant || (x->have_rc && rp_cls_decoder_numerics_equal(&x->c, &x->rc));
-    const int same_input =
-        same && !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
+    const int same_input = !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN], p0[PATHLEN];
     if (same_input) rp_pathf(dd, PATHLEN, "%s", x->in->case_dir);
-    else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them, */
-    rp_store_image_path(p0, sizeof p0, dd, 0);
-    if (!same_input && !rp_is_file(p0)) rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_DECODE); /* or a run of its own */
+    else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them */
     rp_store_image_path(p0, sizeof p0, dd, 0);
     if (x->in->ref_label || (!same_input && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
     if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
@@ -1855,7 +1860,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     rp_par_degrees deg;
     rp_case_degrees(&x->c, &deg);
     const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
-    x->f.approx = warmup_exact && x->c.warmup_steps < x->c.steps;
+    x->f.approx = rp_cls_exact_steps(&x->c) < x->c.steps;
     x->f.warmup = x->c.warmup_steps;
     x->f.promised = !strcmp(x->c.mode, "deterministic");
     cJSON_AddStringToObject(x->ev, "exactness", warmup_exact ? "warmup-exact" : "exact");

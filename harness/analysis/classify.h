@@ -92,11 +92,21 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
 
 /* ---- teacher steps -------------------------------------------------------------------- */
 
+/* The steps of c whose teacher-forced error the classifier checks against the envelope:
+ * its first rp_cls_exact_steps(c). All of them, but for an approximate layout after its
+ * warmup (a warmup-exact strategy with warmup_steps < steps): only the warmup steps, since
+ * after them the layout differs by design. */
+int rp_cls_exact_steps(const rp_case *c);
+
 /* mask (steps): which steps a teacher run evaluates. teacher_steps 0 or >= steps: all;
  * else that many spread evenly from the first to the last step (k = round(j (steps-1) /
  * (n-1)); 1: step 0). multistep (DPM-Solver++(2M), whose step uses the one before): all.
+ * Then none from exact_steps (rp_cls_exact_steps) on but step 0: nothing there is checked
+ * against the envelope, and leaving out a suffix breaks no multistep history nor a
+ * strategy's state across steps; step 0 always runs (when selected), since its input is the
+ * case's own (the same noise) and the leak check compares the outputs (rp_cls_rerun_check).
  * Returns how many steps are set. */
-int rp_cls_teacher_mask(int steps, int teacher_steps, int multistep, unsigned char *mask);
+int rp_cls_teacher_mask(int steps, int exact_steps, int teacher_steps, int multistep, unsigned char *mask);
 
 /* ---- numbers ---------------------------------------------------------------------------- */
 

@@ -37,7 +37,6 @@ static const char *const SUB[RP_SUB_COUNT] = {
     [RP_SUB_SHADOW] = "shadow",
     [RP_SUB_SHADOW_TEACHER] = "shadow/teacher",
     [RP_SUB_INVARIANT_TEACHER] = "invariant/teacher",
-    [RP_SUB_DECODE] = "decode",
     [RP_SUB_FRESH] = "fresh",
     [RP_SUB_FRESH_2] = "fresh-2",
 };

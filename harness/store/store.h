@@ -18,12 +18,11 @@
  *   twins/<name>/      a reference's rounding twins (reduce-split, threads, noise-ulp, ...),
  *                      each a run with its own teacher/
  *   teacher/           the case's configuration teacher-forced from its reference's
- *                      trajectory (a reference's: from its own)
+ *                      trajectory (a reference's: from its own); a case's ends by decoding
+ *                      the reference's final latents with its layout (its image-*.png)
  *   shadow/teacher/    a bf16/fp16/tf32 case's layout teacher-forced at fp32 (a reference's,
  *                      with its twins' under shadow/twins/)
  *   invariant/teacher/ the layout teacher-forced under invariant numerics (exact CPU layouts)
- *   decode/            the reference's final latents decoded with the case's layout, when
- *                      no teacher run did it
  *   fresh/, fresh-2/   the case alone in fresh launches, when its leak check differed
  *   teacher-golden/, classification-golden.json   with --golden: the same against the golden
  *   each of these runs' directories holds aux.json (how the run ended) and its rank<r>.out/.err
@@ -78,7 +77,6 @@ typedef enum rp_store_sub {
     RP_SUB_SHADOW,            /* shadow/: the fp32 shadow's directory (its twins) */
     RP_SUB_SHADOW_TEACHER,    /* shadow/teacher/: the fp32 shadow's teacher run */
     RP_SUB_INVARIANT_TEACHER, /* invariant/teacher/: the invariant shadow */
-    RP_SUB_DECODE,            /* decode/: the reference's final latents decoded with this layout */
     RP_SUB_FRESH,             /* fresh/: the case again in a fresh launch (leak or nondeterminism) */
     RP_SUB_FRESH_2,           /* fresh-2/: and once more */
     RP_SUB_COUNT

@@ -438,8 +438,6 @@ typedef struct run_spec {
     int decode_ref;           /* with teacher_ref: the teacher-forced steps, then the reference's final
                                  latents decoded with this layout into out_dir's images (the
                                  images' teacher forcing in the same run) */
-    int decode_only;          /* with teacher_ref: no step runs, the reference's final latents are
-                                 decoded with this layout (the images' teacher forcing) */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -500,15 +498,13 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
          * key it by the evaluation index, so there every step runs */
         const int every = c->pipefusion > 1 || c->patch > 1 || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-        if (st == RP_OK && !s->decode_only)
-            trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : J->o->teacher_steps,
+        if (st == RP_OK)
+            trace.record_evals = rp_cls_teacher_mask(c->steps, rp_cls_exact_steps(c), every ? 0 : J->o->teacher_steps,
                                                      J->fam == RP_FAMILY_DIT && J->sk == RP_SAMPLER_DPMPP_2M, tmask);
-        else if (st == RP_OK)
-            trace.record_evals = 0; /* no step runs: the final latents are the reference's */
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
-        req.decode = (s->decode_only || s->decode_ref) && J->par.replica.rank == 0;
+        req.decode = s->decode_ref && J->par.replica.rank == 0;
         req.decode_teacher_final = s->decode_ref;
     }
     if (st == RP_OK && s->leak_prelude) {
@@ -529,7 +525,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     const double t5 = rp_now_s();
     if (st == RP_OK) st = rp_par_dp_gather(&J->par, &res, J->n_all, &gathered, err);
     t[5] = rp_now_s() - t5;
-    if (st == RP_OK && J->par.rank == 0 && s->teacher_ref && !s->decode_only)
+    if (st == RP_OK && J->par.rank == 0 && s->teacher_ref)
         st = write_teacher(s->out_dir, c, &gathered, tmask, s->teacher_ref, &trace, &J->par, J->dev_name, t, t_run,
                            err);
     else if (st == RP_OK && J->par.rank == 0)
@@ -631,28 +627,23 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
     return 0;
 }
 
-/* What the case's relation to the reference in ref_dir spares (rank 0 decides, from the
- * files; every rank gets the answer): *exact_only when they are an invariant pair
- * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *same_images when
- * the case's latents are bitwise the reference's and it decodes with the reference's
- * arithmetic (or is an invariant pair): its own images then are what a decode-only run
- * would give. */
-static void job_relation(job *J, const char *ref_dir, int identical, int *exact_only, int *same_images) {
+/* Whether the case and the reference in ref_dir are an invariant pair
+ * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed). Rank 0 decides,
+ * from the files; every rank gets the answer. */
+static int job_invariant_pair(job *J, const char *ref_dir) {
     char p[4200];
     rp_case rc;
     rp_error e;
     rp_store_path(p, sizeof p, ref_dir, RP_ART_CASE);
     const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
-    *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
-    *same_images = job_rank0_says(J, loaded && identical && (*exact_only || rp_cls_decoder_numerics_equal(J->c, &rc)));
+    return job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
 }
 
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
  * their inputs exist: a reference's twins and its own teacher run, which read the case's
  * trajectory, or a case's teacher run against its reference (ending with the images'
- * teacher forcing); the fp32 shadow of a coarser precision; the invariant shadow; a
- * decode-only run where no teacher run is made but the images still need one. Stops at the
- * first run that fails (recorded in its aux.json). */
+ * teacher forcing); the fp32 shadow of a coarser precision; the invariant shadow. Stops
+ * at the first run that fails (recorded in its aux.json). */
 static void job_classifier_runs(job *J) {
     const rp_job_case_opts *o = J->o;
     char dir[4200];
@@ -668,16 +659,16 @@ static void job_classifier_runs(job *J) {
     const int identical = other && job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir));
     const int teach = tref && !identical;
     /* a reference's --then-twins 0 says no case needs its envelope */
-    int exact_only = tref == o->out_dir && o->then_twins == 0, same_images = 0;
-    if (other) job_relation(J, tref, identical, &exact_only, &same_images);
+    const int exact_only = other ? job_invariant_pair(J, tref) : tref == o->out_dir && o->then_twins == 0;
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
-     * at the end of the teacher run (its images), or alone (decode/) when no teacher run is
-     * made. Not needed when the case's own decode already had that input (same_images), nor
-     * for an invariant pair (whose latents are bitwise or already a bug). */
+     * at the end of the teacher run (its images). Not needed when the case's own decode already had that input (its latents are
+     * bitwise the reference's: its own images are that decode, whatever arithmetic its
+     * decoder uses; the classifier judges them by the rule that arithmetic allows), nor for
+     * an invariant pair (whose latents are bitwise or already a bug). */
     char ref_image[4200];
     rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
-    const int images = other && !exact_only && !same_images && job_rank0_says(J, rank0 && rp_is_file(ref_image));
+    const int images = other && !exact_only && !identical && job_rank0_says(J, rank0 && rp_is_file(ref_image));
     if (teach) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
@@ -707,11 +698,6 @@ static void job_classifier_runs(job *J) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_INVARIANT_TEACHER);
         const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref};
         if (job_aux(J, "invariant teacher", &it, 1)) return;
-    }
-    if (images && !teach) {
-        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_DECODE);
-        const run_spec dd = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode = 1, .decode_only = 1};
-        if (job_aux(J, "decode", &dd, 0)) return;
     }
 }
 

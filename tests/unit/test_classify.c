@@ -61,16 +61,24 @@ END_TEST
 
 START_TEST(test_teacher_mask) {
     unsigned char m[10];
-    ck_assert_int_eq(rp_cls_teacher_mask(10, 0, 0, m), 10);
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 10, 0, 0, m), 10);
     for (int k = 0; k < 10; k++) ck_assert(m[k] == 1);
-    ck_assert_int_eq(rp_cls_teacher_mask(10, 4, 0, m), 4); /* round(j 9 / 3): 0 3 6 9 */
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 10, 4, 0, m), 4); /* round(j 9 / 3): 0 3 6 9 */
     const unsigned char want[10] = {1, 0, 0, 1, 0, 0, 1, 0, 0, 1};
     ck_assert(memcmp(m, want, 10) == 0);
-    ck_assert_int_eq(rp_cls_teacher_mask(10, 1, 0, m), 1);
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 10, 1, 0, m), 1);
     ck_assert(m[0] == 1);
     /* multistep: a step alone would be another (first-order) step, so all of them */
-    ck_assert_int_eq(rp_cls_teacher_mask(10, 4, 1, m), 10);
-    ck_assert_int_eq(rp_cls_teacher_mask(3, 7, 1, m), 3); /* more than the steps: all */
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 10, 4, 1, m), 10);
+    ck_assert_int_eq(rp_cls_teacher_mask(3, 3, 7, 1, m), 3); /* more than the steps: all */
+    /* an approximate layout after warmup 3: steps 3.. are not checked, so not run */
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 3, 0, 1, m), 3);
+    for (int k = 0; k < 10; k++) ck_assert(m[k] == (k < 3));
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 5, 4, 0, m), 2); /* of 0 3 6 9, 0 and 3 */
+    ck_assert(m[0] == 1 && m[3] == 1 && m[6] == 0 && m[9] == 0);
+    /* warmup 0: step 0 still, the step the leak check recomputes from the case's own input */
+    ck_assert_int_eq(rp_cls_teacher_mask(10, 0, 0, 0, m), 1);
+    ck_assert(m[0] == 1 && m[1] == 0);
 }
 END_TEST
 
