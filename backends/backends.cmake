@@ -1,7 +1,9 @@
 # backends/backends.cmake — the communication layer (backends/comm.h), included
-# from the root CMakeLists.txt right after repro_core is defined, so that its C
-# sources become part of repro_core and C++ is enabled at the top level (CMake
-# must know the C++ linker in the directory that links the executables).
+# from the root CMakeLists.txt right after the per-folder libraries are defined:
+# backends/*.c are repro_backends (like every folder's library, built by the root
+# CMakeLists.txt from ci/layers.tsv); this adds what they link. Included there so
+# that C++ is enabled at the top level (CMake must know the C++ linker in the
+# directory that links the executables).
 #
 #   self  always;
 #   gloo  when Gloo's CMake package (libgloo-dev) is found, plus hiredis when
@@ -9,11 +11,10 @@
 #         -DREPRO_GLOO=OFF leaves it out, =ON makes its absence an error;
 #   nccl  when CUDA is on (REPRO_HAVE_CUDA), nccl.h and libnccl are in the CUDA
 #         toolkit, and gloo is there (its store carries NCCL's unique id).
-# Defines REPRO_HAVE_GLOO / REPRO_HAVE_NCCL on repro_core (PUBLIC, so tests and
-# benchmarks see them too).
+# Defines REPRO_HAVE_GLOO / REPRO_HAVE_NCCL on repro_config (so every source,
+# test and benchmark sees them).
 
-file(GLOB REPRO_COMM_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backends/*.c)
-target_sources(repro_core PRIVATE ${REPRO_COMM_SRC})
+target_link_libraries(repro_backends PUBLIC Threads::Threads)   # launch.c
 
 set(REPRO_GLOO AUTO CACHE STRING "Build the gloo backend: ON, OFF or AUTO")
 set_property(CACHE REPRO_GLOO PROPERTY STRINGS ON OFF AUTO)
@@ -46,14 +47,14 @@ if(NOT REPRO_GLOO STREQUAL "OFF")
     add_library(repro_gloo_shim STATIC ${CMAKE_SOURCE_DIR}/backends/gloo_shim.cpp)
     set_target_properties(repro_gloo_shim PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON
                           CXX_EXTENSIONS OFF)
-    target_include_directories(repro_gloo_shim PRIVATE ${CMAKE_SOURCE_DIR})
+    target_include_directories(repro_gloo_shim PRIVATE ${CMAKE_SOURCE_DIR})   # backends/gloo_shim.h
     target_compile_options(repro_gloo_shim PRIVATE -Wall -Wextra)
     target_link_libraries(repro_gloo_shim PUBLIC gloo Threads::Threads)
     if(_rp_gloo_redis)
       target_link_libraries(repro_gloo_shim PUBLIC PkgConfig::HIREDIS)
     endif()
-    target_link_libraries(repro_core PUBLIC repro_gloo_shim)
-    target_compile_definitions(repro_core PUBLIC REPRO_HAVE_GLOO=1)
+    target_link_libraries(repro_backends PUBLIC repro_gloo_shim)
+    target_compile_definitions(repro_config INTERFACE REPRO_HAVE_GLOO=1)
     set(REPRO_HAVE_GLOO ON)
   elseif(REPRO_GLOO STREQUAL "ON")
     message(FATAL_ERROR "REPRO_GLOO=ON but ${_rp_gloo_why}")
@@ -67,9 +68,10 @@ if(REPRO_HAVE_CUDA AND REPRO_HAVE_GLOO)
   find_library(REPRO_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
   if(REPRO_NCCL_H AND REPRO_NCCL_LIB)
     get_filename_component(_rp_nccl_inc ${REPRO_NCCL_H} DIRECTORY)
-    target_include_directories(repro_core PRIVATE ${_rp_nccl_inc})
-    target_link_libraries(repro_core PUBLIC ${REPRO_NCCL_LIB} CUDA::cudart)
-    target_compile_definitions(repro_core PUBLIC REPRO_HAVE_NCCL=1)
+    # PUBLIC: harness/sweep/env.c (which uses backends/) records NCCL's version too
+    target_include_directories(repro_backends PUBLIC ${_rp_nccl_inc})
+    target_link_libraries(repro_backends PUBLIC ${REPRO_NCCL_LIB} CUDA::cudart)
+    target_compile_definitions(repro_config INTERFACE REPRO_HAVE_NCCL=1)
     set(REPRO_HAVE_NCCL ON)
   endif()
 endif()

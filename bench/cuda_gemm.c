@@ -35,13 +35,10 @@
  * whether the two of ours gave bitwise the same C. FP32 in fast mode computes as TF32 (the
  * module's contract), so its baseline is cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32.
  *
- * Linking: bench/<name>.c link repro_core, which links repro_cuda (cudart, cublas,
- * cublasLt) publicly when CUDA is on; without CUDA this file compiles to a SKIP (exit 77).
- * Static-library order: the link line is bench.o, librepro_core.a, librepro_cuda.a, and
- * repro_cuda's objects call rp_error_set (engine/error.c, in repro_core). The linker only
- * pulls error.o out of repro_core if something before it needs it, so main() calls
- * rp_error_clear (same object) first; without that the link fails with an undefined
- * rp_error_set. */
+ * Linking: bench/<name>.c link repro_core (every folder's library), in which
+ * repro_engine_cuda links cudart, cublas and cublasLt when CUDA is on, and the engine's
+ * core after it (its objects call rp_error_set); without CUDA this file compiles to a
+ * SKIP (exit 77). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -243,7 +240,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     rp_error err;
-    rp_error_clear(&err); /* also pulls engine/error.o into the link (see the top) */
+    rp_error_clear(&err);
     if (rp_cuda_gemm_workspace_config(&err) != RP_OK) { /* before any cuBLAS handle */
         fprintf(stderr, "cuda_gemm: %s\n", err.msg);
         return 1;

@@ -1,7 +1,7 @@
 /* cuda_gemm.h — the engine's GPU GEMM through cuBLASLt (C interface to gemm_lt.cu
  * and gemm_convert.cu). Built only when CMake found nvcc (REPRO_HAVE_CUDA); C
  * callers guard with #ifdef and need the CUDA include dir on their path (they get
- * it from repro_core -> repro_cuda -> CUDA::cudart).
+ * it from repro_engine_cuda -> CUDA::cudart, through the folders that use engine/cuda).
  *
  * Semantics: rp_cuda_gemm is rp_gemm (engine/ops.h) on device memory:
  *     C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major, fp32 in and out,

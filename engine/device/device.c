@@ -1,6 +1,7 @@
 /* device.c — the rp_d_* calls: the CPU op without a device, else the device's op
  * after mapping mirrored host pointers (device.h). Also the state every device
- * shares: the sticky error, the mirrors, the host view scratch. */
+ * shares: the sticky error (set by rp_device_fail, engine/device_iface.c), the mirrors,
+ * the host view scratch. */
 #include "device.h"
 
 #include <assert.h>
@@ -8,12 +9,6 @@
 #include <string.h>
 
 #include "attention/attention.h"
-
-void rp_device_fail(rp_device *d, rp_status st, const rp_error *err) {
-    if (d->status != RP_OK || st == RP_OK) return;
-    d->status = st;
-    d->err = *err;
-}
 
 void rp_device_destroy(rp_device *d) {
     if (!d) return;

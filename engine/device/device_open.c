@@ -2,7 +2,6 @@
  * case worker alike. */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "device.h"
 #ifdef REPRO_HAVE_CUDA
@@ -10,19 +9,6 @@
 
 #include "cuda/device_cuda.h"
 #endif
-
-int rp_device_name_is_cuda(const char *name) { return !strcmp(name, "cuda") || !strncmp(name, "cuda:", 5); }
-
-int rp_device_selects(const char *device, int ordinal, const char *gpu_name) {
-    if (!strcmp(device, "cuda")) return 1;
-    if (strncmp(device, "cuda:", 5) != 0) return 0;
-    const char *want = device + 5;
-    if (want[0] == '#') return atoi(want + 1) == ordinal;
-    const size_t n = strlen(want);
-    for (const char *h = gpu_name; *h; h++)
-        if (strncasecmp(h, want, n) == 0) return 1;
-    return n == 0;
-}
 
 rp_status rp_device_open(const char *name, const char *precision, const char *gpu_mode, int local_rank,
                          rp_device **out, int *ordinal, rp_error *err) {
