@@ -1458,6 +1458,11 @@ int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
            !strcmp(a->gpu_mode, b->gpu_mode) && !strcmp(a->vae, b->vae) && a->weight_seed == b->weight_seed;
 }
 
+rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref) {
+    if (rp_cls_invariant_pair(c, ref) || rp_cls_decoder_numerics_equal(c, ref)) return RP_CLS_DECODE_BITWISE;
+    return !strcmp(rp_cls_effective_precision(c), "fp32") ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
+}
+
 /* Evidence 8: the images' teacher forcing. <case>/teacher/'s images are the reference's
  * final latents decoded with the case's layout (job_case.c), so the decoder and the way images
  * come back (which rank decodes which item, the gather) are judged on the reference's
@@ -1466,27 +1471,35 @@ int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
  *   else, at fp32                                 every pixel within one level: a
  *       difference far below one level (rounding: ~1e-6 relative) moves an 8-bit value by
  *       at most one;
- *   else (bf16, fp16, tf32 decoders)              recorded, not held to a rule.
+ *   else (bf16, fp16, tf32 decoders)              no rule (rp_cls_decode_rule_of): the
+ *       worker makes no such decode, and the case's own images are checked for assignment.
  * And each decoded image against every reference image: one much closer to another item's
  * image is a MISMATCH (images returned in the wrong order).
  * When the case's latents are bitwise the reference's, its own decode had the reference's
  * input: its own images are that decode (the launch made no teacher run), judged by the
  * same rules. */
 static rp_status cls_decode(cls *x, rp_error *err) {
-    const int same = x->f.invariant || (x->have_rc && rp_cls_decoder_numerics_equal(&x->c, &x->rc));
+    const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
+    const rp_cls_decode_rule rule = x->have_rc ? rp_cls_decode_rule_of(&x->c, &x->rc)
+                                               : fp32 ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
     const int same_input = !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN], p0[PATHLEN];
-    if (same_input) rp_pathf(dd, PATHLEN, "%s", x->in->case_dir);
-    else rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them */
+    rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them */
     rp_store_image_path(p0, sizeof p0, dd, 0);
-    if (x->in->ref_label || (!same_input && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
-    if (same_input && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
+    /* the case's own images: when its decode had the reference's input, or when no rule holds
+     * a decode of it (then for the assignment only) */
+    const int own = same_input || (rule == RP_CLS_DECODE_NONE && !rp_is_file(p0));
+    if (own) rp_pathf(dd, PATHLEN, "%s", x->in->case_dir);
+    rp_store_image_path(p0, sizeof p0, dd, 0);
+    if (x->in->ref_label || (!own && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
+    if (own && (x->im.identical || x->im.n < x->B)) return RP_OK; /* bitwise images, or none to judge */
     cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode");
     cJSON_AddStringToObject(dj, "images", same_input ? "the case's own (its latents are bitwise the reference's)"
+                                          : own      ? "the case's own (for the assignment only)"
                                                      : "the reference's final latents decoded with the case's layout");
-    const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
-    cJSON_AddStringToObject(dj, "rule", same ? "bitwise (the reference's decoder arithmetic)"
-                                        : fp32 ? "one level (fp32 rounding)" : "none (the decoder rounds coarser)");
+    static const char *const RULE[] = {"bitwise (the reference's decoder arithmetic)", "one level (fp32 rounding)",
+                                       "none (the decoder rounds coarser, with other arithmetic)"};
+    cJSON_AddStringToObject(dj, "rule", RULE[rule]);
     const int B = x->B;
     uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
     double *D = malloc(sizeof(double) * B * B);
@@ -1529,13 +1542,13 @@ static rp_status cls_decode(cls *x, rp_error *err) {
         put(o, "changed", n ? (double)changed / n : 0);
         put(o, "rel", D[(size_t)i * B + i]);
         cJSON_AddItemToArray(items, o);
-        const int breaks = same ? max_abs > 0 : fp32 ? max_abs > 1 : 0;
+        const int breaks = rule == RP_CLS_DECODE_BITWISE ? max_abs > 0 : rule == RP_CLS_DECODE_ONE_LEVEL ? max_abs > 1 : 0;
         if (breaks && x->f.image_break < 0) {
             x->f.image_break = i;
             snprintf(x->f.image_msg, sizeof x->f.image_msg,
                      "image %d: the reference's final latents decoded with this layout differ from the reference's "
                      "image by up to %d levels in %.2f%% of the values (rule: %s, at vae.decode)",
-                     i, max_abs, n ? 100.0 * changed / n : 0.0, same ? "bitwise" : "one level");
+                     i, max_abs, n ? 100.0 * changed / n : 0.0, rule == RP_CLS_DECODE_BITWISE ? "bitwise" : "one level");
         }
     }
     if (st == RP_OK && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) && !x->f.mismatch) {

@@ -143,6 +143,19 @@ int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
  * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
 int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b);
 
+/* How a case c's images decoded from its reference ref's final latents are held to ref's
+ * images (docs/classification.md §8): bitwise when they decode with the same arithmetic (or
+ * are an invariant pair), within one 8-bit level when c's decoder computes in fp32, and by no
+ * rule otherwise (a decoder that rounds coarser, with other arithmetic, can move a pixel by
+ * several levels). The worker decodes the reference's latents only where a rule holds: the
+ * images of a case under RP_CLS_DECODE_NONE are checked for assignment only, its own. */
+typedef enum rp_cls_decode_rule {
+    RP_CLS_DECODE_BITWISE = 0,
+    RP_CLS_DECODE_ONE_LEVEL,
+    RP_CLS_DECODE_NONE
+} rp_cls_decode_rule;
+rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
+
 /* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
  * is zero or x holds a NaN/inf where ref is finite. */
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n);

@@ -627,16 +627,20 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
     return 0;
 }
 
-/* Whether the case and the reference in ref_dir are an invariant pair
- * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed). Rank 0 decides,
- * from the files; every rank gets the answer. */
-static int job_invariant_pair(job *J, const char *ref_dir) {
+/* What the case's relation to the reference in ref_dir spares (rank 0 decides, from the
+ * files; every rank gets the answer): *exact_only when they are an invariant pair
+ * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *decode_ruled when
+ * a decode of the reference's final latents with this layout is held to a rule
+ * (rp_cls_decode_rule_of: not when the decoder rounds coarser than fp32 with other
+ * arithmetic; its own images are then checked for assignment only). */
+static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled) {
     char p[4200];
     rp_case rc;
     rp_error e;
     rp_store_path(p, sizeof p, ref_dir, RP_ART_CASE);
     const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
-    return job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
+    *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
+    *decode_ruled = job_rank0_says(J, loaded && rp_cls_decode_rule_of(J->c, &rc) != RP_CLS_DECODE_NONE);
 }
 
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
@@ -659,16 +663,18 @@ static void job_classifier_runs(job *J) {
     const int identical = other && job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir));
     const int teach = tref && !identical;
     /* a reference's --then-twins 0 says no case needs its envelope */
-    const int exact_only = other ? job_invariant_pair(J, tref) : tref == o->out_dir && o->then_twins == 0;
+    int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0;
+    if (other) job_relation(J, tref, &exact_only, &decode_ruled);
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
      * at the end of the teacher run (its images). Not needed when the case's own decode already had that input (its latents are
      * bitwise the reference's: its own images are that decode, whatever arithmetic its
      * decoder uses; the classifier judges them by the rule that arithmetic allows), nor for
-     * an invariant pair (whose latents are bitwise or already a bug). */
+     * an invariant pair (whose latents are bitwise or already a bug), nor where no rule
+     * would hold the decode (!decode_ruled). */
     char ref_image[4200];
     rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
-    const int images = other && !exact_only && !identical && job_rank0_says(J, rank0 && rp_is_file(ref_image));
+    const int images = other && !exact_only && !identical && decode_ruled && job_rank0_says(J, rank0 && rp_is_file(ref_image));
     if (teach) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
