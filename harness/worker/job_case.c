@@ -17,6 +17,7 @@
 #include "engine/device.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
+#include "engine/models/family_ops.h"
 #include "engine/parallel/parallel.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/safetensors.h"
@@ -129,7 +130,7 @@ static rp_status write_latents(const char *path, const rp_case *c, const char *i
                                rp_error *err) {
     rp_st_writer *w = rp_st_writer_new();
     if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
-    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int B = r->B, flow = rp_family_ops_of(r->family)->cond == RP_COND_TEXT;
     int64_t seeds[RP_CASE_MAX_ITEMS], classes[RP_CASE_MAX_ITEMS], gidx[RP_CASE_MAX_ITEMS];
     for (int b = 0; b < B; b++) {
         seeds[b] = (int64_t)c->items[b].seed;
@@ -502,7 +503,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         if (st == RP_OK && !s->decode_only)
             trace.record_evals = rp_cls_teacher_mask(c->steps, every ? 0 : J->o->teacher_steps,
-                                                     J->fam == RP_FAMILY_DIT && J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+                                                     rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
+                                                         J->sk == RP_SAMPLER_DPMPP_2M, tmask);
         else if (st == RP_OK)
             trace.record_evals = 0; /* no step runs: the final latents are the reference's */
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
@@ -757,7 +759,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
                      rp_comm_kind_name(o->comm.kind), c->backend);
     if (st == RP_OK) st = rp_inject_parse(c->inject, &J.fault, &err);
     if (st == RP_OK) st = rp_model_family(c->model, &J.fam, &err);
-    if (st == RP_OK && J.fam == RP_FAMILY_DIT) st = rp_sampler_parse(c->sampler, &J.sk, &err);
+    if (st == RP_OK && rp_family_ops_of(J.fam)->cond == RP_COND_CLASS) st = rp_sampler_parse(c->sampler, &J.sk, &err);
     if (st == RP_OK) st = case_ctx(c, &J.ctx, &err);
     if (st == RP_OK) st = rp_ctx_ensure_coretype(J.ctx.blas_core, NULL, &err); /* may re-execute this rank */
     if (st != RP_OK) {
@@ -822,11 +824,12 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory for %d items", n);
         goto out;
     }
+    const int class_cond = rp_family_ops_of(J.fam)->cond == RP_COND_CLASS;
     for (int i = 0; i < n; i++) {
         mine[i].seed = c->items[i].seed;
         mine[i].global_index = (uint64_t)i;
-        mine[i].class_id = J.fam == RP_FAMILY_DIT ? c->items[i].class_id : 0;
-        mine[i].prompt = J.fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+        mine[i].class_id = class_cond ? c->items[i].class_id : 0;
+        mine[i].prompt = class_cond ? NULL : c->items[i].prompt;
     }
     if ((st = rp_par_dp_share_items(&J.par, mine, n, &all, &J.n_all, &strings, &err)) != RP_OK) goto out;
     if ((st = rp_par_dp_select(&J.par, all, J.n_all, J.local, &J.first, &J.count, &err)) != RP_OK) goto out;
