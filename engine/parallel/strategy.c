@@ -3,7 +3,10 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "../strutil.h"
 
 #define DEG(f) offsetof(rp_par_degrees, f)
 
@@ -13,13 +16,13 @@ static const rp_par_strategy_info STRATEGIES[] = {
                  "batch, every GEMM run with fewer rows, and a BLAS may pick other kernels by the row count",
      .bitwise_when = "with per-item batches (SD3/FLUX): each item's forwards are the single rank's",
      .replicated = "the item list (broadcast, checksummed); the latents gathered to rank 0",
-     .axis = "data parallel"},
+     .axis = "data parallel", .tag = "dp"},
     {.name = "cfg", .field = "cfg_parallel", .degree = DEG(cfg), .exactness = RP_PAR_EXACT,
      .reorders = "none inside a row; each rank's GEMMs have half the rows (the BLAS may pick other kernels); "
                  "the guidance combine is the single rank's formula on the same two outputs",
      .bitwise_when = "when the BLAS gives a row the same bits for the halved row count (measured by the tests)",
      .replicated = "the allgathered guidance halves, the guided prediction and the latents after every step",
-     .axis = "CFG parallel"},
+     .axis = "CFG parallel", .tag = "cfg"},
     {.name = "ulysses", .field = "ulysses", .degree = DEG(ulysses), .exactness = RP_PAR_EXACT,
      .reorders = "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the "
                  "single rank's key order, so the math variant does the single rank's arithmetic",
@@ -27,14 +30,14 @@ static const rp_par_strategy_info STRATEGIES[] = {
                      "the tests)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "Ulysses (sequence, all-to-all)"},
+     .axis = "Ulysses (sequence, all-to-all)", .tag = "u"},
     {.name = "ring", .field = "ring", .degree = DEG(ring), .exactness = RP_PAR_EXACT,
      .reorders = "softmax sums and P V products split into one block per ring rank, merged with the (max, sum) "
                  "correction in ring order",
      .bitwise_when = "never (the softmax is summed in another order)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "ring attention (sequence, K/V passed)"},
+     .axis = "ring attention (sequence, K/V passed)", .tag = "r"},
     {.name = "usp", .exactness = RP_PAR_EXACT, .reorders = "ulysses and ring together: both of the above",
      .bitwise_when = "never (ring's order)", .replicated = "as ulysses and ring", .axis = "USP (Ulysses x ring)"},
     {.name = "pipefusion", .field = "pipefusion", .degree = DEG(pipefusion), .exactness = RP_PAR_WARMUP_EXACT,
@@ -44,14 +47,14 @@ static const rp_par_strategy_info STRATEGIES[] = {
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for the row counts (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step on every stage",
-     .axis = "PipeFusion (blocks over stages)"},
+     .axis = "PipeFusion (blocks over stages)", .tag = "pf"},
     {.name = "patch", .field = "patch", .degree = DEG(patch), .exactness = RP_PAR_WARMUP_EXACT,
      .reorders = "warmup: the token GEMMs run on T/patch rows, attention keys in the single rank's order; after "
                  "it, each patch attends to the other patches' K/V of the previous step (DistriFusion)",
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step; whole-sequence tensors during warmup",
-     .axis = "patch parallel (DistriFusion)"},
+     .axis = "patch parallel (DistriFusion)", .tag = "patch"},
 };
 
 int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
@@ -119,6 +122,41 @@ long long rp_par_world_ll(const rp_par_degrees *d) {
 }
 
 int rp_par_world(const rp_par_degrees *d) { return (int)rp_par_world_ll(d); }
+
+/* ---- texts (rp_appendf: appends, truncating at cap) ------------------------------------- */
+
+void rp_par_fields_text(const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        rp_appendf(buf, cap, "%s%s", i ? sep : "", rp_par_degree_strategy(i)->field);
+}
+
+void rp_par_values_text(const rp_par_degrees *d, const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        rp_appendf(buf, cap, "%s%d", i ? sep : "", rp_par_degree(d, rp_par_degree_strategy(i)));
+}
+
+void rp_par_named_text(const rp_par_degrees *d, const char *kv, const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    /* rp_par_degrees' member order is xDiT's: walk the members, find each one's strategy */
+    int k = 0;
+    for (size_t off = 0; off < sizeof *d; off += sizeof(int))
+        for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+            const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+            if (s->degree == off) rp_appendf(buf, cap, "%s%s%s%d", k++ ? sep : "", s->name, kv, rp_par_degree(d, s));
+        }
+}
+
+void rp_par_tags_text(const rp_par_degrees *d, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        const int v = rp_par_degree(d, s);
+        if (v != 1) rp_appendf(buf, cap, "%s%s%d", buf[0] ? " " : "", s->tag, v);
+    }
+    if (cap && !buf[0]) snprintf(buf, cap, "1");
+}
 
 /* ---- coordinates ------------------------------------------------------------------ */
 

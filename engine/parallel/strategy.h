@@ -28,6 +28,7 @@ typedef struct rp_par_strategy_info {
     const char *replicated;    /* what every rank of its group holds a copy of: the tensors the
                                 * replica check compares (engine/parallel/replica.c) */
     const char *axis;          /* the reports' axis label */
+    const char *tag;           /* its degree's prefix in a case's short degrees text ("u" of "dp2 u2") */
 } rp_par_strategy_info;
 
 /* The strategy table; NULL for an unknown name. */
@@ -44,6 +45,19 @@ const rp_par_strategy_info *rp_par_degree_strategy(int i);
 /* s's degree in d (s must have a field), and its address. */
 int rp_par_degree(const rp_par_degrees *d, const rp_par_strategy_info *s);
 int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s);
+
+/* Texts of the degrees, for messages and labels; each truncates at cap:
+ *   rp_par_fields_text  the degree fields in the table's order joined by sep
+ *                       ("dp x cfg_parallel x ulysses x ring x pipefusion x patch" for sep " x ")
+ *   rp_par_values_text  d's degrees in the same order joined by sep ("2x1x1x2x1x1" for "x")
+ *   rp_par_named_text   "<name><kv><degree>" joined by sep in xDiT's order, outermost first
+ *                       (rp_par_degrees'): "dp=2 cfg=1 pipefusion=1 ulysses=2 ring=1 patch=1"
+ *   rp_par_tags_text    "<tag><degree>" of the degrees above 1, table order, joined by " "
+ *                       ("dp2 u2"); "1" for the serial layout */
+void rp_par_fields_text(const char *sep, char *buf, size_t cap);
+void rp_par_values_text(const rp_par_degrees *d, const char *sep, char *buf, size_t cap);
+void rp_par_named_text(const rp_par_degrees *d, const char *kv, const char *sep, char *buf, size_t cap);
+void rp_par_tags_text(const rp_par_degrees *d, char *buf, size_t cap);
 
 /* dp x cfg x pipefusion x ulysses x ring x patch: the world (the _ll form saturates at
  * LLONG_MAX, for degrees not validated yet; the int form is for validated layouts). */

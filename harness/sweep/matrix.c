@@ -1224,10 +1224,12 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
 /* The reference overrides when the file gives none: the serial run of the
  * same case (one rank, no strategy options, no injected fault). */
 static rp_status default_reference(pctx *x, aset *ref) {
-    static const struct { const char *key; int v; } ints[] = {
-        {"dp", 1}, {"cfg_parallel", 1}, {"ulysses", 1}, {"ring", 1}, {"pipefusion", 1}, {"patch", 1},
-        {"num_pipeline_patch", 0}, {"warmup_steps", 1}};
+    static const struct { const char *key; int v; } ints[] = {{"num_pipeline_patch", 0}, {"warmup_steps", 1}};
     yaml_mark_t none = {0, 0, 0};
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* every degree 1 */
+        const fdesc *f = field_find(x, rp_par_degree_strategy(i)->field);
+        if (f) RP_TRY(aset_push(x, ref, f, cJSON_CreateNumber(1), none, 0));
+    }
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         const fdesc *f = field_find(x, ints[i].key);
         if (f) RP_TRY(aset_push(x, ref, f, cJSON_CreateNumber(ints[i].v), none, 0));
@@ -1786,16 +1788,14 @@ rp_status rp_matrix_select(const rp_matrix *m, const char *const *filters, int n
 }
 
 void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
-    buf[0] = '\0';
-    const struct { const char *name; int v; } d[] = {{"dp", c->dp},     {"cfg", c->cfg_parallel},
-                                                     {"u", c->ulysses}, {"r", c->ring},
-                                                     {"pf", c->pipefusion}, {"patch", c->patch}};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-        if (d[i].v != 1) rp_appendf(buf, cap, "%s%s%d", buf[0] ? " " : "", d[i].name, d[i].v);
-    if (!buf[0]) snprintf(buf, cap, "1");
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    rp_par_tags_text(&d, buf, cap);
 }
 
 void rp_matrix_help(FILE *f) {
+    char degrees[160];
+    rp_par_fields_text(" ", degrees, sizeof degrees);
     fprintf(f,
 "Matrix files (repro --matrix FILE): one YAML mapping with these keys (all optional):\n"
 "\n"
@@ -1867,7 +1867,7 @@ void rp_matrix_help(FILE *f) {
 "    cuda:#<ordinal>)  gpu_mode (deterministic fast: the CUDA GEMMs; fast needs a cuda device)\n"
 "  precision on cuda: fp32 tf32 bf16 fp16 (the GEMMs'; the text encoder runs on the CPU in\n"
 "    fp32, or bf16 for bf16)\n"
-"  dp cfg_parallel ulysses ring pipefusion patch num_pipeline_patch pipefusion_layers\n"
+"  %s num_pipeline_patch pipefusion_layers\n"
 "  warmup_steps batch_forward (joint per-item)\n"
 "  inject (testing only, a fault to plant):\n"
 "    %s\n"
@@ -1877,5 +1877,5 @@ void rp_matrix_help(FILE *f) {
 "blas_core this CPU cannot run (e.g. SkylakeX without AVX-512) are SKIPPED with the reason;\n"
 "cases that break a rule below are CONFIG_ERROR, without running.\n"
 "Neither is a file error.\n",
-            RP_MATRIX_MAX_REPEAT, rp_inject_names());
+            RP_MATRIX_MAX_REPEAT, degrees, rp_inject_names());
 }

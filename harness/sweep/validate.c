@@ -341,9 +341,9 @@ static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
         if (v < 1 || v > 4096) return INVALID("%s=%d: must be in 1..4096", s->field, v);
     }
     const long long world = rp_par_world_ll(&deg);
-    if (world > 65536)
-        return INVALID("world=%lld: dp x cfg_parallel x ulysses x ring x pipefusion x patch must be at most 65536",
-                       world);
+    char product[160];
+    rp_par_fields_text(" x ", product, sizeof product);
+    if (world > 65536) return INVALID("world=%lld: %s must be at most 65536", world, product);
     if (c->num_pipeline_patch < 0 || c->num_pipeline_patch > 4096)
         return INVALID("num_pipeline_patch=%d: must be in 0..4096 (0 = the pipefusion degree)", c->num_pipeline_patch);
     if (c->n_pipefusion_layers < 0 || c->n_pipefusion_layers > RP_CASE_MAX_STAGES)
@@ -353,10 +353,15 @@ static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
 
 static rp_status check_degrees(const rp_case *c, const model_facts *m, const rp_validate_env *env, rp_error *err) {
     const int world = rp_case_world(c);
-    if (env->world && env->world != world)
-        return INVALID("world=%d (ranks launched) but dp x cfg_parallel x ulysses x ring x pipefusion x patch = "
-                       "%dx%dx%dx%dx%dx%d = %d: the world size must equal the product of the degrees", env->world,
-                       c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, world);
+    if (env->world && env->world != world) {
+        rp_par_degrees deg;
+        rp_case_degrees(c, &deg);
+        char product[160], values[96];
+        rp_par_fields_text(" x ", product, sizeof product);
+        rp_par_values_text(&deg, "x", values, sizeof values);
+        return INVALID("world=%d (ranks launched) but %s = %s = %d: the world size must equal the product of the "
+                       "degrees", env->world, product, values, world);
+    }
     if (c->patch > 1 && (c->ulysses > 1 || c->ring > 1 || c->pipefusion > 1))
         return INVALID("patch=%d with ulysses=%d ring=%d pipefusion=%d: patch parallel (DistriFusion) replaces "
                        "ulysses/ring and pipefusion; use one or the other", c->patch, c->ulysses, c->ring,
@@ -560,11 +565,11 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     if (!c->inject[0]) return RP_OK;
     rp_inject_id id;
     RP_TRY(rp_inject_parse(c->inject, &id, err));
-    const rp_inject_layout l = {
-        .dp = c->dp, .cfg_parallel = c->cfg_parallel, .ulysses = c->ulysses, .ring = c->ring,
-        .pipefusion = c->pipefusion, .patch = c->patch, .steps = c->steps, .items = c->n_items,
+    rp_inject_layout l = {
+        .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
         .on_device = strcmp(c->device, "cpu") != 0};
+    rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
         return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);

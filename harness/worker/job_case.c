@@ -120,8 +120,9 @@ static rp_status write_atomic(const char *path, const char *text, rp_error *err)
 }
 
 static const char *layout_str(const rp_case *c, char *buf, size_t cap) {
-    snprintf(buf, cap, "dp=%d cfg=%d pipefusion=%d ulysses=%d ring=%d patch=%d", c->dp, c->cfg_parallel,
-             c->pipefusion, c->ulysses, c->ring, c->patch);
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    rp_par_named_text(&d, "=", " ", buf, cap);
     return buf;
 }
 

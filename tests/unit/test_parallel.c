@@ -99,6 +99,29 @@ START_TEST(strategy_table) {
 }
 END_TEST
 
+/* The degrees' texts the messages and labels are built from: the table's fields in its
+ * order, the values likewise, the names in xDiT's order, the tags of the degrees above 1. */
+START_TEST(strategy_texts) {
+    const rp_par_degrees d = {.dp = 2, .cfg = 1, .pipefusion = 3, .ulysses = 4, .ring = 1, .patch = 1};
+    char buf[160];
+    rp_par_fields_text(" x ", buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp x cfg_parallel x ulysses x ring x pipefusion x patch");
+    rp_par_values_text(&d, "x", buf, sizeof buf);
+    ck_assert_str_eq(buf, "2x1x4x1x3x1");
+    rp_par_named_text(&d, "=", " ", buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp=2 cfg=1 pipefusion=3 ulysses=4 ring=1 patch=1");
+    rp_par_named_text(&d, " ", " x ", buf, sizeof buf); /* rp_par_init's world message */
+    ck_assert_str_eq(buf, "dp 2 x cfg 1 x pipefusion 3 x ulysses 4 x ring 1 x patch 1");
+    rp_par_tags_text(&d, buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp2 u4 pf3");
+    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
+    rp_par_tags_text(&one, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1");
+    rp_par_named_text(&d, "=", " ", buf, 8); /* truncated, terminated */
+    ck_assert_str_eq(buf, "dp=2 cf");
+}
+END_TEST
+
 /* ---- models in memory ------------------------------------------------------------------ */
 
 typedef struct model_run {
@@ -698,6 +721,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, layout_round_trip_and_order);
     tcase_add_test(tc, strategy_table);
+    tcase_add_test(tc, strategy_texts);
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
     tcase_set_timeout(tc, 120);
