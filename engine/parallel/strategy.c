@@ -103,6 +103,13 @@ const rp_par_strategy_info *rp_par_degree_strategy(int i) {
     return NULL; /* unreachable: the table has RP_PAR_N_DEGREES fields (asserted in its test) */
 }
 
+const rp_par_strategy_info *rp_par_member_strategy(int i) {
+    assert(i >= 0 && i < RP_PAR_N_DEGREES);
+    for (int k = 0; k < RP_PAR_N_DEGREES; k++)
+        if (rp_par_degree_strategy(k)->degree == (size_t)i * sizeof(int)) return rp_par_degree_strategy(k);
+    return NULL; /* unreachable: every member is one strategy's (asserted in its test) */
+}
+
 int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s) {
     assert(d && s && s->field);
     return (int *)((char *)d + s->degree);
@@ -139,13 +146,10 @@ void rp_par_values_text(const rp_par_degrees *d, const char *sep, char *buf, siz
 
 void rp_par_named_text(const rp_par_degrees *d, const char *kv, const char *sep, char *buf, size_t cap) {
     if (cap) buf[0] = '\0';
-    /* rp_par_degrees' member order is xDiT's: walk the members, find each one's strategy */
-    int k = 0;
-    for (size_t off = 0; off < sizeof *d; off += sizeof(int))
-        for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
-            const rp_par_strategy_info *s = rp_par_degree_strategy(i);
-            if (s->degree == off) rp_appendf(buf, cap, "%s%s%s%d", k++ ? sep : "", s->name, kv, rp_par_degree(d, s));
-        }
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        rp_appendf(buf, cap, "%s%s%s%d", i ? sep : "", s->name, kv, rp_par_degree(d, s));
+    }
 }
 
 void rp_par_tags_text(const rp_par_degrees *d, char *buf, size_t cap) {

@@ -42,6 +42,9 @@ const char *rp_par_exactness_name(rp_par_exactness e);
  * degrees of rp_par_degrees. */
 enum { RP_PAR_N_DEGREES = 6 };
 const rp_par_strategy_info *rp_par_degree_strategy(int i);
+/* The same strategies in rp_par_degrees' member order, xDiT's, outermost first (dp, cfg,
+ * pipefusion, ulysses, ring, patch): the order of layouts' texts and records. */
+const rp_par_strategy_info *rp_par_member_strategy(int i);
 /* s's degree in d (s must have a field), and its address. */
 int rp_par_degree(const rp_par_degrees *d, const rp_par_strategy_info *s);
 int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s);

@@ -183,12 +183,10 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
     cJSON_AddStringToObject(j, "case_id", id);
     cJSON_AddStringToObject(j, "name", c->name);
     cJSON_AddNumberToObject(j, "world", par->world);
-    cJSON_AddNumberToObject(lay, "dp", c->dp);
-    cJSON_AddNumberToObject(lay, "cfg_parallel", c->cfg_parallel);
-    cJSON_AddNumberToObject(lay, "pipefusion", c->pipefusion);
-    cJSON_AddNumberToObject(lay, "ulysses", c->ulysses);
-    cJSON_AddNumberToObject(lay, "ring", c->ring);
-    cJSON_AddNumberToObject(lay, "patch", c->patch);
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* xDiT's order */
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        cJSON_AddNumberToObject(lay, s->field, rp_par_degree(&c->deg, s));
+    }
     if (c->pipefusion > 1 || c->patch > 1) { /* the approximate strategies: exact only in warmup */
         cJSON_AddNumberToObject(lay, "warmup_steps", c->warmup_steps);
         if (c->pipefusion > 1) {

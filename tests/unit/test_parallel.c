@@ -89,6 +89,8 @@ START_TEST(strategy_table) {
         *rp_par_degree_ptr(&d, s) = i + 2;
     }
     ck_assert(d.dp && d.cfg && d.pipefusion && d.ulysses && d.ring && d.patch); /* each set once */
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) /* the members in order, each one strategy's */
+        ck_assert_ptr_eq(rp_par_degree_ptr(&d, rp_par_member_strategy(i)), (int *)&d + i);
     ck_assert_int_eq(rp_par_world(&d), 2 * 3 * 4 * 5 * 6 * 7);
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) *rp_par_degree_ptr(&d, rp_par_degree_strategy(i)) = 1 << 20;
     ck_assert(rp_par_world_ll(&d) == LLONG_MAX);
