@@ -76,7 +76,7 @@ const char *rp_par_exactness_name(rp_par_exactness e) {
 
 
 rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
-    const rp_par_strategy_info *s[5];
+    const rp_par_strategy_info *s[RP_PAR_N_DEGREES];
     const int n = rp_par_layout_strategies(d, s);
     rp_par_exactness e = RP_PAR_EXACT;
     for (int i = 0; i < n; i++)
@@ -84,15 +84,14 @@ rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
     return e;
 }
 
-int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]) {
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[RP_PAR_N_DEGREES]) {
+    const int usp = d->ulysses > 1 && d->ring > 1; /* both sequence splits: one strategy, USP */
     int n = 0;
-    if (d->dp > 1) out[n++] = rp_par_strategy("dp");
-    if (d->cfg > 1) out[n++] = rp_par_strategy("cfg");
-    if (d->pipefusion > 1) out[n++] = rp_par_strategy("pipefusion");
-    if (d->ulysses > 1 && d->ring > 1) out[n++] = rp_par_strategy("usp");
-    else if (d->ulysses > 1) out[n++] = rp_par_strategy("ulysses");
-    else if (d->ring > 1) out[n++] = rp_par_strategy("ring");
-    if (d->patch > 1) out[n++] = rp_par_strategy("patch");
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        if (rp_par_degree(d, s) <= 1 || (usp && s->degree == offsetof(rp_par_degrees, ring))) continue;
+        out[n++] = usp && s->degree == offsetof(rp_par_degrees, ulysses) ? rp_par_strategy("usp") : s;
+    }
     return n;
 }
 

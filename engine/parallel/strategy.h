@@ -68,9 +68,9 @@ int rp_par_world(const rp_par_degrees *d);
 long long rp_par_world_ll(const rp_par_degrees *d);
 /* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
 rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
-/* The strategies a layout uses, in xDiT's order outermost first ("dp", "cfg",
- * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out (up to 5); returns how many. */
-int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]);
+/* The strategies a layout uses (degree > 1), in xDiT's order outermost first ("dp", "cfg",
+ * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out; returns how many. */
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[RP_PAR_N_DEGREES]);
 
 typedef struct rp_par_coords {
     int dp, cfg, pipefusion, ring, ulysses, patch;

@@ -203,7 +203,7 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
                                                                                            : r->steps));
     cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_par_layout_exactness(&par->deg)));
     cJSON *strat = cJSON_AddArrayToObject(j, "strategies");
-    const rp_par_strategy_info *used[5];
+    const rp_par_strategy_info *used[RP_PAR_N_DEGREES];
     const int n_used = rp_par_layout_strategies(&par->deg, used);
     for (int i = 0; strat && i < n_used; i++) {
         cJSON *o = cJSON_CreateObject();

@@ -72,13 +72,22 @@ START_TEST(strategy_table) {
     const rp_par_degrees usp = {2, 2, 1, 2, 2, 1}, pf = {1, 1, 2, 1, 1, 1};
     ck_assert_int_eq(rp_par_layout_exactness(&usp), RP_PAR_EXACT);
     ck_assert_int_eq(rp_par_layout_exactness(&pf), RP_PAR_WARMUP_EXACT);
-    const rp_par_strategy_info *used[5];
+    const rp_par_strategy_info *used[RP_PAR_N_DEGREES];
     ck_assert_int_eq(rp_par_layout_strategies(&usp, used), 3);
     ck_assert_str_eq(used[0]->name, "dp");
     ck_assert_str_eq(used[1]->name, "cfg");
     ck_assert_str_eq(used[2]->name, "usp");
     const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
     ck_assert_int_eq(rp_par_layout_strategies(&one, used), 0);
+    /* xDiT's order, outermost first; a sequence split alone is its own strategy */
+    const rp_par_degrees pf_ring = {.dp = 1, .cfg = 2, .pipefusion = 2, .ulysses = 1, .ring = 2, .patch = 1};
+    ck_assert_int_eq(rp_par_layout_strategies(&pf_ring, used), 3);
+    ck_assert_str_eq(used[0]->name, "cfg");
+    ck_assert_str_eq(used[1]->name, "pipefusion");
+    ck_assert_str_eq(used[2]->name, "ring");
+    const rp_par_degrees dp_patch = {.dp = 2, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 2};
+    ck_assert_int_eq(rp_par_layout_strategies(&dp_patch, used), 2);
+    ck_assert_str_eq(used[1]->name, "patch");
     /* every degree of rp_par_degrees is one strategy's, each a distinct field, each with
      * what it replicates and an axis; the world is their product (saturating) */
     rp_par_degrees d = {0};
