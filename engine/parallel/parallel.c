@@ -30,12 +30,10 @@ static rp_status make_group(rp_parallel *p, const rp_par_coords *vary, int size,
     g->size = size;
     if (size == 1) return RP_OK; /* every rank knows the degree: all skip this split alike */
     rp_par_coords base = p->at;
-    if (vary->dp) base.dp = 0;
-    if (vary->cfg) base.cfg = 0;
-    if (vary->pipefusion) base.pipefusion = 0;
-    if (vary->patch) base.patch = 0;
-    if (vary->ring) base.ring = 0;
-    if (vary->ulysses) base.ulysses = 0;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        if (rp_par_degree(&vary->of, s)) *rp_par_degree_ptr(&base.of, s) = 0;
+    }
     const int color = rp_par_rank_of(&p->deg, &base);
     rp_status st = p->world_comm->ops->split(p->world_comm, color, key, &g->comm, err);
     if (st != RP_OK) return st;

@@ -11,6 +11,9 @@ typedef enum rp_par_exactness {
     RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
 } rp_par_exactness;
 
+/* One member per strategy with a degree, in xDiT's order outermost first; a new strategy
+ * is a member here and a row of the table (strategy.c). Only ints: the table addresses
+ * them by offset, and the count of members is RP_PAR_N_DEGREES. */
 typedef struct rp_par_degrees {
     int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
 } rp_par_degrees;
@@ -29,6 +32,8 @@ typedef struct rp_par_strategy_info {
                                 * replica check compares (engine/parallel/replica.c) */
     const char *axis;          /* the reports' axis label */
     const char *tag;           /* its degree's prefix in a case's short degrees text ("u" of "dp2 u2") */
+    int nest;                  /* its axis in the rank layout, 0 innermost (xDiT's: ulysses, ring,
+                                * patch, pipefusion, cfg, dp); unused without a field */
 } rp_par_strategy_info;
 
 /* The strategy table; NULL for an unknown name. */
@@ -38,9 +43,9 @@ const rp_par_strategy_info *rp_par_strategy_at(int i);
 /* "exact" | "warmup-exact" */
 const char *rp_par_exactness_name(rp_par_exactness e);
 
-/* The strategies with a degree of their own (a field), in the table's order: the six
+/* The strategies with a degree of their own (a field), in the table's order: the
  * degrees of rp_par_degrees. */
-enum { RP_PAR_N_DEGREES = 6 };
+enum { RP_PAR_N_DEGREES = (int)(sizeof(rp_par_degrees) / sizeof(int)) };
 const rp_par_strategy_info *rp_par_degree_strategy(int i);
 /* The same strategies in rp_par_degrees' member order, xDiT's, outermost first (dp, cfg,
  * pipefusion, ulysses, ring, patch): the order of layouts' texts and records. */
@@ -72,12 +77,19 @@ rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
  * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out; returns how many. */
 int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[RP_PAR_N_DEGREES]);
 
+/* A rank's place in the layout: one coordinate per degree (in 0..degree-1), at the
+ * degree's offset (of: rp_par_degree / rp_par_degree_ptr address it through the table),
+ * also readable by the strategies' names. */
 typedef struct rp_par_coords {
-    int dp, cfg, pipefusion, ring, ulysses, patch;
+    union {
+        rp_par_degrees of;
+        struct { int dp, cfg, pipefusion, ulysses, ring, patch; }; /* of's members, in its order */
+    };
     int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
 } rp_par_coords;
 
-/* rank -> coordinates, and back (xDiT's order above). */
+/* rank -> coordinates, and back (the table's nest order: innermost ulysses, ring, patch,
+ * pipefusion, cfg, dp outermost). */
 void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
 int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
 

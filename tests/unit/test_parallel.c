@@ -53,6 +53,12 @@ START_TEST(layout_round_trip_and_order) {
     ck_assert(c.cfg == 1 && c.sp == 0 && c.dp == 0);
     rp_par_coords_of(&d, 11, &c);
     ck_assert(c.dp == 1 && c.cfg == 0 && c.ring == 1 && c.ulysses == 1 && c.sp == 3);
+    /* patch inside pipefusion: pipefusion 2 x patch 2 */
+    const rp_par_degrees pp = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 2};
+    rp_par_coords_of(&pp, 1, &c);
+    ck_assert(c.patch == 1 && c.pipefusion == 0 && c.sp == 1);
+    rp_par_coords_of(&pp, 2, &c);
+    ck_assert(c.patch == 0 && c.pipefusion == 1);
 }
 END_TEST
 
@@ -98,6 +104,12 @@ START_TEST(strategy_table) {
         *rp_par_degree_ptr(&d, s) = i + 2;
     }
     ck_assert(d.dp && d.cfg && d.pipefusion && d.ulysses && d.ring && d.patch); /* each set once */
+    int nests = 0; /* each nest index 0..N-1 once: the rank layout's axes */
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const int k = rp_par_degree_strategy(i)->nest;
+        ck_assert(k >= 0 && k < RP_PAR_N_DEGREES && !(nests & 1 << k));
+        nests |= 1 << k;
+    }
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) /* the members in order, each one strategy's */
         ck_assert_ptr_eq(rp_par_degree_ptr(&d, rp_par_member_strategy(i)), (int *)&d + i);
     ck_assert_int_eq(rp_par_world(&d), 2 * 3 * 4 * 5 * 6 * 7);
