@@ -34,6 +34,8 @@ typedef struct rp_par_strategy_info {
     const char *tag;           /* its degree's prefix in a case's short degrees text ("u" of "dp2 u2") */
     int nest;                  /* its axis in the rank layout, 0 innermost (xDiT's: ulysses, ring,
                                 * patch, pipefusion, cfg, dp); unused without a field */
+    int id_optional;           /* 1 for a strategy added after case ids were first stored: its
+                                * degree 1 is left out of a case's id, so stored ids stay valid */
 } rp_par_strategy_info;
 
 /* The strategy table; NULL for an unknown name. */

@@ -13,7 +13,8 @@
  *
  * Id: FNV-1a 64 over cJSON_PrintUnformatted(normalised JSON without "expect" and
  * "name", and without the fields of id_optional[] while they hold their default:
- * fields added after ids were first stored, so existing ids stay valid) followed
+ * fields added after ids were first stored, so existing ids stay valid; likewise the
+ * degree of a strategy marked id_optional in strategy.h's table while it is 1) followed
  * by "\nrepro " REPRO_VERSION. FNV-1a is chosen because it is stable across
  * platforms and builds, needs no library, and 64 bits make a
  * collision within one sweep (hundreds of cases) negligible; it is not meant to
@@ -437,6 +438,10 @@ void rp_case_id(const rp_case *c, char *out) {
             if ((cJSON_IsString(v) && !strcmp(v->valuestring, id_optional[i].dflt)) ||
                 (cJSON_IsNumber(v) && v->valuedouble == atof(id_optional[i].dflt)))
                 cJSON_DeleteItemFromObject(j, id_optional[i].key);
+        }
+        for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* likewise a strategy's degree */
+            const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+            if (s->id_optional && rp_par_degree(&c->deg, s) == 1) cJSON_DeleteItemFromObject(j, s->field);
         }
         text = cJSON_PrintUnformatted(j);
     }

@@ -106,6 +106,7 @@ START_TEST(strategy_table) {
     ck_assert(d.dp && d.cfg && d.pipefusion && d.ulysses && d.ring && d.patch); /* each set once */
     int nests = 0; /* each nest index 0..N-1 once: the rank layout's axes */
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        ck_assert_int_eq(rp_par_degree_strategy(i)->id_optional, 0); /* in stored case ids from the start */
         const int k = rp_par_degree_strategy(i)->nest;
         ck_assert(k >= 0 && k < RP_PAR_N_DEGREES && !(nests & 1 << k));
         nests |= 1 << k;
