@@ -403,9 +403,8 @@ static int flow_slot(const rp_flow_gen_denoiser *d, int b, int cond) {
 
 rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_model *model, const rp_ctx *ctx,
                                     const rp_flow_schedule *sched, int B, int h, int w, int L, const float *context,
-                                    const float *pooled, const float *neg_context,
-                                    const float *neg_pooled, double cfg, double guidance, int per_item,
-                                    rp_error *err) {
+                                    const float *pooled, const float *neg_context, const float *neg_pooled,
+                                    double cfg, double guidance, int per_item, rp_error *err) {
     memset(d, 0, sizeof *d);
     assert(model && model->ops->cond == RP_COND_TEXT);
     assert(ctx && sched && B >= 1 && h >= 1 && w >= 1 && L >= 1 && context && pooled);

@@ -117,9 +117,8 @@ typedef struct rp_flow_gen_denoiser {
  * classifier-free guidance with cfg > 1, else B. */
 rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_model *model, const rp_ctx *ctx,
                                     const rp_flow_schedule *sched, int B, int h, int w, int L, const float *context,
-                                    const float *pooled, const float *neg_context,
-                                    const float *neg_pooled, double cfg, double guidance, int per_item,
-                                    rp_error *err);
+                                    const float *pooled, const float *neg_context, const float *neg_pooled,
+                                    double cfg, double guidance, int per_item, rp_error *err);
 void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d);
 /* The Euler loop's view of it (self = d). */
 rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d);
