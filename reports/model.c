@@ -578,8 +578,8 @@ void rp_run_fill_metrics(rp_run *r) {
 
 /* The layout's fields besides the degrees (engine/parallel/strategy.h). */
 static const char *const LAYOUT_FIELDS[] = {"num_pipeline_patch", "pipefusion_layers"};
-static const char *const PREFERRED[] = {"degrees", "dp", "cfg_parallel", "ulysses", "ring", "pipefusion", "patch",
-                                        "attention", "precision", "warmup_steps", "backend", "device", "mode"};
+/* The preferred axes: "degrees", the strategies' degree fields (strategy.h's table), then these. */
+static const char *const PREFERRED[] = {"attention", "precision", "warmup_steps", "backend", "device", "mode"};
 /* Fields that label a case rather than configure it. */
 static const char *const NOT_AXES[] = {"name", "expect", "items"};
 
@@ -650,6 +650,9 @@ int rp_run_axes(const rp_run *r, char (*axes)[RP_AXIS_LEN], int max) {
     /* candidates: the preferred fields, then the config's own order */
     char cand[96][RP_AXIS_LEN];
     int nc = 0;
+    snprintf(cand[nc++], RP_AXIS_LEN, "degrees");
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        snprintf(cand[nc++], RP_AXIS_LEN, "%s", rp_par_degree_strategy(i)->field);
     for (size_t i = 0; i < COUNT_OF(PREFERRED); i++) snprintf(cand[nc++], RP_AXIS_LEN, "%s", PREFERRED[i]);
     for (int i = 0; i < r->n; i++) {
         const cJSON *f;

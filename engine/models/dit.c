@@ -48,6 +48,7 @@
 #include "../parallel/parallel.h"
 #include "../trace.h"
 #include "embed.h"
+#include "family_ops.h"
 
 typedef struct dit_block {
     rp_linear_w qkv;  /* (3C, C) */
@@ -413,3 +414,74 @@ double rp_dit_macs(const rp_dit_config *cfg) {
     macs += 2.0 * C * C + T * C * Po;                  /* final adaLN + linear */
     return macs;
 }
+
+/* ---- the family's ops (family_ops.h) ----------------------------------------------------- */
+
+/* The preset with depth > 0 replacing its block count. */
+static rp_status dit_config(const char *model, int depth, rp_dit_config *c, rp_error *err) {
+    RP_TRY(rp_dit_preset(model, c, err));
+    if (depth > 0) c->depth = depth;
+    return RP_OK;
+}
+
+static void dit_facts_of(const rp_dit_config *c, rp_model_facts *f) {
+    memset(f, 0, sizeof *f);
+    f->heads = c->heads;
+    f->blocks = c->depth;
+    f->patch = c->patch;
+    f->latent_c = c->in_channels;
+    f->out_c = out_channels(c);
+    f->native = c->input_size;
+    f->num_classes = c->num_classes;
+}
+
+static rp_status dit_ops_specs(const char *model, int depth, int single_depth, rp_param_list *l, rp_error *err) {
+    rp_dit_config c;
+    (void)single_depth;
+    RP_TRY(dit_config(model, depth, &c, err));
+    rp_dit_param_specs(&c, l);
+    return RP_OK;
+}
+
+static rp_status dit_ops_facts(const char *model, int depth, int single_depth, rp_model_facts *f, rp_error *err) {
+    rp_dit_config c;
+    (void)single_depth;
+    RP_TRY(dit_config(model, depth, &c, err));
+    dit_facts_of(&c, f);
+    return RP_OK;
+}
+
+static rp_status dit_ops_load(const char *model, int depth, int single_depth, const rp_st_file *f, rp_model *out,
+                              rp_error *err) {
+    rp_dit_config c;
+    (void)single_depth;
+    RP_TRY(dit_config(model, depth, &c, err));
+    rp_dit *m = NULL;
+    RP_TRY(rp_dit_load(&c, f, &m, err));
+    out->impl = m;
+    dit_facts_of(&c, &out->facts);
+    return RP_OK;
+}
+
+static rp_status dit_ops_forward(const rp_model *m, const rp_ctx *ctx, float *out, const rp_model_input *in,
+                                 rp_error *err) {
+    return rp_dit_forward(m->impl, ctx, out, in->x, in->t, in->y, in->B, err);
+}
+
+static void dit_ops_free(rp_model *m) {
+    rp_dit_free(m->impl);
+    m->impl = NULL;
+}
+
+static double dit_ops_macs(const rp_model *m, int L, int h, int w) {
+    (void)L, (void)h, (void)w; /* the preset fixes the size; no text */
+    return rp_dit_macs(rp_dit_cfg(m->impl));
+}
+
+const rp_family_ops rp_dit_family = {
+    .family = RP_FAMILY_DIT, .label = "DiT",
+    .presets = "dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512",
+    .denoiser = 1, .cond = RP_COND_CLASS, .guidance = RP_GUIDE_CFG, .takes_depth = 1,
+    .param_specs = dit_ops_specs, .facts = dit_ops_facts, .load = dit_ops_load, .forward = dit_ops_forward,
+    .free = dit_ops_free, .macs = dit_ops_macs,
+};

@@ -75,6 +75,7 @@
 #include "../parallel/parallel.h"
 #include "../trace.h"
 #include "embed.h"
+#include "family_ops.h"
 
 /* One stream's weights of a double block: [0] text (…_context, add_*), [1] image. */
 typedef struct flux_stream_w {
@@ -810,3 +811,100 @@ double rp_flux_macs(const rp_flux_config *cfg, int H, int W, int L) {
     macs += 2.0 * C * C + N * C * P;       /* norm_out + proj_out */
     return macs;
 }
+
+/* ---- the family's ops (family_ops.h) ----------------------------------------------------- */
+
+rp_status rp_flux_apply_depth(rp_flux_config *cfg, int depth, int single_depth, rp_error *err) {
+    if (depth < 0 || single_depth < 0)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': depth %d and single depth %d must be >= 0 (0 = default)",
+                       cfg->preset, depth, single_depth);
+    if (depth > cfg->n_double)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': --depth %d exceeds the preset's %d double blocks",
+                       cfg->preset, depth, cfg->n_double);
+    int nd = depth > 0 ? depth : -1, ns = single_depth > 0 ? single_depth : -1;
+    if (depth > 0 && single_depth == 0 && cfg->n_double > 0) /* keep the preset's single:double ratio */
+        ns = (2 * depth * cfg->n_single + cfg->n_double) / (2 * cfg->n_double);
+    if (ns > cfg->n_single)
+        return RP_FAIL(err, RP_ERR_INVALID, "FLUX '%s': --single-depth %d exceeds the preset's %d single blocks",
+                       cfg->preset, ns, cfg->n_single);
+    return rp_flux_set_depth(cfg, nd, ns, err);
+}
+
+static rp_status flux_config(const char *model, int depth, int single_depth, rp_flux_config *c, rp_error *err) {
+    RP_TRY(rp_flux_preset(model, c, err));
+    return rp_flux_apply_depth(c, depth, single_depth, err);
+}
+
+static void flux_facts_of(const rp_flux_config *c, rp_model_facts *f) {
+    memset(f, 0, sizeof *f);
+    f->heads = c->heads;
+    f->n_double = c->n_double;
+    f->n_single = c->n_single;
+    f->blocks = c->n_double + c->n_single;
+    f->patch = 2; /* FluxPipeline._pack_latents: one token per 2x2 latent pixels */
+    f->latent_c = c->in_channels;
+    f->out_c = c->in_channels;
+    f->native = c->sample_size;
+    f->Dctx = c->joint_attention_dim;
+    f->Dpool = c->pooled_dim;
+    f->guidance_embeds = c->guidance_embeds;
+}
+
+static rp_status flux_ops_specs(const char *model, int depth, int single_depth, rp_param_list *l, rp_error *err) {
+    rp_flux_config c;
+    RP_TRY(flux_config(model, depth, single_depth, &c, err));
+    rp_flux_param_specs(&c, l);
+    return RP_OK;
+}
+
+static rp_status flux_ops_facts(const char *model, int depth, int single_depth, rp_model_facts *f, rp_error *err) {
+    rp_flux_config c;
+    RP_TRY(flux_config(model, depth, single_depth, &c, err));
+    flux_facts_of(&c, f);
+    return RP_OK;
+}
+
+static rp_status flux_ops_load(const char *model, int depth, int single_depth, const rp_st_file *f, rp_model *out,
+                               rp_error *err) {
+    rp_flux_config c;
+    RP_TRY(flux_config(model, depth, single_depth, &c, err));
+    rp_flux *m = NULL;
+    RP_TRY(rp_flux_load(&c, f, &m, err));
+    out->impl = m;
+    flux_facts_of(&c, &out->facts);
+    return RP_OK;
+}
+
+/* FluxPipeline passes no text mask; the guidance only with a guidance embedder */
+static rp_status flux_ops_forward(const rp_model *m, const rp_ctx *ctx, float *out, const rp_model_input *in,
+                                  rp_error *err) {
+    const float *g = rp_flux_cfg(m->impl)->guidance_embeds ? in->guidance : NULL;
+    return rp_flux_forward(m->impl, ctx, out, in->x, in->t, g, in->context, NULL, in->pooled, in->B, in->h, in->w,
+                           in->L, err);
+}
+
+static void flux_ops_free(rp_model *m) {
+    rp_flux_free(m->impl);
+    m->impl = NULL;
+}
+
+static double flux_ops_macs(const rp_model *m, int L, int h, int w) {
+    return rp_flux_macs(rp_flux_cfg(m->impl), h, w, L);
+}
+
+/* FLUX-dev: mu from the packed image sequence length; FLUX-schnell (no guidance embedder):
+ * unshifted */
+static rp_status flux_ops_schedule(rp_flow_schedule *s, int steps, int h, int w, const rp_model_facts *f,
+                                   rp_error *err) {
+    if (!f->guidance_embeds) return rp_flow_schedule_linear(s, steps, err);
+    return rp_flow_schedule_flux(s, steps, rp_flow_flux_seq_len(h, w), err);
+}
+
+const rp_family_ops rp_flux_family = {
+    .family = RP_FAMILY_FLUX, .label = "FLUX",
+    .presets = "flux-tiny flux-dev flux-schnell flux-tiny-schnell",
+    .denoiser = 1, .cond = RP_COND_TEXT, .guidance = RP_GUIDE_EMBEDDED, .takes_depth = 1,
+    .takes_single_depth = 1, .splits_text = 1,
+    .param_specs = flux_ops_specs, .facts = flux_ops_facts, .load = flux_ops_load, .forward = flux_ops_forward,
+    .free = flux_ops_free, .macs = flux_ops_macs, .schedule = flux_ops_schedule, .model_t = rp_flow_flux_model_t,
+};

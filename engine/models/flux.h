@@ -62,6 +62,11 @@ rp_status rp_flux_preset(const char *name, rp_flux_config *cfg, rp_error *err);
  * kept blocks' names (and synthetic weights) are those of the full model. */
 rp_status rp_flux_set_depth(rp_flux_config *cfg, int n_double, int n_single, rp_error *err);
 
+/* The depth options (registry.h's rule) applied to a preset config: depth 0 and
+ * single_depth 0 leave it as is; depth alone keeps the preset's single:double ratio
+ * round(depth * n_single / n_double). Counts above the preset's are refused, naming them. */
+rp_status rp_flux_apply_depth(rp_flux_config *cfg, int depth, int single_depth, rp_error *err);
+
 /* Appends every parameter of cfg (diffusers names, shapes, init rules) to l. */
 void rp_flux_param_specs(const rp_flux_config *cfg, rp_param_list *l);
 

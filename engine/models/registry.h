@@ -1,4 +1,5 @@
-/* registry.h — model presets by name, across families.
+/* registry.h — model presets by name, across families (the names are the family table's:
+ * family_ops.h; what a family does with them is its ops).
  *
  * A model name is a preset:
  *   DiT           dit-tiny dit-digits dit-xl-2-128 dit-xl-2-256 dit-xl-2-512
@@ -30,7 +31,6 @@
 #include "../error.h"
 #include "../params.h"
 #include "../family.h"
-#include "flux.h"
 
 
 /* Family of a preset name; RP_ERR_NOT_FOUND with the list of known presets. */
@@ -47,13 +47,10 @@ rp_status rp_model_param_specs(const char *model, int depth_override, rp_param_l
 rp_status rp_model_param_specs_depth(const char *model, int depth, int single_depth, rp_param_list *l,
                                      rp_error *err);
 
-/* Applies (depth, single_depth) as above to a FLUX preset config: depth 0 and
- * single_depth 0 leave it as is. Counts above the preset's are refused
- * (rp_flux_set_depth), naming the preset's counts. */
-rp_status rp_model_flux_depth(rp_flux_config *cfg, int depth, int single_depth, rp_error *err);
-
-/* Space-separated list of every known preset. */
+/* Space-separated list of every known preset, and of the denoisers' (DiT, SD3, FLUX), in
+ * the family table's order (family_ops.h). */
 const char *rp_model_presets(void);
+const char *rp_denoiser_presets(void);
 
 /* Space-separated presets of one family (e.g. "vae-tiny sd-vae vae-tiny-16 sd3-vae flux-vae"). */
 const char *rp_family_presets(rp_family f);

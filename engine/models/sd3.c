@@ -73,6 +73,7 @@
 #include "../parallel/parallel.h"
 #include "../trace.h"
 #include "embed.h"
+#include "family_ops.h"
 
 typedef struct sd3_block {
     int pre_only;                             /* context_pre_only (the last block) */
@@ -759,3 +760,83 @@ double rp_sd3_macs(const rp_sd3_config *cfg, int L, int H, int W) {
     macs += 2.0 * D * D + T * D * Po;                                  /* norm_out, proj_out */
     return macs;
 }
+
+/* ---- the family's ops (family_ops.h) ----------------------------------------------------- */
+
+/* The preset with depth > 0 replacing its block count (the last block stays context_pre_only). */
+static rp_status sd3_config(const char *model, int depth, rp_sd3_config *c, rp_error *err) {
+    RP_TRY(rp_sd3_preset(model, c, err));
+    if (depth > 0) c->depth = depth;
+    return RP_OK;
+}
+
+static void sd3_facts_of(const rp_sd3_config *c, rp_model_facts *f) {
+    memset(f, 0, sizeof *f);
+    f->heads = c->heads;
+    f->blocks = c->depth;
+    f->patch = c->patch;
+    f->latent_c = c->in_channels;
+    f->out_c = c->out_channels;
+    f->native = c->sample_size;
+    f->pos_max = c->pos_embed_max_size;
+    f->Dctx = c->joint_attention_dim;
+    f->Dpool = c->pooled_projection_dim;
+}
+
+static rp_status sd3_ops_specs(const char *model, int depth, int single_depth, rp_param_list *l, rp_error *err) {
+    rp_sd3_config c;
+    (void)single_depth;
+    RP_TRY(sd3_config(model, depth, &c, err));
+    rp_sd3_param_specs(&c, l);
+    return RP_OK;
+}
+
+static rp_status sd3_ops_facts(const char *model, int depth, int single_depth, rp_model_facts *f, rp_error *err) {
+    rp_sd3_config c;
+    (void)single_depth;
+    RP_TRY(sd3_config(model, depth, &c, err));
+    sd3_facts_of(&c, f);
+    return RP_OK;
+}
+
+static rp_status sd3_ops_load(const char *model, int depth, int single_depth, const rp_st_file *f, rp_model *out,
+                              rp_error *err) {
+    rp_sd3_config c;
+    (void)single_depth;
+    RP_TRY(sd3_config(model, depth, &c, err));
+    assert(c.out_channels == c.in_channels); /* the velocity lives in the latent space */
+    rp_sd3 *m = NULL;
+    RP_TRY(rp_sd3_load(&c, f, &m, err));
+    out->impl = m;
+    sd3_facts_of(&c, &out->facts);
+    return RP_OK;
+}
+
+/* diffusers' SD3 pipeline passes no text mask and ignores any guidance scale input */
+static rp_status sd3_ops_forward(const rp_model *m, const rp_ctx *ctx, float *out, const rp_model_input *in,
+                                 rp_error *err) {
+    return rp_sd3_forward(m->impl, ctx, out, in->x, in->t, in->context, NULL, in->pooled, in->B, in->L, in->h, in->w,
+                          err);
+}
+
+static void sd3_ops_free(rp_model *m) {
+    rp_sd3_free(m->impl);
+    m->impl = NULL;
+}
+
+static double sd3_ops_macs(const rp_model *m, int L, int h, int w) { return rp_sd3_macs(rp_sd3_cfg(m->impl), L, h, w); }
+
+/* StableDiffusion3Pipeline: the static shift 3 */
+static rp_status sd3_ops_schedule(rp_flow_schedule *s, int steps, int h, int w, const rp_model_facts *f,
+                                  rp_error *err) {
+    (void)h, (void)w, (void)f;
+    return rp_flow_schedule_sd3(s, steps, RP_FLOW_SD3_SHIFT, err);
+}
+
+const rp_family_ops rp_sd3_family = {
+    .family = RP_FAMILY_SD3, .label = "SD3",
+    .presets = "sd3-tiny sd3-digits sd3-medium sd3.5-large sd3.5-medium sd3.5-medium-tiny",
+    .denoiser = 1, .cond = RP_COND_TEXT, .guidance = RP_GUIDE_CFG, .takes_depth = 1,
+    .param_specs = sd3_ops_specs, .facts = sd3_ops_facts, .load = sd3_ops_load, .forward = sd3_ops_forward,
+    .free = sd3_ops_free, .macs = sd3_ops_macs, .schedule = sd3_ops_schedule, .model_t = rp_flow_sd3_model_t,
+};

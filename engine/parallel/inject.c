@@ -120,19 +120,20 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
     assert(l && id >= 0 && id < RP_INJECT_COUNT);
     if (why && cap) why[0] = '\0';
     const char *n = INJECTIONS[id].name;
-    const int world = l->dp * l->cfg_parallel * l->ulysses * l->ring * l->pipefusion * l->patch;
-    const int sp = l->ulysses * l->ring;
+    const rp_par_degrees *d = &l->deg;
+    const int world = rp_par_world(d);
+    const int sp = d->ulysses * d->ring;
     switch (id) {
     case RP_INJECT_NONE: return 1;
     case RP_INJECT_DP_RANK_LAYOUT:
     case RP_INJECT_DP_SHARED_NOISE:
-        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
+        return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
     case RP_INJECT_ULYSSES_HEAD_ORDER:
-        return l->ulysses > 1 ? 1 : no(why, cap, "%s needs ulysses > 1 (got ulysses=%d)", n, l->ulysses);
+        return d->ulysses > 1 ? 1 : no(why, cap, "%s needs ulysses > 1 (got ulysses=%d)", n, d->ulysses);
     case RP_INJECT_RING_NO_RESCALE:
-        return l->ring > 1 ? 1 : no(why, cap, "%s needs ring > 1 (got ring=%d)", n, l->ring);
+        return d->ring > 1 ? 1 : no(why, cap, "%s needs ring > 1 (got ring=%d)", n, d->ring);
     case RP_INJECT_PIPEFUSION_CACHE_LEAK:
-        return l->pipefusion > 1 ? 1 : no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, l->pipefusion);
+        return d->pipefusion > 1 ? 1 : no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
     case RP_INJECT_ROPE_OFFSET:
         if (fam != RP_FAMILY_FLUX) {
             if (why && cap)
@@ -140,12 +141,12 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
                          rp_family_name(fam));
             return 0;
         }
-        if (sp > 1 || l->patch > 1 || l->pipefusion > 1) return 1;
+        if (sp > 1 || d->patch > 1 || d->pipefusion > 1) return 1;
         if (why && cap)
             snprintf(why, cap,
                      "%s needs a layout where ranks compute positions for their part of the image "
                      "(ulysses x ring > 1, patch > 1 or pipefusion > 1); got ulysses=%d ring=%d patch=%d "
-                     "pipefusion=%d", n, l->ulysses, l->ring, l->patch, l->pipefusion);
+                     "pipefusion=%d", n, d->ulysses, d->ring, d->patch, d->pipefusion);
         return 0;
     case RP_INJECT_ATTN_SCALE:
     case RP_INJECT_NORM_EPS_RANK:
@@ -155,9 +156,9 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         return world > 1 ? 1 : no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
     case RP_INJECT_BF16_LAYER_RANK:
         if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
-        if (l->pipefusion > 1) /* the last rank is the last pipeline stage */
+        if (d->pipefusion > 1) /* the last rank is the last pipeline stage */
             return no(why, cap, "%s needs pipefusion = 1: the last rank, a later pipeline stage, does not run the "
-                      "first block (got pipefusion=%d)", n, l->pipefusion);
+                      "first block (got pipefusion=%d)", n, d->pipefusion);
         if (l->on_device) {
             if (why && cap)
                 snprintf(why, cap, "%s acts on the CPU engine's GEMM precision; a device runs its GEMMs in its own "
@@ -177,27 +178,27 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
                 snprintf(why, cap, "%s needs classifier-free guidance: FLUX has none (embedded guidance)", n);
             return 0;
         }
-        if (l->cfg_parallel != 2)
-            return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, l->cfg_parallel);
+        if (d->cfg != 2)
+            return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, d->cfg);
         /* rank 1's own latents are never returned: they reach rank 0 through the half it
          * evaluates at the next step */
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: rank 1's diverged latents reach rank 0 only "
                                       "through its next step's half (got steps=%d)", n, l->steps);
     case RP_INJECT_DP_IMAGE_ORDER:
-        if (l->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
-        if (l->items < 2 * l->dp) {
+        if (d->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
+        if (l->items < 2 * d->dp) {
             if (why && cap)
                 snprintf(why, cap,
                          "%s needs >= 2 items per dp group to put in the wrong order (got %d items over dp=%d)", n,
-                         l->items, l->dp);
+                         l->items, d->dp);
             return 0;
         }
         return 1;
     case RP_INJECT_NONDET_DP_RANK:
-        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, l->dp);
+        return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
     case RP_INJECT_VAE_DECODE_RANK:
-        return l->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",
-                                  n, l->dp);
+        return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",
+                                  n, d->dp);
     case RP_INJECT_TIMESTEP_SKEW:
         if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: step 0 has no previous timestep (got steps=%d)",

@@ -60,6 +60,7 @@
 
 #include "../error.h"
 #include "../family.h"
+#include "strategy.h"
 
 typedef enum rp_inject_id {
     RP_INJECT_NONE = 0,          /* "" — normal runs */
@@ -84,7 +85,7 @@ typedef enum rp_inject_id {
 /* The parts of a case an injection's applicability depends on (kept apart from
  * harness/case/case.h so the engine does not depend on the harness). */
 typedef struct rp_inject_layout {
-    int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
+    rp_par_degrees deg; /* the layout's degrees (strategy.h) */
     int steps;
     int items;          /* items of the case (dp-image-order needs >= 2 per dp group) */
     int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */

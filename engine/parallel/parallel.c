@@ -30,12 +30,10 @@ static rp_status make_group(rp_parallel *p, const rp_par_coords *vary, int size,
     g->size = size;
     if (size == 1) return RP_OK; /* every rank knows the degree: all skip this split alike */
     rp_par_coords base = p->at;
-    if (vary->dp) base.dp = 0;
-    if (vary->cfg) base.cfg = 0;
-    if (vary->pipefusion) base.pipefusion = 0;
-    if (vary->patch) base.patch = 0;
-    if (vary->ring) base.ring = 0;
-    if (vary->ulysses) base.ulysses = 0;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        if (rp_par_degree(&vary->of, s)) *rp_par_degree_ptr(&base.of, s) = 0;
+    }
     const int color = rp_par_rank_of(&p->deg, &base);
     rp_status st = p->world_comm->ops->split(p->world_comm, color, key, &g->comm, err);
     if (st != RP_OK) return st;
@@ -49,13 +47,17 @@ static rp_status make_group(rp_parallel *p, const rp_par_coords *vary, int size,
 rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err) {
     memset(p, 0, sizeof *p);
     assert(world);
-    if (d->dp < 1 || d->cfg < 1 || d->pipefusion < 1 || d->ulysses < 1 || d->ring < 1 || d->patch < 1)
-        return RP_FAIL(err, RP_ERR_INVALID, "parallel: degrees must be >= 1 (dp %d, cfg %d, pipefusion %d, ulysses "
-                       "%d, ring %d, patch %d)", d->dp, d->cfg, d->pipefusion, d->ulysses, d->ring, d->patch);
-    if (rp_par_world(d) != world->world)
-        return RP_FAIL(err, RP_ERR_INVALID, "parallel: dp %d x cfg %d x pipefusion %d x ulysses %d x ring %d x patch "
-                       "%d = %d ranks, but the communicator has %d", d->dp, d->cfg, d->pipefusion, d->ulysses,
-                       d->ring, d->patch, rp_par_world(d), world->world);
+    char named[160];
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        if (rp_par_degree(d, rp_par_degree_strategy(i)) < 1) {
+            rp_par_named_text(d, " ", ", ", named, sizeof named);
+            return RP_FAIL(err, RP_ERR_INVALID, "parallel: degrees must be >= 1 (%s)", named);
+        }
+    if (rp_par_world(d) != world->world) {
+        rp_par_named_text(d, " ", " x ", named, sizeof named);
+        return RP_FAIL(err, RP_ERR_INVALID, "parallel: %s = %d ranks, but the communicator has %d", named,
+                       rp_par_world(d), world->world);
+    }
     p->deg = *d;
     p->rank = world->rank;
     p->world = world->world;

@@ -3,7 +3,10 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "../strutil.h"
 
 #define DEG(f) offsetof(rp_par_degrees, f)
 
@@ -13,13 +16,13 @@ static const rp_par_strategy_info STRATEGIES[] = {
                  "batch, every GEMM run with fewer rows, and a BLAS may pick other kernels by the row count",
      .bitwise_when = "with per-item batches (SD3/FLUX): each item's forwards are the single rank's",
      .replicated = "the item list (broadcast, checksummed); the latents gathered to rank 0",
-     .axis = "data parallel"},
+     .axis = "data parallel", .tag = "dp", .nest = 5},
     {.name = "cfg", .field = "cfg_parallel", .degree = DEG(cfg), .exactness = RP_PAR_EXACT,
      .reorders = "none inside a row; each rank's GEMMs have half the rows (the BLAS may pick other kernels); "
                  "the guidance combine is the single rank's formula on the same two outputs",
      .bitwise_when = "when the BLAS gives a row the same bits for the halved row count (measured by the tests)",
      .replicated = "the allgathered guidance halves, the guided prediction and the latents after every step",
-     .axis = "CFG parallel"},
+     .axis = "CFG parallel", .tag = "cfg", .nest = 4},
     {.name = "ulysses", .field = "ulysses", .degree = DEG(ulysses), .exactness = RP_PAR_EXACT,
      .reorders = "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the "
                  "single rank's key order, so the math variant does the single rank's arithmetic",
@@ -27,14 +30,14 @@ static const rp_par_strategy_info STRATEGIES[] = {
                      "the tests)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "Ulysses (sequence, all-to-all)"},
+     .axis = "Ulysses (sequence, all-to-all)", .tag = "u", .nest = 0},
     {.name = "ring", .field = "ring", .degree = DEG(ring), .exactness = RP_PAR_EXACT,
      .reorders = "softmax sums and P V products split into one block per ring rank, merged with the (max, sum) "
                  "correction in ring order",
      .bitwise_when = "never (the softmax is summed in another order)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "ring attention (sequence, K/V passed)"},
+     .axis = "ring attention (sequence, K/V passed)", .tag = "r", .nest = 1},
     {.name = "usp", .exactness = RP_PAR_EXACT, .reorders = "ulysses and ring together: both of the above",
      .bitwise_when = "never (ring's order)", .replicated = "as ulysses and ring", .axis = "USP (Ulysses x ring)"},
     {.name = "pipefusion", .field = "pipefusion", .degree = DEG(pipefusion), .exactness = RP_PAR_WARMUP_EXACT,
@@ -44,14 +47,14 @@ static const rp_par_strategy_info STRATEGIES[] = {
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for the row counts (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step on every stage",
-     .axis = "PipeFusion (blocks over stages)"},
+     .axis = "PipeFusion (blocks over stages)", .tag = "pf", .nest = 3},
     {.name = "patch", .field = "patch", .degree = DEG(patch), .exactness = RP_PAR_WARMUP_EXACT,
      .reorders = "warmup: the token GEMMs run on T/patch rows, attention keys in the single rank's order; after "
                  "it, each patch attends to the other patches' K/V of the previous step (DistriFusion)",
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step; whole-sequence tensors during warmup",
-     .axis = "patch parallel (DistriFusion)"},
+     .axis = "patch parallel (DistriFusion)", .tag = "patch", .nest = 2},
 };
 
 int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
@@ -73,7 +76,7 @@ const char *rp_par_exactness_name(rp_par_exactness e) {
 
 
 rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
-    const rp_par_strategy_info *s[5];
+    const rp_par_strategy_info *s[RP_PAR_N_DEGREES];
     const int n = rp_par_layout_strategies(d, s);
     rp_par_exactness e = RP_PAR_EXACT;
     for (int i = 0; i < n; i++)
@@ -81,15 +84,14 @@ rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d) {
     return e;
 }
 
-int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]) {
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[RP_PAR_N_DEGREES]) {
+    const int usp = d->ulysses > 1 && d->ring > 1; /* both sequence splits: one strategy, USP */
     int n = 0;
-    if (d->dp > 1) out[n++] = rp_par_strategy("dp");
-    if (d->cfg > 1) out[n++] = rp_par_strategy("cfg");
-    if (d->pipefusion > 1) out[n++] = rp_par_strategy("pipefusion");
-    if (d->ulysses > 1 && d->ring > 1) out[n++] = rp_par_strategy("usp");
-    else if (d->ulysses > 1) out[n++] = rp_par_strategy("ulysses");
-    else if (d->ring > 1) out[n++] = rp_par_strategy("ring");
-    if (d->patch > 1) out[n++] = rp_par_strategy("patch");
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        if (rp_par_degree(d, s) <= 1 || (usp && s->degree == offsetof(rp_par_degrees, ring))) continue;
+        out[n++] = usp && s->degree == offsetof(rp_par_degrees, ulysses) ? rp_par_strategy("usp") : s;
+    }
     return n;
 }
 
@@ -98,6 +100,13 @@ const rp_par_strategy_info *rp_par_degree_strategy(int i) {
     for (int k = 0, n = 0; k < rp_par_strategy_count(); k++)
         if (STRATEGIES[k].field && n++ == i) return &STRATEGIES[k];
     return NULL; /* unreachable: the table has RP_PAR_N_DEGREES fields (asserted in its test) */
+}
+
+const rp_par_strategy_info *rp_par_member_strategy(int i) {
+    assert(i >= 0 && i < RP_PAR_N_DEGREES);
+    for (int k = 0; k < RP_PAR_N_DEGREES; k++)
+        if (rp_par_degree_strategy(k)->degree == (size_t)i * sizeof(int)) return rp_par_degree_strategy(k);
+    return NULL; /* unreachable: every member is one strategy's (asserted in its test) */
 }
 
 int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s) {
@@ -120,28 +129,67 @@ long long rp_par_world_ll(const rp_par_degrees *d) {
 
 int rp_par_world(const rp_par_degrees *d) { return (int)rp_par_world_ll(d); }
 
+/* ---- texts (rp_appendf: appends, truncating at cap) ------------------------------------- */
+
+void rp_par_fields_text(const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        rp_appendf(buf, cap, "%s%s", i ? sep : "", rp_par_degree_strategy(i)->field);
+}
+
+void rp_par_values_text(const rp_par_degrees *d, const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        rp_appendf(buf, cap, "%s%d", i ? sep : "", rp_par_degree(d, rp_par_degree_strategy(i)));
+}
+
+void rp_par_named_text(const rp_par_degrees *d, const char *kv, const char *sep, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        rp_appendf(buf, cap, "%s%s%s%d", i ? sep : "", s->name, kv, rp_par_degree(d, s));
+    }
+}
+
+void rp_par_tags_text(const rp_par_degrees *d, char *buf, size_t cap) {
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        const int v = rp_par_degree(d, s);
+        if (v != 1) rp_appendf(buf, cap, "%s%s%d", buf[0] ? " " : "", s->tag, v);
+    }
+    if (cap && !buf[0]) snprintf(buf, cap, "1");
+}
+
 /* ---- coordinates ------------------------------------------------------------------ */
+
+/* The degree strategy at nest k (0 innermost). */
+static const rp_par_strategy_info *nested(int k) {
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        if (rp_par_degree_strategy(i)->nest == k) return rp_par_degree_strategy(i);
+    assert(!"every nest index has one strategy (asserted in its test)");
+    return NULL;
+}
 
 void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c) {
     assert(rank >= 0 && rank < rp_par_world(d));
     int r = rank;
-    /* innermost first: the sequence slot is ulysses x ring, or patch */
-    c->ulysses = r % d->ulysses; r /= d->ulysses;
-    c->ring = r % d->ring;       r /= d->ring;
-    c->patch = r % d->patch;     r /= d->patch;
-    c->pipefusion = r % d->pipefusion; r /= d->pipefusion;
-    c->cfg = r % d->cfg;         r /= d->cfg;
-    c->dp = r;
+    for (int k = 0; k < RP_PAR_N_DEGREES; k++) { /* innermost first */
+        const rp_par_strategy_info *s = nested(k);
+        const int n = rp_par_degree(d, s);
+        *rp_par_degree_ptr(&c->of, s) = r % n;
+        r /= n;
+    }
+    /* the sequence slot: ulysses x ring, or patch */
     c->sp = (c->patch * d->ring + c->ring) * d->ulysses + c->ulysses;
 }
 
 int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c) {
-    int r = c->dp;
-    r = r * d->cfg + c->cfg;
-    r = r * d->pipefusion + c->pipefusion;
-    r = r * d->patch + c->patch;
-    r = r * d->ring + c->ring;
-    r = r * d->ulysses + c->ulysses;
+    int r = 0;
+    for (int k = RP_PAR_N_DEGREES - 1; k >= 0; k--) { /* outermost first */
+        const rp_par_strategy_info *s = nested(k);
+        r = r * rp_par_degree(d, s) + rp_par_degree(&c->of, s);
+    }
     return r;
 }
 

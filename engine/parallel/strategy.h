@@ -11,6 +11,9 @@ typedef enum rp_par_exactness {
     RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
 } rp_par_exactness;
 
+/* One member per strategy with a degree, in xDiT's order outermost first; a new strategy
+ * is a member here and a row of the table (strategy.c). Only ints: the table addresses
+ * them by offset, and the count of members is RP_PAR_N_DEGREES. */
 typedef struct rp_par_degrees {
     int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
 } rp_par_degrees;
@@ -28,6 +31,11 @@ typedef struct rp_par_strategy_info {
     const char *replicated;    /* what every rank of its group holds a copy of: the tensors the
                                 * replica check compares (engine/parallel/replica.c) */
     const char *axis;          /* the reports' axis label */
+    const char *tag;           /* its degree's prefix in a case's short degrees text ("u" of "dp2 u2") */
+    int nest;                  /* its axis in the rank layout, 0 innermost (xDiT's: ulysses, ring,
+                                * patch, pipefusion, cfg, dp); unused without a field */
+    int id_optional;           /* 1 for a strategy added after case ids were first stored: its
+                                * degree 1 is left out of a case's id, so stored ids stay valid */
 } rp_par_strategy_info;
 
 /* The strategy table; NULL for an unknown name. */
@@ -37,13 +45,29 @@ const rp_par_strategy_info *rp_par_strategy_at(int i);
 /* "exact" | "warmup-exact" */
 const char *rp_par_exactness_name(rp_par_exactness e);
 
-/* The strategies with a degree of their own (a field), in the table's order: the six
+/* The strategies with a degree of their own (a field), in the table's order: the
  * degrees of rp_par_degrees. */
-enum { RP_PAR_N_DEGREES = 6 };
+enum { RP_PAR_N_DEGREES = (int)(sizeof(rp_par_degrees) / sizeof(int)) };
 const rp_par_strategy_info *rp_par_degree_strategy(int i);
+/* The same strategies in rp_par_degrees' member order, xDiT's, outermost first (dp, cfg,
+ * pipefusion, ulysses, ring, patch): the order of layouts' texts and records. */
+const rp_par_strategy_info *rp_par_member_strategy(int i);
 /* s's degree in d (s must have a field), and its address. */
 int rp_par_degree(const rp_par_degrees *d, const rp_par_strategy_info *s);
 int *rp_par_degree_ptr(rp_par_degrees *d, const rp_par_strategy_info *s);
+
+/* Texts of the degrees, for messages and labels; each truncates at cap:
+ *   rp_par_fields_text  the degree fields in the table's order joined by sep
+ *                       ("dp x cfg_parallel x ulysses x ring x pipefusion x patch" for sep " x ")
+ *   rp_par_values_text  d's degrees in the same order joined by sep ("2x1x1x2x1x1" for "x")
+ *   rp_par_named_text   "<name><kv><degree>" joined by sep in xDiT's order, outermost first
+ *                       (rp_par_degrees'): "dp=2 cfg=1 pipefusion=1 ulysses=2 ring=1 patch=1"
+ *   rp_par_tags_text    "<tag><degree>" of the degrees above 1, table order, joined by " "
+ *                       ("dp2 u2"); "1" for the serial layout */
+void rp_par_fields_text(const char *sep, char *buf, size_t cap);
+void rp_par_values_text(const rp_par_degrees *d, const char *sep, char *buf, size_t cap);
+void rp_par_named_text(const rp_par_degrees *d, const char *kv, const char *sep, char *buf, size_t cap);
+void rp_par_tags_text(const rp_par_degrees *d, char *buf, size_t cap);
 
 /* dp x cfg x pipefusion x ulysses x ring x patch: the world (the _ll form saturates at
  * LLONG_MAX, for degrees not validated yet; the int form is for validated layouts). */
@@ -51,16 +75,23 @@ int rp_par_world(const rp_par_degrees *d);
 long long rp_par_world_ll(const rp_par_degrees *d);
 /* The weakest contract among the strategies a layout uses (EXACT for a single rank). */
 rp_par_exactness rp_par_layout_exactness(const rp_par_degrees *d);
-/* The strategies a layout uses, in xDiT's order outermost first ("dp", "cfg",
- * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out (up to 5); returns how many. */
-int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[5]);
+/* The strategies a layout uses (degree > 1), in xDiT's order outermost first ("dp", "cfg",
+ * "pipefusion", "usp" | "ulysses" | "ring", "patch"), into out; returns how many. */
+int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info *out[RP_PAR_N_DEGREES]);
 
+/* A rank's place in the layout: one coordinate per degree (in 0..degree-1), at the
+ * degree's offset (of: rp_par_degree / rp_par_degree_ptr address it through the table),
+ * also readable by the strategies' names. */
 typedef struct rp_par_coords {
-    int dp, cfg, pipefusion, ring, ulysses, patch;
+    union {
+        rp_par_degrees of;
+        struct { int dp, cfg, pipefusion, ulysses, ring, patch; }; /* of's members, in its order */
+    };
     int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
 } rp_par_coords;
 
-/* rank -> coordinates, and back (xDiT's order above). */
+/* rank -> coordinates, and back (the table's nest order: innermost ulysses, ring, patch,
+ * pipefusion, cfg, dp outermost). */
 void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
 int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
 

@@ -388,7 +388,9 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
 
 /* ---- SD3 / FLUX denoiser (flow matching) ------------------------------------------------ */
 
-static int flow_guided(const rp_flow_gen_denoiser *d) { return d->family == RP_FAMILY_SD3 && d->cfg > 1.0; }
+static int flow_guided(const rp_flow_gen_denoiser *d) {
+    return d->model->ops->guidance == RP_GUIDE_CFG && d->cfg > 1.0;
+}
 
 /* Row of the model batch holding item b's conditional (cond = 1) or unconditional
  * (cond = 0, guided only) input. Joint: diffusers' [uncond x B; cond x B]. Per item:
@@ -399,55 +401,45 @@ static int flow_slot(const rp_flow_gen_denoiser *d, int b, int cond) {
     return d->per_item ? 2 * b + cond : cond * d->B + b;
 }
 
-rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, const rp_flux *flux,
-                                    const rp_ctx *ctx, const rp_flow_schedule *sched, int B, int h, int w,
-                                    int L, const float *context, const float *pooled, const float *neg_context,
-                                    const float *neg_pooled, double cfg, double guidance, int per_item,
-                                    rp_error *err) {
+rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_model *model, const rp_ctx *ctx,
+                                    const rp_flow_schedule *sched, int B, int h, int w, int L, const float *context,
+                                    const float *pooled, const float *neg_context, const float *neg_pooled,
+                                    double cfg, double guidance, int per_item, rp_error *err) {
     memset(d, 0, sizeof *d);
-    assert((sd3 != NULL) != (flux != NULL));
+    assert(model && model->ops->cond == RP_COND_TEXT);
     assert(ctx && sched && B >= 1 && h >= 1 && w >= 1 && L >= 1 && context && pooled);
-    d->family = sd3 ? RP_FAMILY_SD3 : RP_FAMILY_FLUX;
-    d->sd3 = sd3;
-    d->flux = flux;
+    d->model = model;
     d->ctx = ctx;
     d->sched = sched;
     d->B = B; d->h = h; d->w = w; d->L = L;
     d->cfg = cfg;
     d->guidance = guidance;
     d->per_item = per_item != 0;
-    if (sd3) {
-        const rp_sd3_config *c = rp_sd3_cfg(sd3);
-        assert(c->out_channels == c->in_channels); /* the velocity lives in the latent space */
-        d->C = c->in_channels;
-        d->Dctx = c->joint_attention_dim;
-        d->Dpool = c->pooled_projection_dim;
-    } else {
-        const rp_flux_config *c = rp_flux_cfg(flux);
-        d->C = c->in_channels;
-        d->Dctx = c->joint_attention_dim;
-        d->Dpool = c->pooled_dim;
-    }
+    assert(model->facts.out_c == model->facts.latent_c); /* the velocity lives in the latent space */
+    d->C = model->facts.latent_c;
+    d->Dctx = model->facts.Dctx;
+    d->Dpool = model->facts.Dpool;
     const int guided = flow_guided(d), Bm = guided ? 2 * B : B;
+    const int embedded = model->ops->guidance == RP_GUIDE_EMBEDDED;
     if (guided && (!neg_context || !neg_pooled))
-        return RP_FAIL(err, RP_ERR_INVALID, "SD3 with cfg %g > 1 needs the unconditional (\"\" prompt) encoding",
-                       cfg);
+        return RP_FAIL(err, RP_ERR_INVALID, "%s with cfg %g > 1 needs the unconditional (\"\" prompt) encoding",
+                       model->ops->label, cfg);
     const size_t per = (size_t)d->C * h * w, per_ctx = (size_t)L * d->Dctx;
     d->xin = malloc(sizeof(float) * Bm * per);
     d->out = malloc(sizeof(float) * Bm * per);
     d->t = malloc(sizeof(float) * Bm);
-    d->g = flux ? malloc(sizeof(float) * Bm) : NULL;
+    d->g = embedded ? malloc(sizeof(float) * Bm) : NULL;
     d->context = malloc(sizeof(float) * Bm * per_ctx);
     d->pooled = malloc(sizeof(float) * Bm * (size_t)d->Dpool);
     if (ctx->par) {
         d->half = malloc(sizeof(float) * B * per);
         d->rows = malloc(sizeof(int) * Bm);
     }
-    if (!d->xin || !d->out || !d->t || (flux && !d->g) || !d->context || !d->pooled ||
+    if (!d->xin || !d->out || !d->t || (embedded && !d->g) || !d->context || !d->pooled ||
         (ctx->par && (!d->half || !d->rows))) {
         rp_flow_gen_denoiser_free(d);
         return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for a %s batch of %d at latent %dx%d",
-                       sd3 ? "SD3" : "FLUX", Bm, h, w);
+                       model->ops->label, Bm, h, w);
     }
     for (int b = 0; b < B; b++) {
         const int c = flow_slot(d, b, 1);
@@ -489,11 +481,10 @@ static rp_status flow_fwd_run(void *u, const rp_ctx *ctx, float *o, rp_error *er
     const rp_flow_gen_denoiser *d = f->d;
     const int r0 = f->r0, nb = f->nb;
     const size_t per = (size_t)d->C * d->h * d->w, per_ctx = (size_t)d->L * d->Dctx;
-    const float *x = d->xin + r0 * per, *c = d->context + r0 * per_ctx, *p = d->pooled + (size_t)r0 * d->Dpool;
-    if (d->family == RP_FAMILY_SD3)
-        return rp_sd3_forward(d->sd3, ctx, o, x, d->t + r0, c, NULL, p, nb, d->L, d->h, d->w, err);
-    const float *g = rp_flux_cfg(d->flux)->guidance_embeds ? d->g + r0 : NULL;
-    return rp_flux_forward(d->flux, ctx, o, x, d->t + r0, g, c, NULL, p, nb, d->h, d->w, d->L, err);
+    const rp_model_input in = {.B = nb, .h = d->h, .w = d->w, .x = d->xin + r0 * per, .t = d->t + r0,
+                               .context = d->context + r0 * per_ctx, .L = d->L,
+                               .pooled = d->pooled + (size_t)r0 * d->Dpool, .guidance = d->g ? d->g + r0 : NULL};
+    return d->model->ops->forward(d->model, ctx, o, &in, err);
 }
 
 /* One transformer forward over rows [r0, r0 + nb) of the model batch: xin, t, g, context,
@@ -521,7 +512,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
         memcpy(d->xin + flow_slot(d, b, 1) * per, x + b * per, sizeof(float) * per);
         if (guided) memcpy(d->xin + flow_slot(d, b, 0) * per, x + b * per, sizeof(float) * per);
     }
-    const float t_step = d->family == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(d->sched, i) : rp_flow_flux_model_t(d->sched, i);
+    const float t_step = d->model->ops->model_t(d->sched, i);
     const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, t_step, d->prev_t) : t_step;
     d->prev_t = t_step;
     for (int r = 0; r < Bm; r++) d->t[r] = tt;
@@ -529,7 +520,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
     const int seg = guided ? rp_par_cfg_segment(d->ctx) : -1;
     if (!guided && rp_par_cfg_segment(d->ctx) >= 0)
         return RP_FAIL(err, RP_ERR_INVALID, "cfg parallelism needs classifier-free guidance (SD3 with cfg > 1; got %s "
-                       "cfg %g)", d->family == RP_FAMILY_SD3 ? "SD3" : "FLUX", d->cfg);
+                       "cfg %g)", d->model->ops->label, d->cfg);
     if (!d->per_item) {
         if (seg < 0) {
             if (d->ctx->par) joint_rows(d->ctx, d->rows, B, 0, guided ? 2 : 1, guided ? 2 : 1);
@@ -589,37 +580,27 @@ rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d) {
 
 /* What generate_flow needs of the model preset, whichever family. */
 typedef struct flow_model_cfg {
-    rp_family family;
-    rp_sd3_config sd3;
-    rp_flux_config flux;
+    const rp_family_ops *ops;
+    rp_model_facts f;   /* with the request's depth options */
     int C;              /* latent channels */
     int native;         /* the preset's latent side */
     int Dctx, Dpool;    /* text widths the model takes */
 } flow_model_cfg;
 
-static rp_status flow_model_config(const rp_gen_request *req, rp_family fam, flow_model_cfg *m, rp_error *err) {
+static rp_status flow_model_config(const rp_gen_request *req, const rp_family_ops *ops, flow_model_cfg *m,
+                                   rp_error *err) {
     memset(m, 0, sizeof *m);
-    m->family = fam;
+    m->ops = ops;
     if (req->depth < 0 || req->single_depth < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "depth %d and single_depth %d must be >= 0 (0 = the preset's)",
                        req->depth, req->single_depth);
-    if (fam == RP_FAMILY_SD3) {
-        RP_TRY(rp_sd3_preset(req->model, &m->sd3, err));
-        if (req->single_depth > 0)
-            return RP_FAIL(err, RP_ERR_INVALID, "model '%s': single_depth applies to FLUX only", req->model);
-        if (req->depth > 0) m->sd3.depth = req->depth;
-        m->C = m->sd3.in_channels;
-        m->native = m->sd3.sample_size;
-        m->Dctx = m->sd3.joint_attention_dim;
-        m->Dpool = m->sd3.pooled_projection_dim;
-    } else {
-        RP_TRY(rp_flux_preset(req->model, &m->flux, err));
-        RP_TRY(rp_model_flux_depth(&m->flux, req->depth, req->single_depth, err));
-        m->C = m->flux.in_channels;
-        m->native = m->flux.sample_size;
-        m->Dctx = m->flux.joint_attention_dim;
-        m->Dpool = m->flux.pooled_dim;
-    }
+    if (req->single_depth > 0 && !ops->takes_single_depth)
+        return RP_FAIL(err, RP_ERR_INVALID, "model '%s': single_depth applies to FLUX only", req->model);
+    RP_TRY(ops->facts(req->model, req->depth, req->single_depth, &m->f, err));
+    m->C = m->f.latent_c;
+    m->native = m->f.native;
+    m->Dctx = m->f.Dctx;
+    m->Dpool = m->f.Dpool;
     return RP_OK;
 }
 
@@ -628,22 +609,22 @@ static rp_status check_flow_request(const rp_gen_request *req, const flow_model_
         return RP_FAIL(err, RP_ERR_INVALID, "steps must be in 1..%d (got %d)", RP_FLOW_MAX_STEPS, req->steps);
     if (!(req->cfg >= 0.0) || !isfinite(req->cfg))
         return RP_FAIL(err, RP_ERR_INVALID, "cfg scale must be a number >= 0 (got %g)", req->cfg);
-    if (m->family == RP_FAMILY_FLUX && req->cfg > 1.0)
+    if (m->ops->guidance == RP_GUIDE_EMBEDDED && req->cfg > 1.0)
         return RP_FAIL(err, RP_ERR_INVALID,
                        "model '%s': FLUX-dev uses embedded guidance (guidance, default %g), not classifier-free "
                        "guidance: cfg must be <= 1 (got %g)", req->model, RP_FLOW_FLUX_GUIDANCE, req->cfg);
-    if (m->family == RP_FAMILY_FLUX && (!isfinite(req->guidance) || fabs(req->guidance) > 1e6))
+    if (m->ops->guidance == RP_GUIDE_EMBEDDED && (!isfinite(req->guidance) || fabs(req->guidance) > 1e6))
         return RP_FAIL(err, RP_ERR_INVALID, "guidance must be a finite number (got %g)", req->guidance);
-    if (m->family == RP_FAMILY_SD3 && req->guidance != 0.0)
+    if (m->ops->guidance == RP_GUIDE_CFG && req->guidance != 0.0)
         return RP_FAIL(err, RP_ERR_INVALID,
-                       "model '%s': SD3 uses classifier-free guidance (cfg), not embedded guidance (got guidance %g)",
-                       req->model, req->guidance);
+                       "model '%s': %s uses classifier-free guidance (cfg), not embedded guidance (got guidance %g)",
+                       req->model, m->ops->label, req->guidance);
     if (req->n_items < 1 || !req->items) return RP_FAIL(err, RP_ERR_INVALID, "nothing to generate (no items)");
     return RP_OK;
 }
 
 /* Latent size (h, w) from the request's pixels (0 = native), checked against the VAE
- * factor f, the 2x2 patch both families need, and SD3's position table. */
+ * factor f, the 2x2 patch both families need, and a position table's bound (SD3). */
 static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cfg *m, int f, int *h, int *w,
                                   rp_error *err) {
     const int unit = 2 * f; /* pixels per latent patch */
@@ -654,8 +635,8 @@ static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cf
                        "x the 2x2 latent patch of %s)", W, H, unit, unit, f, req->model);
     *h = H / f;
     *w = W / f;
-    if (m->family == RP_FAMILY_SD3) {
-        const int M = m->sd3.pos_embed_max_size, p = m->sd3.patch;
+    if (m->f.pos_max) {
+        const int M = m->f.pos_max, p = m->f.patch;
         if (*h / p > M || *w / p > M)
             return RP_FAIL(err, RP_ERR_INVALID,
                            "image size %dx%d px: %s's position table covers at most %dx%d px (%d patches a side)", W,
@@ -790,9 +771,9 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
 /* Every check of an SD3 / FLUX request that needs no weights: the model options, the
  * request fields, the VAE's latent channels, the image size and the text encoder's
  * widths. Fills the model config and the latent size. */
-static rp_status flow_validate(const rp_gen_request *req, rp_family fam, flow_model_cfg *m, int *h, int *w,
-                               rp_error *err) {
-    RP_TRY(flow_model_config(req, fam, m, err));
+static rp_status flow_validate(const rp_gen_request *req, const rp_family_ops *ops, flow_model_cfg *m, int *h,
+                               int *w, rp_error *err) {
+    RP_TRY(flow_model_config(req, ops, m, err));
     RP_TRY(check_flow_request(req, m, err));
     const char *vae_name = req->vae ? req->vae : rp_gen_default_vae(req->model);
     rp_vae_config vc;
@@ -822,22 +803,21 @@ static rp_status flow_validate(const rp_gen_request *req, rp_family fam, flow_mo
     return RP_OK;
 }
 
-static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const rp_ctx *ctx, rp_gen_result *res,
-                               rp_error *err) {
+static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *ops, const rp_ctx *ctx,
+                               rp_gen_result *res, rp_error *err) {
     flow_model_cfg m;
     int h = 0, w = 0;
-    RP_TRY(flow_validate(req, fam, &m, &h, &w, err));
+    RP_TRY(flow_validate(req, ops, &m, &h, &w, err));
 
     const int B = req->n_items, C = m.C, N = req->steps;
-    const int guided = fam == RP_FAMILY_SD3 && req->cfg > 1.0;
+    const int guided = ops->guidance == RP_GUIDE_CFG && req->cfg > 1.0;
     const size_t per = (size_t)C * h * w, n = (size_t)B * per;
-    res->family = fam;
+    res->family = ops->family;
     res->B = B; res->C = C; res->h = h; res->w = w; res->S = h == w ? h : 0; res->steps = N;
 
     flow_text text = {0};
     rp_flow_schedule sched = {0};
-    rp_sd3 *sd3 = NULL;
-    rp_flux *flux = NULL;
+    rp_model model = {0};
     rp_flow_gen_denoiser dd = {0};
     rp_st_file *wf = NULL;
     rp_status st;
@@ -847,12 +827,9 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
     res->encode_seconds = rp_now_s() - t0;
 
-    /* 2. schedule: SD3 static shift 3; FLUX-dev mu from the packed image sequence length;
-     * FLUX-schnell (no guidance embedder) unshifted */
-    if (fam == RP_FAMILY_SD3) st = rp_flow_schedule_sd3(&sched, N, RP_FLOW_SD3_SHIFT, err);
-    else if (!m.flux.guidance_embeds) st = rp_flow_schedule_linear(&sched, N, err);
-    else st = rp_flow_schedule_flux(&sched, N, rp_flow_flux_seq_len(h, w), err);
-    if (st != RP_OK) goto fail;
+    /* 2. schedule: the family's (SD3 static shift 3; FLUX-dev mu from the packed image
+     * sequence length; FLUX-schnell unshifted) */
+    if ((st = ops->schedule(&sched, N, h, w, &m.f, err)) != RP_OK) goto fail;
     res->shift = sched.shift;
     res->mu = sched.mu;
 
@@ -862,7 +839,8 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
         goto fail;
     if ((st = open_weights(res->weights_path, req->model, &wf, err)) != RP_OK) goto fail;
     if ((st = rp_weights_sharpen(wf, req->sharpen, err)) != RP_OK) goto fail;
-    st = fam == RP_FAMILY_SD3 ? rp_sd3_load(&m.sd3, wf, &sd3, err) : rp_flux_load(&m.flux, wf, &flux, err);
+    st = ops->load(req->model, req->depth, req->single_depth, wf, &model, err);
+    model.ops = ops;
     rp_st_close(wf); /* the model copies its parameters */
     if (st != RP_OK) goto fail;
 
@@ -883,7 +861,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     memcpy(res->sigmas, sched.sigmas, sizeof(double) * (N + 1));
     for (int i = 0; i < N; i++) {
         res->timesteps[i] = sched.timesteps[i];
-        res->model_t[i] = fam == RP_FAMILY_SD3 ? rp_flow_sd3_model_t(&sched, i) : rp_flow_flux_model_t(&sched, i);
+        res->model_t[i] = ops->model_t(&sched, i);
     }
 
     if (ctx->trace) {
@@ -893,7 +871,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
         rp_trace_note(ctx->trace, "steps", v);
         snprintf(v, sizeof v, "%.17g", guided ? req->cfg : 1.0);
         rp_trace_note(ctx->trace, "cfg", v);
-        if (fam == RP_FAMILY_FLUX && sched.dynamic) {
+        if (sched.dynamic) { /* FLUX-dev: the embedded guidance and the shift's mu */
             snprintf(v, sizeof v, "%.17g", req->guidance);
             rp_trace_note(ctx->trace, "guidance", v);
             snprintf(v, sizeof v, "%.17g", sched.mu);
@@ -908,7 +886,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     }
 
     /* 5. the Euler loop */
-    if ((st = rp_flow_gen_denoiser_init(&dd, sd3, flux, ctx, &sched, B, h, w, text.L, text.context, text.pooled,
+    if ((st = rp_flow_gen_denoiser_init(&dd, &model, ctx, &sched, B, h, w, text.L, text.context, text.pooled,
                                         text.neg_context, text.neg_pooled, req->cfg, req->guidance, req->per_item,
                                         err)) != RP_OK)
         goto fail;
@@ -926,10 +904,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
     res->n_evals = dd.n_evals;
     rp_flow_gen_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    rp_sd3_free(sd3);
-    rp_flux_free(flux);
-    sd3 = NULL;
-    flux = NULL;
+    ops->free(&model);
     if (st != RP_OK) goto fail;
 
     /* 6. decode */
@@ -944,8 +919,7 @@ static rp_status generate_flow(const rp_gen_request *req, rp_family fam, const r
 fail:
     rp_flow_gen_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    if (sd3) rp_sd3_free(sd3);
-    if (flux) rp_flux_free(flux);
+    if (model.impl) ops->free(&model);
     flow_text_free(&text);
     rp_flow_schedule_free(&sched);
     rp_gen_result_free(res);
@@ -998,18 +972,18 @@ static rp_status check_memory(const rp_gen_request *req, int C, int h, int w, rp
 rp_status rp_gen_validate(const rp_gen_request *req, rp_error *err) {
     assert(req);
     if (!req->model) return RP_FAIL(err, RP_ERR_INVALID, "no model given");
-    rp_family fam;
-    RP_TRY(rp_model_family(req->model, &fam, err));
-    if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) {
+    const rp_family_ops *ops;
+    RP_TRY(rp_model_ops(req->model, &ops, err));
+    if (!ops->denoiser)
+        return RP_FAIL(err, RP_ERR_INVALID, "model '%s' is a %s, not a denoiser (known: %s)", req->model,
+                       rp_family_name(ops->family), rp_denoiser_presets());
+    if (ops->cond == RP_COND_TEXT) {
         flow_model_cfg m;
         int h, w;
-        RP_TRY(flow_validate(req, fam, &m, &h, &w, err));
+        RP_TRY(flow_validate(req, ops, &m, &h, &w, err));
         return check_memory(req, m.C, h, w, err);
     }
-    if (fam != RP_FAMILY_DIT)
-        return RP_FAIL(err, RP_ERR_INVALID, "model '%s' is a %s, not a denoiser (known: %s %s %s)", req->model,
-                       rp_family_name(fam), rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
-                       rp_family_presets(RP_FAMILY_FLUX));
+    /* the class-conditional path is DiT's (VP diffusion over its 1000-step schedule) */
     if (req->single_depth != 0)
         return RP_FAIL(err, RP_ERR_INVALID, "model '%s': single_depth applies to FLUX only", req->model);
     if (req->width || req->height)
@@ -1029,9 +1003,9 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     assert(req && ctx && res);
     RP_TRY(rp_gen_validate(req, err));
     rp_par_generate_begin(ctx->par); /* pipefusion / patch: no stale activations of an earlier call */
-    rp_family fam;
-    RP_TRY(rp_model_family(req->model, &fam, err));
-    if (fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX) return generate_flow(req, fam, ctx, res, err);
+    const rp_family_ops *ops;
+    RP_TRY(rp_model_ops(req->model, &ops, err));
+    if (ops->cond == RP_COND_TEXT) return generate_flow(req, ops, ctx, res, err);
     rp_dit_config c;
     RP_TRY(rp_dit_preset(req->model, &c, err));
     if (req->depth > 0) c.depth = req->depth;
@@ -1039,7 +1013,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
     const int B = req->n_items, C = c.in_channels, S = c.input_size, N = req->steps;
     const size_t per = (size_t)C * S * S, n = (size_t)B * per;
-    res->family = RP_FAMILY_DIT;
+    res->family = ops->family;
     res->B = B; res->C = C; res->S = S; res->h = S; res->w = S; res->steps = N;
 
     rp_schedule sched = {0};

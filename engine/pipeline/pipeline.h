@@ -25,9 +25,8 @@
 #include "error.h"
 #include "gen.h"
 #include "models/dit.h"
-#include "models/flux.h"
+#include "models/family_ops.h"
 #include "models/registry.h"
-#include "models/sd3.h"
 #include "samplers/flow.h"
 #include "samplers/samplers.h"
 
@@ -87,22 +86,20 @@ rp_denoiser rp_dit_denoiser_as(rp_dit_denoiser *d);
  * the last bits (tests/cli/generate_batch.sh shows the GEMM and the latents). With
  * per_item the trace records item 0's forward only. */
 typedef struct rp_flow_gen_denoiser {
-    rp_family family;              /* RP_FAMILY_SD3 or RP_FAMILY_FLUX */
-    const rp_sd3 *sd3;             /* the model of that family; the other is NULL */
-    const rp_flux *flux;
+    const rp_model *model;         /* a text-conditional family's (its ops: forward, model_t, guidance) */
     const rp_ctx *ctx;             /* ctx->trace advances one eval per denoiser call */
     const rp_flow_schedule *sched;
     int B, C, h, w;                /* items, latent channels (16), latent size */
     int L, Dctx, Dpool;            /* text tokens, context and pooled widths */
-    double cfg;                    /* SD3: guidance scale (<= 1: conditional only) */
-    double guidance;               /* FLUX: embedded guidance scale */
+    double cfg;                    /* classifier-free guidance scale (SD3; <= 1: conditional only) */
+    double guidance;               /* embedded guidance scale (FLUX) */
     int per_item;                  /* 1: one forward per item (batch-invariant bits) */
     /* scratch, sized for the batch by rp_flow_gen_denoiser_init */
     /* rows: joint [uncond x B;] cond x B, per item [uncond_b,] cond_b for b = 0.. (flow_slot) */
     float *xin;                    /* (Bm, C, h, w) model input (x twice under CFG) */
     float *out;                    /* (Bm, C, h, w) model output */
     float *t;                      /* (Bm) model timesteps */
-    float *g;                      /* (Bm) FLUX guidance; NULL for SD3 */
+    float *g;                      /* (Bm) embedded guidance (FLUX); NULL for CFG families (SD3) */
     float *context;                /* (Bm, L, Dctx) [uncond x B;] cond text states */
     float *pooled;                 /* (Bm, Dpool) */
     int n_evals;                   /* model evaluations so far */
@@ -114,13 +111,14 @@ typedef struct rp_flow_gen_denoiser {
 
 /* Copies the text conditioning into the denoiser's own batch:
  *   context (B, L, Dctx), pooled (B, Dpool)   each item's prompt encoding
- *   neg_context (L, Dctx), neg_pooled (Dpool)  the "" prompt's; required iff SD3 with cfg > 1
- * Exactly one of sd3 / flux is non-NULL. Bm = 2B for SD3 with cfg > 1, else B. */
-rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_sd3 *sd3, const rp_flux *flux,
-                                    const rp_ctx *ctx, const rp_flow_schedule *sched, int B, int h, int w,
-                                    int L, const float *context, const float *pooled, const float *neg_context,
-                                    const float *neg_pooled, double cfg, double guidance, int per_item,
-                                    rp_error *err);
+ *   neg_context (L, Dctx), neg_pooled (Dpool)  the "" prompt's; required iff the family
+ *                                              guides classifier-free (SD3) with cfg > 1
+ * model is a loaded text-conditional model (family_ops.h; it outlives d). Bm = 2B under
+ * classifier-free guidance with cfg > 1, else B. */
+rp_status rp_flow_gen_denoiser_init(rp_flow_gen_denoiser *d, const rp_model *model, const rp_ctx *ctx,
+                                    const rp_flow_schedule *sched, int B, int h, int w, int L, const float *context,
+                                    const float *pooled, const float *neg_context, const float *neg_pooled,
+                                    double cfg, double guidance, int per_item, rp_error *err);
 void rp_flow_gen_denoiser_free(rp_flow_gen_denoiser *d);
 /* The Euler loop's view of it (self = d). */
 rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d);

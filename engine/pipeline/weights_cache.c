@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "models/flux.h"
+#include "models/family_ops.h"
 #include "models/registry.h"
 #include "params.h"
 
@@ -92,16 +92,15 @@ rp_status rp_weights_resolve(const char *model, int depth_override, uint64_t wei
     return rp_weights_resolve_depth(model, depth_override, 0, weight_seed, explicit_path, out, cap, err);
 }
 
-/* The cache-name suffix of a depth override: "" (preset), "-depthD", or for FLUX with
- * any override "-depthD-singleS" of the resolved counts. */
-static rp_status depth_suffix(const char *model, rp_family fam, int depth, int single_depth, char *out,
+/* The cache-name suffix of a depth override: "" (preset), "-depthD", or for a family with
+ * two block kinds (FLUX) with any override "-depthD-singleS" of the resolved counts. */
+static rp_status depth_suffix(const char *model, const rp_family_ops *o, int depth, int single_depth, char *out,
                               size_t cap, rp_error *err) {
     out[0] = '\0';
-    if (fam == RP_FAMILY_FLUX && (depth > 0 || single_depth > 0)) {
-        rp_flux_config fc;
-        RP_TRY(rp_flux_preset(model, &fc, err));
-        RP_TRY(rp_model_flux_depth(&fc, depth, single_depth, err));
-        snprintf(out, cap, "-depth%d-single%d", fc.n_double, fc.n_single);
+    if (o->takes_single_depth && (depth > 0 || single_depth > 0)) {
+        rp_model_facts f;
+        RP_TRY(o->facts(model, depth, single_depth, &f, err));
+        snprintf(out, cap, "-depth%d-single%d", f.n_double, f.n_single);
     } else if (depth > 0) {
         snprintf(out, cap, "-depth%d", depth);
     }
@@ -120,12 +119,12 @@ rp_status rp_weights_resolve_depth(const char *model, int depth_override, int si
         return RP_OK;
     }
     /* Validate the model first: its name becomes part of a path. */
-    rp_family fam;
-    RP_TRY(rp_model_family(model, &fam, err));
+    const rp_family_ops *ops;
+    RP_TRY(rp_model_ops(model, &ops, err));
     if (rp_weights_trained(model)) return trained_path(model, depth_override, single_depth, out, cap, err);
     if (depth_override < 0) depth_override = 0;
     char depth[64];
-    RP_TRY(depth_suffix(model, fam, depth_override, single_depth, depth, sizeof depth, err));
+    RP_TRY(depth_suffix(model, ops, depth_override, single_depth, depth, sizeof depth, err));
     char dir[4096];
     RP_TRY(cache_root(dir, sizeof dir, err));
     size_t dl = strlen(dir);

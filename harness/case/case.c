@@ -1,9 +1,11 @@
 /* case.c — the case record: defaults, normalised JSON, strict parsing, id, files.
  *
  * One table (case_fields) lists every scalar field with its JSON key, type and
- * offset, in the fixed order of the normalised JSON. Writer, reader and the
- * did-you-mean suggestions all walk that table, so a field added to rp_case
- * and to the table is serialised, parsed and hashed with no other change.
+ * offset, in the fixed order of the normalised JSON; its degrees row stands for one
+ * int field per parallel strategy with a degree, from the strategy table (strategy.h),
+ * so a strategy added there is a case field too. Writer, reader and the did-you-mean
+ * suggestions all walk the expanded table (case_fields_expand), so a field added to
+ * rp_case and to the table is serialised, parsed and hashed with no other change.
  *
  * 64-bit seeds: JSON numbers are doubles here (cJSON), exact only up to 2^53.
  * Seeds up to 2^53 are written as numbers; larger ones as decimal strings, and
@@ -11,7 +13,8 @@
  *
  * Id: FNV-1a 64 over cJSON_PrintUnformatted(normalised JSON without "expect" and
  * "name", and without the fields of id_optional[] while they hold their default:
- * fields added after ids were first stored, so existing ids stay valid) followed
+ * fields added after ids were first stored, so existing ids stay valid; likewise the
+ * degree of a strategy marked id_optional in strategy.h's table while it is 1) followed
  * by "\nrepro " REPRO_VERSION. FNV-1a is chosen because it is stable across
  * platforms and builds, needs no library, and 64 bits make a
  * collision within one sweep (hundreds of cases) negligible; it is not meant to
@@ -38,7 +41,7 @@
 #define REPRO_VERSION "0"
 #endif
 
-typedef enum field_type { F_STR, F_INT, F_U64, F_DOUBLE, F_LAYERS } field_type;
+typedef enum field_type { F_STR, F_INT, F_U64, F_DOUBLE, F_LAYERS, F_DEGREES } field_type;
 
 typedef struct case_field {
     const char *key;
@@ -53,6 +56,8 @@ typedef struct case_field {
 #define FD(k, m) { k, F_DOUBLE, offsetof(rp_case, m), 0 }
 /* the one list field: pipefusion_layers with its count n_pipefusion_layers */
 #define FL(k) { k, F_LAYERS, offsetof(rp_case, pipefusion_layers), 0 }
+/* the degrees: expanded into one F_INT per strategy degree, in the strategy table's order */
+#define FDEG { "", F_DEGREES, offsetof(rp_case, deg), 0 }
 
 /* Fixed order of the normalised JSON. "items" follows "inject"; "expect" and
  * "name" (labels, outside the id) come last. */
@@ -67,13 +72,30 @@ static const case_field case_fields[] = {
     FI("threads", threads), FS("blas_core", blas_core), FI("reduce_split", reduce_split),
     FS("mode", mode), FS("numerics", numerics),
     FS("backend", backend), FS("device", device), FS("gpu_mode", gpu_mode),
-    FI("dp", dp), FI("cfg_parallel", cfg_parallel), FI("ulysses", ulysses), FI("ring", ring),
-    FI("pipefusion", pipefusion), FI("patch", patch), FI("num_pipeline_patch", num_pipeline_patch),
+    FDEG, FI("num_pipeline_patch", num_pipeline_patch),
     FL("pipefusion_layers"),
     FI("warmup_steps", warmup_steps), FS("batch_forward", batch_forward),
     FS("inject", inject),
 };
-#define N_CASE_FIELDS (sizeof case_fields / sizeof case_fields[0])
+#define N_CASE_FIELDS (sizeof case_fields / sizeof case_fields[0] - 1 + RP_PAR_N_DEGREES)
+
+/* The named view of the degrees is deg's members (case.h's union). */
+_Static_assert(offsetof(rp_case, ulysses) == offsetof(rp_case, deg) + offsetof(rp_par_degrees, ulysses) &&
+                   offsetof(rp_case, patch) == offsetof(rp_case, deg) + offsetof(rp_par_degrees, patch),
+               "rp_case's degree names must be rp_par_degrees' members in order");
+
+/* case_fields with the degrees row expanded (N_CASE_FIELDS rows) into out. */
+static void case_fields_expand(case_field out[N_CASE_FIELDS]) {
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof case_fields / sizeof case_fields[0]; i++) {
+        if (case_fields[i].type != F_DEGREES) { out[n++] = case_fields[i]; continue; }
+        for (int k = 0; k < RP_PAR_N_DEGREES; k++) {
+            const rp_par_strategy_info *s = rp_par_degree_strategy(k);
+            out[n++] = (case_field){s->field, F_INT, case_fields[i].offset + s->degree, 0};
+        }
+    }
+    assert(n == N_CASE_FIELDS);
+}
 
 static const char *const item_keys[] = {"seed", "class", "prompt"};
 #define N_ITEM_KEYS 3
@@ -101,7 +123,7 @@ void rp_case_defaults(rp_case *c) {
     set_str(c->backend, sizeof c->backend, "self");
     set_str(c->device, sizeof c->device, "cpu");
     set_str(c->gpu_mode, sizeof c->gpu_mode, "deterministic");
-    c->dp = c->cfg_parallel = c->ulysses = c->ring = c->pipefusion = c->patch = 1;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) *rp_par_degree_ptr(&c->deg, rp_par_degree_strategy(i)) = 1;
     c->warmup_steps = 1;
     set_str(c->batch_forward, sizeof c->batch_forward, "joint");
     c->n_items = 1;
@@ -131,8 +153,7 @@ void rp_case_gen_request(const rp_case *c, rp_gen_request *req) {
 
 void rp_case_degrees(const rp_case *c, rp_par_degrees *d) {
     assert(c && d);
-    *d = (rp_par_degrees){.dp = c->dp, .cfg = c->cfg_parallel, .pipefusion = c->pipefusion, .ulysses = c->ulysses,
-                          .ring = c->ring, .patch = c->patch};
+    *d = c->deg;
 }
 
 int rp_case_world(const rp_case *c) {
@@ -155,8 +176,10 @@ cJSON *rp_case_to_json(const rp_case *c) {
     assert(c);
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
+    case_field fields[N_CASE_FIELDS];
+    case_fields_expand(fields);
     for (size_t i = 0; i < N_CASE_FIELDS; i++) {
-        const case_field *f = &case_fields[i];
+        const case_field *f = &fields[i];
         const char *p = (const char *)c + f->offset;
         cJSON *v = NULL;
         switch (f->type) {
@@ -168,6 +191,7 @@ cJSON *rp_case_to_json(const rp_case *c) {
             assert(c->n_pipefusion_layers >= 0 && c->n_pipefusion_layers <= RP_CASE_MAX_STAGES);
             v = cJSON_CreateIntArray(c->pipefusion_layers, c->n_pipefusion_layers);
             break;
+        case F_DEGREES: break; /* expanded */
         }
         if (!v) { cJSON_Delete(j); return NULL; }
         cJSON_AddItemToObject(j, f->key, v);
@@ -351,8 +375,10 @@ rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_e
     if (!cJSON_IsObject(j)) return RP_FAIL(err, RP_ERR_INVALID, "%s: expected a JSON object", origin);
     rp_case tmp;
     rp_case_defaults(&tmp);
+    case_field fields[N_CASE_FIELDS];
+    case_fields_expand(fields);
     const char *known[N_CASE_FIELDS + 3];
-    for (size_t i = 0; i < N_CASE_FIELDS; i++) known[i] = case_fields[i].key;
+    for (size_t i = 0; i < N_CASE_FIELDS; i++) known[i] = fields[i].key;
     known[N_CASE_FIELDS] = "items";
     known[N_CASE_FIELDS + 1] = "expect";
     known[N_CASE_FIELDS + 2] = "name";
@@ -367,7 +393,7 @@ rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_e
         if (strcmp(k, "name") == 0) { RP_TRY(read_str(origin, k, v, tmp.name, sizeof tmp.name, err)); continue; }
         const case_field *f = NULL;
         for (size_t i = 0; i < N_CASE_FIELDS; i++)
-            if (strcmp(case_fields[i].key, k) == 0) { f = &case_fields[i]; break; }
+            if (strcmp(fields[i].key, k) == 0) { f = &fields[i]; break; }
         if (!f) return unknown_key(origin, "", k, known, N_CASE_FIELDS + 3, err);
         char *p = (char *)&tmp + f->offset;
         switch (f->type) {
@@ -379,6 +405,7 @@ rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_e
             *(double *)p = v->valuedouble;
             break;
         case F_LAYERS: RP_TRY(read_layers(origin, k, v, &tmp, err)); break;
+        case F_DEGREES: break; /* expanded */
         }
     }
     *c = tmp;   /* all or nothing: c is untouched on error */
@@ -411,6 +438,10 @@ void rp_case_id(const rp_case *c, char *out) {
             if ((cJSON_IsString(v) && !strcmp(v->valuestring, id_optional[i].dflt)) ||
                 (cJSON_IsNumber(v) && v->valuedouble == atof(id_optional[i].dflt)))
                 cJSON_DeleteItemFromObject(j, id_optional[i].key);
+        }
+        for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* likewise a strategy's degree */
+            const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+            if (s->id_optional && rp_par_degree(&c->deg, s) == 1) cJSON_DeleteItemFromObject(j, s->field);
         }
         text = cJSON_PrintUnformatted(j);
     }

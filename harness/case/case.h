@@ -73,8 +73,12 @@ typedef struct rp_case {
     char gpu_mode[16];        /* the CUDA GEMMs: deterministic (fixed cuBLASLt algorithm, no
                                  split-K) | fast (the heuristic's pick per call, TF32 allowed);
                                  engine/cuda/cuda_gemm.h. Only meaningful with a cuda device */
-    /* parallel degrees */
-    int dp, cfg_parallel, ulysses, ring, pipefusion, patch;
+    /* parallel degrees: deg has one member per strategy with a degree (strategy.h's table;
+     * their case keys are the table's fields), readable by those keys for the existing ones */
+    union {
+        rp_par_degrees deg;
+        struct { int dp, cfg_parallel, pipefusion, ulysses, ring, patch; }; /* deg's members, in its order */
+    };
     int num_pipeline_patch;   /* pipefusion: latent patches along height; 0 = pipefusion degree */
     int n_pipefusion_layers;  /* pipefusion: 0 = blocks split evenly over the stages, else = pipefusion */
     int pipefusion_layers[RP_CASE_MAX_STAGES]; /* blocks per stage, in order; must sum to the

@@ -19,7 +19,7 @@
 #include "engine/ctx.h"
 #include "engine/device.h"
 #include "engine/image.h"
-#include "engine/models/dit.h"
+#include "engine/models/family_ops.h"
 #include "engine/models/registry.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/safetensors.h"
@@ -193,6 +193,7 @@ typedef struct gen_opts {
         *precision_s, *attention_s, *text_encoder, *te_weights, *prompts_file, *device_s, *gpu_mode_s,
         *prompt_embeds, *save_prompt_embeds, *numerics_s;
     rp_family family;
+    const rp_family_ops *ops;  /* the model's family (engine/models/family_ops.h) */
     int depth, single_depth, steps, threads, reduce_split, n, width, height, per_item, sharpen;
     uint64_t weight_seed, first_index;
     double eta, cfg, guidance;
@@ -301,7 +302,7 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
                                const rp_gen_result *r, rp_error *err) {
     rp_st_writer *w = rp_st_writer_new();
     if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
-    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int B = r->B, flow = o->ops->cond == RP_COND_TEXT;
     int64_t seeds[MAX_ITEMS], classes[MAX_ITEMS], gidx[MAX_ITEMS];
     uint64_t useeds[MAX_ITEMS], uclasses[MAX_ITEMS], ugidx[MAX_ITEMS];
     for (int b = 0; b < B; b++) {
@@ -380,7 +381,7 @@ static rp_status write_latents(const gen_opts *o, const rp_gen_request *req, con
         TRY(rp_st_writer_meta(w, "sampler", "flow-euler", err));
         TRY(rp_st_writer_meta(w, "trajectory_space", "flow", err));
         TRY(rp_st_writer_meta(w, "batch_forward", o->per_item ? "per-item" : "joint", err));
-        if (r->family == RP_FAMILY_SD3) {
+        if (o->ops->guidance == RP_GUIDE_CFG) { /* SD3 */
             TRY(rp_st_writer_meta(w, "schedule", "flow-sd3-static-shift", err));
             snprintf(v, sizeof v, "%.17g", r->shift);
             TRY(rp_st_writer_meta(w, "shift", v, err));
@@ -477,18 +478,18 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     /* ---- the model (usage errors: exit 2, each naming its option) ---- */
     if (!o->model) return usage_error("missing --model (e.g. --model dit-tiny or --model flux-tiny)");
     if (rp_model_family(o->model, &o->family, &err) != RP_OK) return usage_error("--model: %s", err.msg);
-    if (o->family != RP_FAMILY_DIT && o->family != RP_FAMILY_SD3 && o->family != RP_FAMILY_FLUX)
-        return usage_error("--model: '%s' is a %s, not a denoiser (known: %s %s %s)", o->model,
-                           rp_family_name(o->family), rp_family_presets(RP_FAMILY_DIT),
-                           rp_family_presets(RP_FAMILY_SD3), rp_family_presets(RP_FAMILY_FLUX));
-    const int flow = o->family != RP_FAMILY_DIT;
-    const char *fam_s = o->family == RP_FAMILY_SD3 ? "SD3" : o->family == RP_FAMILY_FLUX ? "FLUX" : "DiT";
+    o->ops = rp_family_ops_of(o->family);
+    if (!o->ops->denoiser)
+        return usage_error("--model: '%s' is a %s, not a denoiser (known: %s)", o->model, rp_family_name(o->family),
+                           rp_denoiser_presets());
+    const int flow = o->ops->cond == RP_COND_TEXT, embedded = o->ops->guidance == RP_GUIDE_EMBEDDED;
+    const char *fam_s = o->ops->label;
     if (o->depth < 0)
         return usage_error("--depth must be >= 1, or 0 for the preset depth (got %s)", rp_arg_str(&a, "depth", ""));
     if (single_ll < 0 || single_ll > 1000)
         return usage_error("--single-depth must be in 1..1000, or 0 to follow --depth (got %lld)", single_ll);
     o->single_depth = (int)single_ll;
-    if (o->single_depth && o->family != RP_FAMILY_FLUX)
+    if (o->single_depth && !o->ops->takes_single_depth)
         return usage_error("--single-depth applies to FLUX (single-stream blocks), not %s", o->model);
     if (!rp_parse_u64(wseed_s, &o->weight_seed))
         return usage_error("--weight-seed: '%s' is not a non-negative integer", wseed_s);
@@ -526,17 +527,17 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
         if (sampler_given && strcmp(sampler_given, "euler"))
             return usage_error("--sampler: %s samples with flow-matching Euler ('euler'), not '%s'", fam_s,
                                sampler_given);
-        if (o->family == RP_FAMILY_FLUX && cfg_given && o->cfg > 1.0)
+        if (embedded && cfg_given && o->cfg > 1.0)
             return usage_error("--cfg %s: FLUX-dev uses embedded guidance (--guidance, default %g), not "
                                "classifier-free guidance; --cfg must be <= 1 for %s",
                                rp_arg_str(&a, "cfg", ""), RP_FLOW_FLUX_GUIDANCE, o->model);
-        if (o->family == RP_FAMILY_SD3 && guidance_given)
-            return usage_error("--guidance applies to FLUX (embedded guidance); SD3 uses classifier-free guidance, "
-                               "--cfg");
-        if (o->family == RP_FAMILY_FLUX && (!isfinite(o->guidance) || fabs(o->guidance) > 1e6))
+        if (!embedded && guidance_given)
+            return usage_error("--guidance applies to FLUX (embedded guidance); %s uses classifier-free guidance, "
+                               "--cfg", fam_s);
+        if (embedded && (!isfinite(o->guidance) || fabs(o->guidance) > 1e6))
             return usage_error("--guidance must be a finite number (got %s)", rp_arg_str(&a, "guidance", ""));
-        rp_flux_config fc;
-        if (o->family == RP_FAMILY_FLUX && rp_flux_preset(o->model, &fc, NULL) == RP_OK && !fc.guidance_embeds) {
+        rp_model_facts mf;
+        if (embedded && o->ops->facts(o->model, 0, 0, &mf, NULL) == RP_OK && !mf.guidance_embeds) {
             /* FLUX.1-schnell: FluxPipeline ignores guidance_scale without a guidance embedder */
             if (guidance_given)
                 return usage_error("--guidance: %s has no guidance embedding (FLUX.1-schnell is timestep-distilled)",
@@ -553,7 +554,7 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
             return usage_error("--batch-forward: '%s' is not joint or per-item", batch_s);
         o->per_item = batch_s && !strcmp(batch_s, "per-item");
     }
-    if (!cfg_given) o->cfg = o->family == RP_FAMILY_DIT ? 4.0 : o->family == RP_FAMILY_SD3 ? RP_FLOW_SD3_CFG : 1.0;
+    if (!cfg_given) o->cfg = embedded ? 1.0 : flow ? RP_FLOW_SD3_CFG : 4.0; /* FLUX, SD3, DiT */
     if (!(o->cfg >= 0.0) || !isfinite(o->cfg))
         return usage_error("--cfg must be >= 0 (got %s)", rp_arg_str(&a, "cfg", ""));
 
@@ -565,8 +566,8 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
         if (!rp_parse_u64(seed_s[i], &seeds[i]))
             return usage_error("--seed: '%s' is not a non-negative integer", seed_s[i]);
     if (!flow) {
-        rp_dit_config dc;
-        if (rp_dit_preset(o->model, &dc, &err) != RP_OK) return usage_error("--model: %s", err.msg);
+        rp_model_facts dc; /* the preset's classes */
+        if (o->ops->facts(o->model, 0, 0, &dc, &err) != RP_OK) return usage_error("--model: %s", err.msg);
         if (ns < 1) return usage_error("missing --seed (one per image, e.g. --seed 0)");
         if (nc < 1) return usage_error("missing --class (ImageNet class id, e.g. --class 207)");
         if (nc != 1 && nc != ns)
@@ -685,7 +686,7 @@ int rp_cmd_generate(int argc, char **argv) {
             return rp_report_error(&cerr);
         }
     }
-    const int flow = o.family != RP_FAMILY_DIT;
+    const int flow = o.ops->cond == RP_COND_TEXT;
 
     rp_gen_item items[MAX_ITEMS];
     for (int i = 0; i < o.n; i++) {
@@ -712,7 +713,7 @@ int rp_cmd_generate(int argc, char **argv) {
     req.eta = o.eta;
     req.steps = o.steps;
     req.cfg = o.cfg;
-    req.guidance = o.family == RP_FAMILY_FLUX ? o.guidance : 0.0;
+    req.guidance = o.ops->guidance == RP_GUIDE_EMBEDDED ? o.guidance : 0.0;
     req.width = o.width;
     req.height = o.height;
     req.per_item = o.per_item;
@@ -788,7 +789,7 @@ int rp_cmd_generate(int argc, char **argv) {
         printf("generate: %s, %s, %d steps, cfg %g, %d item(s): sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, rp_sampler_name(sk), o.steps, o.cfg, res.B, res.sample_seconds, res.n_evals,
                res.decode_seconds);
-    else if (o.family == RP_FAMILY_SD3 || o.schnell)
+    else if (o.ops->guidance == RP_GUIDE_CFG || o.schnell) /* a static shift: SD3, FLUX-schnell */
         printf("generate: %s, flow-euler (shift %g), %d steps, cfg %g, %dx%d latents, %d item(s): encode %.3f s "
                "(%s), sampling %.3f s (%d model evals), decode %.3f s\n",
                o.model, res.shift, o.steps, o.cfg, res.w, res.h, res.B, res.encode_seconds, res.te_name,

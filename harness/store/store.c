@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/fsutil.h"
+#include "engine/models/family_ops.h"
 #include "engine/safetensors.h"
 #include "harness/metrics/metrics.h"
 
@@ -342,7 +343,7 @@ rp_status rp_store_compare_outputs(const char *a, const char *b, int n_images, c
 
 rp_status rp_store_latents_tensors(rp_st_writer *w, const rp_gen_result *r, const int64_t *seeds,
                                    const int64_t *classes, const int64_t *gidx, rp_error *err) {
-    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int B = r->B, flow = rp_family_ops_of(r->family)->cond == RP_COND_TEXT;
     const int64_t lat[4] = {B, r->C, r->h, r->w}, traj[5] = {r->steps + 1, B, r->C, r->h, r->w};
     const int64_t nsteps[1] = {r->steps}, nsig[1] = {r->steps + 1}, nb[1] = {B};
     RP_TRY(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, r->noise, err));

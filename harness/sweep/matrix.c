@@ -44,6 +44,7 @@
 
 #include "backends/comm.h"
 #include "engine/attention/attention.h"
+#include "engine/models/family_ops.h"
 #include "engine/models/registry.h"
 #include "engine/parallel/inject.h"
 #include "engine/samplers/samplers.h"
@@ -439,38 +440,18 @@ static rp_status check_choice(pctx *x, const yaml_node_t *n, const char *path, c
     return in_list(v, list, k) ? RP_OK : bad_choice(x, n, path, v, list, k);
 }
 
-/* model (family DiT/SD3/FLUX) and vae (a VAE preset or ""): names from the registry. */
+/* model (a denoiser's preset) and vae (a VAE preset or ""): names from the family table. */
 static rp_status check_preset(pctx *x, const yaml_node_t *n, const char *path, const char *v, int want_vae) {
     if (want_vae && !*v) return RP_OK;
-    rp_family fam;
+    const rp_family_ops *ops;
     rp_error e;
     rp_error_clear(&e);
-    int ok = rp_model_family(v, &fam, &e) == RP_OK &&
-             (want_vae ? fam == RP_FAMILY_VAE
-                       : (fam == RP_FAMILY_DIT || fam == RP_FAMILY_SD3 || fam == RP_FAMILY_FLUX));
+    int ok = rp_model_ops(v, &ops, &e) == RP_OK && (want_vae ? ops->family == RP_FAMILY_VAE : ops->denoiser);
     if (ok) return RP_OK;
     char buf[512];
     const char *words[64];
-    int nw = 0;
-    if (want_vae) nw = split_words(rp_family_presets(RP_FAMILY_VAE), buf, sizeof buf, words, 64);
-    else {
-        char tmp[512];
-        const char *all[64];
-        int na = split_words(rp_model_presets(), tmp, sizeof tmp, all, 64);
-        size_t used = 0;
-        buf[0] = '\0';
-        for (int i = 0; i < na; i++) { /* keep the families a case can run */
-            rp_family f;
-            if (rp_model_family(all[i], &f, NULL) != RP_OK ||
-                !(f == RP_FAMILY_DIT || f == RP_FAMILY_SD3 || f == RP_FAMILY_FLUX))
-                continue;
-            size_t l = strlen(all[i]);
-            if (used + l + 1 >= sizeof buf || nw >= 64) break;
-            memcpy(buf + used, all[i], l + 1);
-            words[nw++] = buf + used;
-            used += l + 1;
-        }
-    }
+    const int nw = split_words(want_vae ? rp_family_presets(RP_FAMILY_VAE) : rp_denoiser_presets(), buf, sizeof buf,
+                               words, 64);
     return bad_choice(x, n, path, v, words, nw);
 }
 
@@ -1192,8 +1173,9 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
     }
     /* items: for each prompt (or class), each seed — diffusers' num_images_per_prompt order */
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
-    rp_family fam = RP_FAMILY_DIT;
-    if (cJSON_IsString(model)) (void)rp_model_family(model->valuestring, &fam, NULL);
+    const rp_family_ops *ops = rp_family_ops_of(RP_FAMILY_DIT); /* the default case's */
+    if (cJSON_IsString(model)) (void)rp_model_ops(model->valuestring, &ops, NULL);
+    const int class_cond = ops->cond == RP_COND_CLASS;
     /* items: N (a number where the defaults hold the list): keep the first N */
     const cJSON *lim = cJSON_GetObjectItemCaseSensitive(o, "items");
     int limit = cJSON_IsNumber(lim) ? lim->valueint : 0, n_built = 0;
@@ -1201,7 +1183,7 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
     const int n_seeds = sp->n_seeds ? sp->n_seeds : 1;
     /* which list: the family's own when the matrix gives both, else the one given (a DiT
      * case given only prompts keeps them, so validation names the mistake) */
-    const int use_classes = sp->n_classes && (fam == RP_FAMILY_DIT || !sp->n_prompts);
+    const int use_classes = sp->n_classes && (class_cond || !sp->n_prompts);
     const int use_prompts = sp->n_prompts && !use_classes;
     const int per = use_prompts ? sp->n_prompts : use_classes ? sp->n_classes : 1;
     if (limit > per * n_seeds)
@@ -1220,7 +1202,7 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
                 cJSON_AddStringToObject(it, "seed", b);
             }
             /* class -1 marks "no class" for the text models; DiT without classes: class 0 */
-            const int cls = use_classes ? sp->classes[p] : fam == RP_FAMILY_DIT ? 0 : -1;
+            const int cls = use_classes ? sp->classes[p] : class_cond ? 0 : -1;
             cJSON_AddNumberToObject(it, "class", cls);
             cJSON_AddStringToObject(it, "prompt", use_prompts ? sp->prompts[p] : "");
         }
@@ -1242,10 +1224,12 @@ static rp_status build_case(pctx *x, const spec *sp, const aset *a, const aset *
 /* The reference overrides when the file gives none: the serial run of the
  * same case (one rank, no strategy options, no injected fault). */
 static rp_status default_reference(pctx *x, aset *ref) {
-    static const struct { const char *key; int v; } ints[] = {
-        {"dp", 1}, {"cfg_parallel", 1}, {"ulysses", 1}, {"ring", 1}, {"pipefusion", 1}, {"patch", 1},
-        {"num_pipeline_patch", 0}, {"warmup_steps", 1}};
+    static const struct { const char *key; int v; } ints[] = {{"num_pipeline_patch", 0}, {"warmup_steps", 1}};
     yaml_mark_t none = {0, 0, 0};
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* every degree 1 */
+        const fdesc *f = field_find(x, rp_par_degree_strategy(i)->field);
+        if (f) RP_TRY(aset_push(x, ref, f, cJSON_CreateNumber(1), none, 0));
+    }
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         const fdesc *f = field_find(x, ints[i].key);
         if (f) RP_TRY(aset_push(x, ref, f, cJSON_CreateNumber(ints[i].v), none, 0));
@@ -1804,16 +1788,14 @@ rp_status rp_matrix_select(const rp_matrix *m, const char *const *filters, int n
 }
 
 void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
-    buf[0] = '\0';
-    const struct { const char *name; int v; } d[] = {{"dp", c->dp},     {"cfg", c->cfg_parallel},
-                                                     {"u", c->ulysses}, {"r", c->ring},
-                                                     {"pf", c->pipefusion}, {"patch", c->patch}};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
-        if (d[i].v != 1) rp_appendf(buf, cap, "%s%s%d", buf[0] ? " " : "", d[i].name, d[i].v);
-    if (!buf[0]) snprintf(buf, cap, "1");
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    rp_par_tags_text(&d, buf, cap);
 }
 
 void rp_matrix_help(FILE *f) {
+    char degrees[160];
+    rp_par_fields_text(" ", degrees, sizeof degrees);
     fprintf(f,
 "Matrix files (repro --matrix FILE): one YAML mapping with these keys (all optional):\n"
 "\n"
@@ -1885,7 +1867,7 @@ void rp_matrix_help(FILE *f) {
 "    cuda:#<ordinal>)  gpu_mode (deterministic fast: the CUDA GEMMs; fast needs a cuda device)\n"
 "  precision on cuda: fp32 tf32 bf16 fp16 (the GEMMs'; the text encoder runs on the CPU in\n"
 "    fp32, or bf16 for bf16)\n"
-"  dp cfg_parallel ulysses ring pipefusion patch num_pipeline_patch pipefusion_layers\n"
+"  %s num_pipeline_patch pipefusion_layers\n"
 "  warmup_steps batch_forward (joint per-item)\n"
 "  inject (testing only, a fault to plant):\n"
 "    %s\n"
@@ -1895,5 +1877,5 @@ void rp_matrix_help(FILE *f) {
 "blas_core this CPU cannot run (e.g. SkylakeX without AVX-512) are SKIPPED with the reason;\n"
 "cases that break a rule below are CONFIG_ERROR, without running.\n"
 "Neither is a file error.\n",
-            RP_MATRIX_MAX_REPEAT, rp_inject_names());
+            RP_MATRIX_MAX_REPEAT, degrees, rp_inject_names());
 }

@@ -20,9 +20,8 @@
 #include "engine/device.h"
 #include "engine/sharpen.h"
 #include "engine/models/dit.h"
-#include "engine/models/flux.h"
+#include "engine/models/family_ops.h"
 #include "engine/models/registry.h"
-#include "engine/models/sd3.h"
 #include "engine/models/text_encoder.h"
 #include "engine/parallel/inject.h"
 #include "engine/pipeline/pipeline.h"
@@ -68,18 +67,20 @@ void rp_validate_env_host(rp_validate_env *env) {
 #endif
 }
 
-/* What the rules need to know about the model, from the engine's presets. */
+/* What the rules need to know about the model: its family's ops (what conditions and
+ * guides it, what sequence parallelism splits) and its preset's facts. */
 typedef struct model_facts {
+    const rp_family_ops *ops;
     rp_family fam;
     int heads;
     int blocks;             /* transformer blocks a pipeline splits (FLUX: double + single) */
-    int n_double, n_single; /* FLUX */
+    int n_double, n_single; /* two block kinds (FLUX) */
     int p;                  /* patch size: tokens are p x p latent pixels (FLUX: its 2x2 packing) */
     int latent_c;           /* latent channels the model takes */
     int native;             /* latent side of the preset's nominal size */
-    int num_classes;        /* DiT */
-    int sd3_pos_max;        /* SD3: position table side, in patches */
-    int text_len;           /* text tokens (the default text encoder's max_len); 0 for DiT */
+    int num_classes;        /* class-conditional (DiT) */
+    int pos_max;            /* position table side, in patches (SD3); 0: no bound */
+    int text_len;           /* text tokens (the default text encoder's max_len); 0 class-conditional */
     char vae_name[64];
     int f;                  /* the VAE's factor 2^(levels-1) */
     int vae_levels;
@@ -89,51 +90,30 @@ typedef struct model_facts {
 static rp_status load_facts(const rp_case *c, model_facts *m, rp_error *err) {
     memset(m, 0, sizeof *m);
     rp_error e = {0};
-    if (rp_model_family(c->model, &m->fam, &e) != RP_OK)
-        return INVALID("model=%s: unknown model preset (denoisers: %s %s %s)", c->model,
-                       rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
-                       rp_family_presets(RP_FAMILY_FLUX));
-    if (m->fam != RP_FAMILY_DIT && m->fam != RP_FAMILY_SD3 && m->fam != RP_FAMILY_FLUX)
-        return INVALID("model=%s: a %s preset, not a denoiser (denoisers: %s %s %s)", c->model,
-                       rp_family_name(m->fam), rp_family_presets(RP_FAMILY_DIT), rp_family_presets(RP_FAMILY_SD3),
-                       rp_family_presets(RP_FAMILY_FLUX));
+    if (rp_model_ops(c->model, &m->ops, &e) != RP_OK)
+        return INVALID("model=%s: unknown model preset (denoisers: %s)", c->model, rp_denoiser_presets());
+    m->fam = m->ops->family;
+    if (!m->ops->denoiser)
+        return INVALID("model=%s: a %s preset, not a denoiser (denoisers: %s)", c->model, rp_family_name(m->fam),
+                       rp_denoiser_presets());
     if (c->depth < 0) return INVALID("depth=%d: must be >= 0 (0 = the preset's)", c->depth);
     if (c->single_depth < 0) return INVALID("single_depth=%d: must be >= 0 (0 = the registry's rule)", c->single_depth);
-    if (c->single_depth > 0 && m->fam != RP_FAMILY_FLUX)
+    if (c->single_depth > 0 && !m->ops->takes_single_depth)
         return INVALID("single_depth=%d: applies to FLUX only (model %s is %s)", c->single_depth, c->model,
                        rp_family_name(m->fam));
-    if (m->fam == RP_FAMILY_DIT) {
-        rp_dit_config d;
-        RP_TRY(rp_dit_preset(c->model, &d, err));
-        m->heads = d.heads;
-        m->blocks = c->depth > 0 ? c->depth : d.depth;
-        m->p = d.patch;
-        m->latent_c = d.in_channels;
-        m->native = d.input_size;
-        m->num_classes = d.num_classes;
-    } else if (m->fam == RP_FAMILY_SD3) {
-        rp_sd3_config s;
-        RP_TRY(rp_sd3_preset(c->model, &s, err));
-        m->heads = s.heads;
-        m->blocks = c->depth > 0 ? c->depth : s.depth;
-        m->p = s.patch;
-        m->latent_c = s.in_channels;
-        m->native = s.sample_size;
-        m->sd3_pos_max = s.pos_embed_max_size;
-    } else {
-        rp_flux_config x;
-        RP_TRY(rp_flux_preset(c->model, &x, err));
-        if (rp_model_flux_depth(&x, c->depth, c->single_depth, &e) != RP_OK)
-            return INVALID("depth=%d single_depth=%d: %s", c->depth, c->single_depth, e.msg);
-        m->heads = x.heads;
-        m->n_double = x.n_double;
-        m->n_single = x.n_single;
-        m->blocks = x.n_double + x.n_single;
-        m->p = 2;   /* FluxPipeline._pack_latents: one token per 2x2 latent pixels */
-        m->latent_c = x.in_channels;
-        m->native = x.sample_size;
-    }
-    if (m->fam != RP_FAMILY_DIT) {
+    rp_model_facts f;
+    if (m->ops->facts(c->model, c->depth, c->single_depth, &f, &e) != RP_OK)
+        return INVALID("depth=%d single_depth=%d: %s", c->depth, c->single_depth, e.msg);
+    m->heads = f.heads;
+    m->blocks = f.blocks;
+    m->n_double = f.n_double;
+    m->n_single = f.n_single;
+    m->p = f.patch;
+    m->latent_c = f.latent_c;
+    m->native = f.native;
+    m->num_classes = f.num_classes;
+    m->pos_max = f.pos_max;
+    if (m->ops->cond == RP_COND_TEXT) {
         const char *te = rp_gen_default_text_encoder(c->model);
         assert(te);   /* every SD3/FLUX preset has one */
         rp_te_config tc;
@@ -164,18 +144,18 @@ static rp_status check_sampling(const rp_case *c, const model_facts *m, rp_error
     assert(c->n_items <= RP_CASE_MAX_ITEMS);
     for (int i = 0; i < c->n_items; i++) {
         const rp_case_item *it = &c->items[i];
-        if (m->fam == RP_FAMILY_DIT && it->prompt[0])
+        if (m->ops->cond == RP_COND_CLASS && it->prompt[0])
             return INVALID("items[%d].prompt=\"%s\": %s is class-conditional; prompts are not supported", i,
                            it->prompt, c->model);
-        if (m->fam == RP_FAMILY_DIT && (it->class_id < 0 || it->class_id >= m->num_classes))
+        if (m->ops->cond == RP_COND_CLASS && (it->class_id < 0 || it->class_id >= m->num_classes))
             return INVALID("items[%d].class=%d: %s has classes 0..%d", i, it->class_id, c->model,
                            m->num_classes - 1);
     }
-    const int max_steps = m->fam == RP_FAMILY_DIT ? RP_DIT_TRAIN_STEPS : RP_FLOW_MAX_STEPS;
+    const int max_steps = m->ops->cond == RP_COND_CLASS ? RP_DIT_TRAIN_STEPS : RP_FLOW_MAX_STEPS;
     if (c->steps < 1 || c->steps > max_steps)
         return INVALID("steps=%d: must be in 1..%d", c->steps, max_steps);
     int uses_eta = 0;
-    if (m->fam == RP_FAMILY_DIT) {
+    if (m->ops->cond == RP_COND_CLASS) { /* VP diffusion: DiT's samplers */
         rp_sampler_kind k;
         rp_error e = {0};
         if (rp_sampler_parse(c->sampler, &k, &e) != RP_OK)
@@ -194,11 +174,11 @@ static rp_status check_sampling(const rp_case *c, const model_facts *m, rp_error
     if (strcmp(c->sampler, "ddim") == 0 && c->eta > 1)
         return INVALID("eta=%g: DDIM's eta must be in [0, 1]", c->eta);
     if (!isfinite(c->cfg) || c->cfg < 0) return INVALID("cfg=%g: must be a number >= 0", c->cfg);
-    if (m->fam == RP_FAMILY_FLUX && c->cfg > 1)
+    if (m->ops->guidance == RP_GUIDE_EMBEDDED && c->cfg > 1)
         return INVALID("cfg=%g: %s uses embedded guidance (guidance), not classifier-free guidance; cfg must be <= 1",
                        c->cfg, c->model);
     if (!isfinite(c->guidance)) return INVALID("guidance=%g: must be a finite number", c->guidance);
-    if (m->fam != RP_FAMILY_FLUX && c->guidance != 0)
+    if (m->ops->guidance != RP_GUIDE_EMBEDDED && c->guidance != 0)
         return INVALID("guidance=%g: only FLUX takes embedded guidance; %s uses cfg, leave guidance 0", c->guidance,
                        c->model);
     return RP_OK;
@@ -253,7 +233,7 @@ static rp_status check_numerics(const rp_case *c, const model_facts *m, rp_error
     static const char *const bfs[] = {"joint", "per-item"};
     if (!is_one_of(c->batch_forward, bfs, 2))
         return INVALID("batch_forward=%s: unknown (known: joint per-item)", c->batch_forward);
-    if (m->fam == RP_FAMILY_DIT && strcmp(c->batch_forward, "per-item") == 0)
+    if (m->ops->cond == RP_COND_CLASS && strcmp(c->batch_forward, "per-item") == 0)
         return INVALID("batch_forward=per-item: only SD3 and FLUX batches run per item; %s runs joint", c->model);
     return RP_OK;
 }
@@ -311,7 +291,7 @@ static rp_status check_latent(const rp_case *c, const model_facts *m, int *H, in
     if (c->width < 0 || c->height < 0)
         return INVALID("%s=%d: must be >= 0 (0 = the preset's native size)", c->width < 0 ? "width" : "height",
                        c->width < 0 ? c->width : c->height);
-    if (m->fam == RP_FAMILY_DIT && (c->width || c->height))
+    if (m->ops->cond == RP_COND_CLASS && (c->width || c->height))
         return INVALID("%s=%d: the image size of %s is fixed by the preset (latent %d, %d px); leave width and "
                        "height 0", c->width ? "width" : "height", c->width ? c->width : c->height, c->model, m->native,
                        m->native * m->f);
@@ -331,17 +311,17 @@ static rp_status check_latent(const rp_case *c, const model_facts *m, int *H, in
                        g, m->vae_name, f, m->vae_levels, hh, *H / f, *H, split,
                        tokens_of(*H / f, *W / f, m->p));
     }
-    if (m->fam != RP_FAMILY_DIT) {
+    if (m->ops->cond == RP_COND_TEXT) {
         const int unit = m->p * f;
         const char *name = *W % unit || *W < unit || *W > 16384 ? "width" : "height";
         const int v = *W % unit || *W < unit || *W > 16384 ? *W : *H;
         if (v % unit || v < unit || v > 16384)
             return INVALID("%s=%d: must be a multiple of %d (VAE factor %d x patch_size %d of %s) in [%d, 16384]", name,
                            v, unit, f, m->p, c->model, unit);
-        if (m->fam == RP_FAMILY_SD3 && (*H / unit > m->sd3_pos_max || *W / unit > m->sd3_pos_max))
+        if (m->pos_max && (*H / unit > m->pos_max || *W / unit > m->pos_max))
             return INVALID("%s=%d: %s's position table covers at most %d px (%d patches a side)",
-                           *H / unit > m->sd3_pos_max ? "height" : "width", *H / unit > m->sd3_pos_max ? *H : *W,
-                           c->model, m->sd3_pos_max * unit, m->sd3_pos_max);
+                           *H / unit > m->pos_max ? "height" : "width", *H / unit > m->pos_max ? *H : *W,
+                           c->model, m->pos_max * unit, m->pos_max);
     }
     *h = *H / f;
     *w = *W / f;
@@ -361,9 +341,9 @@ static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
         if (v < 1 || v > 4096) return INVALID("%s=%d: must be in 1..4096", s->field, v);
     }
     const long long world = rp_par_world_ll(&deg);
-    if (world > 65536)
-        return INVALID("world=%lld: dp x cfg_parallel x ulysses x ring x pipefusion x patch must be at most 65536",
-                       world);
+    char product[160];
+    rp_par_fields_text(" x ", product, sizeof product);
+    if (world > 65536) return INVALID("world=%lld: %s must be at most 65536", world, product);
     if (c->num_pipeline_patch < 0 || c->num_pipeline_patch > 4096)
         return INVALID("num_pipeline_patch=%d: must be in 0..4096 (0 = the pipefusion degree)", c->num_pipeline_patch);
     if (c->n_pipefusion_layers < 0 || c->n_pipefusion_layers > RP_CASE_MAX_STAGES)
@@ -373,17 +353,22 @@ static rp_status check_degree_ranges(const rp_case *c, rp_error *err) {
 
 static rp_status check_degrees(const rp_case *c, const model_facts *m, const rp_validate_env *env, rp_error *err) {
     const int world = rp_case_world(c);
-    if (env->world && env->world != world)
-        return INVALID("world=%d (ranks launched) but dp x cfg_parallel x ulysses x ring x pipefusion x patch = "
-                       "%dx%dx%dx%dx%dx%d = %d: the world size must equal the product of the degrees", env->world,
-                       c->dp, c->cfg_parallel, c->ulysses, c->ring, c->pipefusion, c->patch, world);
+    if (env->world && env->world != world) {
+        rp_par_degrees deg;
+        rp_case_degrees(c, &deg);
+        char product[160], values[96];
+        rp_par_fields_text(" x ", product, sizeof product);
+        rp_par_values_text(&deg, "x", values, sizeof values);
+        return INVALID("world=%d (ranks launched) but %s = %s = %d: the world size must equal the product of the "
+                       "degrees", env->world, product, values, world);
+    }
     if (c->patch > 1 && (c->ulysses > 1 || c->ring > 1 || c->pipefusion > 1))
         return INVALID("patch=%d with ulysses=%d ring=%d pipefusion=%d: patch parallel (DistriFusion) replaces "
                        "ulysses/ring and pipefusion; use one or the other", c->patch, c->ulysses, c->ring,
                        c->pipefusion);
     if (c->cfg_parallel > 2)
         return INVALID("cfg_parallel=%d: must be 1 or 2 (one rank per CFG branch)", c->cfg_parallel);
-    if (c->cfg_parallel == 2 && m->fam == RP_FAMILY_FLUX)
+    if (c->cfg_parallel == 2 && m->ops->guidance == RP_GUIDE_EMBEDDED)
         return INVALID("cfg_parallel=2: %s uses embedded guidance, so there is no unconditional branch to run in "
                        "parallel (cfg parallel needs a model with classifier-free guidance: DiT, SD3)", c->model);
     if (c->cfg_parallel == 2 && !(c->cfg > 1))
@@ -405,7 +390,7 @@ static rp_status check_sequence(const rp_case *c, const model_facts *m, int h, i
         return INVALID("ulysses x ring = %d x %d needs the image sequence divisible by %d; %s at latent %dx%d has %ld "
                        "image tokens (sequences are not padded: choose a size whose token count %d divides)",
                        c->ulysses, c->ring, sp, c->model, h, w, img, sp);
-    if (m->fam == RP_FAMILY_FLUX && m->text_len % sp)
+    if (m->ops->splits_text && m->text_len % sp)
         return INVALID("ulysses x ring = %d x %d needs the text sequence divisible by %d too (FLUX splits image and "
                        "text tokens); %s's text encoder gives %d tokens (sequences are not padded)",
                        c->ulysses, c->ring, sp, c->model, m->text_len);
@@ -437,7 +422,7 @@ static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, 
     /* a ring rank's shard of a segment must be whole canonical key blocks: no block may
      * straddle two ranks, or its partial could not be computed where its keys are */
     const struct { const char *what; long n; } segs[] = {
-        {"image", tokens_of(h, w, m->p)}, {"text", m->fam == RP_FAMILY_FLUX ? m->text_len : 0}};
+        {"image", tokens_of(h, w, m->p)}, {"text", m->ops->splits_text ? m->text_len : 0}};
     for (int i = 0; i < 2; i++) {
         const long n = segs[i].n;
         if (n <= 0 || c->ring <= 1 || n % c->ring) continue;
@@ -459,7 +444,7 @@ static void layers_text(const rp_case *c, char *buf, size_t cap) {
 }
 
 static void blocks_text(const rp_case *c, const model_facts *m, char *buf, size_t cap) {
-    if (m->fam == RP_FAMILY_FLUX)
+    if (m->ops->takes_single_depth) /* two block kinds */
         snprintf(buf, cap, "%s has %d blocks (%d double + %d single)", c->model, m->blocks, m->n_double,
                  m->n_single);
     else
@@ -580,11 +565,11 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     if (!c->inject[0]) return RP_OK;
     rp_inject_id id;
     RP_TRY(rp_inject_parse(c->inject, &id, err));
-    const rp_inject_layout l = {
-        .dp = c->dp, .cfg_parallel = c->cfg_parallel, .ulysses = c->ulysses, .ring = c->ring,
-        .pipefusion = c->pipefusion, .patch = c->patch, .steps = c->steps, .items = c->n_items,
+    rp_inject_layout l = {
+        .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
         .on_device = strcmp(c->device, "cpu") != 0};
+    rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
         return INVALID("inject=%s: %s; the fault could not change this case", c->inject, why);
@@ -604,13 +589,13 @@ static rp_status check_engine(const rp_case *c, const model_facts *m, rp_error *
         items[i].seed = c->items[i].seed;
         items[i].global_index = (uint64_t)i;
         items[i].class_id = c->items[i].class_id;
-        items[i].prompt = m->fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+        items[i].prompt = m->ops->cond == RP_COND_CLASS ? NULL : c->items[i].prompt;
     }
     rp_gen_request req;
     rp_case_gen_request(c, &req);
     req.weights = NULL;       /* validation checks the shapes, not the files */
     req.prompt_embeds = NULL;
-    if (m->fam == RP_FAMILY_DIT) RP_TRY(rp_sampler_parse(c->sampler, &req.sampler, err));
+    if (m->ops->cond == RP_COND_CLASS) RP_TRY(rp_sampler_parse(c->sampler, &req.sampler, err));
     req.n_items = c->n_items;
     req.items = items;
     req.decode = 1;

@@ -17,6 +17,7 @@
 #include "engine/device.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
+#include "engine/models/family_ops.h"
 #include "engine/parallel/parallel.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/safetensors.h"
@@ -119,8 +120,9 @@ static rp_status write_atomic(const char *path, const char *text, rp_error *err)
 }
 
 static const char *layout_str(const rp_case *c, char *buf, size_t cap) {
-    snprintf(buf, cap, "dp=%d cfg=%d pipefusion=%d ulysses=%d ring=%d patch=%d", c->dp, c->cfg_parallel,
-             c->pipefusion, c->ulysses, c->ring, c->patch);
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    rp_par_named_text(&d, "=", " ", buf, cap);
     return buf;
 }
 
@@ -129,7 +131,7 @@ static rp_status write_latents(const char *path, const rp_case *c, const char *i
                                rp_error *err) {
     rp_st_writer *w = rp_st_writer_new();
     if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the latents writer");
-    const int B = r->B, flow = r->family != RP_FAMILY_DIT;
+    const int B = r->B, flow = rp_family_ops_of(r->family)->cond == RP_COND_TEXT;
     int64_t seeds[RP_CASE_MAX_ITEMS], classes[RP_CASE_MAX_ITEMS], gidx[RP_CASE_MAX_ITEMS];
     for (int b = 0; b < B; b++) {
         seeds[b] = (int64_t)c->items[b].seed;
@@ -181,12 +183,10 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
     cJSON_AddStringToObject(j, "case_id", id);
     cJSON_AddStringToObject(j, "name", c->name);
     cJSON_AddNumberToObject(j, "world", par->world);
-    cJSON_AddNumberToObject(lay, "dp", c->dp);
-    cJSON_AddNumberToObject(lay, "cfg_parallel", c->cfg_parallel);
-    cJSON_AddNumberToObject(lay, "pipefusion", c->pipefusion);
-    cJSON_AddNumberToObject(lay, "ulysses", c->ulysses);
-    cJSON_AddNumberToObject(lay, "ring", c->ring);
-    cJSON_AddNumberToObject(lay, "patch", c->patch);
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* xDiT's order */
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        cJSON_AddNumberToObject(lay, s->field, rp_par_degree(&c->deg, s));
+    }
     if (c->pipefusion > 1 || c->patch > 1) { /* the approximate strategies: exact only in warmup */
         cJSON_AddNumberToObject(lay, "warmup_steps", c->warmup_steps);
         if (c->pipefusion > 1) {
@@ -203,7 +203,7 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
                                                                                            : r->steps));
     cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_par_layout_exactness(&par->deg)));
     cJSON *strat = cJSON_AddArrayToObject(j, "strategies");
-    const rp_par_strategy_info *used[5];
+    const rp_par_strategy_info *used[RP_PAR_N_DEGREES];
     const int n_used = rp_par_layout_strategies(&par->deg, used);
     for (int i = 0; strat && i < n_used; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -500,7 +500,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, rp_cls_exact_steps(c), every ? 0 : J->o->teacher_steps,
-                                                     J->fam == RP_FAMILY_DIT && J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+                                                     rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
+                                                         J->sk == RP_SAMPLER_DPMPP_2M, tmask);
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
@@ -749,7 +750,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
                      rp_comm_kind_name(o->comm.kind), c->backend);
     if (st == RP_OK) st = rp_inject_parse(c->inject, &J.fault, &err);
     if (st == RP_OK) st = rp_model_family(c->model, &J.fam, &err);
-    if (st == RP_OK && J.fam == RP_FAMILY_DIT) st = rp_sampler_parse(c->sampler, &J.sk, &err);
+    if (st == RP_OK && rp_family_ops_of(J.fam)->cond == RP_COND_CLASS) st = rp_sampler_parse(c->sampler, &J.sk, &err);
     if (st == RP_OK) st = case_ctx(c, &J.ctx, &err);
     if (st == RP_OK) st = rp_ctx_ensure_coretype(J.ctx.blas_core, NULL, &err); /* may re-execute this rank */
     if (st != RP_OK) {
@@ -814,11 +815,12 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         st = RP_FAIL(&err, RP_ERR_NOMEM, "out of memory for %d items", n);
         goto out;
     }
+    const int class_cond = rp_family_ops_of(J.fam)->cond == RP_COND_CLASS;
     for (int i = 0; i < n; i++) {
         mine[i].seed = c->items[i].seed;
         mine[i].global_index = (uint64_t)i;
-        mine[i].class_id = J.fam == RP_FAMILY_DIT ? c->items[i].class_id : 0;
-        mine[i].prompt = J.fam == RP_FAMILY_DIT ? NULL : c->items[i].prompt;
+        mine[i].class_id = class_cond ? c->items[i].class_id : 0;
+        mine[i].prompt = class_cond ? NULL : c->items[i].prompt;
     }
     if ((st = rp_par_dp_share_items(&J.par, mine, n, &all, &J.n_all, &strings, &err)) != RP_OK) goto out;
     if ((st = rp_par_dp_select(&J.par, all, J.n_all, J.local, &J.first, &J.count, &err)) != RP_OK) goto out;

@@ -53,6 +53,12 @@ START_TEST(layout_round_trip_and_order) {
     ck_assert(c.cfg == 1 && c.sp == 0 && c.dp == 0);
     rp_par_coords_of(&d, 11, &c);
     ck_assert(c.dp == 1 && c.cfg == 0 && c.ring == 1 && c.ulysses == 1 && c.sp == 3);
+    /* patch inside pipefusion: pipefusion 2 x patch 2 */
+    const rp_par_degrees pp = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 2};
+    rp_par_coords_of(&pp, 1, &c);
+    ck_assert(c.patch == 1 && c.pipefusion == 0 && c.sp == 1);
+    rp_par_coords_of(&pp, 2, &c);
+    ck_assert(c.patch == 0 && c.pipefusion == 1);
 }
 END_TEST
 
@@ -72,13 +78,22 @@ START_TEST(strategy_table) {
     const rp_par_degrees usp = {2, 2, 1, 2, 2, 1}, pf = {1, 1, 2, 1, 1, 1};
     ck_assert_int_eq(rp_par_layout_exactness(&usp), RP_PAR_EXACT);
     ck_assert_int_eq(rp_par_layout_exactness(&pf), RP_PAR_WARMUP_EXACT);
-    const rp_par_strategy_info *used[5];
+    const rp_par_strategy_info *used[RP_PAR_N_DEGREES];
     ck_assert_int_eq(rp_par_layout_strategies(&usp, used), 3);
     ck_assert_str_eq(used[0]->name, "dp");
     ck_assert_str_eq(used[1]->name, "cfg");
     ck_assert_str_eq(used[2]->name, "usp");
     const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
     ck_assert_int_eq(rp_par_layout_strategies(&one, used), 0);
+    /* xDiT's order, outermost first; a sequence split alone is its own strategy */
+    const rp_par_degrees pf_ring = {.dp = 1, .cfg = 2, .pipefusion = 2, .ulysses = 1, .ring = 2, .patch = 1};
+    ck_assert_int_eq(rp_par_layout_strategies(&pf_ring, used), 3);
+    ck_assert_str_eq(used[0]->name, "cfg");
+    ck_assert_str_eq(used[1]->name, "pipefusion");
+    ck_assert_str_eq(used[2]->name, "ring");
+    const rp_par_degrees dp_patch = {.dp = 2, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 2};
+    ck_assert_int_eq(rp_par_layout_strategies(&dp_patch, used), 2);
+    ck_assert_str_eq(used[1]->name, "patch");
     /* every degree of rp_par_degrees is one strategy's, each a distinct field, each with
      * what it replicates and an axis; the world is their product (saturating) */
     rp_par_degrees d = {0};
@@ -89,6 +104,15 @@ START_TEST(strategy_table) {
         *rp_par_degree_ptr(&d, s) = i + 2;
     }
     ck_assert(d.dp && d.cfg && d.pipefusion && d.ulysses && d.ring && d.patch); /* each set once */
+    int nests = 0; /* each nest index 0..N-1 once: the rank layout's axes */
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        ck_assert_int_eq(rp_par_degree_strategy(i)->id_optional, 0); /* in stored case ids from the start */
+        const int k = rp_par_degree_strategy(i)->nest;
+        ck_assert(k >= 0 && k < RP_PAR_N_DEGREES && !(nests & 1 << k));
+        nests |= 1 << k;
+    }
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) /* the members in order, each one strategy's */
+        ck_assert_ptr_eq(rp_par_degree_ptr(&d, rp_par_member_strategy(i)), (int *)&d + i);
     ck_assert_int_eq(rp_par_world(&d), 2 * 3 * 4 * 5 * 6 * 7);
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) *rp_par_degree_ptr(&d, rp_par_degree_strategy(i)) = 1 << 20;
     ck_assert(rp_par_world_ll(&d) == LLONG_MAX);
@@ -96,6 +120,29 @@ START_TEST(strategy_table) {
     /* FNV-1a 64 known answers */
     ck_assert(rp_par_fnv1a64("", 0) == 0xcbf29ce484222325ull);
     ck_assert(rp_par_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+}
+END_TEST
+
+/* The degrees' texts the messages and labels are built from: the table's fields in its
+ * order, the values likewise, the names in xDiT's order, the tags of the degrees above 1. */
+START_TEST(strategy_texts) {
+    const rp_par_degrees d = {.dp = 2, .cfg = 1, .pipefusion = 3, .ulysses = 4, .ring = 1, .patch = 1};
+    char buf[160];
+    rp_par_fields_text(" x ", buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp x cfg_parallel x ulysses x ring x pipefusion x patch");
+    rp_par_values_text(&d, "x", buf, sizeof buf);
+    ck_assert_str_eq(buf, "2x1x4x1x3x1");
+    rp_par_named_text(&d, "=", " ", buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp=2 cfg=1 pipefusion=3 ulysses=4 ring=1 patch=1");
+    rp_par_named_text(&d, " ", " x ", buf, sizeof buf); /* rp_par_init's world message */
+    ck_assert_str_eq(buf, "dp 2 x cfg 1 x pipefusion 3 x ulysses 4 x ring 1 x patch 1");
+    rp_par_tags_text(&d, buf, sizeof buf);
+    ck_assert_str_eq(buf, "dp2 u4 pf3");
+    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
+    rp_par_tags_text(&one, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1");
+    rp_par_named_text(&d, "=", " ", buf, 8); /* truncated, terminated */
+    ck_assert_str_eq(buf, "dp=2 cf");
 }
 END_TEST
 
@@ -698,6 +745,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, layout_round_trip_and_order);
     tcase_add_test(tc, strategy_table);
+    tcase_add_test(tc, strategy_texts);
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
     tcase_set_timeout(tc, 120);

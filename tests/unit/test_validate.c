@@ -729,7 +729,7 @@ START_TEST(inject_registry) {
 END_TEST
 
 START_TEST(inject_applicability) {
-    const rp_inject_layout one = {.dp = 1, .cfg_parallel = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1,
+    const rp_inject_layout one = {.deg = {.dp = 1, .cfg = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1},
                                   .steps = 10, .items = 4};
     char why[256];
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_NONE, RP_FAMILY_DIT, &one, why, sizeof why), 1);
@@ -737,7 +737,7 @@ START_TEST(inject_applicability) {
     for (int i = 1; i < RP_INJECT_COUNT; i++)
         ck_assert_int_eq(rp_inject_applies((rp_inject_id)i, RP_FAMILY_FLUX, &one, why, sizeof why), 0);
     rp_inject_layout l = one;
-    l.dp = 2;
+    l.deg.dp = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_RANK_LAYOUT, RP_FAMILY_SD3, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_SHARED_NOISE, RP_FAMILY_DIT, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ULYSSES_HEAD_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
@@ -748,7 +748,7 @@ START_TEST(inject_applicability) {
                      "rope-offset needs a layout where ranks compute positions for their part of the image (ulysses x "
                      "ring > 1, patch > 1 or pipefusion > 1); got ulysses=1 ring=1 patch=1 pipefusion=1");
     l = one;
-    l.ulysses = 2;
+    l.deg.ulysses = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ULYSSES_HEAD_ORDER, RP_FAMILY_SD3, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_SD3, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "ring-no-rescale needs ring > 1 (got ring=1)");
@@ -756,7 +756,7 @@ START_TEST(inject_applicability) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_SD3, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "rope-offset applies to FLUX only: sd3 uses absolute position embeddings, not RoPE");
     l = one;
-    l.pipefusion = 2;
+    l.deg.pipefusion = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_DIT, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     l.steps = 1;
@@ -765,7 +765,7 @@ START_TEST(inject_applicability) {
     l.steps = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_TIMESTEP_SKEW, RP_FAMILY_DIT, &l, NULL, 0), 1);
     l = one;
-    l.ring = 2;
+    l.deg.ring = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "pipefusion-cache-leak needs pipefusion > 1 (got pipefusion=1)");
@@ -774,11 +774,11 @@ END_TEST
 
 /* The faults of the classes a per-layer view of rank 0 misses (issue 17). */
 START_TEST(inject_applicability_escaped) {
-    const rp_inject_layout one = {.dp = 1, .cfg_parallel = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1,
+    const rp_inject_layout one = {.deg = {.dp = 1, .cfg = 1, .ulysses = 1, .ring = 1, .pipefusion = 1, .patch = 1},
                                   .steps = 6, .items = 4};
     char why[256];
     rp_inject_layout l = one;
-    l.ulysses = 2;
+    l.deg.ulysses = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_NORM_EPS_RANK, RP_FAMILY_SD3, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_TEMB_PERIOD_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
@@ -787,13 +787,13 @@ START_TEST(inject_applicability_escaped) {
     ck_assert_str_eq(why, "bf16-layer-rank needs an fp32 case: with bf16 / fp16 GEMMs the layer is in that precision "
                           "on every rank already");
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_NORM_EPS_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
-    l.pipefusion = 2; /* the last rank is the last stage: it does not run block 0 */
-    l.ulysses = 1;
+    l.deg.pipefusion = 2; /* the last rank is the last stage: it does not run block 0 */
+    l.deg.ulysses = 1;
     l.low_precision = 0;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_ptr_nonnull(strstr(why, "needs pipefusion = 1"));
-    l.pipefusion = 1;
-    l.ulysses = 2;
+    l.deg.pipefusion = 1;
+    l.deg.ulysses = 2;
     l.on_device = 1;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_BF16_LAYER_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_ptr_nonnull(strstr(why, "a device runs its GEMMs in its own precision"));
@@ -803,7 +803,7 @@ START_TEST(inject_applicability_escaped) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "cfg-combine-order needs cfg_parallel = 2 (got cfg_parallel=1)");
     l = one;
-    l.cfg_parallel = 2;
+    l.deg.cfg = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_SD3, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "cfg-combine-order needs classifier-free guidance: FLUX has none (embedded guidance)");
@@ -811,7 +811,7 @@ START_TEST(inject_applicability_escaped) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_CFG_COMBINE_ORDER, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_ptr_nonnull(strstr(why, "needs steps >= 2"));
     l = one;
-    l.dp = 2;
+    l.deg.dp = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_VAE_DECODE_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_DP_IMAGE_ORDER, RP_FAMILY_SD3, &l, NULL, 0), 1);
     l.items = 2; /* one item per group: no order to get wrong */
