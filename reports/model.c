@@ -14,7 +14,6 @@
 
 #include "engine/parallel/strategy.h"
 #include "harness/case/case.h"
-#include "harness/sweep/matrix.h"
 #include "harness/store/store.h"
 #include "reports/rutil.h"
 

@@ -165,6 +165,12 @@ int rp_case_world(const rp_case *c) {
     return rp_par_world(&d);
 }
 
+void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    rp_par_tags_text(&d, buf, cap);
+}
+
 static cJSON *u64_json(uint64_t v) {
     if (v <= (UINT64_C(1) << 53)) return cJSON_CreateNumber((double)v);
     char buf[32];

@@ -114,6 +114,9 @@ void rp_case_degrees(const rp_case *c, rp_par_degrees *d);
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
 
+/* "dp2 ulysses2" — the degrees that are not 1 (and pipeline options), or "1". */
+void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap);
+
 /* The engine request of case c's model and sampling fields (model, depth, weights and
  * their seed, sharpen, vae, prompt embeddings, eta, steps, cfg, guidance, size, batch
  * forward), *req zeroed first. The caller sets the sampler (parsed per family), the items

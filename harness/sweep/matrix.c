@@ -1787,12 +1787,6 @@ rp_status rp_matrix_select(const rp_matrix *m, const char *const *filters, int n
     return st;
 }
 
-void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
-    rp_par_degrees d;
-    rp_case_degrees(c, &d);
-    rp_par_tags_text(&d, buf, cap);
-}
-
 void rp_matrix_help(FILE *f) {
     char degrees[160];
     rp_par_fields_text(" ", degrees, sizeof degrees);

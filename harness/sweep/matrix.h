@@ -79,9 +79,6 @@ void rp_matrix_free(rp_matrix *m);
 rp_status rp_matrix_select(const rp_matrix *m, const char *const *filters, int n, unsigned char *keep,
                            rp_error *err);
 
-/* "dp2 ulysses2" — the degrees that are not 1 (and pipeline options), or "1". */
-void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap);
-
 /* The schema, for `repro --help-matrix` (followed there by the validation rules). */
 void rp_matrix_help(FILE *f);
 
