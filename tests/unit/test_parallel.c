@@ -62,6 +62,52 @@ START_TEST(layout_round_trip_and_order) {
 }
 END_TEST
 
+/* The groups derived from the rows' splits are the ones parallel.c spelled out before:
+ * sequence = ulysses x ring x patch with index (patch * ring + ring) * ulysses + ulysses,
+ * replica = all but dp with index rank % (world / dp), each led by the rank with those
+ * coordinates 0; a one-strategy group's index is that coordinate. Every layout of
+ * degrees 1..2 (3 for dp and ring), every rank. */
+START_TEST(groups_follow_the_rows) {
+    rp_par_degrees seq, rep;
+    rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
+    rp_par_span_of(RP_PAR_SPAN_REPLICA, &rep);
+    ck_assert(!seq.dp && !seq.cfg && !seq.pipefusion && seq.ulysses && seq.ring && seq.patch);
+    ck_assert(!rep.dp && rep.cfg && rep.pipefusion && rep.ulysses && rep.ring && rep.patch);
+    for (int code = 0; code < 3 * 2 * 2 * 2 * 3 * 2; code++) {
+        int k = code;
+        rp_par_degrees d;
+        d.dp = k % 3 + 1, k /= 3;
+        d.cfg = k % 2 + 1, k /= 2;
+        d.pipefusion = k % 2 + 1, k /= 2;
+        d.ulysses = k % 2 + 1, k /= 2;
+        d.ring = k % 3 + 1, k /= 3;
+        d.patch = k % 2 + 1;
+        const int W = rp_par_world(&d), per_dp = W / d.dp;
+        for (int r = 0; r < W; r++) {
+            rp_par_coords c;
+            rp_par_coords_of(&d, r, &c);
+            int n;
+            ck_assert_int_eq(c.sp, (c.patch * d.ring + c.ring) * d.ulysses + c.ulysses);
+            ck_assert_int_eq(rp_par_index_in(&d, &c, &seq, &n), c.sp);
+            ck_assert_int_eq(n, d.ulysses * d.ring * d.patch);
+            ck_assert_int_eq(rp_par_index_in(&d, &c, &rep, &n), r % per_dp);
+            ck_assert_int_eq(n, per_dp);
+            ck_assert_int_eq(rp_par_leader_of(&d, &c, &rep), r - r % per_dp);
+            rp_par_coords l = c;
+            l.ulysses = l.ring = l.patch = 0;
+            ck_assert_int_eq(rp_par_leader_of(&d, &c, &seq), rp_par_rank_of(&d, &l));
+            for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+                const rp_par_strategy_info *s = rp_par_member_strategy(i);
+                rp_par_degrees one = {0};
+                *rp_par_degree_ptr(&one, s) = 1;
+                ck_assert_int_eq(rp_par_index_in(&d, &c, &one, &n), rp_par_degree(&c.of, s));
+                ck_assert_int_eq(n, rp_par_degree(&d, s));
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(strategy_table) {
     const char *exact[] = {"dp", "cfg", "ulysses", "ring", "usp"};
     for (int i = 0; i < 5; i++) {
@@ -745,6 +791,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, layout_round_trip_and_order);
     tcase_add_test(tc, strategy_table);
+    tcase_add_test(tc, groups_follow_the_rows);
     tcase_add_test(tc, strategy_texts);
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
