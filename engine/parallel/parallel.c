@@ -46,7 +46,9 @@ static rp_status make_group(rp_parallel *p, const rp_par_degrees *vary, rp_par_g
 }
 
 /* The groups, in parallel.h's order: one per degree in member order, the sequence group
- * before the first strategy that splits the sequence, the replica group last. */
+ * before the first strategy that splits the sequence, the replica group last. A row
+ * on_sequence_group used alone in the sequence slot (patch) takes the sequence group, which
+ * has its ranks in its order, rather than a second split of the same ranks. */
 static rp_status make_groups(rp_parallel *p, rp_error *err) {
     rp_par_degrees seq, rep;
     rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
@@ -55,6 +57,10 @@ static rp_status make_groups(rp_parallel *p, rp_error *err) {
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
         const rp_par_strategy_info *s = rp_par_member_strategy(i);
         if (s->splits == RP_PAR_SPLITS_SEQUENCE && !seq_made++) RP_TRY(make_group(p, &seq, &p->sp, "sequence", err));
+        if (s->on_sequence_group && rp_par_degree(&p->deg, s) > 1 && p->sp.size == rp_par_degree(&p->deg, s)) {
+            p->group[i] = p->sp; /* the same ranks in the same order; not owned (rp_par_free) */
+            continue;
+        }
         rp_par_degrees one = {0};
         *rp_par_degree_ptr(&one, s) = 1;
         RP_TRY(make_group(p, &one, &p->group[i], s->name, err));
@@ -102,6 +108,10 @@ void rp_par_free(rp_parallel *p) {
     rp_par_replica_free(p);
     for (int i = 0; i < RP_PAR_N_DEGREES + 2; i++) {
         rp_par_group *g = i < RP_PAR_N_DEGREES ? &p->group[i] : i == RP_PAR_N_DEGREES ? &p->sp : &p->replica;
+        if (i < RP_PAR_N_DEGREES && g->comm && g->comm == p->sp.comm) { /* the sequence group's: freed as that */
+            g->comm = NULL;
+            continue;
+        }
         rp_comm_destroy(g->comm);
         g->comm = NULL;
     }

@@ -17,7 +17,9 @@
  * degree, the ranks that differ in its coordinate only, ordered by it, in rp_par_degrees'
  * member order, with the sequence group sp (the strategies whose row splits the sequence:
  * ulysses x ring, or patch) made just before the first of them:
- *   dp, cfg, pipefusion, sp, ulysses, ring, patch;
+ *   dp, cfg, pipefusion, sp, ulysses, ring;
+ * (patch's group, its row's on_sequence_group, is the sequence group itself: patch excludes
+ * ulysses and ring);
  * then `replica`: the ranks with the same dp index, i.e. the ones that together
  * compute one dp group's items. A group of one rank has comm == NULL (no split
  * is made for a degree of 1; every collective on it is the identity).

@@ -54,7 +54,8 @@ static const rp_par_strategy_info STRATEGIES[] = {
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step; whole-sequence tensors during warmup",
-     .axis = "patch parallel (DistriFusion)", .tag = "patch", .nest = 2, .splits = RP_PAR_SPLITS_SEQUENCE},
+     .axis = "patch parallel (DistriFusion)", .tag = "patch", .nest = 2, .splits = RP_PAR_SPLITS_SEQUENCE,
+     .on_sequence_group = 1},
 };
 
 int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }

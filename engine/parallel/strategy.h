@@ -49,6 +49,8 @@ typedef struct rp_par_strategy_info {
     int nest;                  /* its axis in the rank layout, 0 innermost (xDiT's: ulysses, ring,
                                 * patch, pipefusion, cfg, dp); unused without a field */
     rp_par_splits splits;      /* what its ranks divide (unused without a field) */
+    int on_sequence_group;     /* 1: when used it is the layout's only sequence split (validated:
+                                * patch), so its group is the sequence group, not a split of its own */
     int id_optional;           /* 1 for a strategy added after case ids were first stored: its
                                 * degree 1 is left out of a case's id, so stored ids stay valid */
 } rp_par_strategy_info;
