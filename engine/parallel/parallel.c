@@ -21,27 +21,51 @@ enum { TAG_TRACE = 31 };
 
 /* ---- init / free -------------------------------------------------------------------- */
 
+/* The named groups (RP_PAR_MEMBERS(rp_par_group)) overlay the array exactly: same count of
+ * the same type, so p->cfg is p->group[1], as cfg is the degrees' member 1. */
+_Static_assert(offsetof(rp_parallel, sp) - offsetof(rp_parallel, group) == RP_PAR_N_DEGREES * sizeof(rp_par_group),
+               "rp_parallel's named groups are its group array, member for member");
+
 /* Splits the world into the group whose members differ from this rank only where
- * `vary` says (a coordinate struct of 0/1 flags); key = this rank's index in it. */
-static rp_status make_group(rp_parallel *p, const rp_par_coords *vary, int size, int key, rp_par_group *g,
-                            const char *what, rp_error *err) {
+ * `vary` says (0/1 flags at the degrees' offsets); key = this rank's index in it
+ * (rp_par_index_in), size = their count. */
+static rp_status make_group(rp_parallel *p, const rp_par_degrees *vary, rp_par_group *g, const char *what,
+                            rp_error *err) {
+    const int key = rp_par_index_in(&p->deg, &p->at, vary, &g->size);
     g->comm = NULL;
     g->rank = key;
-    g->size = size;
-    if (size == 1) return RP_OK; /* every rank knows the degree: all skip this split alike */
-    rp_par_coords base = p->at;
-    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
-        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
-        if (rp_par_degree(&vary->of, s)) *rp_par_degree_ptr(&base.of, s) = 0;
-    }
-    const int color = rp_par_rank_of(&p->deg, &base);
+    if (g->size == 1) return RP_OK; /* every rank knows the degrees: all skip this split alike */
+    const int color = rp_par_leader_of(&p->deg, &p->at, vary);
     rp_status st = p->world_comm->ops->split(p->world_comm, color, key, &g->comm, err);
     if (st != RP_OK) return st;
-    if (!g->comm || g->comm->world != size || g->comm->rank != key)
+    if (!g->comm || g->comm->world != g->size || g->comm->rank != key)
         return RP_FAIL(err, RP_ERR_COMM, "parallel: the %s group of rank %d has %d ranks (rank %d in it); expected %d "
-                       "(rank %d)", what, p->rank, g->comm ? g->comm->world : 0, g->comm ? g->comm->rank : -1, size,
-                       key);
+                       "(rank %d)", what, p->rank, g->comm ? g->comm->world : 0, g->comm ? g->comm->rank : -1,
+                       g->size, key);
     return RP_OK;
+}
+
+/* The groups, in parallel.h's order: one per degree in member order, the sequence group
+ * before the first strategy that splits the sequence, the replica group last. A row
+ * on_sequence_group used alone in the sequence slot (patch) takes the sequence group, which
+ * has its ranks in its order, rather than a second split of the same ranks. */
+static rp_status make_groups(rp_parallel *p, rp_error *err) {
+    rp_par_degrees seq, rep;
+    rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
+    rp_par_span_of(RP_PAR_SPAN_REPLICA, &rep);
+    int seq_made = 0;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        if (s->splits == RP_PAR_SPLITS_SEQUENCE && !seq_made++) RP_TRY(make_group(p, &seq, &p->sp, "sequence", err));
+        if (s->on_sequence_group && rp_par_degree(&p->deg, s) > 1 && p->sp.size == rp_par_degree(&p->deg, s)) {
+            p->group[i] = p->sp; /* the same ranks in the same order; not owned (rp_par_free) */
+            continue;
+        }
+        rp_par_degrees one = {0};
+        *rp_par_degree_ptr(&one, s) = 1;
+        RP_TRY(make_group(p, &one, &p->group[i], s->name, err));
+    }
+    return make_group(p, &rep, &p->replica, "replica", err);
 }
 
 rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err) {
@@ -66,20 +90,7 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
     p->fwd_eval = -1;
     p->stale_from = INT_MAX;
     rp_par_coords_of(d, p->rank, &p->at);
-    const rp_par_coords v_dp = {.dp = 1}, v_cfg = {.cfg = 1}, v_pf = {.pipefusion = 1};
-    const rp_par_coords v_sp = {.ring = 1, .ulysses = 1, .patch = 1}, v_uly = {.ulysses = 1}, v_ring = {.ring = 1};
-    const rp_par_coords v_rep = {.cfg = 1, .pipefusion = 1, .ring = 1, .ulysses = 1, .patch = 1};
-    const int sp = d->ulysses * d->ring * d->patch;
-    rp_status st = make_group(p, &v_dp, d->dp, p->at.dp, &p->dp, "dp", err);
-    if (st == RP_OK) st = make_group(p, &v_cfg, d->cfg, p->at.cfg, &p->cfg, "cfg", err);
-    if (st == RP_OK) st = make_group(p, &v_pf, d->pipefusion, p->at.pipefusion, &p->pipefusion, "pipefusion", err);
-    if (st == RP_OK) st = make_group(p, &v_sp, sp, p->at.sp, &p->sp, "sequence", err);
-    if (st == RP_OK) st = make_group(p, &v_uly, d->ulysses, p->at.ulysses, &p->ulysses, "ulysses", err);
-    if (st == RP_OK) st = make_group(p, &v_ring, d->ring, p->at.ring, &p->ring, "ring", err);
-    /* replica: ranks are ordered by world rank inside a dp index, which is the
-     * index over (cfg, pipefusion, sp) in xDiT's order */
-    if (st == RP_OK)
-        st = make_group(p, &v_rep, p->world / d->dp, p->rank % (p->world / d->dp), &p->replica, "replica", err);
+    const rp_status st = make_groups(p, err);
     if (st != RP_OK) rp_par_free(p);
     return st;
 }
@@ -95,10 +106,14 @@ void rp_par_free(rp_parallel *p) {
     rp_par_pipefusion_free(p);
     rp_par_patch_free(p);
     rp_par_replica_free(p);
-    rp_par_group *g[] = {&p->dp, &p->cfg, &p->pipefusion, &p->sp, &p->ulysses, &p->ring, &p->replica};
-    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
-        rp_comm_destroy(g[i]->comm);
-        g[i]->comm = NULL;
+    for (int i = 0; i < RP_PAR_N_DEGREES + 2; i++) {
+        rp_par_group *g = i < RP_PAR_N_DEGREES ? &p->group[i] : i == RP_PAR_N_DEGREES ? &p->sp : &p->replica;
+        if (i < RP_PAR_N_DEGREES && g->comm && g->comm == p->sp.comm) { /* the sequence group's: freed as that */
+            g->comm = NULL;
+            continue;
+        }
+        rp_comm_destroy(g->comm);
+        g->comm = NULL;
     }
 }
 

@@ -12,10 +12,15 @@
  *   rank = ((((dp_i * cfg + cfg_i) * pipefusion + pf_i) * patch + patch_i) * ring + ring_i)
  *          * ulysses + uly_i
  *   sp_i = (patch_i * ring + ring_i) * ulysses + uly_i    (patch excludes ulysses and ring)
- * Sub-communicators (rp_comm split of the world, MPI semantics), each the ranks
- * that differ in one coordinate only, ordered by it:
- *   dp, cfg, pipefusion, sp (ulysses x ring or patch), ulysses, ring;
- * and `replica`: the ranks with the same dp index, i.e. the ones that together
+ * Sub-communicators (rp_comm split of the world, MPI semantics), made in this order
+ * (splits are collective: every rank makes the same ones in the same order): one per
+ * degree, the ranks that differ in its coordinate only, ordered by it, in rp_par_degrees'
+ * member order, with the sequence group sp (the strategies whose row splits the sequence:
+ * ulysses x ring, or patch) made just before the first of them:
+ *   dp, cfg, pipefusion, sp, ulysses, ring;
+ * (patch's group, its row's on_sequence_group, is the sequence group itself: patch excludes
+ * ulysses and ring);
+ * then `replica`: the ranks with the same dp index, i.e. the ones that together
  * compute one dp group's items. A group of one rank has comm == NULL (no split
  * is made for a degree of 1; every collective on it is the identity).
  *
@@ -200,7 +205,14 @@ typedef struct rp_parallel {
     int rank, world;
     rp_par_coords at;
     rp_comm *world_comm;      /* not owned */
-    rp_par_group dp, cfg, pipefusion, sp, ulysses, ring, replica;
+    /* One group per degree, at its member's index (group[i]: rp_par_member_strategy(i)'s),
+     * also by name (p->cfg); then the composite groups (rp_par_span). */
+    union {
+        rp_par_group group[RP_PAR_N_DEGREES];
+        struct { RP_PAR_MEMBERS(rp_par_group); }; /* group's members */
+    };
+    rp_par_group sp;          /* the strategies that split the sequence: ulysses x ring, or patch */
+    rp_par_group replica;     /* all but dp: the ranks that compute one dp group's items */
     rp_inject_id fault;       /* RP_INJECT_NONE in normal runs */
     rp_par_hooks hooks;
     /* the approximate strategies' state (owned; NULL unless initialised) */

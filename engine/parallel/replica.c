@@ -86,14 +86,14 @@ typedef struct rhdr {
     char kernels[96];       /* "<BLAS kernel set>/<device>": ranks that differ may round differently */
 } rhdr;
 
-/* The group leader of rank r for group g: the rank with the same coordinates except
- * sp (SP) or except everything but dp (REPLICA), and those coordinates 0. */
+/* The group leader of rank r for group g: the rank with the same coordinates except the
+ * ones the group spans (SP: the sequence's; REPLICA: all but dp's), and those 0. */
 static int leader_of(const rp_parallel *p, int r, rp_par_rgroup g) {
     rp_par_coords c;
+    rp_par_degrees vary;
     rp_par_coords_of(&p->deg, r, &c);
-    c.ulysses = c.ring = c.patch = 0;
-    if (g == RP_PAR_RG_REPLICA) c.cfg = c.pipefusion = 0;
-    return rp_par_rank_of(&p->deg, &c);
+    rp_par_span_of(g == RP_PAR_RG_SP ? RP_PAR_SPAN_SEQUENCE : RP_PAR_SPAN_REPLICA, &vary);
+    return rp_par_leader_of(&p->deg, &c, &vary);
 }
 
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err) {

@@ -16,13 +16,13 @@ static const rp_par_strategy_info STRATEGIES[] = {
                  "batch, every GEMM run with fewer rows, and a BLAS may pick other kernels by the row count",
      .bitwise_when = "with per-item batches (SD3/FLUX): each item's forwards are the single rank's",
      .replicated = "the item list (broadcast, checksummed); the latents gathered to rank 0",
-     .axis = "data parallel", .tag = "dp", .nest = 5},
+     .axis = "data parallel", .tag = "dp", .nest = 5, .splits = RP_PAR_SPLITS_ITEMS},
     {.name = "cfg", .field = "cfg_parallel", .degree = DEG(cfg), .exactness = RP_PAR_EXACT,
      .reorders = "none inside a row; each rank's GEMMs have half the rows (the BLAS may pick other kernels); "
                  "the guidance combine is the single rank's formula on the same two outputs",
      .bitwise_when = "when the BLAS gives a row the same bits for the halved row count (measured by the tests)",
      .replicated = "the allgathered guidance halves, the guided prediction and the latents after every step",
-     .axis = "CFG parallel", .tag = "cfg", .nest = 4},
+     .axis = "CFG parallel", .tag = "cfg", .nest = 4, .splits = RP_PAR_SPLITS_BATCH},
     {.name = "ulysses", .field = "ulysses", .degree = DEG(ulysses), .exactness = RP_PAR_EXACT,
      .reorders = "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the "
                  "single rank's key order, so the math variant does the single rank's arithmetic",
@@ -30,14 +30,14 @@ static const rp_par_strategy_info STRATEGIES[] = {
                      "the tests)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "Ulysses (sequence, all-to-all)", .tag = "u", .nest = 0},
+     .axis = "Ulysses (sequence, all-to-all)", .tag = "u", .nest = 0, .splits = RP_PAR_SPLITS_SEQUENCE},
     {.name = "ring", .field = "ring", .degree = DEG(ring), .exactness = RP_PAR_EXACT,
      .reorders = "softmax sums and P V products split into one block per ring rank, merged with the (max, sum) "
                  "correction in ring order",
      .bitwise_when = "never (the softmax is summed in another order)",
      .replicated = "every whole-sequence tensor on each sp rank (conditioning, SD3's text stream, the gathered "
                    "output) and the latents",
-     .axis = "ring attention (sequence, K/V passed)", .tag = "r", .nest = 1},
+     .axis = "ring attention (sequence, K/V passed)", .tag = "r", .nest = 1, .splits = RP_PAR_SPLITS_SEQUENCE},
     {.name = "usp", .exactness = RP_PAR_EXACT, .reorders = "ulysses and ring together: both of the above",
      .bitwise_when = "never (ring's order)", .replicated = "as ulysses and ring", .axis = "USP (Ulysses x ring)"},
     {.name = "pipefusion", .field = "pipefusion", .degree = DEG(pipefusion), .exactness = RP_PAR_WARMUP_EXACT,
@@ -47,14 +47,15 @@ static const rp_par_strategy_info STRATEGIES[] = {
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for the row counts (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step on every stage",
-     .axis = "PipeFusion (blocks over stages)", .tag = "pf", .nest = 3},
+     .axis = "PipeFusion (blocks over stages)", .tag = "pf", .nest = 3, .splits = RP_PAR_SPLITS_BLOCKS},
     {.name = "patch", .field = "patch", .degree = DEG(patch), .exactness = RP_PAR_WARMUP_EXACT,
      .reorders = "warmup: the token GEMMs run on T/patch rows, attention keys in the single rank's order; after "
                  "it, each patch attends to the other patches' K/V of the previous step (DistriFusion)",
      .bitwise_when = "in warmup, when the BLAS gives a row the same bits for T/patch rows (measured by the "
                      "tests); never after warmup",
      .replicated = "the latents after every step; whole-sequence tensors during warmup",
-     .axis = "patch parallel (DistriFusion)", .tag = "patch", .nest = 2},
+     .axis = "patch parallel (DistriFusion)", .tag = "patch", .nest = 2, .splits = RP_PAR_SPLITS_SEQUENCE,
+     .on_sequence_group = 1},
 };
 
 int rp_par_strategy_count(void) { return (int)(sizeof STRATEGIES / sizeof *STRATEGIES); }
@@ -181,7 +182,10 @@ void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c) {
         r /= n;
     }
     /* the sequence slot: ulysses x ring, or patch */
-    c->sp = (c->patch * d->ring + c->ring) * d->ulysses + c->ulysses;
+    rp_par_degrees seq;
+    int n;
+    rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
+    c->sp = rp_par_index_in(d, c, &seq, &n);
 }
 
 int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c) {
@@ -193,3 +197,32 @@ int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c) {
     return r;
 }
 
+
+void rp_par_span_of(rp_par_span g, rp_par_degrees *vary) {
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        *rp_par_degree_ptr(vary, s) = g == RP_PAR_SPAN_SEQUENCE ? s->splits == RP_PAR_SPLITS_SEQUENCE
+                                                                 : s->splits != RP_PAR_SPLITS_ITEMS;
+    }
+}
+
+int rp_par_index_in(const rp_par_degrees *d, const rp_par_coords *c, const rp_par_degrees *vary, int *size) {
+    int idx = 0;
+    *size = 1;
+    for (int k = 0; k < RP_PAR_N_DEGREES; k++) { /* innermost first: a mixed-radix number */
+        const rp_par_strategy_info *s = nested(k);
+        if (!rp_par_degree(vary, s)) continue;
+        idx += rp_par_degree(&c->of, s) * *size;
+        *size *= rp_par_degree(d, s);
+    }
+    return idx;
+}
+
+int rp_par_leader_of(const rp_par_degrees *d, const rp_par_coords *c, const rp_par_degrees *vary) {
+    rp_par_coords base = *c;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        if (rp_par_degree(vary, s)) *rp_par_degree_ptr(&base.of, s) = 0;
+    }
+    return rp_par_rank_of(d, &base);
+}

@@ -11,12 +11,26 @@ typedef enum rp_par_exactness {
     RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
 } rp_par_exactness;
 
-/* One member per strategy with a degree, in xDiT's order outermost first; a new strategy
- * is a member here and a row of the table (strategy.c). Only ints: the table addresses
- * them by offset, and the count of members is RP_PAR_N_DEGREES. */
+/* The strategies with a degree, one member each, in xDiT's order outermost first: a new
+ * strategy is a member here and a row of the table (strategy.c). The list declares the
+ * degrees (RP_PAR_MEMBERS(int)) and the views that name a degree's coordinate and group
+ * (rp_par_coords, rp_parallel), so their layouts are the degrees' by construction. */
+#define RP_PAR_MEMBERS(T) T dp, cfg, pipefusion, ulysses, ring, patch
+
+/* Only ints: the table addresses them by offset, and the count of members is
+ * RP_PAR_N_DEGREES. */
 typedef struct rp_par_degrees {
-    int dp, cfg, pipefusion, ulysses, ring, patch;  /* each >= 1 */
+    RP_PAR_MEMBERS(int);  /* each >= 1 */
 } rp_par_degrees;
+
+/* What a strategy's ranks divide among themselves: the composite groups are made of it
+ * (rp_par_span). */
+typedef enum rp_par_splits {
+    RP_PAR_SPLITS_ITEMS = 0,  /* the items (dp): the ranks of one item block are a replica group */
+    RP_PAR_SPLITS_BATCH,      /* the guided batch's branches (cfg) */
+    RP_PAR_SPLITS_BLOCKS,     /* the model's blocks, as pipeline stages (pipefusion) */
+    RP_PAR_SPLITS_SEQUENCE    /* the tokens (ulysses, ring, patch): together, the sequence group */
+} rp_par_splits;
 
 /* One parallel strategy: everything the engine, the validator, the classifier and the
  * reports need to know about it. A new strategy is a row here (plus its code). */
@@ -34,6 +48,9 @@ typedef struct rp_par_strategy_info {
     const char *tag;           /* its degree's prefix in a case's short degrees text ("u" of "dp2 u2") */
     int nest;                  /* its axis in the rank layout, 0 innermost (xDiT's: ulysses, ring,
                                 * patch, pipefusion, cfg, dp); unused without a field */
+    rp_par_splits splits;      /* what its ranks divide (unused without a field) */
+    int on_sequence_group;     /* 1: when used it is the layout's only sequence split (validated:
+                                * patch), so its group is the sequence group, not a split of its own */
     int id_optional;           /* 1 for a strategy added after case ids were first stored: its
                                 * degree 1 is left out of a case's id, so stored ids stay valid */
 } rp_par_strategy_info;
@@ -85,14 +102,27 @@ int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info
 typedef struct rp_par_coords {
     union {
         rp_par_degrees of;
-        struct { int dp, cfg, pipefusion, ulysses, ring, patch; }; /* of's members, in its order */
+        struct { RP_PAR_MEMBERS(int); }; /* of's members */
     };
-    int sp;   /* index in the sequence group: (patch * ring + ring) * ulysses + ulysses */
+    int sp;   /* index in the sequence group (rp_par_index_in of RP_PAR_SPAN_SEQUENCE):
+               * (patch * ring + ring) * ulysses + ulysses */
 } rp_par_coords;
 
 /* rank -> coordinates, and back (the table's nest order: innermost ulysses, ring, patch,
  * pipefusion, cfg, dp outermost). */
 void rp_par_coords_of(const rp_par_degrees *d, int rank, rp_par_coords *c);
 int rp_par_rank_of(const rp_par_degrees *d, const rp_par_coords *c);
+
+/* The composite groups, by the rows' splits: the sequence group (the strategies that split
+ * the sequence) and the replica group (all but those that split the items: the ranks that
+ * compute one item block together). */
+typedef enum rp_par_span { RP_PAR_SPAN_SEQUENCE = 0, RP_PAR_SPAN_REPLICA = 1 } rp_par_span;
+/* The coordinates span g varies, as 1 at their degrees' offsets in *vary (0 elsewhere). */
+void rp_par_span_of(rp_par_span g, rp_par_degrees *vary);
+/* c's index among the ranks whose coordinates differ from c's only where vary is nonzero,
+ * numbered as the rank layout numbers them (innermost fastest); *size gets their count. */
+int rp_par_index_in(const rp_par_degrees *d, const rp_par_coords *c, const rp_par_degrees *vary, int *size);
+/* The first of those ranks (c with the coordinates vary spans set to 0): their leader. */
+int rp_par_leader_of(const rp_par_degrees *d, const rp_par_coords *c, const rp_par_degrees *vary);
 
 #endif

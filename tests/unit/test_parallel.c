@@ -62,6 +62,52 @@ START_TEST(layout_round_trip_and_order) {
 }
 END_TEST
 
+/* The groups derived from the rows' splits are the ones parallel.c spelled out before:
+ * sequence = ulysses x ring x patch with index (patch * ring + ring) * ulysses + ulysses,
+ * replica = all but dp with index rank % (world / dp), each led by the rank with those
+ * coordinates 0; a one-strategy group's index is that coordinate. Every layout of
+ * degrees 1..2 (3 for dp and ring), every rank. */
+START_TEST(groups_follow_the_rows) {
+    rp_par_degrees seq, rep;
+    rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
+    rp_par_span_of(RP_PAR_SPAN_REPLICA, &rep);
+    ck_assert(!seq.dp && !seq.cfg && !seq.pipefusion && seq.ulysses && seq.ring && seq.patch);
+    ck_assert(!rep.dp && rep.cfg && rep.pipefusion && rep.ulysses && rep.ring && rep.patch);
+    for (int code = 0; code < 3 * 2 * 2 * 2 * 3 * 2; code++) {
+        int k = code;
+        rp_par_degrees d;
+        d.dp = k % 3 + 1, k /= 3;
+        d.cfg = k % 2 + 1, k /= 2;
+        d.pipefusion = k % 2 + 1, k /= 2;
+        d.ulysses = k % 2 + 1, k /= 2;
+        d.ring = k % 3 + 1, k /= 3;
+        d.patch = k % 2 + 1;
+        const int W = rp_par_world(&d), per_dp = W / d.dp;
+        for (int r = 0; r < W; r++) {
+            rp_par_coords c;
+            rp_par_coords_of(&d, r, &c);
+            int n;
+            ck_assert_int_eq(c.sp, (c.patch * d.ring + c.ring) * d.ulysses + c.ulysses);
+            ck_assert_int_eq(rp_par_index_in(&d, &c, &seq, &n), c.sp);
+            ck_assert_int_eq(n, d.ulysses * d.ring * d.patch);
+            ck_assert_int_eq(rp_par_index_in(&d, &c, &rep, &n), r % per_dp);
+            ck_assert_int_eq(n, per_dp);
+            ck_assert_int_eq(rp_par_leader_of(&d, &c, &rep), r - r % per_dp);
+            rp_par_coords l = c;
+            l.ulysses = l.ring = l.patch = 0;
+            ck_assert_int_eq(rp_par_leader_of(&d, &c, &seq), rp_par_rank_of(&d, &l));
+            for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+                const rp_par_strategy_info *s = rp_par_member_strategy(i);
+                rp_par_degrees one = {0};
+                *rp_par_degree_ptr(&one, s) = 1;
+                ck_assert_int_eq(rp_par_index_in(&d, &c, &one, &n), rp_par_degree(&c.of, s));
+                ck_assert_int_eq(n, rp_par_degree(&d, s));
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(strategy_table) {
     const char *exact[] = {"dp", "cfg", "ulysses", "ring", "usp"};
     for (int i = 0; i < 5; i++) {
@@ -732,6 +778,44 @@ static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     return bad;
 }
 
+/* The groups rp_par_init makes on 4 ranks: one per degree with the rank's coordinate and
+ * the degree, the named groups the array's, the sequence and replica groups their spans';
+ * patch's group is the sequence group itself (no second split), the others their own. */
+static const rp_par_degrees GROUP_LAYOUTS[] = {
+    {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = 2, .ring = 2, .patch = 1},
+    {.dp = 2, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 2},
+    {.dp = 1, .cfg = 2, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 1},
+};
+
+static int groups_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const rp_par_degrees *d = arg;
+    rp_parallel par;
+    rp_error err = {0};
+    if (rp_par_init(&par, c, d, RP_INJECT_NONE, &err) != RP_OK) return 10;
+    int bad = 0;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_member_strategy(i);
+        const rp_par_group *g = &par.group[i];
+        const int n = rp_par_degree(d, s);
+        if (g->size != n || g->rank != rp_par_degree(&par.at.of, s) || (n > 1) != (g->comm != NULL)) bad = 11;
+        if (g->comm && (g->comm->world != n || g->comm->rank != g->rank)) bad = 12;
+        if (g->comm && (g->comm == par.sp.comm) != (s->on_sequence_group && n > 1)) bad = 13;
+    }
+    if (&par.cfg != &par.group[1] || &par.patch != &par.group[RP_PAR_N_DEGREES - 1]) bad = 14;
+    if (par.sp.size != d->ulysses * d->ring * d->patch || par.sp.rank != par.at.sp) bad = 15;
+    if (par.replica.size != world / d->dp || par.replica.rank != rank % (world / d->dp)) bad = 16;
+    rp_par_free(&par); /* the shared comm is destroyed once (a double free aborts) */
+    if (bad) fprintf(stderr, "rank %d: groups check %d\n", rank, bad);
+    return bad;
+}
+
+START_TEST(groups_are_made_from_the_table) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int failed = spawn(4, groups_rank_main, &GROUP_LAYOUTS[_i]);
+    ck_assert_msg(failed == 0, "layout %d: %d ranks failed", _i, failed);
+}
+END_TEST
+
 START_TEST(replica_copies_are_compared) {
     if (!rp_comm_available(RP_COMM_GLOO)) return;
     const int scenario = _i;
@@ -745,6 +829,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, layout_round_trip_and_order);
     tcase_add_test(tc, strategy_table);
+    tcase_add_test(tc, groups_follow_the_rows);
     tcase_add_test(tc, strategy_texts);
     suite_add_tcase(s, tc);
     tc = tcase_create("models");
@@ -757,6 +842,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, sp_attention_ranks, 0, (int)(sizeof SP_CASES / sizeof *SP_CASES));
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 4);
+    tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
     return s;
 }
