@@ -99,9 +99,7 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
 /* ---- teacher steps --------------------------------------------------------------------------- */
 
 int rp_cls_exact_steps(const rp_case *c) {
-    rp_par_degrees deg;
-    rp_case_degrees(c, &deg);
-    const int approx = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT && c->warmup_steps < c->steps;
+    const int approx = rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT && c->warmup_steps < c->steps;
     return approx ? c->warmup_steps : c->steps;
 }
 
@@ -137,14 +135,14 @@ const char *rp_cls_effective_precision(const rp_case *c) {
     return c->precision;
 }
 
+/* 1 when c's layout uses only exact strategies (strategy.h: no approximate one). */
+static int layout_exact(const rp_case *c) { return rp_par_layout_exactness(&c->deg) == RP_PAR_EXACT; }
+
 int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
     if (strcmp(c->numerics, "invariant") || strcmp(ref->numerics, "invariant")) return 0;
-    if (c->pipefusion > 1 || c->patch > 1 || ref->pipefusion > 1 || ref->patch > 1) return 0;
+    if (!layout_exact(c) || !layout_exact(ref)) return 0;
     rp_case a = *c; /* c with ref's layout: the rest must be the same case */
-    a.dp = ref->dp;
-    a.cfg_parallel = ref->cfg_parallel;
-    a.ulysses = ref->ulysses;
-    a.ring = ref->ring;
+    a.deg = ref->deg;
     a.threads = ref->threads;
     memcpy(a.backend, ref->backend, sizeof a.backend);
     memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
@@ -157,7 +155,7 @@ int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
 
 int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
     assert(c && out);
-    if (!strcmp(c->numerics, "invariant") || c->pipefusion > 1 || c->patch > 1 || rp_device_name_is_cuda(c->device))
+    if (!strcmp(c->numerics, "invariant") || !layout_exact(c) || rp_device_name_is_cuda(c->device))
         return 0;
     *out = *c;
     snprintf(out->numerics, sizeof out->numerics, "invariant");

@@ -187,7 +187,7 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
         const rp_par_strategy_info *s = rp_par_member_strategy(i);
         cJSON_AddNumberToObject(lay, s->field, rp_par_degree(&c->deg, s));
     }
-    if (c->pipefusion > 1 || c->patch > 1) { /* the approximate strategies: exact only in warmup */
+    if (rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT) { /* exact only in warmup */
         cJSON_AddNumberToObject(lay, "warmup_steps", c->warmup_steps);
         if (c->pipefusion > 1) {
             cJSON_AddNumberToObject(lay, "num_pipeline_patch", c->num_pipeline_patch ? c->num_pipeline_patch
@@ -472,7 +472,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
         rp_trace_note(&trace, "parallel.backend", c->backend);
         if (J->fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
-        if (c->pipefusion > 1 || c->patch > 1) {
+        if (rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT) {
             snprintf(v, sizeof v, "%d", c->warmup_steps);
             rp_trace_note(&trace, "parallel.warmup_steps", v);
         }
@@ -494,9 +494,10 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     rp_status st = RP_OK;
     rp_par_replica_free(&J->par); /* each run's replica check is its own */
     if (s->teacher_ref) {
-        /* the strategies with state across steps (pipefusion, patch) and the timestep fault
-         * key it by the evaluation index, so there every step runs */
-        const int every = c->pipefusion > 1 || c->patch > 1 || J->fault == RP_INJECT_TIMESTEP_SKEW;
+        /* the approximate strategies (stale activations: state across steps) and the
+         * timestep fault key their state by the evaluation index, so there every step runs
+         * (up to the last one checked: rp_cls_teacher_mask) */
+        const int every = rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, rp_cls_exact_steps(c), every ? 0 : J->o->teacher_steps,
