@@ -5,19 +5,24 @@
  * evaluation the two outputs are allgathered over the cfg group, so both ranks
  * hold the single rank's (2, ...) output and combine it with the single rank's
  * formula: the same bits on both ranks, and the samplers continue in lockstep
- * (cfg-combine-order breaks that on rank 1; parallel.h). */
+ * (cfg-combine-order breaks that on rank 1; parallel.h). The denoisers reach it through
+ * its row (strategy.c) and parallel.h's rp_par_batch_segment / rp_par_batch_exchange. */
 #include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "parallel.h"
 
+/* Its row's batch_segment: -1 without cfg parallelism, else 0 or 1 (the cfg coordinate). */
 int rp_par_cfg_segment(const rp_ctx *ctx) {
     if (!ctx->par || ctx->par->cfg.size == 1) return -1;
     assert(ctx->par->cfg.size == 2);
     return ctx->par->cfg.rank;
 }
 
+/* Its row's batch_exchange: mine (n), this rank's segment's output -> both (2, n), segment
+ * 0 then 1, on both ranks (allgather over the cfg group). Without cfg parallelism:
+ * RP_ERR_INVALID. */
 rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *both, rp_error *err) {
     if (rp_par_cfg_segment(ctx) < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "cfg exchange without cfg parallelism");

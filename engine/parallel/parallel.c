@@ -121,6 +121,27 @@ void rp_par_free(rp_parallel *p) {
 
 int rp_par_fault(const rp_ctx *ctx, rp_inject_id id) { return ctx->par && ctx->par->fault == id; }
 
+/* ---- the guided batch's split ---------------------------------------------------------- */
+
+const rp_par_strategy_info *rp_par_batch_split(const rp_ctx *ctx) {
+    for (int i = 0; ctx->par && i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        if (s->splits == RP_PAR_SPLITS_BATCH && rp_par_degree(&ctx->par->deg, s) > 1) return s;
+    }
+    return NULL;
+}
+
+int rp_par_batch_segment(const rp_ctx *ctx) {
+    const rp_par_strategy_info *s = rp_par_batch_split(ctx);
+    return s ? s->batch_segment(ctx) : -1;
+}
+
+rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *all, rp_error *err) {
+    const rp_par_strategy_info *s = rp_par_batch_split(ctx);
+    if (!s) return RP_FAIL(err, RP_ERR_INVALID, "guided batch exchange without a strategy that splits the batch");
+    return s->batch_exchange(ctx, mine, n, all, err);
+}
+
 /* ---- sequence parallelism -------------------------------------------------------------- */
 
 int rp_par_sp(const rp_ctx *ctx) { return ctx->par ? ctx->par->sp.size : 1; }

@@ -209,7 +209,7 @@ typedef struct rp_parallel {
      * also by name (p->cfg); then the composite groups (rp_par_span). */
     union {
         rp_par_group group[RP_PAR_N_DEGREES];
-        struct { RP_PAR_MEMBERS(rp_par_group); }; /* group's members */
+        struct { RP_PAR_MEMBERS(rp_par_group) }; /* group's members */
     };
     rp_par_group sp;          /* the strategies that split the sequence: ulysses x ring, or patch */
     rp_par_group replica;     /* all but dp: the ranks that compute one dp group's items */
@@ -410,14 +410,17 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
 /* Frees the log (rp_par_free calls it). */
 void rp_par_replica_free(rp_parallel *p);
 
-/* ---- cfg parallelism (cfg_par.c) --------------------------------------------------- */
+/* ---- the guided batch's split (the rows that split RP_PAR_SPLITS_BATCH: cfg_par.c) ---- */
 
-/* Which segment of the single-rank guided batch this rank evaluates: -1 both (no cfg
- * parallelism), else 0 or 1 (the cfg coordinate). */
-int rp_par_cfg_segment(const rp_ctx *ctx);
-/* mine (n): this rank's segment's output -> both (2, n): segment 0 then 1, on both
- * ranks (allgather over the cfg group). Without cfg parallelism: RP_ERR_INVALID. */
-rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *both, rp_error *err);
+/* The layout's strategy that splits the guided batch (its degree > 1), or NULL (and for
+ * ctx->par NULL): the denoisers name it in their messages. */
+const rp_par_strategy_info *rp_par_batch_split(const rp_ctx *ctx);
+/* Which segment of the single-rank guided batch this rank evaluates: -1 all of them (no
+ * strategy splits it), else 0 .. degree - 1 (its coordinate). */
+int rp_par_batch_segment(const rp_ctx *ctx);
+/* mine (n): this rank's segment's output -> all (degree, n): the segments in order, on
+ * every rank of the group. Without a strategy that splits the batch: RP_ERR_INVALID. */
+rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *all, rp_error *err);
 
 /* timestep-skew: the timestep the model gets at evaluation `eval` (t, or t_prev on
  * ranks > 0 at evaluation 1 when injected). */

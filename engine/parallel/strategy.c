@@ -22,7 +22,9 @@ static const rp_par_strategy_info STRATEGIES[] = {
                  "the guidance combine is the single rank's formula on the same two outputs",
      .bitwise_when = "when the BLAS gives a row the same bits for the halved row count (measured by the tests)",
      .replicated = "the allgathered guidance halves, the guided prediction and the latents after every step",
-     .axis = "CFG parallel", .tag = "cfg", .nest = 4, .splits = RP_PAR_SPLITS_BATCH},
+     .axis = "CFG parallel", .tag = "cfg", .nest = 4, .splits = RP_PAR_SPLITS_BATCH, .max_degree = 2,
+     .max_rule = "must be 1 or 2 (one rank per CFG branch)", .batch_segment = rp_par_cfg_segment,
+     .batch_exchange = rp_par_cfg_exchange},
     {.name = "ulysses", .field = "ulysses", .degree = DEG(ulysses), .exactness = RP_PAR_EXACT,
      .reorders = "the token GEMMs run on T/sp rows; attention sees the whole sequence per head group in the "
                  "single rank's key order, so the math variant does the single rank's arithmetic",

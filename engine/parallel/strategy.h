@@ -1,33 +1,54 @@
 /* strategy.h — the parallel strategies as data: one descriptor per strategy (its degree,
- * exactness, what it reorders and keeps replicated, its report axis), the degrees of a
- * layout, its world, and xDiT's rank layout (parallel.h tells how each strategy runs). */
+ * exactness, what it reorders and keeps replicated, its report axis, its validation rules,
+ * the entry points of its own code), the degrees of a layout, its world, and xDiT's rank
+ * layout (parallel.h tells how each strategy runs). */
 #ifndef REPRO_PAR_STRATEGY_H
 #define REPRO_PAR_STRATEGY_H
 
 #include <stddef.h>
+
+#include "../error.h"
+
+struct rp_ctx; /* engine/ctx.h */
 
 typedef enum rp_par_exactness {
     RP_PAR_EXACT = 0,    /* equal to a single rank up to floating-point reordering */
     RP_PAR_WARMUP_EXACT  /* exact during warmup, approximate after it (stale activations) */
 } rp_par_exactness;
 
-/* The strategies with a degree, one member each, in xDiT's order outermost first: a new
- * strategy is a member here and a row of the table (strategy.c). The list declares the
- * degrees (RP_PAR_MEMBERS(int)) and the views that name a degree's coordinate and group
- * (rp_par_coords, rp_parallel), so their layouts are the degrees' by construction. */
-#define RP_PAR_MEMBERS(T) T dp, cfg, pipefusion, ulysses, ring, patch
+/* The strategies with a degree, one X(T, member, case key) each, in xDiT's order outermost
+ * first: a new strategy is an entry here and a row of the table (strategy.c), whose field
+ * is the entry's case key (asserted in its test). The list declares the degrees
+ * (RP_PAR_MEMBERS(int)), the views that name a degree's coordinate and group (rp_par_coords,
+ * rp_parallel) and the case's view by its keys (RP_PAR_KEYS: harness/case/case.h's
+ * c->cfg_parallel), so their layouts are the degrees' by construction. */
+#define RP_PAR_DEGREE_LIST(X, T) \
+    X(T, dp, dp)                 \
+    X(T, cfg, cfg_parallel)      \
+    X(T, pipefusion, pipefusion) \
+    X(T, ulysses, ulysses)       \
+    X(T, ring, ring)             \
+    X(T, patch, patch)
+#define RP_PAR_MEMBER_DECL_(T, member, key) T member;
+#define RP_PAR_KEY_DECL_(T, member, key) T key;
+/* The members, each declared `T member;` (write no ';' after the macro). */
+#define RP_PAR_MEMBERS(T) RP_PAR_DEGREE_LIST(RP_PAR_MEMBER_DECL_, T)
+/* The same members named by their case keys, each declared `T key;`. */
+#define RP_PAR_KEYS(T) RP_PAR_DEGREE_LIST(RP_PAR_KEY_DECL_, T)
 
 /* Only ints: the table addresses them by offset, and the count of members is
- * RP_PAR_N_DEGREES. */
+ * RP_PAR_N_DEGREES. Each >= 1. */
 typedef struct rp_par_degrees {
-    RP_PAR_MEMBERS(int);  /* each >= 1 */
+    RP_PAR_MEMBERS(int)
 } rp_par_degrees;
 
 /* What a strategy's ranks divide among themselves: the composite groups are made of it
  * (rp_par_span). */
 typedef enum rp_par_splits {
     RP_PAR_SPLITS_ITEMS = 0,  /* the items (dp): the ranks of one item block are a replica group */
-    RP_PAR_SPLITS_BATCH,      /* the guided batch's branches (cfg) */
+    RP_PAR_SPLITS_BATCH,      /* the guided batch's branches (cfg): validated to need a model with
+                               * classifier-free guidance and cfg > 1 (harness/sweep/validate.c); the
+                               * denoisers reach its row's segment / exchange (rp_par_batch_segment) */
     RP_PAR_SPLITS_BLOCKS,     /* the model's blocks, as pipeline stages (pipefusion) */
     RP_PAR_SPLITS_SEQUENCE    /* the tokens (ulysses, ring, patch): together, the sequence group */
 } rp_par_splits;
@@ -53,7 +74,19 @@ typedef struct rp_par_strategy_info {
                                 * patch), so its group is the sequence group, not a split of its own */
     int id_optional;           /* 1 for a strategy added after case ids were first stored: its
                                 * degree 1 is left out of a case's id, so stored ids stay valid */
+    int max_degree;            /* 0: any degree; else the largest (validated, with max_rule) */
+    const char *max_rule;      /* the rule's text after "<field>=<degree>: " */
+    /* splits RP_PAR_SPLITS_BATCH: the guided batch's split in the denoisers (its own file;
+     * parallel.h's rp_par_batch_segment / rp_par_batch_exchange call them) */
+    int (*batch_segment)(const struct rp_ctx *ctx);   /* this rank's segment of the batch */
+    rp_status (*batch_exchange)(const struct rp_ctx *ctx, const float *mine, size_t n, float *all,
+                                rp_error *err);       /* mine (n) -> all (degree, n), segment order */
 } rp_par_strategy_info;
+
+/* The strategies' own code the rows point to (their files, parallel.h tells what they do). */
+int rp_par_cfg_segment(const struct rp_ctx *ctx);                                   /* cfg_par.c */
+rp_status rp_par_cfg_exchange(const struct rp_ctx *ctx, const float *mine, size_t n, float *both,
+                              rp_error *err);                                      /* cfg_par.c */
 
 /* The strategy table; NULL for an unknown name. */
 const rp_par_strategy_info *rp_par_strategy(const char *name);
@@ -102,7 +135,7 @@ int rp_par_layout_strategies(const rp_par_degrees *d, const rp_par_strategy_info
 typedef struct rp_par_coords {
     union {
         rp_par_degrees of;
-        struct { RP_PAR_MEMBERS(int); }; /* of's members */
+        struct { RP_PAR_MEMBERS(int) }; /* of's members */
     };
     int sp;   /* index in the sequence group (rp_par_index_in of RP_PAR_SPAN_SEQUENCE):
                * (patch * ring + ring) * ulysses + ulysses */

@@ -132,10 +132,13 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     const size_t SS = (size_t)c->input_size * c->input_size;
     const size_t per_in = (size_t)Cin * SS, per_out = (size_t)Cout * SS;
 
-    /* CFG parallelism: this rank evaluates one segment (0 cond, 1 uncond) of [cond; uncond] */
-    const int seg = guided ? rp_par_cfg_segment(d->ctx) : -1;
-    if (!guided && rp_par_cfg_segment(d->ctx) >= 0)
-        return RP_FAIL(err, RP_ERR_INVALID, "cfg parallelism needs classifier-free guidance (cfg %g <= 1)", d->cfg);
+    /* a strategy that splits the guided batch: this rank evaluates one segment (0 cond,
+     * 1 uncond) of [cond; uncond] */
+    const rp_par_strategy_info *split = rp_par_batch_split(d->ctx);
+    if (!guided && split)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s parallelism needs classifier-free guidance (cfg %g <= 1)", split->name,
+                       d->cfg);
+    const int seg = rp_par_batch_segment(d->ctx);
     const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, (float)t, d->prev_t) : (float)t;
     d->prev_t = (float)t;
     for (int b = 0; b < Bm; b++) d->t[b] = tt;
@@ -148,7 +151,7 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     } else {
         joint_rows(d->ctx, d->rows, B, seg, 1, 2);
         RP_TRY(dit_forward(d, d->half, x, d->yy + seg * B, B, err));
-        RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per_out, d->out, err)); /* -> [cond; uncond] */
+        RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per_out, d->out, err)); /* -> [cond; uncond] */
     }
     rp_trace_next_eval(d->ctx->trace);
     d->n_evals++;
@@ -516,11 +519,13 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
     const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, t_step, d->prev_t) : t_step;
     d->prev_t = t_step;
     for (int r = 0; r < Bm; r++) d->t[r] = tt;
-    /* CFG parallelism: this rank evaluates one segment (0 uncond, 1 cond) of the guided batch */
-    const int seg = guided ? rp_par_cfg_segment(d->ctx) : -1;
-    if (!guided && rp_par_cfg_segment(d->ctx) >= 0)
-        return RP_FAIL(err, RP_ERR_INVALID, "cfg parallelism needs classifier-free guidance (SD3 with cfg > 1; got %s "
-                       "cfg %g)", d->model->ops->label, d->cfg);
+    /* a strategy that splits the guided batch: this rank evaluates one segment (0 uncond,
+     * 1 cond) of it */
+    const rp_par_strategy_info *split = rp_par_batch_split(d->ctx);
+    if (!guided && split)
+        return RP_FAIL(err, RP_ERR_INVALID, "%s parallelism needs classifier-free guidance (SD3 with cfg > 1; got %s "
+                       "cfg %g)", split->name, d->model->ops->label, d->cfg);
+    const int seg = rp_par_batch_segment(d->ctx);
     if (!d->per_item) {
         if (seg < 0) {
             if (d->ctx->par) joint_rows(d->ctx, d->rows, B, 0, guided ? 2 : 1, guided ? 2 : 1);
@@ -529,7 +534,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
             joint_rows(d->ctx, d->rows, B, seg, 1, 2);
             RP_TRY(flow_forward(d, d->ctx, seg * B, B, err));
             memcpy(d->half, d->out + (size_t)seg * B * per, sizeof(float) * B * per);
-            RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per, d->out, err));
+            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, d->out, err));
         }
     } else {
         /* each item its own forward (2 rows under CFG): no GEMM sees another item's rows,
@@ -551,7 +556,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
             if (seg >= 0) memcpy(d->half + (size_t)b * per, d->out + (size_t)r0 * per, sizeof(float) * per);
         }
         if (seg >= 0) { /* xin (2, B, per) is free now: both segments, then into rows 2b + s */
-            RP_TRY(rp_par_cfg_exchange(d->ctx, d->half, B * per, d->xin, err));
+            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, d->xin, err));
             for (int s = 0; s < 2; s++)
                 for (int b = 0; b < B; b++)
                     memcpy(d->out + (size_t)(2 * b + s) * per, d->xin + ((size_t)s * B + b) * per,

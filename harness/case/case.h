@@ -74,10 +74,10 @@ typedef struct rp_case {
                                  split-K) | fast (the heuristic's pick per call, TF32 allowed);
                                  engine/cuda/cuda_gemm.h. Only meaningful with a cuda device */
     /* parallel degrees: deg has one member per strategy with a degree (strategy.h's table;
-     * their case keys are the table's fields), readable by those keys for the existing ones */
+     * their case keys are the table's fields), also readable by those keys (c->cfg_parallel) */
     union {
         rp_par_degrees deg;
-        struct { int dp, cfg_parallel, pipefusion, ulysses, ring, patch; }; /* deg's members, in its order */
+        struct { RP_PAR_KEYS(int) }; /* deg's members, in its order */
     };
     int num_pipeline_patch;   /* pipefusion: latent patches along height; 0 = pipefusion degree */
     int n_pipefusion_layers;  /* pipefusion: 0 = blocks split evenly over the stages, else = pipefusion */

@@ -366,14 +366,21 @@ static rp_status check_degrees(const rp_case *c, const model_facts *m, const rp_
         return INVALID("patch=%d with ulysses=%d ring=%d pipefusion=%d: patch parallel (DistriFusion) replaces "
                        "ulysses/ring and pipefusion; use one or the other", c->patch, c->ulysses, c->ring,
                        c->pipefusion);
-    if (c->cfg_parallel > 2)
-        return INVALID("cfg_parallel=%d: must be 1 or 2 (one rank per CFG branch)", c->cfg_parallel);
-    if (c->cfg_parallel == 2 && m->ops->guidance == RP_GUIDE_EMBEDDED)
-        return INVALID("cfg_parallel=2: %s uses embedded guidance, so there is no unconditional branch to run in "
-                       "parallel (cfg parallel needs a model with classifier-free guidance: DiT, SD3)", c->model);
-    if (c->cfg_parallel == 2 && !(c->cfg > 1))
-        return INVALID("cfg_parallel=2 needs cfg > 1 (got cfg=%g): without guidance there is no unconditional "
-                       "branch", c->cfg);
+    /* the rules on the strategies' rows, in the table's order */
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        const int v = rp_par_degree(&c->deg, s);
+        if (s->max_degree && v > s->max_degree) return INVALID("%s=%d: %s", s->field, v, s->max_rule);
+        if (v == 1 || s->splits != RP_PAR_SPLITS_BATCH) continue;
+        /* it splits the guided batch: there must be one (the family table says the guidance) */
+        if (m->ops->guidance == RP_GUIDE_EMBEDDED)
+            return INVALID("%s=%d: %s uses embedded guidance, so there is no unconditional branch to run in "
+                           "parallel (%s parallel needs a model with classifier-free guidance: DiT, SD3)", s->field,
+                           v, c->model, s->name);
+        if (!(c->cfg > 1))
+            return INVALID("%s=%d needs cfg > 1 (got cfg=%g): without guidance there is no unconditional branch",
+                           s->field, v, c->cfg);
+    }
     if (c->n_items % c->dp)
         return INVALID("dp=%d with %d items: dp must divide the item count (as xDiT, items are not padded)", c->dp,
                        c->n_items);

@@ -159,6 +159,18 @@ START_TEST(strategy_table) {
     }
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) /* the members in order, each one strategy's */
         ck_assert_ptr_eq(rp_par_degree_ptr(&d, rp_par_member_strategy(i)), (int *)&d + i);
+    /* each entry of strategy.h's list: its member's row has the entry's case key as its field */
+#define KEY_IS_FIELD(T, member, key)                                                                              \
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)                                                                    \
+        if (rp_par_degree_strategy(i)->degree == offsetof(rp_par_degrees, member))                                \
+            ck_assert_str_eq(rp_par_degree_strategy(i)->field, #key);
+    RP_PAR_DEGREE_LIST(KEY_IS_FIELD, int)
+#undef KEY_IS_FIELD
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) { /* the rows' rules and hooks are whole */
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        ck_assert(!s->max_degree == !s->max_rule && s->max_degree >= 0);
+        ck_assert(!(s->splits == RP_PAR_SPLITS_BATCH) == !(s->batch_segment && s->batch_exchange));
+    }
     ck_assert_int_eq(rp_par_world(&d), 2 * 3 * 4 * 5 * 6 * 7);
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) *rp_par_degree_ptr(&d, rp_par_degree_strategy(i)) = 1 << 20;
     ck_assert(rp_par_world_ll(&d) == LLONG_MAX);
