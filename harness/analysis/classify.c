@@ -1540,13 +1540,16 @@ static rp_status cls_decode(cls *x, rp_error *err) {
         put(o, "changed", n ? (double)changed / n : 0);
         put(o, "rel", D[(size_t)i * B + i]);
         cJSON_AddItemToArray(items, o);
-        const int breaks = rule == RP_CLS_DECODE_BITWISE ? max_abs > 0 : rule == RP_CLS_DECODE_ONE_LEVEL ? max_abs > 1 : 0;
+        const int breaks = rule == RP_CLS_DECODE_BITWISE     ? max_abs > 0
+                           : rule == RP_CLS_DECODE_ONE_LEVEL ? max_abs > 1
+                                                             : 0;
         if (breaks && x->f.image_break < 0) {
             x->f.image_break = i;
             snprintf(x->f.image_msg, sizeof x->f.image_msg,
                      "image %d: the reference's final latents decoded with this layout differ from the reference's "
                      "image by up to %d levels in %.2f%% of the values (rule: %s, at vae.decode)",
-                     i, max_abs, n ? 100.0 * changed / n : 0.0, rule == RP_CLS_DECODE_BITWISE ? "bitwise" : "one level");
+                     i, max_abs, n ? 100.0 * changed / n : 0.0,
+                     rule == RP_CLS_DECODE_BITWISE ? "bitwise" : "one level");
         }
     }
     if (st == RP_OK && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) && !x->f.mismatch) {

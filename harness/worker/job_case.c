@@ -497,7 +497,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         /* the approximate strategies (stale activations: state across steps) and the
          * timestep fault key their state by the evaluation index, so there every step runs
          * (up to the last one checked: rp_cls_teacher_mask) */
-        const int every = rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
+        const int every =
+            rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, rp_cls_exact_steps(c), every ? 0 : J->o->teacher_steps,
@@ -669,14 +670,15 @@ static void job_classifier_runs(job *J) {
     if (other) job_relation(J, tref, &exact_only, &decode_ruled);
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
-     * at the end of the teacher run (its images). Not needed when the case's own decode already had that input (its latents are
-     * bitwise the reference's: its own images are that decode, whatever arithmetic its
-     * decoder uses; the classifier judges them by the rule that arithmetic allows), nor for
-     * an invariant pair (whose latents are bitwise or already a bug), nor where no rule
-     * would hold the decode (!decode_ruled). */
+     * at the end of the teacher run (its images). Not needed when the case's own decode
+     * already had that input (its latents are bitwise the reference's: its own images are
+     * that decode, whatever arithmetic its decoder uses; the classifier judges them by the
+     * rule that arithmetic allows), nor for an invariant pair (whose latents are bitwise or
+     * already a bug), nor where no rule would hold the decode (!decode_ruled). */
     char ref_image[4200];
     rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
-    const int images = other && !exact_only && !identical && decode_ruled && job_rank0_says(J, rank0 && rp_is_file(ref_image));
+    const int images =
+        other && !exact_only && !identical && decode_ruled && job_rank0_says(J, rank0 && rp_is_file(ref_image));
     if (teach) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
