@@ -1448,7 +1448,9 @@ out:
 /* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
  * item at a time and takes no part in any parallel layout, so then its output from the same
  * latents is the same bits. */
-int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
+/* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
+ * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
+static int decoder_numerics_equal(const rp_case *a, const rp_case *b) {
     return !strcmp(a->precision, b->precision) && !strcmp(a->numerics, b->numerics) && !strcmp(a->attention, b->attention) &&
            a->attn_q_chunk == b->attn_q_chunk && a->attn_kv_chunk == b->attn_kv_chunk &&
            !strcmp(a->device_profile, b->device_profile) && a->threads == b->threads &&
@@ -1457,7 +1459,7 @@ int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b) {
 }
 
 rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref) {
-    if (rp_cls_invariant_pair(c, ref) || rp_cls_decoder_numerics_equal(c, ref)) return RP_CLS_DECODE_BITWISE;
+    if (rp_cls_invariant_pair(c, ref) || decoder_numerics_equal(c, ref)) return RP_CLS_DECODE_BITWISE;
     return !strcmp(rp_cls_effective_precision(c), "fp32") ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
 }
 

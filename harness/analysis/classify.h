@@ -139,10 +139,6 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
  * the two differ only where the shadow normalises (attention variant, reduce_split). */
 int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
 
-/* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
- * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
-int rp_cls_decoder_numerics_equal(const rp_case *a, const rp_case *b);
-
 /* How a case c's images decoded from its reference ref's final latents are held to ref's
  * images (docs/classification.md §8): bitwise when they decode with the same arithmetic (or
  * are an invariant pair), within one 8-bit level when c's decoder computes in fp32, and by no

@@ -329,6 +329,28 @@ START_TEST(test_invariant_pair) {
 }
 END_TEST
 
+/* The decoder's rule (docs/classification.md §8): bitwise for the reference's decoder
+ * arithmetic, whatever the layout; one level for other fp32 arithmetic; none for a coarser
+ * precision with other arithmetic (the worker then makes no decode of it). */
+START_TEST(test_decode_rule) {
+    rp_case ref, c;
+    rp_case_defaults(&ref);
+    c = ref;
+    c.dp = 2;
+    c.ulysses = 2; /* the layout: each item is decoded alone, as the reference decodes it */
+    ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_BITWISE);
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell"); /* other GEMM kernels, fp32 */
+    ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_ONE_LEVEL);
+    snprintf(c.precision, sizeof c.precision, "bf16"); /* and a coarser rounding */
+    ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_NONE);
+    snprintf(ref.precision, sizeof ref.precision, "bf16");
+    snprintf(c.blas_core, sizeof c.blas_core, "%s", ref.blas_core); /* bf16 both, the same arithmetic */
+    ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_BITWISE);
+    snprintf(c.attention, sizeof c.attention, "flash"); /* the VAE's attention too */
+    ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_NONE);
+}
+END_TEST
+
 START_TEST(test_invariant_shadow) {
     rp_case ref, c, sh;
     rp_case_defaults(&ref);
@@ -741,6 +763,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_twin_list);
     tcase_add_test(tc, test_effective_precision);
     tcase_add_test(tc, test_invariant_pair);
+    tcase_add_test(tc, test_decode_rule);
     tcase_add_test(tc, test_invariant_shadow);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
