@@ -94,6 +94,9 @@ typedef struct rp_ctx {
                                 the models' plain path */
     struct rp_device *dev;   /* where the models' forwards run (engine/device.h; mutable:
                                 its sticky error and mirrors); NULL = the CPU, plain path */
+    struct rp_model_cache *models; /* the denoiser kept loaded across this process's generate
+                                calls (engine/pipeline/model_cache.h; mutable, owned by the
+                                caller); NULL = each call loads and frees its own */
 } rp_ctx;
 
 /* A ctx with the defaults: fp32, no reduce_split, library threads and kernels,

@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "model_cache.h"
 #include "models/registry.h"
 #include "models/text_encoder.h"
 #include "parallel/parallel.h"
 #include "prompt_embeds.h"
 #include "rng.h"
 #include "safetensors.h"
-#include "sharpen.h"
 #include "st_compose.h"
 #include "trace.h"
 #include "vae/vae.h"
@@ -329,16 +329,6 @@ static rp_status check_request(const rp_gen_request *req, const rp_dit_config *c
                            it->class_id, req->model, c->num_classes - 1);
     }
     return RP_OK;
-}
-
-/* Opens path and loads a DiT from it. */
-static rp_status load_dit(const rp_dit_config *c, const char *path, int sharpen, rp_dit **out, rp_error *err) {
-    rp_st_file *f = NULL;
-    RP_TRY(rp_weights_open(path, &f, err));
-    rp_status st = rp_weights_sharpen(f, sharpen, err);
-    if (st == RP_OK) st = rp_dit_load(c, f, out, err);
-    rp_st_close(f); /* rp_dit_load copies the parameters into its own block */
-    return st;
 }
 
 static rp_status load_vae(const rp_vae_config *c, const char *path, rp_vae **out, rp_error *err) {
@@ -650,18 +640,6 @@ static rp_status flow_latent_size(const rp_gen_request *req, const flow_model_cf
     return RP_OK;
 }
 
-/* Opens path, refuses a synthetic file made for another model, and loads one model. */
-static rp_status open_weights(const char *path, const char *model, rp_st_file **f, rp_error *err) {
-    RP_TRY(rp_weights_open(path, f, err));
-    const char *mm = rp_st_meta(*f, "repro.model");
-    if (mm && strcmp(mm, model)) {
-        rp_st_close(*f);
-        *f = NULL;
-        return RP_FAIL(err, RP_ERR_INVALID, "%s: weights are for model '%s', not '%s'", path, mm, model);
-    }
-    return RP_OK;
-}
-
 /* Text conditioning of a batch: each item's prompt, and the "" prompt when SD3 guides. */
 typedef struct flow_text {
     int L;
@@ -740,7 +718,7 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
                               sizeof res->te_weights_path, err));
     rp_st_file *f = NULL;
     rp_te *te = NULL;
-    RP_TRY(open_weights(res->te_weights_path, te_name, &f, err));
+    RP_TRY(rp_model_weights_open(res->te_weights_path, te_name, &f, err));
     rp_status st = rp_te_load(&tc, f, &te, err);
     rp_st_close(f); /* the encoder holds its own copy */
     if (st != RP_OK) return st;
@@ -824,10 +802,10 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     rp_flow_schedule sched = {0};
     rp_model model = {0};
     rp_flow_gen_denoiser dd = {0};
-    rp_st_file *wf = NULL;
     rp_status st;
 
-    /* 1. prompts -> text states (the encoder is freed before the transformer loads) */
+    /* 1. prompts -> text states (the encoder is freed before the transformer loads; a
+     * transformer kept by ctx->models from an earlier call stays: model_cache.h bounds it) */
     double t0 = rp_now_s();
     if ((st = encode_prompts(req, &m, guided, ctx, res, &text, err)) != RP_OK) goto fail;
     res->encode_seconds = rp_now_s() - t0;
@@ -842,12 +820,9 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     if ((st = rp_weights_resolve_depth(req->model, req->depth, req->single_depth, req->weight_seed, req->weights,
                                        res->weights_path, sizeof res->weights_path, err)) != RP_OK)
         goto fail;
-    if ((st = open_weights(res->weights_path, req->model, &wf, err)) != RP_OK) goto fail;
-    if ((st = rp_weights_sharpen(wf, req->sharpen, err)) != RP_OK) goto fail;
-    st = ops->load(req->model, req->depth, req->single_depth, wf, &model, err);
-    model.ops = ops;
-    rp_st_close(wf); /* the model copies its parameters */
-    if (st != RP_OK) goto fail;
+    if ((st = rp_model_acquire(ctx->models, ops, req->model, req->depth, req->single_depth, res->weights_path,
+                               req->sharpen, &model, err)) != RP_OK)
+        goto fail;
 
     /* 4. per-item noise and result buffers */
     res->noise = malloc(sizeof(float) * n);                          /* (B, C, h, w) */
@@ -909,7 +884,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     res->n_evals = dd.n_evals;
     rp_flow_gen_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    ops->free(&model);
+    rp_model_release(st == RP_OK ? ctx->models : NULL, &model); /* a failed call's model is not kept */
     if (st != RP_OK) goto fail;
 
     /* 6. decode */
@@ -924,7 +899,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
 fail:
     rp_flow_gen_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    if (model.impl) ops->free(&model);
+    rp_model_release(NULL, &model);
     flow_text_free(&text);
     rp_flow_schedule_free(&sched);
     rp_gen_result_free(res);
@@ -1022,7 +997,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     res->B = B; res->C = C; res->S = S; res->h = S; res->w = S; res->steps = N;
 
     rp_schedule sched = {0};
-    rp_dit *model = NULL;
+    rp_model model = {0};
     rp_dit_denoiser dd = {0};
     int *y = NULL;
     rp_status st;
@@ -1030,7 +1005,9 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     if ((st = rp_weights_resolve(req->model, req->depth, req->weight_seed, req->weights,
                                  res->weights_path, sizeof res->weights_path, err)) != RP_OK)
         goto fail;
-    if ((st = load_dit(&c, res->weights_path, req->sharpen, &model, err)) != RP_OK) goto fail;
+    if ((st = rp_model_acquire(ctx->models, ops, req->model, req->depth, 0, res->weights_path, req->sharpen, &model,
+                               err)) != RP_OK)
+        goto fail;
 
     res->noise = malloc(sizeof(float) * n);                          /* (B, C, S, S) */
     res->latents = malloc(sizeof(float) * n);                        /* (B, C, S, S) */
@@ -1059,7 +1036,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
         rp_trace_note(ctx->trace, "cfg", v);
     }
 
-    if ((st = rp_dit_denoiser_init(&dd, model, ctx, B, y, req->cfg, err)) != RP_OK) goto fail;
+    if ((st = rp_dit_denoiser_init(&dd, model.impl, ctx, B, y, req->cfg, err)) != RP_OK) goto fail;
     rp_denoiser den = rp_dit_denoiser_as(&dd);
     item_noise inoise = {req->items, B, per};
     rp_noise_src nsrc = {&inoise, item_noise_fill};
@@ -1077,8 +1054,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     res->n_evals = dd.n_evals;
     rp_dit_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    rp_dit_free(model);
-    model = NULL;
+    rp_model_release(st == RP_OK ? ctx->models : NULL, &model); /* a failed call's model is not kept */
     if (st != RP_OK) goto fail;
 
     if (req->decode) {
@@ -1093,7 +1069,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 fail:
     rp_dit_denoiser_free(&dd);
     rp_d_unmirror_all(ctx);
-    if (model) rp_dit_free(model);
+    rp_model_release(NULL, &model);
     free(y);
     rp_schedule_free(&sched);
     rp_gen_result_free(res);

@@ -463,7 +463,7 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_NONDETERMINISTIC;
     }
     if (f->leak_differs) {
-        snprintf(s, cap, "step %d recomputed in the same worker after another case, from the case's own input, gives "
+        snprintf(s, cap, "step %d recomputed in the same worker after the case's run, from the case's own input, gives "
                  "other bits (max-abs %.3g) while two fresh runs of the case alone agree: state leaks between calls",
                  f->leak_step, f->leak_max_abs);
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
@@ -1723,7 +1723,7 @@ static void cls_approx(cls *x, int warmup_exact) {
     cJSON_AddBoolToObject(ap, "approximate", f->approx);
 }
 
-/* Evidence 6: repeats against run 1, and the run made after another case in one worker. */
+/* Evidence 6: repeats against run 1, and the steps recomputed after the case's run in its worker. */
 static void cls_determinism(cls *x) {
     rp_cls_facts *f = &x->f;
     cJSON *dj = cJSON_AddObjectToObject(x->ev, "determinism");

@@ -59,7 +59,7 @@ typedef struct rp_classify_opts {
     double approx_ssim;   /* approx bound: final SSIM at least (every item) */
     double approx_psnr;   /* and PSNR (dB) at least */
     int teacher_steps;    /* 0: teacher-force every step; N: N steps spread over the run */
-    int leak_check;       /* 1: run each case again after another case in one worker */
+    int leak_check;       /* 1: recompute the case's first steps after its run in one worker */
     int invariant_shadow; /* 1: a layout's invariant shadow where it has one (rp_cls_invariant_shadow_pair) */
 } rp_classify_opts;
 
@@ -227,7 +227,7 @@ typedef struct rp_cls_facts {
     int promised;             /* mode deterministic */
     int repeats_differ;       /* some repeat differs from run 1 */
     double repeat_max_abs;
-    int leak_differs;         /* the run after another case differs from the case's run */
+    int leak_differs;         /* a step recomputed after the case's run differs from the case's */
     int leak_step;            /* from this step on */
     double leak_max_abs;
     int fresh_differs;        /* the leak check differed and a fresh rerun differs too: the

@@ -7,14 +7,14 @@
  *   approx            an approximate strategy (pipefusion/patch after warmup) within
  *                     its declared quality bound
  *   BUG               the initial noise, a layer or a step breaks the envelope, an
- *                     approximate case is below its bound, or (deterministic mode) the
- *                     case gives other bits after another case in the same worker
+ *                     approximate case is below its bound, or (deterministic mode) a
+ *                     step recomputed after the case's run in its worker gives other bits
  *   MISMATCH          item i matches reference item j != i (a permutation / wrong assignment)
  *   CONFIG_ERROR      validation rejected the case (or a rank exited 3)
  *   CRASH             a rank died (in the case's run or in one of the classifier's runs of it)
  *   HANG              the case hit its timeout (likewise)
  *   NONDETERMINISTIC  the same case on the same machine gave different bits (repeats; in
- *                     fast mode also the run after another case)
+ *                     fast mode also the leak check's recomputed step)
  *   SKIPPED           the hardware is absent here
  * Precedence (harness/analysis/classify.h, rp_cls_decide): the run's failure, MISMATCH, BUG,
  * NONDETERMINISTIC, then identical / approx / drift.

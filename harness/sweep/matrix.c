@@ -1838,7 +1838,7 @@ void rp_matrix_help(FILE *f) {
 "    approx_ssim: 0.90    approximate strategies after warmup: final SSIM at least\n"
 "    approx_psnr: 25      and PSNR (dB) at least\n"
 "    teacher_steps: 0     teacher-forced steps: 0 every step, N spread over the run\n"
-"    leak_check: true     run each case again after another case in the same worker\n"
+"    leak_check: true     recompute each case's first steps after its run in the same worker\n"
 "    invariant_shadow: true  each exact CPU layout also teacher-forced under invariant numerics,\n"
 "                         where it must be bitwise its reference's (any difference is a BUG)\n"
 "\n"

@@ -19,6 +19,7 @@
 #include "engine/image.h"
 #include "engine/models/family_ops.h"
 #include "engine/parallel/parallel.h"
+#include "engine/pipeline/model_cache.h"
 #include "engine/pipeline/pipeline.h"
 #include "engine/safetensors.h"
 #include "engine/samplers/samplers.h"
@@ -379,12 +380,16 @@ static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *
     return st;
 }
 
+/* The leak check's second call: how many steps it evaluates where it has no other reason
+ * to run (the standalone --leak-check's other case before the case; the sweep's check of a
+ * case bitwise its reference's, after it). State a call leaves behind (a cache, a step
+ * counter, a sampler's history) is read by the next call's first steps; a full-length
+ * second call would double the cost of such a case for little more evidence. */
+#define RP_LEAK_CHECK_STEPS 4
+
 /* --leak-check: another case in this process first — the same layout and request with
- * every seed + 1, and at most RP_LEAK_PRELUDE_STEPS sampling steps — so state one call
- * leaves behind shows in the case's bits. Any state a call leaves (a cache, a step counter,
- * a sampler's history) is written by its first steps; a full-length prelude would double
- * the cost of every classified case for no extra evidence. */
-#define RP_LEAK_PRELUDE_STEPS 4
+ * every seed + 1, and at most RP_LEAK_CHECK_STEPS sampling steps — so state one call
+ * leaves behind shows in the case's bits. */
 static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_error *err) {
     rp_gen_item *items = malloc(sizeof *items * (size_t)req->n_items);
     if (!items) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
@@ -395,7 +400,7 @@ static rp_status leak_prelude(const rp_gen_request *req, const rp_ctx *ctx, rp_e
     rp_gen_request other = *req;
     rp_ctx quiet = *ctx;
     other.items = items;
-    if (other.steps > RP_LEAK_PRELUDE_STEPS) other.steps = RP_LEAK_PRELUDE_STEPS;
+    if (other.steps > RP_LEAK_CHECK_STEPS) other.steps = RP_LEAK_CHECK_STEPS;
     other.decode = 0;
     other.teacher = NULL;
     quiet.trace = NULL;
@@ -421,6 +426,7 @@ typedef struct job {
     rp_inject_id fault;
     int host_check;
     const char *dev_name;
+    rp_model_cache models;    /* the denoiser, loaded by the launch's first run, kept for the others */
     rp_gen_item *local;       /* (count) this dp group's items */
     int n_all, first, count;
     double t_start;           /* the process's start */
@@ -433,7 +439,9 @@ typedef struct run_spec {
     const char *out_dir;      /* rank 0 writes here */
     const char *teacher_ref;  /* teacher forcing from this directory's trajectory; NULL: free */
     int perturb_noise;        /* one ulp in each item's initial noise (a twin) */
-    int leak_prelude;         /* another case first (the leak check) */
+    int leak_prelude;         /* another case first (the standalone leak check) */
+    int leak_steps;           /* with teacher_ref: only the first leak_steps steps, every one of them (the
+                                 sweep's leak check of a case with no teacher run); 0: as asked */
     int decode;               /* decode the images (each dp group's leader) */
     int decode_ref;           /* with teacher_ref: the teacher-forced steps, then the reference's final
                                  latents decoded with this layout into out_dir's images (the
@@ -453,6 +461,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     RP_TRY(case_ctx(c, &ctx, err));
     ctx.dev = J->ctx.dev;
     ctx.par = &J->par;
+    ctx.models = &J->models;
     rp_ctx_apply(&ctx); /* a twin's thread count; the case's again for the next run */
     rp_trace trace;
     rp_trace_init(&trace);
@@ -500,8 +509,10 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         const int every =
             rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+        int upto = rp_cls_exact_steps(c); /* the mask's last step + 1 */
+        if (s->leak_steps && s->leak_steps < upto) upto = s->leak_steps;
         if (st == RP_OK)
-            trace.record_evals = rp_cls_teacher_mask(c->steps, rp_cls_exact_steps(c), every ? 0 : J->o->teacher_steps,
+            trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
                                                      rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
                                                          J->sk == RP_SAMPLER_DPMPP_2M, tmask);
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
@@ -679,10 +690,15 @@ static void job_classifier_runs(job *J) {
     rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
     const int images =
         other && !exact_only && !identical && decode_ruled && job_rank0_says(J, rank0 && rp_is_file(ref_image));
-    if (teach) {
+    /* The teacher run is also the leak check's second call (--then-leak): it comes after the
+     * case's run in this process and recomputes step 0 from the case's own input. A case
+     * bitwise its reference's has no teacher run: its first steps are teacher-forced anyway
+     * (every input is then its own), as the leak check alone. */
+    if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
-        const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images};
-        if (job_aux(J, "teacher", &tt, 0)) return;
+        const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS};
+        if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
      * teacher-forced at fp32 from the same (reference) latents. A layout's bug does not
@@ -830,10 +846,10 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     for (int i = 0; i < J.count; i++) J.local[i].embed_row = J.first + i; /* the case's item i: row i */
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
-    /* --then-leak: the leak check's other case before this run; the launch's teacher run
-     * later recomputes steps from this run's own input (rp_cls_rerun_check) */
+    /* the launch's first call: with --then-leak, a later run recomputes steps from this run's
+     * own input after it (rp_cls_rerun_check), so its bits are those of a fresh process */
     const run_spec main_run = {.c = c, .out_dir = o->out_dir, .teacher_ref = o->teacher_ref,
-                               .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check || o->then_leak,
+                               .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check,
                                .decode = !o->teacher_ref && !o->leak_check};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
@@ -845,6 +861,7 @@ out:
     free(J.local);
     free(all);
     free(strings);
+    rp_model_cache_free(&J.models);
     rp_par_free(&J.par);
     rp_comm_destroy(comm);
     rp_device_destroy(dev); /* after everything that may hold device memory */

@@ -33,8 +33,9 @@
  * --then-invariant run them after the case's outputs are written, each into its directory
  * (twins/<name>/ [with teacher/], teacher/, shadow/, invariant/teacher/) with an aux.json
  * saying how it ended; a failed one is recorded there, the later ones are skipped, and the
- * launch still exits 0. --then-leak runs the leak check's other case before the case's own
- * run (its evidence: rp_cls_rerun_check on the teacher run).
+ * launch still exits 0. --then-leak makes a later run of the launch recompute steps from the
+ * case's own input after the case's run has left its state (its evidence: rp_cls_rerun_check
+ * on the teacher run).
  * Exit codes: those of `repro worker` (backends/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */
@@ -66,10 +67,11 @@ typedef struct rp_job_case_opts {
     int then_invariant;      /* --then-invariant: the invariant shadow (rp_cls_invariant_shadow) teacher-
                                 forced from OUT (a reference) or the --then-teacher REF_DIR into
                                 OUT/invariant/teacher/, unless the case's trajectory is bitwise REF_DIR's */
-    int then_leak;           /* --then-leak: the leak check: another case (every seed + 1, a few steps)
-                                before the case's own run, whose bits the launch's teacher run then
-                                checks where it recomputes a step from the same input
-                                (rp_cls_rerun_check); nothing of its own is written */
+    int then_leak;           /* --then-leak: the leak check: the case's run is the launch's first call;
+                                a later call recomputes steps from its input (the teacher run, or for
+                                a case bitwise its reference's, which has none, the first
+                                RP_LEAK_CHECK_STEPS steps teacher-forced into OUT/teacher/), whose
+                                bits must be the case's own (rp_cls_rerun_check) */
 } rp_job_case_opts;
 
 /* Runs the case on this rank; returns a worker exit code (errors reported on stderr,

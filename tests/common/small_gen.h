@@ -1,7 +1,8 @@
 /* small_gen.h — the small generation the device tests compare across devices: 2 items
  * (seeds 11, 12; classes 207, 208 for DiT, two prompts for SD3 / FLUX), 3 DDIM / Euler
  * steps, decoded; CFG `cfg` for DiT and SD3, embedded guidance 3.5 for FLUX. Header-only
- * (tests/unit/test_device.c, tests/gpu/test_cuda_models.c). */
+ * (tests/unit/test_device.c, tests/unit/test_model_cache.c,
+ * tests/gpu/test_cuda_models.c). */
 #ifndef REPRO_TESTS_SMALL_GEN_H
 #define REPRO_TESTS_SMALL_GEN_H
 
@@ -9,9 +10,10 @@
 
 #include "engine/pipeline/pipeline.h"
 
-/* Runs it on ctx->dev = dev; returns rp_generate's status (err filled on failure). */
-static inline rp_status small_generation(const char *model, double cfg, struct rp_device *dev, rp_gen_result *res,
-                                         rp_error *err) {
+/* Runs it with ctx (rp_ctx_default's, its dev and models set by the caller); returns
+ * rp_generate's status (err filled on failure). */
+static inline rp_status small_generation_ctx(const char *model, double cfg, const rp_ctx *ctx, rp_gen_result *res,
+                                             rp_error *err) {
     static const char *prompts[] = {"a red fox in the snow", "a lighthouse at dusk"};
     const int flux = strncmp(model, "flux", 4) == 0, dit = strncmp(model, "dit", 3) == 0;
     rp_gen_item items[2];
@@ -33,11 +35,17 @@ static inline rp_status small_generation(const char *model, double cfg, struct r
     req.n_items = 2;
     req.items = items;
     req.decode = 1;
-    rp_ctx ctx = rp_ctx_default();
-    ctx.dev = dev;
     rp_error_clear(err);
     memset(res, 0, sizeof *res);
-    return rp_generate(&req, &ctx, res, err);
+    return rp_generate(&req, ctx, res, err);
+}
+
+/* The same on ctx->dev = dev, each call loading its own weights. */
+static inline rp_status small_generation(const char *model, double cfg, struct rp_device *dev, rp_gen_result *res,
+                                         rp_error *err) {
+    rp_ctx ctx = rp_ctx_default();
+    ctx.dev = dev;
+    return small_generation_ctx(model, cfg, &ctx, res, err);
 }
 
 #endif

@@ -18,9 +18,8 @@
 #     beyond rounding (the same rules), and at warmup 0 and 1 strictly worse: e(4) > e(2) + 2E
 #     and above rounding level. (Before: PSNR orderings within 0.5 dB, which fail on another
 #     CPU above ~80 dB, where two images differ by a level in a handful of pixels.)
-#   - the cache leak is caught by the leak check (the case's run follows another case in
-#     its worker, and the teacher run later recomputes its step 0 with other bits, while
-#     two fresh runs agree).
+#   - the cache leak is caught by the leak check (the teacher run after the case's run in
+#     its worker recomputes its step 0 with other bits, while two fresh runs agree).
 . "$(dirname "$0")/lib.sh"
 run_matrix dit_async_warmup
 
