@@ -37,8 +37,8 @@
  * (the values forgotten) by rp_par_generate_begin; the pipefusion-cache-leak fault skips
  * that, so a second generation's first async step sees the previous generation's K/V
  * (only visible when it has no warmup step: a warmup rewrites the whole cache, so
- * validation asks for warmup_steps 0 with it; the leak check runs another case in the
- * worker before the case's own run, which is how a sweep sees it).
+ * validation asks for warmup_steps 0 with it; the leak check recomputes the case's step 0
+ * in its worker after the case's own run, which is how a sweep sees it).
  *
  * The collective per-layer trace cannot run here (stage s never reaches the other
  * stages' trace points), so rp_par_pf_forward hands the model a ctx without trace. */

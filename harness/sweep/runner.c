@@ -652,8 +652,8 @@ static int dependents(const runner *r, int i, int *envelope, int *invariant) {
  * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
  * a reference's rounding twins with their teacher runs and its own teacher run; a case's
  * teacher run against its reference (skipped by the worker when bitwise identical to it);
- * the invariant shadows (invariant_shadows); the leak check (another case before the case's
- * own run, checked by the teacher runs: rp_cls_rerun_check). Fills argv (the worker's extra
+ * the invariant shadows (invariant_shadows); the leak check (the teacher run after the case's
+ * own run recomputes its first steps: rp_cls_rerun_check). Fills argv (the worker's extra
  * arguments, NULL-terminated; bufs holds their text) and returns how many runs that is. */
 typedef struct cls_plan {
     const char *argv[12];
@@ -694,7 +694,7 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
         p->argv[na++] = "--teacher-steps";
         p->argv[na++] = p->steps;
     }
-    if (co->leak_check) p->argv[na++] = "--then-leak"; /* a few steps before the case's run */
+    if (co->leak_check) p->argv[na++] = "--then-leak"; /* steps recomputed after the case's run */
     p->argv[na] = NULL;
     return planned;
 }

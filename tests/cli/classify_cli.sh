@@ -80,11 +80,17 @@ done
 [ $n_ref = 6 ] || fail "expected 6 references with twins, found $n_ref"
 # only the noise twin moves the initial noise; the dp cases keep it bitwise
 d=$res/teach-dit/$(id_of "$res/teach-dit" "sampler=ddim dp=2")
-# a case bitwise identical to its reference needs no teacher run, and the worker makes none:
-# on some kernel sets (Prescott) dp=2 is bitwise the single rank, since whether a GEMM row's
+# a case bitwise identical to its reference needs no teacher run: the worker makes only the
+# leak check's (its first 4 steps teacher-forced after its run, no decode). On some kernel
+# sets (Prescott, Sandybridge) dp=2 is bitwise the single rank, since whether a GEMM row's
 # bits depend on the row count is the BLAS's property, not ours
 if json_line "$d/classification.json" verdict | grep -q '"identical"'; then
-    [ -e "$d/teacher" ] && fail "the dp=2 case is bitwise its reference but ran a teacher run"
+    grep -q '"kind":[[:space:]]*"leak check"' "$d/teacher/aux.json" ||
+        fail "the dp=2 case is bitwise its reference but ran a teacher run that is not the leak check's"
+    evals=$(json_line "$d/teacher/done.json" model_evals_rank0 | sed "s/.*:[^0-9]*\([0-9]*\).*/\1/")
+    [ -n "$evals" ] && [ "$evals" -le 4 ] || fail "the leak check ran $evals evaluations (at most 4 steps)"
+    [ -e "$d/teacher/image-0.png" ] && fail "the leak check decoded images"
+    grep -q '"leak_check":[[:space:]]*"ok"' "$d/classification.json" || fail "dp=2: leak check not ok"
 else
     [ -s "$d/teacher/teacher.safetensors" ] || fail "the dp=2 case has no teacher run"
 fi
