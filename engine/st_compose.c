@@ -104,3 +104,15 @@ rp_status rp_weights_open(const char *path, rp_st_file **out, rp_error *err) {
     *out = f;
     return RP_OK;
 }
+
+rp_status rp_weights_open_for(const char *path, const char *model, rp_st_file **out, rp_error *err) {
+    RP_TRY(rp_weights_open(path, out, err));
+    const char *mm = rp_st_meta(*out, "repro.model");
+    if (mm && strcmp(mm, model)) {
+        RP_FAIL(err, RP_ERR_INVALID, "%s: weights are for model '%s', not '%s'", path, mm, model);
+        rp_st_close(*out); /* after the message: mm is the file's */
+        *out = NULL;
+        return RP_ERR_INVALID;
+    }
+    return RP_OK;
+}

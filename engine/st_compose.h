@@ -23,6 +23,10 @@
 /* Opens path as above. Errors name the file (and index, shard, tensor) at fault. */
 rp_status rp_weights_open(const char *path, rp_st_file **out, rp_error *err);
 
+/* rp_weights_open, refusing a synthetic file made for another preset than model (its
+ * "repro.model" metadata) with RP_ERR_INVALID naming both. The caller closes *out. */
+rp_status rp_weights_open_for(const char *path, const char *model, rp_st_file **out, rp_error *err);
+
 /* A sharded checkpoint: every tensor of the index's weight_map read from its shard
  * (resolved relative to the index's directory; a plain file name, no '/'), each shard
  * opened once. The shards' metadata is merged (first shard in name order wins a key).

@@ -10,18 +10,6 @@
 #include "sharpen.h"
 #include "st_compose.h"
 
-rp_status rp_model_weights_open(const char *path, const char *model, rp_st_file **f, rp_error *err) {
-    RP_TRY(rp_weights_open(path, f, err));
-    const char *mm = rp_st_meta(*f, "repro.model");
-    if (mm && strcmp(mm, model)) {
-        RP_FAIL(err, RP_ERR_INVALID, "%s: weights are for model '%s', not '%s'", path, mm, model);
-        rp_st_close(*f); /* after the message: mm is the file's */
-        *f = NULL;
-        return RP_ERR_INVALID;
-    }
-    return RP_OK;
-}
-
 void rp_model_cache_init(rp_model_cache *c) { memset(c, 0, sizeof *c); }
 
 static void drop(rp_model_cache *c) {
@@ -46,7 +34,7 @@ static rp_status load(const rp_family_ops *ops, const char *model, int depth, in
                       int sharpen, rp_model *out, rp_error *err) {
     rp_st_file *f = NULL;
     memset(out, 0, sizeof *out);
-    RP_TRY(rp_model_weights_open(path, model, &f, err));
+    RP_TRY(rp_weights_open_for(path, model, &f, err));
     rp_status st = rp_weights_sharpen(f, sharpen, err);
     if (st == RP_OK) st = ops->load(model, depth, single_depth, f, out, err);
     rp_st_close(f); /* the model copies its parameters */

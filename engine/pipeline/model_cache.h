@@ -31,10 +31,6 @@ typedef struct rp_model_cache {
     int hits, loads;    /* calls that took the kept model / that loaded one */
 } rp_model_cache;
 
-/* Opens the weights file path, refusing a synthetic file made for another preset than
- * model (its "repro.model" metadata). The caller closes *f. */
-rp_status rp_model_weights_open(const char *path, const char *model, rp_st_file **f, rp_error *err);
-
 /* An empty cache. */
 void rp_model_cache_init(rp_model_cache *c);
 

@@ -718,7 +718,7 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
                               sizeof res->te_weights_path, err));
     rp_st_file *f = NULL;
     rp_te *te = NULL;
-    RP_TRY(rp_model_weights_open(res->te_weights_path, te_name, &f, err));
+    RP_TRY(rp_weights_open_for(res->te_weights_path, te_name, &f, err));
     rp_status st = rp_te_load(&tc, f, &te, err);
     rp_st_close(f); /* the encoder holds its own copy */
     if (st != RP_OK) return st;

@@ -1445,11 +1445,9 @@ out:
     teacher_run_free(&b);
 }
 
-/* Whether the decoder computes with the same arithmetic in both cases: the VAE decodes one
- * item at a time and takes no part in any parallel layout, so then its output from the same
- * latents is the same bits. */
 /* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
- * kernels, device, VAE and its weights): the same latents then give bitwise the same images. */
+ * kernels, device, VAE and its weights). The VAE decodes one item at a time and takes no
+ * part in any parallel layout, so the same latents then give bitwise the same images. */
 static int decoder_numerics_equal(const rp_case *a, const rp_case *b) {
     return !strcmp(a->precision, b->precision) && !strcmp(a->numerics, b->numerics) && !strcmp(a->attention, b->attention) &&
            a->attn_q_chunk == b->attn_q_chunk && a->attn_kv_chunk == b->attn_kv_chunk &&

@@ -289,8 +289,8 @@ int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
 /* The leak check's evidence (docs/classification.md §6). With the leak check on, the case's
  * own run is its worker's first call, and its launch's teacher run (<case_dir>/teacher/, from
  * ref_dir's trajectory; ref_dir == case_dir for a reference; for a case bitwise its
- * reference's, its first steps only) comes later in the same process. Wherever that teacher run recomputed a step
- * from exactly the input the case's own run had (a reference: every step it ran; a case:
+ * reference's, its first steps only) comes later in the same process. Wherever that
+ * teacher run recomputed a step from exactly the input the case's own run had (a reference: every step it ran; a case:
  * the steps whose input is bitwise its reference's, at least step 0 when the noise is the
  * same), its output must be the case's own bits. Returns 1 when one differs (*step the
  * first, *max_abs its largest difference), 0 when every such step agrees, -1 when there is
