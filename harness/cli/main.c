@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "engine/error.h"
+#include "engine/heap.h"
 #include "harness/cli/commands.h"
 #include "harness/sweep/env.h"
 
@@ -37,6 +38,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    rp_heap_keep_freed(); /* before any thread: every command runs the engine's layers */
     if (argc < 2) { usage(stderr); return 2; }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
