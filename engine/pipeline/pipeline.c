@@ -275,6 +275,15 @@ static rp_status flow_teacher(const rp_flow_schedule *s, const rp_flow_denoiser 
     return st;
 }
 
+/* The final latents of a teacher run (n floats): its last step's output, or with
+ * decode_teacher_final the teacher's last row (the reference's final latents). They are then
+ * decoded by the same code as any run's own final latents, so the images' teacher forcing
+ * runs the case's decode path, whatever it does with them, and not a path of its own. */
+static const float *teacher_final_latents(const rp_gen_request *req, const float *trajectory, size_t n) {
+    const float *rows = req->decode_teacher_final ? req->teacher : trajectory;
+    return rows + (size_t)req->steps * n;
+}
+
 /* The noise-ulp twin: one ulp up on the first value of each of B items of per floats. */
 static void perturb_first_values(float *noise, int B, size_t per) {
     for (int b = 0; b < B; b++) noise[(size_t)b * per] = nextafterf(noise[(size_t)b * per], INFINITY);
@@ -358,9 +367,7 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     float *img = malloc(sizeof(float) * per_img);                   /* (1, 3, H, W) */
     res->rgb = malloc((size_t)res->B * H * W * 3);                   /* (B, H, W, 3) */
     const int truncate = rp_par_rgb8_truncates(ctx); /* 0 but for vae-decode-rank's group */
-    /* (B, C, h, w): the run's own final latents, or the reference's (teacher's last row) */
-    const float *latents = req->teacher && req->decode_teacher_final
-                               ? req->teacher + (size_t)req->steps * res->B * per_lat : res->latents;
+    const float *latents = res->latents; /* (B, C, h, w); a teacher run's: teacher_final_latents */
     rp_status st = RP_OK;
     if (!img || !res->rgb) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d decoded %dx%d images", res->B, W, H);
@@ -876,7 +883,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     t0 = rp_now_s();
     if (req->teacher) {
         st = flow_teacher(&sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
-        if (st == RP_OK) memcpy(res->latents, res->trajectory + (size_t)N * n, sizeof(float) * n);
+        if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {
         st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
     }
@@ -1046,7 +1053,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     if (req->teacher) {
         st = dit_teacher(&scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
                          res->timesteps, err);
-        if (st == RP_OK) memcpy(res->latents, res->trajectory + (size_t)N * n, sizeof(float) * n);
+        if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {
         st = rp_sample(&scfg, &sched, &den, &nsrc, res->latents, n, res->trajectory, res->timesteps, err);
     }

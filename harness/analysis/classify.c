@@ -371,6 +371,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->step_break = -1;
     f->replica_break = -1;
     f->image_break = -1;
+    f->latents_break = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -413,6 +414,13 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     /* where a divergence began: the earliest step; within step 0 the noise comes before
      * any layer, and the first evaluation's layers before the step's local error */
+    if (f->noise_break && f->noise_exact) {
+        snprintf(s, cap, "the initial noise differs from the reference's at step 0 (rel-L2 %.3g): every item's noise "
+                 "is drawn from its seed by the same host code in every layout, precision and device, so any "
+                 "difference is a bug%s%s", f->noise_rel, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
+                 f->layer_break >= 0 ? f->layer_name : "");
+        return RP_V_BUG;
+    }
     if (f->noise_break) {
         snprintf(s, cap, "the initial noise differs from the reference's (x%.3g the noise envelope) at step 0%s%s",
                  f->noise_ratio, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
@@ -443,6 +451,10 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     if (f->image_break >= 0) {
         snprintf(s, cap, "%s", f->image_msg);
+        return RP_V_BUG;
+    }
+    if (f->latents_break >= 0) {
+        snprintf(s, cap, "%s", f->latents_msg);
         return RP_V_BUG;
     }
     if (f->approx && f->have_quality && !(f->ssim >= f->bound_ssim && f->psnr >= f->bound_psnr)) {
@@ -581,6 +593,27 @@ static rp_status traj_load(const char *path, const char *name, traj *t, rp_error
     }
     rp_st_close(f);
     if (st != RP_OK) traj_free(t);
+    return st;
+}
+
+/* The final latents a run returned: its latents artifact's (B, C, h, w) "latents", B * per
+ * floats, in *out (malloc'd); *out NULL when the file has no such tensor (nothing to check). */
+static rp_status final_latents_load(const char *dir, int B, size_t per, float **out, rp_error *err) {
+    *out = NULL;
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, dir, RP_ART_LATENTS);
+    rp_st_file *f = NULL;
+    RP_TRY(rp_st_open(p, &f, err));
+    const rp_st_tensor *t = rp_st_find(f, "latents");
+    rp_status st = RP_OK;
+    if (t && t->ndim == 4 && t->shape[0] == B && (size_t)(t->shape[1] * t->shape[2] * t->shape[3]) == per) {
+        if (!(*out = malloc(sizeof(float) * B * per))) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", p);
+        else st = rp_st_read_f32(f, "latents", 4, t->shape, *out, err);
+    } else if (t) {
+        st = RP_FAIL(err, RP_ERR_SHAPE, "%s: its 'latents' tensor is not (%d items, the trajectory's C, h, w)", p, B);
+    }
+    rp_st_close(f);
+    if (st != RP_OK) free(*out), *out = NULL;
     return st;
 }
 
@@ -770,6 +803,9 @@ typedef struct cls {
     size_t per;              /* floats per item */
     traj cm, rm, tb;         /* trajectories: case, reference (compared with), twins' base */
     traj ct, bt;             /* teacher runs: the case's, the twins' base's own */
+    float *cl, *rl;          /* (B, C, h, w) the final latents the case and the reference
+                                returned (their latents artifacts; NULL: not stored) */
+    int ref_local;           /* the reference was made on this machine (not a golden) */
     rp_trace ctr, rtr, tbtr; /* first-evaluation traces */
     rp_trace cttr, bttr;     /* teacher traces: the case's, the base's */
     int have_ctr, have_rtr, have_tbtr, have_bttr;
@@ -975,7 +1011,10 @@ static rp_status cls_load(cls *x, rp_error *err) {
     cls_attention_auto(x);
     RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
     const size_t n = (size_t)(N + 1) * x->B * x->per, last = (size_t)N * x->B * x->per;
-    x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical;
+    RP_TRY(final_latents_load(x->in->case_dir, x->B, x->per, &x->cl, err));
+    RP_TRY(final_latents_load(x->in->ref_dir, x->B, x->per, &x->rl, err));
+    x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical &&
+                     (!x->cl || !x->rl || memcmp(x->cl, x->rl, sizeof(float) * (n - last)) == 0);
     rp_latent_metrics lm;
     rp_latent_metrics_compute(x->rm.x + last, x->cm.x + last, (size_t)x->B * x->per, &lm);
     cJSON *l = cJSON_AddObjectToObject(x->mt, "latents");
@@ -1127,16 +1166,31 @@ static void cls_layers(cls *x) {
 }
 
 /* Evidence 1 at step 0: the initial noise, which no layout may change. */
+/* Evidence 1b: the initial noise (the trajectory's first row). Every item's noise is a pure
+ * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
+ * double rounded once to float), before any layout, precision or device touches it. Against
+ * a reference made on this machine it is therefore bitwise, and any difference is a bug
+ * however small (one dp group's noise rounded to bf16 is 2^-9 relative: inside a bf16
+ * envelope). Against a golden from another machine, whose libm may round a double a sub-ulp
+ * differently, it is held to its envelope with fp32's floor: the noise is fp32 whatever
+ * precision the case computes in. */
 static void cls_noise(cls *x) {
-    const double r = rp_cls_ratio(x->acc[0], x->env_acc[0], x->floor);
+    const size_t n = (size_t)x->B * x->per;
+    const int exact = x->ref_local;
+    const int differs = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) != 0;
+    const double r = exact ? (differs ? INFINITY : 0.0)
+                           : rp_cls_ratio(x->acc[0], x->env_acc[0], rp_cls_unit_roundoff("fp32"));
     if (isfinite(r) && r > x->largest) x->largest = r;
     cJSON *nz = cJSON_AddObjectToObject(x->ev, "initial_noise");
+    cJSON_AddStringToObject(nz, "rule", exact ? "bitwise" : "envelope");
     put(nz, "rel", x->acc[0]);
     put(nz, "envelope", x->env_acc[0]);
     put(nz, "ratio", r);
-    if (r > x->o->factor) {
+    if (exact ? differs : r > x->o->factor) {
         x->f.noise_break = 1;
         x->f.noise_ratio = r;
+        x->f.noise_exact = exact;
+        x->f.noise_rel = x->acc[0];
     }
 }
 
@@ -1614,6 +1668,13 @@ static void cls_first(cls *x) {
         fl = cJSON_AddObjectToObject(x->ev, "first_layer");
         cJSON_AddStringToObject(fl, "name", "vae.decode");
         cJSON_AddNumberToObject(fl, "step", x->N);
+    } else if (f->latents_break >= 0) {
+        fs = cJSON_AddObjectToObject(x->ev, "first_step");
+        cJSON_AddNumberToObject(fs, "step", x->N);
+        cJSON_AddStringToObject(fs, "what", "final latents");
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", "latents");
+        cJSON_AddNumberToObject(fl, "step", x->N);
     } else if (f->leak_differs && !f->repeats_differ) {
         fs = cJSON_AddObjectToObject(x->ev, "first_step");
         cJSON_AddNumberToObject(fs, "step", f->leak_step);
@@ -1700,6 +1761,56 @@ static rp_status cls_assignment(cls *x, rp_error *err) {
     }
     free(D);
     free(perm);
+    return RP_OK;
+}
+
+/* Evidence 5b: the final latents the run returned must be its trajectory's last row, the
+ * state its last step produced (engine/gen.h). Every other piece of evidence reads the
+ * trajectory, so a gather or copy that reorders or damages the returned latents after the
+ * sampler loop would show nowhere else. Returned in another item order (assigned against the
+ * reference's returned latents, as evidence 5): a MISMATCH; otherwise a BUG at the last step. */
+static rp_status cls_final_latents(cls *x, rp_error *err) {
+    cJSON *fj = cJSON_AddObjectToObject(x->ev, "final_latents");
+    if (!x->cl) {
+        cJSON_AddStringToObject(fj, "note", "no final latents stored: not checked");
+        return RP_OK;
+    }
+    const int B = x->B;
+    const size_t per = x->per;
+    const float *last = x->cm.x + (size_t)x->N * B * per; /* (B, C, h, w) */
+    int first = -1;
+    for (int b = 0; b < B && first < 0; b++)
+        if (memcmp(x->cl + b * per, last + b * per, sizeof(float) * per)) first = b;
+    cJSON_AddBoolToObject(fj, "last_step_state", first < 0);
+    if (first < 0) return RP_OK;
+    if (!x->f.mismatch && x->rl && B >= 2) {
+        double *D = malloc(sizeof(double) * B * B);
+        int *perm = malloc(sizeof(int) * B);
+        if (!D || !perm) {
+            free(D), free(perm);
+            return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < B; i++)
+            for (int j = 0; j < B; j++) D[(size_t)i * B + j] = rp_cls_rel_l2(x->rl + j * per, x->cl + i * per, per);
+        if (rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm)) {
+            char m[400];
+            rp_cls_assignment_message(perm, B, m, sizeof m);
+            x->f.mismatch = 1;
+            snprintf(x->f.mismatch_msg, sizeof x->f.mismatch_msg,
+                     "the final latents returned are not in the order the sampler left them: %s", m);
+            cJSON_AddStringToObject(fj, "assignment", x->f.mismatch_msg);
+        }
+        free(D);
+        free(perm);
+    }
+    if (!x->f.mismatch) {
+        x->f.latents_break = first;
+        snprintf(x->f.latents_msg, sizeof x->f.latents_msg,
+                 "the final latents returned for item %d are not its last step's output (rel-L2 %.3g to the "
+                 "trajectory's last row): changed after the sampler loop", first,
+                 rp_cls_rel_l2(last + first * per, x->cl + first * per, per));
+        cJSON_AddStringToObject(fj, "break", x->f.latents_msg);
+    }
     return RP_OK;
 }
 
@@ -1821,6 +1932,8 @@ static void cls_free(cls *x) {
     traj_free(&x->tb);
     traj_free(&x->ct);
     traj_free(&x->bt);
+    free(x->cl);
+    free(x->rl);
     rp_trace_free(&x->ctr);
     rp_trace_free(&x->rtr);
     rp_trace_free(&x->tbtr);
@@ -1884,6 +1997,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     cls_status(x);
     if (x->f.failed == RP_V_COUNT) {
         x->f.is_reference = !in->ref_label && same_dir(in->case_dir, in->ref_dir);
+        x->ref_local = !in->twin_base_dir || same_dir(in->twin_base_dir, in->ref_dir);
         x->envj = cJSON_AddObjectToObject(x->ev, "envelope");
         put(x->envj, "factor", x->o->factor);
         put(x->envj, "floor", x->floor);
@@ -1901,6 +2015,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         if (st == RP_OK) cls_invariant_shadow(x);
         if (st == RP_OK) cls_replicas(x);
         if (st == RP_OK) st = cls_assignment(x, err);
+        if (st == RP_OK) st = cls_final_latents(x, err);
         if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */
         if (st == RP_OK) {
             cls_approx(x, warmup_exact);

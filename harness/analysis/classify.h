@@ -209,6 +209,8 @@ typedef struct rp_cls_facts {
     double layer_ratio;
     int noise_break;          /* 1: the initial noise differs beyond the noise envelope */
     double noise_ratio;
+    int noise_exact;          /* the noise was held bitwise (a reference made on this machine) */
+    double noise_rel;         /* its relative L2 to the reference's noise */
     int step_break;           /* first teacher-forced step beyond the envelope, or -1 */
     double step_ratio;
     char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
@@ -240,6 +242,10 @@ typedef struct rp_cls_facts {
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
     int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
     char image_msg[256];
+    /* the run's own outputs: the final latents it returned against its trajectory's last row */
+    int latents_break;        /* the first item whose returned final latents are not the state
+                                 its last step produced, or -1 */
+    char latents_msg[256];
 } rp_cls_facts;
 
 /* Initialises f to "ran, nothing found". */
@@ -250,9 +256,11 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *   MISMATCH;
  *   BUG (invariant pair): the earliest difference at all, naming the tensor and the step;
  *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
- *        initial noise, a layer or a checked step breaks the envelope, the reference's final
- *        latents decoded with the case's layout give another image, or an approximate case
- *        below its bound — the summary names the earliest of these;
+ *        initial noise differs (bitwise against a reference made here) or breaks its
+ *        envelope, a layer or a checked step breaks the envelope, the reference's final
+ *        latents decoded with the case's layout give another image, the final latents the
+ *        run returned are not its last step's, or an approximate case below its bound — the
+ *        summary names the earliest of these;
  *   NONDETERMINISTIC: repeats differ, or the leak check differs and so does a fresh rerun;
  *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
  *        a fresh rerun is bitwise the case's run (or was not made);
