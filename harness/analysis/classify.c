@@ -1122,6 +1122,41 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
     return env;
 }
 
+/* The layers of teacher-forced step k: the case's record of each layer against the base's
+ * own teacher run's (the same input x_k, so only rounding separates them), each ratio to
+ * that layer's envelope at k. env(ctx, base record, k) gives the envelope. Returns the first
+ * layer in execution order whose ratio exceeds factor (its record in the base's trace), or
+ * NULL; *largest (may be NULL) is raised to the step's largest finite ratio, *hit_rel and
+ * *hit_env get the hit's numbers. Layers the case's trace lacks are skipped. */
+typedef double (*layer_env_fn)(const void *ctx, const rp_trace_rec *base, int k);
+static const rp_trace_rec *step_layer_break(const rp_trace *ct, const float *cmask, const rp_trace *bt,
+                                            const float *bmask, int k, layer_env_fn env, const void *ctx,
+                                            double floor, double factor, double *largest, double *hit_ratio,
+                                            double *hit_rel, double *hit_env) {
+    const int ec = eval_of_step(cmask, k), eb = eval_of_step(bmask, k);
+    if (ec < 0 || eb < 0) return NULL;
+    const rp_trace_rec *hit = NULL;
+    for (int i = 0; i < bt->n; i++) {
+        const rp_trace_rec *r = &bt->recs[i];
+        const rp_trace_rec *q = r->eval == eb ? trace_find(ct, ec, r->name) : NULL;
+        if (!q) continue;
+        const double rel = rp_cls_layer_rel(r, q), e = env(ctx, r, k);
+        const double ratio = rp_cls_ratio(rel, e, floor);
+        if (largest && isfinite(ratio) && ratio > *largest) *largest = ratio;
+        if (!hit && ratio > factor) {
+            hit = r;
+            *hit_ratio = ratio, *hit_rel = rel, *hit_env = e;
+            if (!largest) break;
+        }
+    }
+    return hit;
+}
+
+/* layer_env_fn of the case's teacher run: the twins' teacher traces (layer_envelope). */
+static double teacher_layer_env(const void *ctx, const rp_trace_rec *base, int k) {
+    return layer_envelope(ctx, base, 1, k);
+}
+
 /* Evidence 2: the first evaluation, layer by layer. */
 static void cls_layers(cls *x) {
     cJSON *layers = cJSON_AddArrayToObject(x->ev, "layers");
@@ -1165,7 +1200,6 @@ static void cls_layers(cls *x) {
     }
 }
 
-/* Evidence 1 at step 0: the initial noise, which no layout may change. */
 /* Evidence 1b: the initial noise (the trajectory's first row). Every item's noise is a pure
  * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
  * double rounded once to float), before any layout, precision or device touches it. Against
@@ -1237,27 +1271,30 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     x->f.step_ratio = ratio;
     free(v);
     free(ran);
-    free(checked);
-    const int k = x->f.step_break;
+    /* The layers of every checked step, not only the first evaluation's: a step's output
+     * dilutes an error in one layer of many (a kernel wrong only at some timesteps, or by a
+     * few roundings in one layer), while each layer of a teacher-forced step has the same
+     * input as the base's and its own envelope from the twins' teacher traces. The first
+     * step with a layer beyond it is the step break when no step's output broke earlier;
+     * at the break the first such layer is named. */
     rp_store_path(p, sizeof p, td, RP_ART_TRACE);
-    if (k < 0 || !x->have_bttr || rp_cls_trace_load(p, &x->cttr, &e) != RP_OK) return RP_OK;
-    const int ec = eval_of_step(x->ct.mask, k), eb = eval_of_step(x->bt.mask, k);
-    if (ec < 0 || eb < 0 || trace_count(&x->cttr, ec) == 0) return RP_OK;
-    /* the base's own teacher run is the reference for the layers: same input x_k */
-    for (int i = 0; i < x->bttr.n; i++) {
-        const rp_trace_rec *r = &x->bttr.recs[i];
-        if (r->eval != eb) continue;
-        const double rel = rp_cls_layer_rel(r, trace_find(&x->cttr, ec, r->name));
-        const double env = layer_envelope(x, r, 1, k);
-        const double ratio_l = rp_cls_ratio(rel, env, x->floor);
-        if (ratio_l > x->o->factor) {
-            snprintf(x->f.step_layer, sizeof x->f.step_layer, "%s", r->name);
-            x->f.step_layer_ratio = ratio_l;
+    if (x->have_bttr && rp_cls_trace_load(p, &x->cttr, &e) == RP_OK) {
+        for (int k = 0; k < N; k++) {
+            if (!checked[k]) continue;
+            double lr = 0, rel = 0, env = 0;
+            const rp_trace_rec *hit = step_layer_break(&x->cttr, x->ct.mask, &x->bttr, x->bt.mask, k,
+                                                       teacher_layer_env, x, x->floor, x->o->factor,
+                                                       &x->largest, &lr, &rel, &env);
+            if (!hit || (x->f.step_break >= 0 && x->f.step_break < k) || x->f.step_layer[0]) continue;
+            x->f.step_break = k; /* k <= an output break: the earliest evidence */
+            x->f.step_ratio = rp_cls_ratio(x->local[k], x->env_step[k], x->floor);
+            snprintf(x->f.step_layer, sizeof x->f.step_layer, "%s", hit->name);
+            x->f.step_layer_ratio = lr;
             x->step_layer_rel = rel;
             x->step_layer_env = env;
-            break;
         }
     }
+    free(checked);
     return RP_OK;
 }
 
@@ -1339,12 +1376,30 @@ static void teacher_run_free(teacher_run *r) {
     rp_trace_free(&r->tr);
 }
 
+/* layer_env_fn of the fp32 shadow: the largest over the shadow twins' teacher traces. */
+typedef struct shadow_twins {
+    const teacher_run *tw;
+    int n;
+} shadow_twins;
+static double shadow_layer_env(const void *ctx, const rp_trace_rec *base, int k) {
+    const shadow_twins *s = ctx;
+    double e = 0;
+    for (int t = 0; t < s->n; t++) {
+        const int et = eval_of_step(s->tw[t].t.mask, k);
+        const rp_trace_rec *q = s->tw[t].have_tr && et >= 0 ? trace_find(&s->tw[t].tr, et, base->name) : NULL;
+        const double w = q ? rp_cls_layer_rel(base, q) : 0;
+        if (isfinite(w) && w > e) e = w;
+    }
+    return e;
+}
+
 /* Evidence 3b: the fp32 shadow of a case that rounds coarser (job_case.c). Its layout
  * teacher-forced at fp32 from the reference's latents (<case>/shadow/teacher) against the
  * reference's own fp32 teacher run from the same latents (<base>/shadow/teacher), with the
  * envelope of the base's fp32 twins' teacher runs and the fp32 floor: the local errors of
  * the layout at fp32's resolution. Its first break (and layer) becomes the case's step
- * break when no earlier one exists. */
+ * break when no earlier one exists; every checked step's layers are held to the
+ * twins' envelope as in the case's own teacher run. */
 static void cls_shadow(cls *x) {
     char d[PATHLEN];
     teacher_run c, b, tw[RP_CLS_TWIN_KINDS];
@@ -1394,7 +1449,24 @@ static void cls_shadow(cls *x) {
     }
     put(sj, "largest_ratio", big);
     if (big > x->largest) x->largest = big;
-    const int k = rp_cls_first_break(loc, env, checked, N, floor, x->o->factor, &ratio);
+    int k = rp_cls_first_break(loc, env, checked, N, floor, x->o->factor, &ratio);
+    /* the layers of every checked step, as for the case's own teacher run (cls_teacher): the
+     * first step with a layer beyond its fp32 envelope, when no step's output broke earlier */
+    shadow_twins st = {tw, n_tw};
+    const rp_trace_rec *hit = NULL;
+    double lr = 0, rel = 0, e = 0, layers_big = 0;
+    for (int j = 0; c.have_tr && b.have_tr && j < N; j++) {
+        if (!checked[j] || (hit && k >= 0 && j > k)) continue;
+        double jr = 0, jrel = 0, je = 0;
+        const rp_trace_rec *h = step_layer_break(&c.tr, c.t.mask, &b.tr, b.t.mask, j, shadow_layer_env, &st, floor,
+                                                 x->o->factor, &layers_big, &jr, &jrel, &je);
+        if (h && !hit && (k < 0 || j <= k)) {
+            hit = h, lr = jr, rel = jrel, e = je;
+            if (k < 0 || j < k) k = j, ratio = rp_cls_ratio(loc[j], env[j], floor);
+        }
+    }
+    put(sj, "largest_layer_ratio", layers_big);
+    if (layers_big > x->largest) x->largest = layers_big;
     cJSON_AddNumberToObject(sj, "first_break", k);
     if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k)) goto out;
     rp_cls_facts *f = &x->f;
@@ -1404,27 +1476,11 @@ static void cls_shadow(cls *x) {
     f->step_layer[0] = '\0';
     x->local[k] = loc[k];
     x->env_step[k] = env[k];
-    /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
-    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
-    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
-        const rp_trace_rec *r = &b.tr.recs[i];
-        if (r->eval != eb) continue;
-        const double rel = rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name));
-        double e = 0;
-        for (int t = 0; t < n_tw; t++) {
-            const int et = eval_of_step(tw[t].t.mask, k);
-            const rp_trace_rec *q = tw[t].have_tr && et >= 0 ? trace_find(&tw[t].tr, et, r->name) : NULL;
-            const double w = q ? rp_cls_layer_rel(r, q) : 0;
-            if (isfinite(w) && w > e) e = w;
-        }
-        const double lr = rp_cls_ratio(rel, e, floor);
-        if (lr > x->o->factor) {
-            snprintf(f->step_layer, sizeof f->step_layer, "%s", r->name);
-            f->step_layer_ratio = lr;
-            x->step_layer_rel = rel;
-            x->step_layer_env = e;
-            break;
-        }
+    if (hit) { /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
+        snprintf(f->step_layer, sizeof f->step_layer, "%s", hit->name);
+        f->step_layer_ratio = lr;
+        x->step_layer_rel = rel;
+        x->step_layer_env = e;
     }
 out:
     free(v), free(loc), free(env), free(checked);
@@ -1907,7 +1963,8 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     cJSON_AddStringToObject(j, "precision", rp_cls_effective_precision(&x->c));
     if (x->f.failed == RP_V_COUNT) put(j, "largest_ratio", x->largest);
     const rp_cls_facts *f = &x->f;
-    const int exact_first = (f->replica_break >= 0 && f->replica_first) || f->mismatch;
+    const int exact_first =
+        (f->replica_break >= 0 && f->replica_first) || f->mismatch || (f->noise_break && f->noise_exact);
     if (v == RP_V_BUG)
         cJSON_AddBoolToObject(j, "by_ratio",
                               !exact_first && (f->noise_break || f->layer_break >= 0 ||

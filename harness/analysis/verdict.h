@@ -47,11 +47,16 @@
  *     "layers": [{"name": s, "rel": x, "envelope": x, "ratio": x}],   the case's first evaluation
  *     "layers_note": s (opt),      why layers could not be compared
  *     "accumulated": [x per row],  the case's free-trajectory distance (max over items)
- *     "initial_noise": {"rel": x, "envelope": x, "ratio": x},
+ *     "initial_noise": {"rule": "bitwise" | "envelope", "rel": x, "envelope": x, "ratio": x},
+ *                                  bitwise against a reference made here (ratio 0 or inf)
+ *     "final_latents": {"last_step_state": bool, "assignment": s (opt), "break": s (opt)}
+ *                      | {"note": s}  the returned latents against the trajectory's last row
  *     "local_errors": [x | null per step] (opt),  teacher-forced; null: step not run
  *     "checked_steps": [k, ...] (opt),            steps held to the envelope (approx: warmup)
  *     "teacher_note": s (opt),     no teacher run: local errors not checked
- *     "first_step": {"step": k, "what": "initial noise" | "first evaluation" | "local error",
+ *     "first_step": {"step": k, "what": "replica" | "initial noise" | "first evaluation" |
+ *                            "invariant shadow" | "local error" | "decode" | "final latents" |
+ *                            "leak check",
  *                    "local": x, "envelope": x, "ratio": x} (opt, BUG),
  *     "first_layer": {"name": s, "step": k, "rel": x, "envelope": x, "ratio": x} (opt),
  *     "assignment": {"permutation": [j per item], "distances": [[x per ref item] per item],
