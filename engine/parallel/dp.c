@@ -201,6 +201,20 @@ rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen
 /* What a leader sends before its payload (int64 each). */
 enum { H_COUNT, H_FIRST, H_PER, H_STEPS, H_RGB, H_RGB_BYTES, H_N };
 
+/* Sends B items of item_bytes each from src to rank 0 on the gather tag, in order, or
+ * last-first when reversed (a fault's wrong order; what names the items in the message). */
+static rp_status send_items(rp_comm *c, const void *src, size_t B, size_t item_bytes, int reversed, const char *what,
+                            rp_error *err) {
+    if (!reversed) return c->ops->send(c, src, B * item_bytes, 0, TAG_GATHER, err);
+    unsigned char *rev = malloc(B * item_bytes);
+    if (!rev) return RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for %zu items of %s", B, what);
+    const unsigned char *from = src;
+    for (size_t b = 0; b < B; b++) memcpy(rev + b * item_bytes, from + (B - 1 - b) * item_bytes, item_bytes);
+    const rp_status st = c->ops->send(c, rev, B * item_bytes, 0, TAG_GATHER, err);
+    free(rev);
+    return st;
+}
+
 rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_total, rp_gen_result *all,
                            rp_error *err) {
     memset(all, 0, sizeof *all);
@@ -212,25 +226,19 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     const size_t rgb_item = local->rgb ? (size_t)local->H * local->W * 3 : 0;
     int64_t hdr[H_N] = {local->B, p->item_first, (int64_t)per, (int64_t)N, local->rgb != NULL, (int64_t)rgb_item};
     if (p->rank != 0) {
-        /* payload: noise, latents, trajectory (floats), then rgb (bytes) */
-        rp_status st = c->ops->send(c, hdr, sizeof hdr, 0, TAG_GATHER, err);
+        /* payload: noise, latents, trajectory (floats), then rgb (bytes). dp-latents-order:
+         * the last group's leader sends its final latents last-first (its trajectory in
+         * order); dp-image-order: its images last-first (its latents in order) */
         const size_t B = (size_t)local->B;
+        const int last = p->at.dp == dp - 1;
+        rp_status st = c->ops->send(c, hdr, sizeof hdr, 0, TAG_GATHER, err);
         if (st == RP_OK) st = c->ops->send(c, local->noise, sizeof(float) * B * per, 0, TAG_GATHER, err);
-        if (st == RP_OK) st = c->ops->send(c, local->latents, sizeof(float) * B * per, 0, TAG_GATHER, err);
+        if (st == RP_OK)
+            st = send_items(c, local->latents, B, sizeof(float) * per, last && p->fault == RP_INJECT_DP_LATENTS_ORDER,
+                            "final latents", err);
         if (st == RP_OK) st = c->ops->send(c, local->trajectory, sizeof(float) * (N + 1) * B * per, 0, TAG_GATHER, err);
-        if (st == RP_OK && local->rgb) {
-            /* dp-image-order: the last group's leader sends its images last-first (collected
-             * by prepending), while its latents above went in order */
-            uint8_t *rev = NULL;
-            if (p->fault == RP_INJECT_DP_IMAGE_ORDER && p->at.dp == dp - 1) {
-                if (!(rev = malloc(B * rgb_item)))
-                    return RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for %zu images", B);
-                for (size_t b = 0; b < B; b++)
-                    memcpy(rev + b * rgb_item, local->rgb + (B - 1 - b) * rgb_item, rgb_item);
-            }
-            st = c->ops->send(c, rev ? rev : local->rgb, B * rgb_item, 0, TAG_GATHER, err);
-            free(rev);
-        }
+        if (st == RP_OK && local->rgb)
+            st = send_items(c, local->rgb, B, rgb_item, last && p->fault == RP_INJECT_DP_IMAGE_ORDER, "images", err);
         return st;
     }
     /* rank 0: its own result's scalars, then every group's items in group order */

@@ -79,12 +79,23 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                   "clock, as a kernel whose reduction order follows thread timing: every run "
                                   "differs, and no state passes from one call to the next",
                                   "dp > 1; DiT, SD3, FLUX"},
+    /* Two faults in what a run hands back rather than in what it computes: each changes
+     * one tensor that only an exact rule on that tensor sees (the returned latents against
+     * the trajectory's last row; the initial noise, bitwise against the reference's). */
+    [RP_INJECT_DP_LATENTS_ORDER] = {"dp-latents-order",
+                                    "the last dp group returns its final latents in reverse order; its "
+                                    "trajectory and its decoded images come back in order",
+                                    "dp > 1 with >= 2 items per dp group; DiT, SD3, FLUX"},
+    [RP_INJECT_NOISE_BF16_RANK] = {"noise-bf16-rank",
+                                   "the last dp group rounds its initial noise to bf16 (an autocast region "
+                                   "that reaches the noise): 2^-9 relative, inside a bf16 case's envelope",
+                                   "dp > 1; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
-           "vae-decode-rank temb-period-rank nondet-dp-rank";
+           "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -185,6 +196,7 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: rank 1's diverged latents reach rank 0 only "
                                       "through its next step's half (got steps=%d)", n, l->steps);
     case RP_INJECT_DP_IMAGE_ORDER:
+    case RP_INJECT_DP_LATENTS_ORDER:
         if (d->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
         if (l->items < 2 * d->dp) {
             if (why && cap)
@@ -195,6 +207,7 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         }
         return 1;
     case RP_INJECT_NONDET_DP_RANK:
+    case RP_INJECT_NOISE_BF16_RANK:
         return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
     case RP_INJECT_VAE_DECODE_RANK:
         return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",

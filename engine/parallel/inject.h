@@ -40,16 +40,25 @@
  *                                                    a number of ulps that follows the clock, as a
  *                                                    reduction whose order follows thread timing:
  *                                                    nondeterministic run to run, no state kept
+ *   dp-latents-order      dp > 1, >= 2 all           the last dp group returns its final latents
+ *                         items/group                in reverse order (its trajectory and images
+ *                                                    in order): an output damaged after the loop
+ *   noise-bf16-rank       dp > 1       all           the last dp group's initial noise is rounded
+ *                                                    to bf16 (an autocast region that reaches the
+ *                                                    noise): 2^-9 relative, inside a bf16 envelope
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
  * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
  *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
- * The last six are the classes a per-layer comparison of rank 0's view missed (issue 17):
- * a small systematic error (norm-eps-rank: ~10x the rounding envelope in fp32), a silent
- * bf16 layer, one rank's private copy of a replicated tensor (cfg-combine-order: the
- * latents; temb-period-rank: the conditioning embedding, which the trace records from sp
- * rank 0 only) and faults that change only the images (dp-image-order, vae-decode-rank).
+ * norm-eps-rank to nondet-dp-rank are the classes a per-layer comparison of rank 0's view
+ * missed (issue 17): a small systematic error (norm-eps-rank: ~10x the rounding envelope in
+ * fp32), a silent bf16 layer, one rank's private copy of a replicated tensor
+ * (cfg-combine-order: the latents; temb-period-rank: the conditioning embedding, which the
+ * trace records from sp rank 0 only), faults that change only the images (dp-image-order,
+ * vae-decode-rank) and a nondeterministic kernel. The last two damage what a run hands
+ * back rather than what it computes: the returned latents (dp-latents-order) and the
+ * initial noise below a bf16 envelope (noise-bf16-rank).
  * "Applies" means the fault can change a result under that layout; an injection
  * that cannot (ring-no-rescale with ring = 1) would make a sweep pass vacuously,
  * so validation rejects it. */
@@ -79,6 +88,8 @@ typedef enum rp_inject_id {
     RP_INJECT_VAE_DECODE_RANK,
     RP_INJECT_TEMB_PERIOD_RANK,
     RP_INJECT_NONDET_DP_RANK,
+    RP_INJECT_DP_LATENTS_ORDER,
+    RP_INJECT_NOISE_BF16_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -87,7 +98,7 @@ typedef enum rp_inject_id {
 typedef struct rp_inject_layout {
     rp_par_degrees deg; /* the layout's degrees (strategy.h) */
     int steps;
-    int items;          /* items of the case (dp-image-order needs >= 2 per dp group) */
+    int items;          /* items of the case (dp-image-order, dp-latents-order: >= 2 per dp group) */
     int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */
     int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
 } rp_inject_layout;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops.h"
 #include "../trace.h"
 
 /* Message tags on the world comm (gloo separates streams between a pair by tag). */
@@ -285,6 +286,11 @@ void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n) {
     const uint64_t t = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
     const int k = 1 + (int)((t ^ (t >> 10)) & 1023);
     for (int i = 0; i < k; i++) x[0] = nextafterf(x[0], INFINITY);
+}
+
+void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n) {
+    if (!rp_par_fault(ctx, RP_INJECT_NOISE_BF16_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
+    for (size_t i = 0; i < n; i++) noise[i] = rp_bf16_to_f32(rp_f32_to_bf16(noise[i]));
 }
 
 int rp_par_rgb8_truncates(const rp_ctx *ctx) {

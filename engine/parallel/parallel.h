@@ -107,6 +107,10 @@
  *                     eps of 1e-5 (measured: 0 to 3 of 49152 values change).
  * temb-period-rank    the last rank's sinusoidal embeddings use max_period + 1
  *                     (rp_par_max_period).
+ * dp-latents-order    dp.c: the last dp group's leader sends its final latents last-first
+ *                     (its trajectory and images in order).
+ * noise-bf16-rank     the last dp group rounds its initial noise to bf16 after drawing it
+ *                     (rp_par_noise_fault).
  *
  * ---- hooks for the strategies that own blocks (pipefusion, patch) -----------------
  * rp_par_hooks: which blocks [a, b) a rank runs, the residual stream(s) at the entry
@@ -439,6 +443,9 @@ float rp_par_max_period(const rp_ctx *ctx, float max_period);
 /* vae-decode-rank: 1 when this rank's decoded images go to 8 bits by truncation instead of
  * rounding (the last dp group, whose leader decodes its images, when injected), else 0. */
 int rp_par_rgb8_truncates(const rp_ctx *ctx);
+/* noise-bf16-rank: on the last dp group, the initial noise (n floats) rounded to bf16 in
+ * place (else nothing). */
+void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n);
 /* nondet-dp-rank: on the last dp group, x[0] of the guided prediction (n floats) moves up
  * by 1..1024 ulps chosen by the clock (else nothing). */
 void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n);

@@ -289,6 +289,16 @@ static void perturb_first_values(float *noise, int B, size_t per) {
     for (int b = 0; b < B; b++) noise[(size_t)b * per] = nextafterf(noise[(size_t)b * per], INFINITY);
 }
 
+/* noise (B, per): every item's initial noise, a pure function of its seed and global index
+ * drawn on the host whatever the layout, precision or device (the classifier holds it
+ * bitwise); then the noise-bf16-rank fault where injected, and the noise-ulp twin's ulp. */
+static void draw_initial_noise(const rp_gen_request *req, const rp_ctx *ctx, float *noise, int B, size_t per) {
+    for (int b = 0; b < B; b++)
+        rp_randn(noise + (size_t)b * per, per, req->items[b].seed, req->items[b].global_index, RP_STREAM_INIT_NOISE);
+    rp_par_noise_fault(ctx, noise, (size_t)B * per);
+    if (req->perturb_noise) perturb_first_values(noise, B, per);
+}
+
 /* ---- rp_generate --------------------------------------------------------------------- */
 
 const char *rp_gen_default_vae(const char *model) {
@@ -842,9 +852,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d items x %d steps of %dx%d latents", B, N, h, w);
         goto fail;
     }
-    for (int b = 0; b < B; b++)
-        rp_randn(res->noise + b * per, per, req->items[b].seed, req->items[b].global_index, RP_STREAM_INIT_NOISE);
-    if (req->perturb_noise) perturb_first_values(res->noise, B, per);
+    draw_initial_noise(req, ctx, res->noise, B, per);
     memcpy(res->sigmas, sched.sigmas, sizeof(double) * (N + 1));
     for (int i = 0; i < N; i++) {
         res->timesteps[i] = sched.timesteps[i];
@@ -1026,12 +1034,8 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for %d items x %d steps of latents", B, N);
         goto fail;
     }
-    for (int b = 0; b < B; b++) {
-        const rp_gen_item *it = &req->items[b];
-        rp_randn(res->noise + b * per, per, it->seed, it->global_index, RP_STREAM_INIT_NOISE);
-        y[b] = it->class_id;
-    }
-    if (req->perturb_noise) perturb_first_values(res->noise, B, per);
+    draw_initial_noise(req, ctx, res->noise, B, per);
+    for (int b = 0; b < B; b++) y[b] = req->items[b].class_id;
     for (int k = 0; k < N; k++) res->alphas_cumprod[k] = sched.alphas_cumprod[N - 1 - k];
 
     if (ctx->trace) {

@@ -1743,12 +1743,16 @@ static void cls_first(cls *x) {
         put(fl, "rel", x->layer_rel);
         put(fl, "envelope", x->layer_env);
         put(fl, "ratio", f->layer_ratio);
-    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
+    } else if (f->noise_break) { /* no model layer beyond its envelope: the noise itself */
+        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+        cJSON_AddStringToObject(fl, "name", "initial_noise");
+        cJSON_AddNumberToObject(fl, "step", 0);
+    } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
         fl = cJSON_AddObjectToObject(x->ev, "first_layer");
         cJSON_AddStringToObject(fl, "name", f->step_layer);
         cJSON_AddNumberToObject(fl, "step", f->step_break);
         cJSON_AddStringToObject(fl, "what", "invariant shadow");
-    } else if (!f->noise_break && f->step_break >= 0 && f->step_layer[0]) {
+    } else if (f->step_break >= 0 && f->step_layer[0]) {
         fl = cJSON_AddObjectToObject(x->ev, "first_layer");
         cJSON_AddStringToObject(fl, "name", f->step_layer);
         cJSON_AddNumberToObject(fl, "step", f->step_break);
