@@ -1674,88 +1674,74 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     return st;
 }
 
+/* evidence.first_step = {"step": step, "what": what}, returned for more members. */
+static cJSON *first_step_at(cls *x, int step, const char *what) {
+    cJSON *fs = cJSON_AddObjectToObject(x->ev, "first_step");
+    cJSON_AddNumberToObject(fs, "step", step);
+    cJSON_AddStringToObject(fs, "what", what);
+    return fs;
+}
+
+/* evidence.first_layer = {"name": name, "step": step}, returned for more members. */
+static cJSON *first_layer_at(cls *x, const char *name, int step) {
+    cJSON *fl = cJSON_AddObjectToObject(x->ev, "first_layer");
+    cJSON_AddStringToObject(fl, "name", name);
+    cJSON_AddNumberToObject(fl, "step", step);
+    return fl;
+}
+
 /* Where the divergence began, as decided: first_step and first_layer. */
 static void cls_first(cls *x) {
     const rp_cls_facts *f = &x->f;
-    cJSON *fs = NULL, *fl = NULL;
+    cJSON *fs, *fl;
     if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0))) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", f->replica_break);
-        cJSON_AddStringToObject(fs, "what", "replica");
+        fs = first_step_at(x, f->replica_break, "replica");
         cJSON_AddStringToObject(fs, "detail", f->replica_msg);
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", f->replica_tensor);
-        cJSON_AddNumberToObject(fl, "step", f->replica_break);
+        first_layer_at(x, f->replica_tensor, f->replica_break);
         return;
     }
     if (f->noise_break) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", 0);
-        cJSON_AddStringToObject(fs, "what", "initial noise");
+        fs = first_step_at(x, 0, "initial noise");
         put(fs, "local", x->acc[0]);
         put(fs, "envelope", x->env_acc[0]);
         put(fs, "ratio", f->noise_ratio);
     } else if (f->layer_break >= 0) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", 0);
-        cJSON_AddStringToObject(fs, "what", "first evaluation");
+        fs = first_step_at(x, 0, "first evaluation");
         if (f->step_break == 0) {
             put(fs, "local", x->local[0]);
             put(fs, "envelope", x->env_step[0]);
             put(fs, "ratio", f->step_ratio);
         }
     } else if (f->step_break >= 0 && f->step_invariant) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", f->step_break);
-        cJSON_AddStringToObject(fs, "what", "invariant shadow");
+        fs = first_step_at(x, f->step_break, "invariant shadow");
         put(fs, "rel", x->invariant_rel);
     } else if (f->step_break >= 0) {
         const int k = f->step_break;
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", k);
-        cJSON_AddStringToObject(fs, "what", "local error");
+        fs = first_step_at(x, k, "local error");
         put(fs, "local", x->local[k]);
         put(fs, "envelope", x->env_step[k]);
         put(fs, "ratio", f->step_ratio);
-    } else if (f->image_break >= 0) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", x->N);
-        cJSON_AddStringToObject(fs, "what", "decode");
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", "vae.decode");
-        cJSON_AddNumberToObject(fl, "step", x->N);
+    } else if (f->image_break >= 0) { /* after the last step: the decode's, then the returned latents' */
+        first_step_at(x, x->N, "decode");
+        first_layer_at(x, "vae.decode", x->N);
     } else if (f->latents_break >= 0) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", x->N);
-        cJSON_AddStringToObject(fs, "what", "final latents");
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", "latents");
-        cJSON_AddNumberToObject(fl, "step", x->N);
+        first_step_at(x, x->N, "final latents");
+        first_layer_at(x, "latents", x->N);
     } else if (f->leak_differs && !f->repeats_differ) {
-        fs = cJSON_AddObjectToObject(x->ev, "first_step");
-        cJSON_AddNumberToObject(fs, "step", f->leak_step);
-        cJSON_AddStringToObject(fs, "what", "leak check");
+        first_step_at(x, f->leak_step, "leak check");
     }
     if (f->layer_break >= 0) {
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", f->layer_name);
-        cJSON_AddNumberToObject(fl, "step", 0);
+        fl = first_layer_at(x, f->layer_name, 0);
         put(fl, "rel", x->layer_rel);
         put(fl, "envelope", x->layer_env);
         put(fl, "ratio", f->layer_ratio);
     } else if (f->noise_break) { /* no model layer beyond its envelope: the noise itself */
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", "initial_noise");
-        cJSON_AddNumberToObject(fl, "step", 0);
+        first_layer_at(x, "initial_noise", 0);
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", f->step_layer);
-        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        fl = first_layer_at(x, f->step_layer, f->step_break);
         cJSON_AddStringToObject(fl, "what", "invariant shadow");
     } else if (f->step_break >= 0 && f->step_layer[0]) {
-        fl = cJSON_AddObjectToObject(x->ev, "first_layer");
-        cJSON_AddStringToObject(fl, "name", f->step_layer);
-        cJSON_AddNumberToObject(fl, "step", f->step_break);
+        fl = first_layer_at(x, f->step_layer, f->step_break);
         put(fl, "rel", x->step_layer_rel);
         put(fl, "envelope", x->step_layer_env);
         put(fl, "ratio", f->step_layer_ratio);
