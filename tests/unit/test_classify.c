@@ -492,6 +492,17 @@ static void nudge(float *x, int k0, double amp, unsigned seed) {
         for (int i = 0; i < B * PER; i++) x[k * B * PER + i] += (float)(amp * prand(&seed)) * fabsf(x[k * B * PER + i]);
 }
 
+/* A drifting case of the reference trajectory r: t, its teacher run, every step one
+ * rounding-sized local error (3e-7 relative) off r; x, its free run, t's step 0 and from
+ * step 1 on an amplified difference (1e-2 relative): a large final difference. */
+static void drift_of(const float *r, float *x, float *t) {
+    memcpy(t, r, sizeof(float) * (N + 1) * B * PER);
+    nudge(t, 1, 3e-7, 6);
+    memcpy(x, r, sizeof(float) * (N + 1) * B * PER);
+    nudge(x, 2, 1e-2, 5);
+    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+}
+
 static void mkdirs(const char *d) {
     rp_error e;
     ck_assert_msg(rp_store_mkdirs(d, &e) == RP_OK, "%s", e.msg);
@@ -657,11 +668,7 @@ START_TEST(test_driver) {
      * starts from the same noise in the case's run and its teacher run, so (a deterministic
      * engine without leaks) both give the same row 1: rp_cls_rerun_check compares them */
     snprintf(d, sizeof d, "%s/drift", root);
-    memcpy(t, r, sizeof r);
-    nudge(t, 1, 3e-7, 6);
-    memcpy(x, r, sizeof r);
-    nudge(x, 2, 1e-2, 5); /* amplified: a large final difference */
-    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+    drift_of(r, x, t);
     write_run(d, "drift", x, 0.5f, t);
     ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "pass")));
@@ -688,11 +695,7 @@ START_TEST(test_driver) {
      * bits. No fresh reruns yet: a leak (BUG); two fresh reruns that differ from each other:
      * NONDETERMINISTIC; that agree: the leak */
     snprintf(d, sizeof d, "%s/leak", root);
-    memcpy(t, r, sizeof r);
-    nudge(t, 1, 3e-7, 6);
-    memcpy(x, r, sizeof r);
-    nudge(x, 2, 1e-2, 5);
-    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+    drift_of(r, x, t);
     t[B * PER] = nextafterf(t[B * PER], INFINITY); /* row 1, the recomputed step 0: one ulp */
     write_run(d, "", x, 0.5f, t);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
@@ -724,11 +727,7 @@ START_TEST(test_driver) {
      * layer of many moves it little), but teacher-forced layer by layer, step 2's
      * blocks.0.attn is 1% off where the twins' teacher traces differ by rounding */
     snprintf(d, sizeof d, "%s/layer-later", root);
-    memcpy(t, r, sizeof r);
-    nudge(t, 1, 3e-7, 6);
-    memcpy(x, r, sizeof r);
-    nudge(x, 2, 1e-2, 5);
-    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+    drift_of(r, x, t);
     write_run(d, "BUG", x, 0.5f, t);
     write_teacher_trace(ref, r, 0.5f, -1, 0);
     for (int k = 0; k < 2; k++) { /* the twins with a teacher run */
@@ -798,11 +797,7 @@ START_TEST(test_driver) {
     memcpy(rfin, r + N * B * PER, sizeof rfin);
     write_latents(ref, r, rfin);
     snprintf(d, sizeof d, "%s/drift", root);
-    memcpy(t, r, sizeof r);
-    nudge(t, 1, 3e-7, 6);
-    memcpy(x, r, sizeof r);
-    nudge(x, 2, 1e-2, 5);
-    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER);
+    drift_of(r, x, t);
     memcpy(fin, x + N * B * PER, sizeof fin);
     write_latents(d, x, fin);
     ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
