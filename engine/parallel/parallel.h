@@ -379,18 +379,26 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
  * at that tensor, whatever rank 0's copy shows. Groups of copies:
  *   SP       ranks that differ only in their sequence coordinate (ulysses, ring, patch):
  *            the whole-sequence trace points (embedders, conditioning, gathered outputs)
- *   REPLICA  ranks of one dp group: the guided prediction and the latents of every step */
-typedef enum rp_par_rgroup { RP_PAR_RG_SP = 0, RP_PAR_RG_REPLICA = 1 } rp_par_rgroup;
+ *   REPLICA  ranks of one dp group: the guided prediction and the latents of every step
+ *   WORLD    every rank, whatever its items: the per-row inputs that are one value per
+ *            evaluation (the model's timestep, the guidance), the same on every rank by
+ *            construction (a rank fed another timestep or guidance is a bug however small
+ *            the difference, in any precision, on any device) */
+typedef enum rp_par_rgroup { RP_PAR_RG_SP = 0, RP_PAR_RG_REPLICA = 1, RP_PAR_RG_WORLD = 2, RP_PAR_RG_COUNT } rp_par_rgroup;
 #define RP_PAR_REPLICA_NAME 88
 #define RP_PAR_REPLICA_MAX_ENTRIES (1 << 20)
 
-/* "sp" | "replica" */
+/* "sp" | "replica" | "world" */
 const char *rp_par_rgroup_name(rp_par_rgroup g);
 /* Appends the fingerprint (FNV-1a 64 of the n floats' bytes) of this rank's copy of the
  * replicated tensor `name` at the forward's evaluation to its log. No communication; a
  * no-op without a layout, with world 1 or when the group has one rank. x is host
  * memory (rp_par_trace views a device tensor on the host first). */
 void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n);
+/* The same at evaluation eval: a tensor fed to that evaluation's forward, noted before it
+ * (rp_par_replica_note takes the evaluation of the forward that last ran). */
+void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, const char *name, const float *x,
+                            size_t n);
 
 typedef struct rp_par_replica_report {
     long checked;              /* fingerprints compared */

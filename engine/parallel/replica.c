@@ -39,16 +39,25 @@ struct rp_par_rlog {
     int overflow;           /* entries past RP_PAR_REPLICA_MAX_ENTRIES were dropped */
 };
 
-const char *rp_par_rgroup_name(rp_par_rgroup g) { return g == RP_PAR_RG_SP ? "sp" : "replica"; }
+const char *rp_par_rgroup_name(rp_par_rgroup g) {
+    assert(g >= 0 && g < RP_PAR_RG_COUNT);
+    return g == RP_PAR_RG_SP ? "sp" : g == RP_PAR_RG_REPLICA ? "replica" : "world";
+}
 
 void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n) {
+    if (ctx->par) rp_par_replica_note_at(ctx, ctx->par->fwd_eval, group, name, x, n);
+}
+
+void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, const char *name, const float *x,
+                            size_t n) {
     rp_parallel *p = ctx->par;
     if (!p || p->world == 1 || p->st != RP_OK) return;
-    if ((group == RP_PAR_RG_SP ? p->sp.size : p->replica.size) == 1) return; /* nothing replicated */
+    const int size = group == RP_PAR_RG_SP ? p->sp.size : group == RP_PAR_RG_REPLICA ? p->replica.size : p->world;
+    if (size == 1) return; /* nothing replicated */
     /* with stale activations (patch, pipefusion after warmup) each sp rank mixes its own
      * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
      * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
-    if (group == RP_PAR_RG_SP && p->fwd_eval >= p->stale_from) return;
+    if (group == RP_PAR_RG_SP && eval >= p->stale_from) return;
     rp_par_rlog *l = p->rlog;
     if (!l && !(l = p->rlog = calloc(1, sizeof *l))) return; /* out of memory: the check is skipped */
     if (l->n == l->cap) {
@@ -67,7 +76,7 @@ void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *nam
     }
     rp_par_rentry *e = &l->e[l->n++];
     memset(e, 0, sizeof *e);
-    e->eval = p->fwd_eval;
+    e->eval = eval;
     e->group = group;
     e->hash = rp_par_fnv1a64(x, sizeof(float) * n);
     snprintf(e->name, sizeof e->name, "%s", name);
@@ -87,8 +96,9 @@ typedef struct rhdr {
 } rhdr;
 
 /* The group leader of rank r for group g: the rank with the same coordinates except the
- * ones the group spans (SP: the sequence's; REPLICA: all but dp's), and those 0. */
+ * ones the group spans (SP: the sequence's; REPLICA: all but dp's; WORLD: all), and those 0. */
 static int leader_of(const rp_parallel *p, int r, rp_par_rgroup g) {
+    if (g == RP_PAR_RG_WORLD) return 0;
     rp_par_coords c;
     rp_par_degrees vary;
     rp_par_coords_of(&p->deg, r, &c);
@@ -137,7 +147,7 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
         st = c->ops->recv(c, logs[r], sizeof **logs * (size_t)hs[r].n, r, TAG_REPLICA, err);
     }
     for (int r = 1; r < p->world && st == RP_OK; r++) {
-        for (int g = 0; g < 2; g++) {
+        for (int g = 0; g < RP_PAR_RG_COUNT; g++) {
             const int L = leader_of(p, r, (rp_par_rgroup)g);
             if (L == r) continue;
             if (strcmp(hs[r].kernels, hs[L].kernels)) {

@@ -47,6 +47,18 @@ static void joint_rows(const rp_ctx *ctx, int *rows, int B, int s0, int nseg, in
     rp_par_set_trace_rows(ctx->par, rows, nseg * B, nseg_all * total);
 }
 
+/* The model inputs that are one value per evaluation, fingerprinted for the WORLD replica
+ * check before the forward (every rank feeds its rows the same timestep and guidance,
+ * whatever its items): t (rows), and the guidance: the embedded g (rows, FLUX) or else the
+ * CFG scale as the combine uses it. A no-op without a layout. */
+static void note_eval_inputs(const rp_ctx *ctx, int eval, const float *t, const float *g, int rows, double cfg) {
+    if (!ctx->par) return;
+    rp_par_replica_note_at(ctx, eval, RP_PAR_RG_WORLD, "timestep", t, (size_t)rows);
+    const float s = (float)cfg;
+    if (g) rp_par_replica_note_at(ctx, eval, RP_PAR_RG_WORLD, "guidance", g, (size_t)rows);
+    else rp_par_replica_note_at(ctx, eval, RP_PAR_RG_WORLD, "guidance", &s, 1);
+}
+
 /* ---- DiT denoiser ------------------------------------------------------------------ */
 
 /* One DiT forward's arguments, for rp_par_forward's callback. */
@@ -142,6 +154,7 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, (float)t, d->prev_t) : (float)t;
     d->prev_t = (float)t;
     for (int b = 0; b < Bm; b++) d->t[b] = tt;
+    note_eval_inputs(d->ctx, d->n_evals, d->t, NULL, Bm, d->cfg);
     if (seg < 0) {
         /* DiT's forward_with_cfg feeds the same latent twice: [x; x] with [y; null]. */
         memcpy(d->xin, x, sizeof(float) * B * per_in);
@@ -526,6 +539,7 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
     const float tt = d->ctx->par ? rp_par_timestep(d->ctx, d->n_evals, t_step, d->prev_t) : t_step;
     d->prev_t = t_step;
     for (int r = 0; r < Bm; r++) d->t[r] = tt;
+    note_eval_inputs(d->ctx, d->n_evals, d->t, d->g, Bm, d->cfg);
     /* a strategy that splits the guided batch: this rank evaluates one segment (0 uncond,
      * 1 cond) of it */
     const rp_par_strategy_info *split = rp_par_batch_split(d->ctx);

@@ -271,6 +271,9 @@ static layer_key key_of(const char *name) {
                                            {"t_embedder", "1"},     {"time_text_embed", "1"},
                                            {"y_embedder", "2"},     {"context_embedder", "2"}};
     layer_key k = {4, 0, 0};
+    /* the evaluation's inputs (the WORLD replica check's tensors) come before any layer */
+    if (!strcmp(name, "timestep")) return (layer_key){-1, 0, 0};
+    if (!strcmp(name, "guidance")) return (layer_key){-1, 0, 1};
     for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
         if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
     if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};

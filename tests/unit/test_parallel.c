@@ -744,7 +744,9 @@ END_TEST
  *                                          -> eval 2, guided_output, ranks (0, 3), replica
  *   2  rank 1 perturbs t_embedder at eval 1 -> eval 1, t_embedder, ranks (0, 1), sp
  *      (rank 2's sp tensors differ from rank 0's by design: another cfg segment, other group)
- *   3  ranks report other kernel sets      -> unchecked, never a difference */
+ *   3  ranks report other kernel sets      -> unchecked, never a difference
+ *   4  rank 2 (another cfg segment, its own sp group) feeds another timestep at eval 3,
+ *      noted before that evaluation's forward -> eval 3, timestep, ranks (0, 2), world */
 static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     const int s = *(const int *)arg;
     const rp_par_degrees d = {1, 2, 1, 2, 1, 1};
@@ -756,6 +758,9 @@ static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     float x[64];
     int bad = 0;
     for (int e = 0; e < 4; e++) {
+        float t = 1000.0f - (float)e; /* one value per evaluation on every rank */
+        if (s == 4 && rank == 2 && e == 3) t = nextafterf(t, 0.0f);
+        rp_par_replica_note_at(&ctx, e, RP_PAR_RG_WORLD, "timestep", &t, 1); /* before eval e's forward */
         par.fwd_eval = e;
         for (int i = 0; i < 64; i++) x[i] = (float)(i + 100 * e + 1000 * par.at.cfg); /* per cfg segment */
         if (s == 2 && rank == 1 && e == 1) x[5] = nextafterf(x[5], INFINITY);
@@ -770,7 +775,7 @@ static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
         fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         bad = 11;
     } else if (rank == 0) {
-        const int want_eval[] = {-1, 2, 1, -1};
+        const int want_eval[] = {-1, 2, 1, -1, 3};
         if (rep.first.eval != want_eval[s]) bad = 12;
         if (s == 1 && (strcmp(rep.first.name, "guided_output") || rep.first.rank_a != 0 || rep.first.rank_b != 3 ||
                        rep.first.group != RP_PAR_RG_REPLICA))
@@ -778,9 +783,13 @@ static int replica_rank_main(int rank, int world, rp_comm *c, const void *arg) {
         if (s == 2 && (strcmp(rep.first.name, "t_embedder") || rep.first.rank_a != 0 || rep.first.rank_b != 1 ||
                        rep.first.group != RP_PAR_RG_SP))
             bad = 14;
+        if (s == 4 && (strcmp(rep.first.name, "timestep") || rep.first.rank_a != 0 || rep.first.rank_b != 2 ||
+                       rep.first.group != RP_PAR_RG_WORLD))
+            bad = 17;
         if (s == 3 && !strstr(rep.unchecked, "different kernels")) bad = 15;
-        /* per eval: sp copies of ranks 1, 3 against 0, 2; replica copies of 1, 2, 3 against 0 */
-        if (s != 3 && (rep.unchecked[0] || rep.checked != (2 + 3) * 4)) bad = 16;
+        /* per eval: sp copies of ranks 1, 3 against 0, 2; replica and world copies of 1, 2, 3
+         * against 0 */
+        if (s != 3 && (rep.unchecked[0] || rep.checked != (2 + 3 + 3) * 4)) bad = 16;
         if (bad) fprintf(stderr, "scenario %d: eval %d name %s ranks %d %d checked %ld unchecked '%s'\n", s,
                          rep.first.eval, rep.first.name, rep.first.rank_a, rep.first.rank_b, rep.checked,
                          rep.unchecked);
@@ -853,7 +862,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 180);
     tcase_add_loop_test(tc, sp_attention_ranks, 0, (int)(sizeof SP_CASES / sizeof *SP_CASES));
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
-    tcase_add_loop_test(tc, replica_copies_are_compared, 0, 4);
+    tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
     tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
     return s;
