@@ -232,8 +232,11 @@ typedef struct rp_cls_facts {
     int leak_differs;         /* a step recomputed after the case's run differs from the case's */
     int leak_step;            /* from this step on */
     double leak_max_abs;
-    int fresh_differs;        /* the leak check differed and a fresh rerun differs too: the
-                                 runs are nondeterministic, not leaking state */
+    int fresh_differs;        /* the two fresh runs of the case, made when the leak check or
+                                 the invariant shadow differed, differ from each other: the
+                                 runs are nondeterministic (not leaking state, not a bug
+                                 that exact comparisons of reruns could show) */
+    double fresh_max_abs;
     /* replica consistency (engine/parallel/replica.c): a rank's copy of a replicated tensor */
     int replica_break;        /* step where some copy differs from its leader's, or -1 */
     int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */
@@ -261,7 +264,8 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *        latents decoded with the case's layout give another image, the final latents the
  *        run returned are not its last step's, or an approximate case below its bound — the
  *        summary names the earliest of these;
- *   NONDETERMINISTIC: repeats differ, or the leak check differs and so does a fresh rerun;
+ *   NONDETERMINISTIC: repeats differ, or the two fresh runs (made when the leak check or
+ *        the invariant shadow differed) differ from each other;
  *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
  *        a fresh rerun is bitwise the case's run (or was not made);
  *   identical (the reference itself, or bitwise equal to it); approx (an approximate case

@@ -400,6 +400,13 @@ START_TEST(test_invariant_shadow) {
     f.promised = 1;
     f.leak_differs = f.fresh_differs = 1;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    /* the leak check agreed (a nondeterministic difference absorbed by rounding at step 0)
+     * but the shadow differed: the fresh runs made for the shadow decide */
+    f.leak_differs = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    ck_assert_msg(strstr(s, "the invariant shadow differs") && strstr(s, "two fresh runs"), "%s", s);
+    f.fresh_differs = 0; /* they agree: the shadow's difference is the case's own */
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
 }
 END_TEST
 
@@ -824,6 +831,45 @@ START_TEST(test_driver) {
     write_latents(d, r, fin);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
     cJSON_Delete(j);
+
+    /* the invariant shadow one ulp off the reference's at step 1, the leak check ok: a BUG,
+     * unless two fresh runs of the case (the runner makes them when the shadow decided a
+     * BUG) differ from each other: then the runs are nondeterministic */
+    snprintf(d, sizeof d, "%s/shadow-nondet", root);
+    drift_of(r, x, t);
+    write_run(d, "", x, 0.5f, t);
+    static float sh[(N + 1) * B * PER];
+    const float all[N] = {1, 1, 1, 1};
+    char sd[900];
+    snprintf(sd, sizeof sd, "%s/invariant/teacher", ref);
+    mkdirs(sd);
+    write_st(sd, "teacher.safetensors", "teacher", r, all);
+    write_text(sd, "done.json", "{}\n");
+    memcpy(sh, r, sizeof sh);
+    sh[2 * B * PER + 3] = nextafterf(sh[2 * B * PER + 3], INFINITY);
+    snprintf(sd, sizeof sd, "%s/invariant/teacher", d);
+    mkdirs(sd);
+    write_st(sd, "teacher.safetensors", "teacher", sh, all);
+    write_text(sd, "done.json", "{}\n");
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 1);
+    cJSON_Delete(j);
+    snprintf(fd, sizeof fd, "%s/fresh", d);
+    write_run(fd, "", x, 0.5f, NULL);
+    snprintf(fd, sizeof fd, "%s/fresh-2", d);
+    write_run(fd, "", x, 0.5f, NULL);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the fresh runs agree: the shadow's difference stands */
+    cJSON_Delete(j);
+    memcpy(sh, x, sizeof sh);
+    sh[(N + 1) * B * PER - 1] += 1e-3f;
+    write_run(fd, "", sh, 0.5f, NULL);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "two fresh runs"));
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "determinism", "leak_check")), "ok");
+    cJSON_Delete(j);
+    snprintf(sd, sizeof sd, "%s/invariant", ref);
+    rp_error re;
+    ck_assert(rp_store_remove_tree(sd, &re) == RP_OK); /* later cases compare no shadow */
 
     /* bitwise equal, but a repeat differs: NONDETERMINISTIC (deterministic mode: fails) */
     snprintf(d, sizeof d, "%s/rep", root);
