@@ -384,7 +384,12 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
  *            evaluation (the model's timestep, the guidance), the same on every rank by
  *            construction (a rank fed another timestep or guidance is a bug however small
  *            the difference, in any precision, on any device) */
-typedef enum rp_par_rgroup { RP_PAR_RG_SP = 0, RP_PAR_RG_REPLICA = 1, RP_PAR_RG_WORLD = 2, RP_PAR_RG_COUNT } rp_par_rgroup;
+typedef enum rp_par_rgroup {
+    RP_PAR_RG_SP = 0,
+    RP_PAR_RG_REPLICA = 1,
+    RP_PAR_RG_WORLD = 2,
+    RP_PAR_RG_COUNT
+} rp_par_rgroup;
 #define RP_PAR_REPLICA_NAME 88
 #define RP_PAR_REPLICA_MAX_ENTRIES (1 << 20)
 

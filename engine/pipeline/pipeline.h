@@ -170,10 +170,10 @@ typedef struct rp_gen_request {
      * (every step when teacher_steps is NULL) starts from teacher[k]: res->trajectory[k + 1]
      * receives the state after that ONE step (its local error is then the distance to
      * teacher[k + 1]); a step not run gets teacher[k + 1] copied. res->trajectory[0] =
-     * teacher[0], res->latents = the last row (see decode_teacher_final). Ancestral noise is this request's own (keyed
-     * as usual), so a correct layout draws the reference's noise. DPM-Solver++(2M) is
-     * multistep: a step k > 0 needs step k - 1 run too (its data prediction), else
-     * RP_ERR_INVALID. One model evaluation per step run, in step order. */
+     * teacher[0], res->latents = the last row (see decode_teacher_final). Ancestral noise
+     * is this request's own (keyed as usual), so a correct layout draws the reference's
+     * noise. DPM-Solver++(2M) is multistep: a step k > 0 needs step k - 1 run too (its data
+     * prediction), else RP_ERR_INVALID. One model evaluation per step run, in step order. */
     const float *teacher;
     const unsigned char *teacher_steps; /* (steps) or NULL */
     /* With teacher: res->latents = teacher's last row (the reference's final latents)

@@ -392,10 +392,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     /* copies of one tensor computed by the same code from the same bits must be equal:
      * no envelope applies (fast mode allows nondeterministic kernels: not proof of a bug) */
     const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
-    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (f->promised || !other_break)) {
+    const int replica_bug = f->promised || f->replica_host;
+    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break)) {
         snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
-                 f->promised ? "" : " (fast mode: reported, not failed)");
-        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+                 replica_bug ? "" : " (fast mode: reported, not failed)");
+        return replica_bug ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     /* an invariant pair has no envelope: the earliest difference at all is the bug */
     /* exact comparisons presume deterministic runs: where the runs are shown not to be, that
@@ -420,8 +421,8 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     if (f->noise_break && f->noise_exact) {
         snprintf(s, cap, "the initial noise differs from the reference's at step 0 (rel-L2 %.3g): every item's noise "
                  "is drawn from its seed by the same host code in every layout, precision and device, so any "
-                 "difference is a bug%s%s", f->noise_rel, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
-                 f->layer_break >= 0 ? f->layer_name : "");
+                 "difference is a bug%s%s", f->noise_rel,
+                 f->layer_break >= 0 ? "; first layer beyond the envelope: " : "", f->layer_break >= 0 ? f->layer_name : "");
         return RP_V_BUG;
     }
     if (f->noise_break) {
@@ -1340,6 +1341,7 @@ static void cls_replicas(cls *x) {
             const char *g = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "group"));
             if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
                 f->replica_break = step;
+                f->replica_host = g && !strcmp(g, "world");
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
                 snprintf(f->replica_msg, sizeof f->replica_msg, "rank %d's copy differs from rank %d's (%s group, %s)",
                          (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1)),

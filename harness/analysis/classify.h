@@ -240,6 +240,9 @@ typedef struct rp_cls_facts {
     /* replica consistency (engine/parallel/replica.c): a rank's copy of a replicated tensor */
     int replica_break;        /* step where some copy differs from its leader's, or -1 */
     int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */
+    int replica_host;         /* 1: the copy is a host-computed input (the world group: the
+                                 timestep, the guidance), which no kernel's timing can move:
+                                 a BUG in fast mode too */
     char replica_tensor[96];
     char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */

@@ -227,6 +227,12 @@ START_TEST(test_decide_replicas) {
     ck_assert(strstr(s, "guided_output") && strstr(s, "step 2") && strstr(s, "rank 1"));
     f.promised = 0;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    /* a host-computed input (the world group's timestep) no kernel timing moves: a BUG in
+     * fast mode too */
+    f.replica_host = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(!strstr(s, "fast mode"));
+    f.replica_host = 0;
     /* an earlier layer break is named instead (and decides, in fast mode too) */
     f.layer_break = 4;
     snprintf(f.layer_name, sizeof f.layer_name, "blocks.0.attn");
