@@ -12,6 +12,7 @@
  * chain in a fixed order; the vector lanes are different values, never parts of one sum,
  * so the bits do not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,9 @@
 /* QT query rows a tile; keys in chunks of KC (a multiple of every Bk: the dots of a chunk
  * are computed together, then cut into its blocks). */
 enum { QT = 4, BK_MAX = 64, KC = 64 };
+
+/* At most this many threads share one call's (b, h) pairs. */
+enum { RP_CANON_MAX_THREADS = 64 };
 
 int rp_attn_canon_block(int n) {
     if (n <= 0) return 1;
@@ -367,6 +371,79 @@ int rp_attn_canon_pass_rows(int nb, int D) {
     return r < QT ? QT : (int)r;
 }
 
+/* One thread's share of rp_attention_canonical: the (b, h) pairs [bh0, bh1), with its own
+ * scratch. Which thread computes a pair changes nothing in its bits: each pair is the same
+ * code over the same inputs. */
+typedef struct canon_job {
+    const uint8_t *key_mask;
+    const float *q, *k, *v;
+    float *out;
+    int H, Tq, Tk, D, nseg, nsplit, bf16;
+    const int *seg;
+    float scale;
+    int bh0, bh1;
+    int nomem; /* out: 1 when this share could not get its scratch */
+} canon_job;
+
+enum { PASS = 128 };
+
+static void canon_run(canon_job *J) {
+    const int Tq = J->Tq, Tk = J->Tk, D = J->D, H = J->H, nseg = J->nseg, bf16 = J->bf16;
+    const int *seg = J->seg;
+    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));          /* (Tk, D) packed */
+    float *sm = malloc(sizeof(float) * PASS), *sl = malloc(sizeof(float) * PASS); /* (PASS) */
+    float *sO = malloc(sizeof(float) * (size_t)PASS * D);              /* (PASS, D) */
+    float *tm = malloc(sizeof(float) * QT * KC), *tl = malloc(sizeof(float) * QT * KC); /* (QT, KC) */
+    float *tO = malloc(sizeof(float) * (size_t)QT * KC * D);           /* (QT, KC, D) */
+    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)PASS * D)) : NULL;  /* (PASS, D) bf16 values */
+    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL; /* (Tk, D) bf16 values */
+    if (!kt || !sm || !sl || !sO || !tm || !tl || !tO || (bf16 && (!qr || !vr))) {
+        J->nomem = 1;
+        goto done;
+    }
+    for (int bh = J->bh0; bh < J->bh1; bh++) {
+        const int b = bh / H;
+        const uint8_t *mb = J->key_mask ? J->key_mask + (size_t)b * Tk : NULL; /* (Tk) */
+        const float *qb = J->q + (size_t)bh * Tq * D, *kb = J->k + (size_t)bh * Tk * D,
+                    *vb = J->v + (size_t)bh * Tk * D;
+        for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
+            rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], D, bf16);
+        if (bf16) { rp_bf16_round(vr, vb, (size_t)Tk * D); vb = vr; }
+        for (int r0 = 0; r0 < Tq; r0 += PASS) {
+            const int nr = Tq - r0 < PASS ? Tq - r0 : PASS;
+            const float *qp = qb + (size_t)r0 * D;
+            if (bf16) { rp_bf16_round(qr, qp, (size_t)nr * D); qp = qr; }
+            for (int r = 0; r < nr; r++) { /* no block yet: an empty row (Tk 0 stays so: zeros) */
+                sm[r] = -INFINITY;
+                sl[r] = 0.0f;
+            }
+            memset(sO, 0, sizeof(float) * nr * D);
+            int first = 1;
+            for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++) {
+                const int whole = s >= J->nsplit, bk = whole ? BK_MAX : rp_attn_canon_block(seg[s]);
+                for (int c0 = 0; c0 < seg[s]; c0 += KC, first = 0) { /* a run's chunks start at c0 */
+                    const int w = seg[s] - c0 < KC ? seg[s] - c0 : KC, j = j0 + c0;
+                    const int bw = w < bk ? w : bk; /* a whole segment's shorter last block */
+                    for (int t0 = 0; t0 < nr; t0 += QT) {
+                        const int nt = nr - t0 < QT ? nr - t0 : QT;
+                        tile_chunk(tm, tl, tO, (size_t)(w / bw), qp + (size_t)t0 * D, nt, kt + (size_t)j * D,
+                                   vb + (size_t)j * D, mb ? mb + j : NULL, w, bw, D, J->scale, bf16);
+                        fold_chunk(sm + t0, sl + t0, sO + (size_t)t0 * D, nt, tm, tl, tO, w / bw, D, first);
+                    }
+                }
+            }
+            finish_state(J->out + ((size_t)bh * Tq + r0) * D, sO, sl, nr, D);
+        }
+    }
+done:
+    free(kt); free(sm); free(sl); free(sO); free(tm); free(tl); free(tO); free(qr); free(vr);
+}
+
+static void *canon_thread(void *p) {
+    canon_run(p);
+    return NULL;
+}
+
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
                                  const int *seg, int nseg, int nsplit, rp_error *err) {
@@ -389,60 +466,35 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
     if (sum != Tk)
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: key segments sum to %lld, not Tk = %d", sum, Tk);
     if (Tq == 0) return RP_OK;
-    /* One (b, h) at a time, PASS rows a pass with their running state (m, l, O); for each
-     * chunk of keys in canonical order (segment by segment), every QT-row tile's partials of
-     * the chunk's blocks, folded at once into the tile's state. The blocks fold in canonical
-     * order, so this is rp_attn_canon_merge's fold without holding every block's partial. */
-    enum { PASS = 128 };
-    const int bf16 = ctx->precision == RP_PREC_BF16;
-    float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));          /* (Tk, D) packed */
-    float *sm = malloc(sizeof(float) * PASS), *sl = malloc(sizeof(float) * PASS); /* (PASS) */
-    float *sO = malloc(sizeof(float) * (size_t)PASS * D);              /* (PASS, D) */
-    float *tm = malloc(sizeof(float) * QT * KC), *tl = malloc(sizeof(float) * QT * KC); /* (QT, KC) */
-    float *tO = malloc(sizeof(float) * (size_t)QT * KC * D);           /* (QT, KC, D) */
-    float *qr = bf16 ? malloc(sizeof(float) * ((size_t)PASS * D)) : NULL;  /* (PASS, D) bf16 values */
-    float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL; /* (Tk, D) bf16 values */
-    rp_status st = RP_OK;
-    if (!kt || !sm || !sl || !sO || !tm || !tl || !tO || (bf16 && (!qr || !vr))) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
-        goto done;
+    /* Per (b, h), PASS rows a pass with their running state (m, l, O); for each chunk of
+     * keys in canonical order (segment by segment), every QT-row tile's partials of the
+     * chunk's blocks, folded at once into the tile's state. The blocks fold in canonical
+     * order, so this is rp_attn_canon_merge's fold without holding every block's partial.
+     * The (b, h) pairs are shared out over ctx->threads (as the default path's GEMMs use
+     * that many), in contiguous ranges; a small call stays on this thread (a spawn costs
+     * tens of microseconds). */
+    const int nbh = B * H;
+    int nt = ctx->threads > 1 ? ctx->threads : 1;
+    if (nt > nbh) nt = nbh;
+    if ((double)nbh * Tq * (double)Tk * D < (double)(1 << 21)) nt = 1;
+    canon_job jobs[RP_CANON_MAX_THREADS];
+    if (nt > RP_CANON_MAX_THREADS) nt = RP_CANON_MAX_THREADS;
+    pthread_t tid[RP_CANON_MAX_THREADS];
+    int started = 1;
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = (canon_job){.key_mask = key_mask, .q = q, .k = k, .v = v, .out = out, .H = H, .Tq = Tq,
+                              .Tk = Tk, .D = D, .nseg = nseg, .nsplit = nsplit,
+                              .bf16 = ctx->precision == RP_PREC_BF16, .seg = seg, .scale = scale,
+                              .bh0 = (int)((long long)nbh * t / nt), .bh1 = (int)((long long)nbh * (t + 1) / nt)};
     }
-    for (int b = 0; b < B; b++) {
-        const uint8_t *mb = key_mask ? key_mask + (size_t)b * Tk : NULL; /* (Tk) */
-        for (int h = 0; h < H; h++) {
-            const size_t bh = (size_t)b * H + h;
-            const float *qb = q + bh * Tq * D, *kb = k + bh * Tk * D, *vb = v + bh * Tk * D;
-            for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++)
-                rp_attn_canon_pack(kt + (size_t)j0 * D, kb + (size_t)j0 * D, seg[s], D, bf16);
-            if (bf16) { rp_bf16_round(vr, vb, (size_t)Tk * D); vb = vr; }
-            for (int r0 = 0; r0 < Tq; r0 += PASS) {
-                const int nr = Tq - r0 < PASS ? Tq - r0 : PASS;
-                const float *qp = qb + (size_t)r0 * D;
-                if (bf16) { rp_bf16_round(qr, qp, (size_t)nr * D); qp = qr; }
-                for (int r = 0; r < nr; r++) { /* no block yet: an empty row (Tk 0 stays so: zeros) */
-                    sm[r] = -INFINITY;
-                    sl[r] = 0.0f;
-                }
-                memset(sO, 0, sizeof(float) * nr * D);
-                int first = 1;
-                for (int s = 0, j0 = 0; s < nseg; j0 += seg[s], s++) {
-                    const int whole = s >= nsplit, bk = whole ? BK_MAX : rp_attn_canon_block(seg[s]);
-                    for (int c0 = 0; c0 < seg[s]; c0 += KC, first = 0) { /* a run's chunks start at c0 */
-                        const int w = seg[s] - c0 < KC ? seg[s] - c0 : KC, j = j0 + c0;
-                        const int b = w < bk ? w : bk; /* a whole segment's shorter last block */
-                        for (int t0 = 0; t0 < nr; t0 += QT) {
-                            const int nt = nr - t0 < QT ? nr - t0 : QT;
-                            tile_chunk(tm, tl, tO, (size_t)(w / b), qp + (size_t)t0 * D, nt, kt + (size_t)j * D,
-                                       vb + (size_t)j * D, mb ? mb + j : NULL, w, b, D, scale, bf16);
-                            fold_chunk(sm + t0, sl + t0, sO + (size_t)t0 * D, nt, tm, tl, tO, w / b, D, first);
-                        }
-                    }
-                }
-                finish_state(out + (bh * Tq + r0) * D, sO, sl, nr, D);
-            }
-        }
-    }
-done:
-    free(kt); free(sm); free(sl); free(sO); free(tm); free(tl); free(tO); free(qr); free(vr);
-    return st;
+    for (int t = 1; t < nt; t++, started++)
+        if (pthread_create(&tid[t], NULL, canon_thread, &jobs[t]) != 0) break;
+    canon_run(&jobs[0]);
+    for (int t = 1; t < started; t++) pthread_join(tid[t], NULL);
+    for (int t = started; t < nt; t++) canon_run(&jobs[t]); /* a thread that could not start: here */
+    for (int t = 0; t < nt; t++)
+        if (jobs[t].nomem)
+            return RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D,
+                           nb);
+    return RP_OK;
 }

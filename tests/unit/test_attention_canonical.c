@@ -412,6 +412,41 @@ START_TEST(batch_heads_and_dispatch) {
 }
 END_TEST
 
+/* The (b, h) pairs are shared out over ctx->threads: every thread count, fewer pairs than
+ * threads included, gives the one-thread call's bits, in fp32 and bf16, with a mask and
+ * with split segments. The shape is large enough that the call does start threads. */
+START_TEST(threads_do_not_change_bits) {
+    enum { B = 2, H = 5, T = 160, D = 64 };
+    uint64_t s = 29;
+    const size_t n = (size_t)B * H * T * D;
+    float *q = randf(n, 3, &s), *k = randf(n, 1, &s), *v = randf(n, 1, &s);
+    float *one = malloc(sizeof(float) * n), *many = malloc(sizeof(float) * n);
+    uint8_t mask[B * T];
+    for (int i = 0; i < B * T; i++) mask[i] = (rng_next(&s) % 7) != 0;
+    const int seg[3] = {96, 48, 16};
+    rp_error err = {0};
+    for (int prec = 0; prec < 2; prec++)
+        for (int split = 0; split < 2; split++) {
+            rp_ctx ctx = rp_ctx_default();
+            ctx.precision = prec ? RP_PREC_BF16 : RP_PREC_FP32;
+            ctx.threads = 1;
+            const int *sg = split ? seg : NULL;
+            ck_assert(rp_attention_canonical(&ctx, one, q, k, v, mask, B, H, T, T, D, 0.125f, sg, split ? 3 : 0,
+                                             split ? 2 : 0, &err) == RP_OK);
+            const int threads[] = {2, 3, 7, 16};
+            for (int i = 0; i < 4; i++) {
+                ctx.threads = threads[i];
+                memset(many, 0xff, sizeof(float) * n);
+                ck_assert(rp_attention_canonical(&ctx, many, q, k, v, mask, B, H, T, T, D, 0.125f, sg, split ? 3 : 0,
+                                                 split ? 2 : 0, &err) == RP_OK);
+                ck_assert_msg(!memcmp(one, many, sizeof(float) * n), "threads %d, bf16 %d, split %d", threads[i],
+                              prec, split);
+            }
+        }
+    free(q); free(k); free(v); free(one); free(many);
+}
+END_TEST
+
 /* The kernels' vector paths (whole tiles of rows, blocks of 64 / 32 / 16 keys, column
  * chunks) and their scalar paths (a lone row) are the same fmaf chains: every row computed
  * alone equals it computed in a tile, for head dims with and without a partial chunk, and
@@ -453,6 +488,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, block_arrival_order_does_not_matter);
     tcase_add_test(tc, batch_heads_and_dispatch);
     tcase_add_test(tc, tiles_and_lone_rows_agree);
+    tcase_add_test(tc, threads_do_not_change_bits);
     suite_add_tcase(s, tc);
     return s;
 }
