@@ -375,6 +375,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->replica_break = -1;
     f->image_break = -1;
     f->latents_break = -1;
+    f->trajectory_break = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -391,11 +392,18 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     /* copies of one tensor computed by the same code from the same bits must be equal:
      * no envelope applies (fast mode allows nondeterministic kernels: not proof of a bug) */
+    /* Two copies computed by the same code from the same bits presume deterministic kernels:
+     * when two fresh runs of the case differ from each other, a kernel-computed copy that
+     * differs is that nondeterminism (one rank summed in another order this time), not proof
+     * of a bug. A host-computed one (the world group) no kernel's timing reaches. */
     const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
-    const int replica_bug = f->promised || f->replica_host;
+    const int replica_bug = f->replica_host || (f->promised && !f->fresh_differs);
     if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break)) {
         snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
-                 replica_bug ? "" : " (fast mode: reported, not failed)");
+                 replica_bug ? ""
+                 : f->promised ? "; two fresh runs of the case alone differ from each other too: the runs are "
+                                 "nondeterministic although the mode is deterministic"
+                               : " (fast mode: reported, not failed)");
         return replica_bug ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     /* an invariant pair has no envelope: the earliest difference at all is the bug */
@@ -429,6 +437,10 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         snprintf(s, cap, "the initial noise differs from the reference's (x%.3g the noise envelope) at step 0%s%s",
                  f->noise_ratio, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
                  f->layer_break >= 0 ? f->layer_name : "");
+        return RP_V_BUG;
+    }
+    if (f->trajectory_break >= 0) { /* every step check reads the returned trajectory: before them */
+        snprintf(s, cap, "%s", f->trajectory_msg);
         return RP_V_BUG;
     }
     if (f->layer_break >= 0) {
@@ -608,21 +620,22 @@ static rp_status traj_load(const char *path, const char *name, traj *t, rp_error
     return st;
 }
 
-/* The final latents a run returned: its latents artifact's (B, C, h, w) "latents", B * per
- * floats, in *out (malloc'd); *out NULL when the file has no such tensor (nothing to check). */
-static rp_status final_latents_load(const char *dir, int B, size_t per, float **out, rp_error *err) {
+/* A (B, C, h, w) tensor the run returned in its latents artifact: "latents" (the final
+ * latents) or "noise" (the initial noise it drew), B * per floats, in *out (malloc'd); *out
+ * NULL when the file has no such tensor (nothing to check). */
+static rp_status returned_load(const char *dir, const char *name, int B, size_t per, float **out, rp_error *err) {
     *out = NULL;
     char p[PATHLEN];
     rp_store_path(p, sizeof p, dir, RP_ART_LATENTS);
     rp_st_file *f = NULL;
     RP_TRY(rp_st_open(p, &f, err));
-    const rp_st_tensor *t = rp_st_find(f, "latents");
+    const rp_st_tensor *t = rp_st_find(f, name);
     rp_status st = RP_OK;
     if (t && t->ndim == 4 && t->shape[0] == B && (size_t)(t->shape[1] * t->shape[2] * t->shape[3]) == per) {
         if (!(*out = malloc(sizeof(float) * B * per))) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", p);
-        else st = rp_st_read_f32(f, "latents", 4, t->shape, *out, err);
+        else st = rp_st_read_f32(f, name, 4, t->shape, *out, err);
     } else if (t) {
-        st = RP_FAIL(err, RP_ERR_SHAPE, "%s: its 'latents' tensor is not (%d items, the trajectory's C, h, w)", p, B);
+        st = RP_FAIL(err, RP_ERR_SHAPE, "%s: its '%s' tensor is not (%d items, the trajectory's C, h, w)", p, name, B);
     }
     rp_st_close(f);
     if (st != RP_OK) free(*out), *out = NULL;
@@ -706,6 +719,36 @@ static int latents_equal(const char *da, const char *db, double *max_abs) {
     traj_free(&a);
     traj_free(&b);
     return eq;
+}
+
+/* 1 when the two runs' <art> files hold the same bytes, or neither has one. Every artifact
+ * compared so is derived from the run's computed bits alone (no times, no paths). */
+static int artifact_equal(const char *da, const char *db, rp_artifact art) {
+    char pa[PATHLEN], pb[PATHLEN];
+    rp_store_path(pa, sizeof pa, da, art);
+    rp_store_path(pb, sizeof pb, db, art);
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
+    int eq = !fa && !fb;
+    if (fa && fb) {
+        char ba[65536], bb[65536];
+        for (eq = 1; eq;) {
+            const size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+            if (na != nb || memcmp(ba, bb, na)) eq = 0;
+            if (na < sizeof ba) break;
+        }
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return eq;
+}
+
+/* 1 when two runs of one case (the fresh pair) agree in every bit they recorded: latents and
+ * trajectory, the traced layers, and what the replica check saw. A nondeterministic kernel
+ * whose ulps a bf16 rounding later absorbs leaves the latents equal but not its layer's fp32
+ * trace, nor which rank's copy differed. *max_abs: the final latents' largest difference. */
+static int runs_agree(const char *da, const char *db, double *max_abs) {
+    const int eq = latents_equal(da, db, max_abs);
+    return eq && artifact_equal(da, db, RP_ART_TRACE) && artifact_equal(da, db, RP_ART_REPLICAS);
 }
 
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
@@ -817,6 +860,7 @@ typedef struct cls {
     traj ct, bt;             /* teacher runs: the case's, the twins' base's own */
     float *cl, *rl;          /* (B, C, h, w) the final latents the case and the reference
                                 returned (their latents artifacts; NULL: not stored) */
+    float *cn, *rn;          /* (B, C, h, w) the initial noise each drew (likewise) */
     int ref_local;           /* the reference was made on this machine (not a golden) */
     rp_trace ctr, rtr, tbtr; /* first-evaluation traces */
     rp_trace cttr, bttr;     /* teacher traces: the case's, the base's */
@@ -1023,8 +1067,10 @@ static rp_status cls_load(cls *x, rp_error *err) {
     cls_attention_auto(x);
     RP_TRY(images_compare(x->in->ref_dir, x->in->case_dir, x->B, &x->im, err));
     const size_t n = (size_t)(N + 1) * x->B * x->per, last = (size_t)N * x->B * x->per;
-    RP_TRY(final_latents_load(x->in->case_dir, x->B, x->per, &x->cl, err));
-    RP_TRY(final_latents_load(x->in->ref_dir, x->B, x->per, &x->rl, err));
+    RP_TRY(returned_load(x->in->case_dir, "latents", x->B, x->per, &x->cl, err));
+    RP_TRY(returned_load(x->in->ref_dir, "latents", x->B, x->per, &x->rl, err));
+    RP_TRY(returned_load(x->in->case_dir, "noise", x->B, x->per, &x->cn, err));
+    RP_TRY(returned_load(x->in->ref_dir, "noise", x->B, x->per, &x->rn, err));
     x->f.identical = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) == 0 && x->im.identical &&
                      (!x->cl || !x->rl || memcmp(x->cl, x->rl, sizeof(float) * (n - last)) == 0);
     rp_latent_metrics lm;
@@ -1212,32 +1258,54 @@ static void cls_layers(cls *x) {
     }
 }
 
-/* Evidence 1b: the initial noise (the trajectory's first row). Every item's noise is a pure
+/* Evidence 1b: the initial noise (the noise each run returned; an older store without it: the
+ * trajectory's first row). Every item's noise is a pure
  * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
  * double rounded once to float), before any layout, precision or device touches it. Against
  * a reference made on this machine it is therefore bitwise, and any difference is a bug
  * however small (one dp group's noise rounded to bf16 is 2^-9 relative: inside a bf16
  * envelope). Against a golden from another machine, whose libm may round a double a sub-ulp
  * differently, it is held to its envelope with fp32's floor: the noise is fp32 whatever
- * precision the case computes in. */
+ * precision the case computes in.
+ * Then the trajectory's first row against the noise the case itself returned: every sampler
+ * starts from the noise as drawn, so a first row that is not it was changed after the
+ * sampler wrote it (a gather or copy of the returned trajectory), not drawn wrong; that is
+ * named as such instead of as a noise bug (the trajectory is what every other check reads). */
 static void cls_noise(cls *x) {
     const size_t n = (size_t)x->B * x->per;
     const int exact = x->ref_local;
-    const int differs = memcmp(x->cm.x, x->rm.x, sizeof(float) * n) != 0;
+    const int stored = x->cn && x->rn;
+    const float *cn = stored ? x->cn : x->cm.x, *rn = stored ? x->rn : x->rm.x; /* (B, C, h, w) */
+    const int differs = memcmp(cn, rn, sizeof(float) * n) != 0;
+    const double rel = stored ? rp_cls_rel_l2(rn, cn, n) : x->acc[0];
     const double r = exact ? (differs ? INFINITY : 0.0)
-                           : rp_cls_ratio(x->acc[0], x->env_acc[0], rp_cls_unit_roundoff("fp32"));
+                           : rp_cls_ratio(rel, x->env_acc[0], rp_cls_unit_roundoff("fp32"));
     if (isfinite(r) && r > x->largest) x->largest = r;
     cJSON *nz = cJSON_AddObjectToObject(x->ev, "initial_noise");
     cJSON_AddStringToObject(nz, "rule", exact ? "bitwise" : "envelope");
-    put(nz, "rel", x->acc[0]);
+    cJSON_AddStringToObject(nz, "read", stored ? "the returned noise" : "the trajectory's first row");
+    put(nz, "rel", rel);
     put(nz, "envelope", x->env_acc[0]);
     put(nz, "ratio", r);
     if (exact ? differs : r > x->o->factor) {
         x->f.noise_break = 1;
         x->f.noise_ratio = r;
         x->f.noise_exact = exact;
-        x->f.noise_rel = x->acc[0];
+        x->f.noise_rel = rel;
     }
+    if (!x->cn) return;
+    for (int b = 0; b < x->B; b++) {
+        const float *row0 = x->cm.x + (size_t)b * x->per; /* (C, h, w) */
+        if (!memcmp(row0, x->cn + (size_t)b * x->per, sizeof(float) * x->per)) continue;
+        x->f.trajectory_break = b;
+        snprintf(x->f.trajectory_msg, sizeof x->f.trajectory_msg,
+                 "the trajectory returned for item %d does not start at the noise the run drew (rel-L2 %.3g): every "
+                 "sampler starts from the noise as drawn, so the trajectory was changed after the sampler wrote it "
+                 "(a gather or copy of the returned rows)", b, rp_cls_rel_l2(x->cn + (size_t)b * x->per, row0, x->per));
+        cJSON_AddStringToObject(nz, "trajectory_start", x->f.trajectory_msg);
+        return;
+    }
+    cJSON_AddStringToObject(nz, "trajectory_start", "the noise");
 }
 
 /* Evidence 3: the teacher-forced local error of each step, and at the first step beyond the
@@ -1717,6 +1785,7 @@ static void cls_first(cls *x) {
     if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0))) {
         fs = first_step_at(x, f->replica_break, "replica");
         cJSON_AddStringToObject(fs, "detail", f->replica_msg);
+        cJSON_AddBoolToObject(fs, "host_computed", f->replica_host);
         first_layer_at(x, f->replica_tensor, f->replica_break);
         return;
     }
@@ -1725,6 +1794,8 @@ static void cls_first(cls *x) {
         put(fs, "local", x->acc[0]);
         put(fs, "envelope", x->env_acc[0]);
         put(fs, "ratio", f->noise_ratio);
+    } else if (f->trajectory_break >= 0) {
+        first_step_at(x, 0, "trajectory");
     } else if (f->layer_break >= 0) {
         fs = first_step_at(x, 0, "first evaluation");
         if (f->step_break == 0) {
@@ -1757,6 +1828,8 @@ static void cls_first(cls *x) {
         put(fl, "ratio", f->layer_ratio);
     } else if (f->noise_break) { /* no model layer beyond its envelope: the noise itself */
         first_layer_at(x, "initial_noise", 0);
+    } else if (f->trajectory_break >= 0) {
+        first_layer_at(x, "trajectory", 0);
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
         cJSON_AddStringToObject(fl, "what", "invariant shadow");
@@ -1950,7 +2023,7 @@ static void cls_determinism(cls *x) {
     const int made = stat(fa, &sb) == 0 && stat(fb, &sb) == 0;
     if (!made && !f->leak_differs) return;
     if (!made) snprintf(fmsg, sizeof fmsg, "not run");
-    else if ((f->fresh_differs = !latents_equal(fa, fb, &fm))) {
+    else if ((f->fresh_differs = !runs_agree(fa, fb, &fm))) {
         f->fresh_max_abs = fm;
         snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
     } else snprintf(fmsg, sizeof fmsg, "the two agree");
@@ -2006,6 +2079,8 @@ static void cls_free(cls *x) {
     traj_free(&x->bt);
     free(x->cl);
     free(x->rl);
+    free(x->cn);
+    free(x->rn);
     rp_trace_free(&x->ctr);
     rp_trace_free(&x->rtr);
     rp_trace_free(&x->tbtr);

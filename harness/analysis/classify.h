@@ -232,8 +232,9 @@ typedef struct rp_cls_facts {
     int leak_differs;         /* a step recomputed after the case's run differs from the case's */
     int leak_step;            /* from this step on */
     double leak_max_abs;
-    int fresh_differs;        /* the two fresh runs of the case, made when the leak check or
-                                 the invariant shadow differed, differ from each other: the
+    int fresh_differs;        /* the two fresh runs of the case, made when the leak check, the
+                                 invariant shadow or a replica check differed, differ from
+                                 each other (latents, trajectory, traces or replicas): the
                                  runs are nondeterministic (not leaking state, not a bug
                                  that exact comparisons of reruns could show) */
     double fresh_max_abs;
@@ -248,6 +249,10 @@ typedef struct rp_cls_facts {
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
     int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
     char image_msg[256];
+    /* the run's own outputs: its trajectory's first row against the noise it returned */
+    int trajectory_break;     /* the first item whose trajectory does not start at its own
+                                 noise, or -1 */
+    char trajectory_msg[320];
     /* the run's own outputs: the final latents it returned against its trajectory's last row */
     int latents_break;        /* the first item whose returned final latents are not the state
                                  its last step produced, or -1 */
@@ -261,14 +266,16 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
  *   MISMATCH;
  *   BUG (invariant pair): the earliest difference at all, naming the tensor and the step;
- *   BUG: a rank's copy of a replicated tensor differs (fast mode: NONDETERMINISTIC), the
- *        initial noise differs (bitwise against a reference made here) or breaks its
- *        envelope, a layer or a checked step breaks the envelope, the reference's final
+ *   BUG: a rank's copy of a replicated tensor differs (fast mode, or a kernel-computed
+ *        tensor while two fresh runs of the case differ from each other: NONDETERMINISTIC),
+ *        the initial noise differs (bitwise against a reference made here) or breaks its
+ *        envelope, the trajectory does not start at the run's own noise, a layer or a
+ *        checked step breaks the envelope, the reference's final
  *        latents decoded with the case's layout give another image, the final latents the
  *        run returned are not its last step's, or an approximate case below its bound — the
  *        summary names the earliest of these;
- *   NONDETERMINISTIC: repeats differ, or the two fresh runs (made when the leak check or
- *        the invariant shadow differed) differ from each other;
+ *   NONDETERMINISTIC: repeats differ, or the two fresh runs (made when the leak check, the
+ *        invariant shadow or the replica check differed) differ from each other;
  *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
  *        a fresh rerun is bitwise the case's run (or was not made);
  *   identical (the reference itself, or bitwise equal to it); approx (an approximate case

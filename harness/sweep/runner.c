@@ -729,11 +729,13 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     return fresh_runs(r, i, tmp);
 }
 
-/* 1 when <dir>'s classification is a BUG whose first evidence is the invariant shadow (an
- * exact comparison of two runs, which presumes deterministic runs) and no fresh runs were
- * made yet: then they are, and the case is classified again (a nondeterministic kernel can
- * leave the leak check equal, absorbed by rounding, while the shadow differs). */
-static int shadow_needs_fresh_runs(const char *dir) {
+/* 1 when <dir>'s classification is a BUG whose first evidence is an exact comparison of two
+ * computations that presumes deterministic kernels — the invariant shadow against its
+ * reference's, or a kernel-computed replica against its leader's copy — and no fresh runs
+ * were made yet: then they are, and the case is classified again (a nondeterministic kernel
+ * can leave the leak check equal, absorbed by rounding, while the shadow or a copy differs).
+ * A host-computed replica (the world group) needs none: no kernel's timing reaches it. */
+static int exact_bug_needs_fresh_runs(const char *dir) {
     char p[PATHLEN];
     rp_store_subdir(p, sizeof p, dir, RP_SUB_FRESH);
     struct stat sb;
@@ -743,8 +745,11 @@ static int shadow_needs_fresh_runs(const char *dir) {
     rp_error e;
     if (rp_store_read_json(p, &j, &e) != RP_OK) return 0;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "first_step");
+    const char *what = get_str(fs, "what", "");
     const int yes = !strcmp(get_str(j, "verdict", ""), rp_verdict_name(RP_V_BUG)) &&
-                    !strcmp(get_str(fs, "what", ""), "invariant shadow");
+                    (!strcmp(what, "invariant shadow") ||
+                     (!strcmp(what, "replica") &&
+                      !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fs, "host_computed"))));
     cJSON_Delete(j);
     return yes;
 }
@@ -923,7 +928,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
-        if (st == RP_OK && shadow_needs_fresh_runs(tmp) && !(cancelled = fresh_runs(r, i, tmp))) {
+        if (st == RP_OK && exact_bug_needs_fresh_runs(tmp) && !(cancelled = fresh_runs(r, i, tmp))) {
             aux_infra(tmp, 0, oc);
             infra = oc->status == RP_CASE_INFRA; /* not stored: the next run computes it again */
             if (!infra) classify_now(r, i, tmp, oc);

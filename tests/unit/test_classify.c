@@ -232,7 +232,16 @@ START_TEST(test_decide_replicas) {
     f.replica_host = 1;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
     ck_assert(!strstr(s, "fast mode"));
+    /* two fresh runs of the case that differ from each other: a kernel-computed copy that
+     * differs is that nondeterminism; a host-computed one is still a BUG */
+    f.promised = 1;
+    f.fresh_differs = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
     f.replica_host = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    ck_assert(strstr(s, "replicas differ") && strstr(s, "fresh runs"));
+    f.fresh_differs = 0;
+    f.promised = 0;
     /* an earlier layer break is named instead (and decides, in fast mode too) */
     f.layer_break = 4;
     snprintf(f.layer_name, sizeof f.layer_name, "blocks.0.attn");
@@ -620,6 +629,20 @@ static void write_latents(const char *dir, const float *traj, const float *final
     rp_st_writer_free(w);
 }
 
+/* The same with the initial noise the run returned (B, 2, 2, 2) as well. */
+static void write_outputs(const char *dir, const float *traj, const float *final, const float *noise) {
+    char p[2048];
+    snprintf(p, sizeof p, "%.1000s/latents.safetensors", dir);
+    rp_st_writer *w = rp_st_writer_new();
+    const int64_t shape[5] = {N + 1, B, 2, 2, 2}, lat[4] = {B, 2, 2, 2};
+    rp_error e;
+    ck_assert(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, shape, traj, &e) == RP_OK);
+    ck_assert(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, final, &e) == RP_OK);
+    ck_assert(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, noise, &e) == RP_OK);
+    ck_assert_msg(rp_st_writer_write(w, p, &e) == RP_OK, "%s", e.msg);
+    rp_st_writer_free(w);
+}
+
 /* Classifies cd against rd with the twins of twin_base (NULL: rd's own, a reference made
  * here; else rd is a golden from elsewhere). */
 static rp_verdict classify_with(const char *cd, const char *rd, const char *twin_base, int repeat, cJSON **j) {
@@ -838,6 +861,37 @@ START_TEST(test_driver) {
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
     cJSON_Delete(j);
 
+    /* the trajectory must start at the noise the run returned: the noise (held bitwise) is
+     * read from the returned noise, and a first row that is not it is a trajectory changed
+     * after sampling (a gather), a BUG named "trajectory" at step 0, not a noise bug */
+    static float nz[B * PER];
+    memcpy(nz, r, sizeof nz);
+    write_outputs(ref, r, rfin, nz);
+    snprintf(d, sizeof d, "%s/traj-start", root);
+    drift_of(r, x, t);
+    write_run(d, "", x, 0.5f, t);
+    memcpy(fin, x + N * B * PER, sizeof fin);
+    ck_assert(!memcmp(x, r, sizeof nz)); /* drift starts from the same noise */
+    write_outputs(d, x, fin, nz);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "initial_noise", "read")), "the returned noise");
+    cJSON_Delete(j);
+    x[PER + 5] += 0.125f; /* item 1's first row, as a damaged gather leaves it */
+    write_outputs(d, x, fin, nz);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "trajectory");
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "trajectory");
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "item 1"));
+    cJSON_Delete(j);
+    static float nz2[B * PER];
+    memcpy(nz2, nz, sizeof nz2);
+    nz2[PER + 5] += 0.125f; /* the run drew that noise itself: a noise bug, the trajectory consistent */
+    write_outputs(d, x, fin, nz2);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "initial noise");
+    cJSON_Delete(j);
+    write_latents(ref, r, rfin);
+
     /* the invariant shadow one ulp off the reference's at step 1, the leak check ok: a BUG,
      * unless two fresh runs of the case (the runner makes them when the shadow decided a
      * BUG) differ from each other: then the runs are nondeterministic */
@@ -865,6 +919,9 @@ START_TEST(test_driver) {
     snprintf(fd, sizeof fd, "%s/fresh-2", d);
     write_run(fd, "", x, 0.5f, NULL);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the fresh runs agree: the shadow's difference stands */
+    cJSON_Delete(j);
+    write_run(fd, "", x, 0.51f, NULL); /* the same latents, but a traced layer differs (bf16 absorbed it) */
+    ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
     cJSON_Delete(j);
     memcpy(sh, x, sizeof sh);
     sh[(N + 1) * B * PER - 1] += 1e-3f;
