@@ -483,10 +483,13 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
+    /* the leak check's run: the case's own, or at fp32 its shadow's (a coarser precision hid it) */
+    const char *const leak_run = f->leak_fp32 ? " of the fp32 shadow" : "";
+    const char *const leak_input = f->leak_fp32 ? "the same input" : "the case's own input";
     if (f->leak_differs && f->fresh_differs) {
-        snprintf(s, cap, "step %d recomputed later in the same worker from the case's own input gives other bits "
-                 "(max-abs %.3g), and two fresh runs of the case alone differ too: the runs are nondeterministic%s",
-                 f->leak_step, f->leak_max_abs,
+        snprintf(s, cap, "step %d%s recomputed later in the same worker from %s gives other bits "
+                 "(max-abs %.3g), and two fresh runs of the case alone%s differ too: the runs are nondeterministic%s",
+                 f->leak_step, leak_run, leak_input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "",
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
@@ -499,9 +502,9 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_NONDETERMINISTIC;
     }
     if (f->leak_differs) {
-        snprintf(s, cap, "step %d recomputed in the same worker after the case's run, from the case's own input, gives "
-                 "other bits (max-abs %.3g) while two fresh runs of the case alone agree: state leaks between calls",
-                 f->leak_step, f->leak_max_abs);
+        snprintf(s, cap, "step %d%s recomputed in the same worker after the case's run, from %s, gives "
+                 "other bits (max-abs %.3g) while two fresh runs of the case alone%s agree: state leaks between calls",
+                 f->leak_step, leak_run, leak_input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "");
         return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
     }
     if (f->is_reference) {
@@ -803,6 +806,55 @@ out:
     traj_free(&c);
     traj_free(&t);
     traj_free(&r);
+    return res;
+}
+
+/* The first differing row of two teacher trajectories over the steps both ran (k + 1 for
+ * step k; only step 0 when the sampler's state between steps is more than the stored
+ * latent): 1 with *step, *max_abs; 0 when every shared step agrees; -1 when none is shared. */
+static int teacher_rows_differ(const traj *a, const traj *b, int exact_resume, int *step, double *max_abs) {
+    const size_t row = (size_t)a->B * a->per;
+    const int rows = exact_resume ? a->rows : 2;
+    int res = -1;
+    for (int k = 0; k + 1 < rows; k++) {
+        if ((a->mask && a->mask[k] == 0.0f) || (b->mask && b->mask[k] == 0.0f)) continue;
+        if (res < 0) res = 0;
+        const float *x = a->x + (size_t)(k + 1) * row, *y = b->x + (size_t)(k + 1) * row;
+        if (!memcmp(x, y, sizeof(float) * row)) continue;
+        double m = 0;
+        for (size_t i = 0; i < row; i++) {
+            const double d = fabs((double)x[i] - y[i]);
+            if (!(d <= m)) m = d;
+        }
+        *step = k;
+        *max_abs = m;
+        return 1;
+    }
+    return res;
+}
+
+int rp_cls_shadow_rerun_check(const char *case_dir, int *step, double *max_abs) {
+    char d[PATHLEN], p[PATHLEN];
+    traj a = {0}, b = {0};
+    rp_error e;
+    int res = -1;
+    *step = -1;
+    *max_abs = 0;
+    rp_store_subdir(d, sizeof d, case_dir, RP_SUB_SHADOW_TEACHER);
+    rp_store_path(p, sizeof p, d, RP_ART_TEACHER);
+    if (!rp_is_file(p) || traj_load(p, "teacher", &a, &e) != RP_OK) goto out;
+    rp_store_subdir(d, sizeof d, case_dir, RP_SUB_SHADOW_LEAK);
+    rp_store_path(p, sizeof p, d, RP_ART_TEACHER);
+    if (!rp_is_file(p) || traj_load(p, "teacher", &b, &e) != RP_OK || !traj_same_shape(&a, &b)) goto out;
+    rp_case cc;
+    rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
+    if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
+    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
+    res = teacher_rows_differ(&a, &b, rp_sampler_resumes_exactly(sk), step, max_abs);
+out:
+    traj_free(&a);
+    traj_free(&b);
     return res;
 }
 
@@ -1819,7 +1871,7 @@ static void cls_first(cls *x) {
         first_step_at(x, x->N, "final latents");
         first_layer_at(x, "latents", x->N);
     } else if (f->leak_differs && !f->repeats_differ) {
-        first_step_at(x, f->leak_step, "leak check");
+        first_step_at(x, f->leak_step, f->leak_fp32 ? "leak check (fp32 shadow)" : "leak check");
     }
     if (f->layer_break >= 0) {
         fl = first_layer_at(x, f->layer_name, 0);
@@ -1997,13 +2049,11 @@ static void cls_determinism(cls *x) {
     int k = -1;
     double m = 0;
     const int r = x->in->teacher_dir ? -1 : rp_cls_rerun_check(x->in->case_dir, x->in->ref_dir, &k, &m);
-    if (r < 0) {
-        cJSON_AddStringToObject(dj, "leak_check", "not run (no step recomputed from the case's own input)");
-        return;
-    }
     f->leak_differs = r == 1;
     f->leak_max_abs = m;
-    if (f->leak_differs) {
+    if (r < 0) {
+        snprintf(msg, sizeof msg, "not run (no step recomputed from the case's own input)");
+    } else if (f->leak_differs) {
         f->leak_step = k;
         snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", k, m);
         cJSON_AddNumberToObject(dj, "leak_first_step", k);
@@ -2011,23 +2061,44 @@ static void cls_determinism(cls *x) {
         snprintf(msg, sizeof msg, "ok");
     }
     cJSON_AddStringToObject(dj, "leak_check", msg);
+    /* the same at fp32 in the shadow, where a coarser precision's rounding hides nothing */
+    int ks = -1;
+    double ms = 0;
+    const int rs = x->in->teacher_dir ? -1 : rp_cls_shadow_rerun_check(x->in->case_dir, &ks, &ms);
+    if (rs >= 0) {
+        if (rs == 1) snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", ks, ms);
+        else snprintf(msg, sizeof msg, "ok");
+        cJSON_AddStringToObject(dj, "leak_check_fp32_shadow", msg);
+    }
+    if (rs == 1 && !f->leak_differs) {
+        f->leak_differs = 1;
+        f->leak_fp32 = 1;
+        f->leak_step = ks;
+        f->leak_max_abs = ms;
+    }
     /* when the leak check or the invariant shadow (each a comparison of bits that presumes
      * deterministic runs) differed, the runner ran the case alone twice, each in a fresh
      * launch: the two differ when the runs are nondeterministic, agree when the difference
      * is the case's own (state leaked between calls, or a bug in the shadow) */
-    char fa[PATHLEN], fb[PATHLEN], fmsg[96];
-    rp_store_subdir(fa, sizeof fa, x->in->case_dir, RP_SUB_FRESH);
-    rp_store_subdir(fb, sizeof fb, x->in->case_dir, RP_SUB_FRESH_2);
-    struct stat sb;
-    double fm = 0;
-    const int made = stat(fa, &sb) == 0 && stat(fb, &sb) == 0;
-    if (!made && !f->leak_differs) return;
-    if (!made) snprintf(fmsg, sizeof fmsg, "not run");
-    else if ((f->fresh_differs = !runs_agree(fa, fb, &fm))) {
-        f->fresh_max_abs = fm;
-        snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
-    } else snprintf(fmsg, sizeof fmsg, "the two agree");
-    cJSON_AddStringToObject(dj, "fresh_rerun", fmsg);
+    /* (the fp32 shadow's leak check: the case twice at fp32, where its ulps stay) */
+    static const rp_store_sub PAIR[2][2] = {{RP_SUB_FRESH, RP_SUB_FRESH_2}, {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2}};
+    static const char *const KEY[2] = {"fresh_rerun", "fresh_rerun_fp32"};
+    for (int q = 0; q < 2; q++) {
+        char fa[PATHLEN], fb[PATHLEN], fmsg[96];
+        rp_store_subdir(fa, sizeof fa, x->in->case_dir, PAIR[q][0]);
+        rp_store_subdir(fb, sizeof fb, x->in->case_dir, PAIR[q][1]);
+        struct stat sb;
+        double fm = 0;
+        const int made = stat(fa, &sb) == 0 && stat(fb, &sb) == 0;
+        if (!made && !(f->leak_differs && f->leak_fp32 == q)) continue;
+        if (!made) snprintf(fmsg, sizeof fmsg, "not run");
+        else if (!runs_agree(fa, fb, &fm)) {
+            f->fresh_differs = 1;
+            f->fresh_max_abs = fm;
+            snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
+        } else snprintf(fmsg, sizeof fmsg, "the two agree");
+        cJSON_AddStringToObject(dj, KEY[q], fmsg);
+    }
 }
 
 /* The case's expect label as a verdict, or -1. */

@@ -231,6 +231,9 @@ typedef struct rp_cls_facts {
     double repeat_max_abs;
     int leak_differs;         /* a step recomputed after the case's run differs from the case's */
     int leak_step;            /* from this step on */
+    int leak_fp32;            /* 1: seen only by the fp32 shadow's leak check (the case's own,
+                                 in its coarser precision, agreed); the fresh pair is then
+                                 the case at fp32 */
     double leak_max_abs;
     int fresh_differs;        /* the two fresh runs of the case, made when the leak check, the
                                  invariant shadow or a replica check differed, differ from
@@ -318,6 +321,14 @@ int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
  * first, *max_abs its largest difference), 0 when every such step agrees, -1 when there is
  * nothing to compare (no teacher run, no shared input). */
 int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs);
+
+/* The same at fp32, for a case that rounds coarser: its fp32 shadow (<case_dir>/shadow/
+ * teacher/) and, later in the same worker, that shadow's first steps again from the same
+ * input (<case_dir>/shadow/leak/). A kernel's ulps of carried state or of a timing-dependent
+ * order can vanish in bf16's rounding (the case's own check agrees) and stay at fp32.
+ * Returns 1 when a step both ran differs (*step, *max_abs as above), 0 when all agree, -1
+ * when there is nothing to compare. */
+int rp_cls_shadow_rerun_check(const char *case_dir, int *step, double *max_abs);
 
 typedef struct rp_cls_inputs {
     const char *case_dir;     /* a finished case: case.json, result.json, latents, trace, images,

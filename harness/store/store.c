@@ -40,6 +40,9 @@ static const char *const SUB[RP_SUB_COUNT] = {
     [RP_SUB_INVARIANT_TEACHER] = "invariant/teacher",
     [RP_SUB_FRESH] = "fresh",
     [RP_SUB_FRESH_2] = "fresh-2",
+    [RP_SUB_SHADOW_LEAK] = "shadow/leak",
+    [RP_SUB_FRESH_FP32] = "fresh-fp32",
+    [RP_SUB_FRESH_FP32_2] = "fresh-fp32-2",
 };
 
 const char *rp_artifact_name(rp_artifact a) {

@@ -79,6 +79,10 @@ typedef enum rp_store_sub {
     RP_SUB_INVARIANT_TEACHER, /* invariant/teacher/: the invariant shadow */
     RP_SUB_FRESH,             /* fresh/: the case again in a fresh launch (leak or nondeterminism) */
     RP_SUB_FRESH_2,           /* fresh-2/: and once more */
+    RP_SUB_SHADOW_LEAK,       /* shadow/leak/: the fp32 shadow's first steps recomputed after it */
+    RP_SUB_FRESH_FP32,        /* fresh-fp32/: the case at fp32 in a fresh launch (the shadow's
+                                 leak check differed) */
+    RP_SUB_FRESH_FP32_2,      /* fresh-fp32-2/: and once more */
     RP_SUB_COUNT
 } rp_store_sub;
 

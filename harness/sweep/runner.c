@@ -715,9 +715,33 @@ static int fresh_runs(runner *r, int i, const char *tmp) {
     return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
 }
 
+/* The case at fp32 alone twice, each in a fresh launch (tmp/fresh-fp32, tmp/fresh-fp32-2, each
+ * with its case.json), after its fp32 shadow's leak check differed while its own agreed: as
+ * fresh_runs, at the precision where those bits were seen. Returns 1 when cancelled. */
+static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
+    rp_case c = r->m->cases[i].c;
+    snprintf(c.precision, sizeof c.precision, "fp32");
+    static const rp_store_sub SUB[2] = {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2};
+    for (int k = 0; k < 2; k++) {
+        char dir[PATHLEN], cj[PATHLEN];
+        rp_error e;
+        int ok = 0;
+        rp_store_subdir(dir, sizeof dir, tmp, SUB[k]);
+        rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
+        if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&c, cj, &e) != RP_OK) {
+            rp_cls_write_aux(dir, "fresh", "CRASH", e.msg, 0);
+            return 0;
+        }
+        if (aux_run(r, &c, cj, dir, "fresh", NULL, &ok)) return 1;
+        if (!ok) return 0;
+    }
+    return 0;
+}
+
 /* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
  * launch recomputed from the case's own input gave other bits), the fresh runs: they tell
- * nondeterminism from state leaked between calls. Returns 1 when cancelled. */
+ * nondeterminism from state leaked between calls; when only its fp32 shadow's does
+ * (rp_cls_shadow_rerun_check), the same at fp32. Returns 1 when cancelled. */
 static int classify_runs(runner *r, int i, const char *tmp) {
     const rp_matrix_case *mc = &r->m->cases[i];
     char ref[PATHLEN];
@@ -725,8 +749,9 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     else case_dir(r, mc->ref, ref);
     int step;
     double m;
-    if (rp_cls_rerun_check(tmp, ref, &step, &m) != 1) return 0;
-    return fresh_runs(r, i, tmp);
+    if (rp_cls_rerun_check(tmp, ref, &step, &m) == 1) return fresh_runs(r, i, tmp);
+    if (rp_cls_shadow_rerun_check(tmp, &step, &m) == 1) return fresh_runs_fp32(r, i, tmp);
+    return 0;
 }
 
 /* 1 when <dir>'s classification is a BUG whose first evidence is an exact comparison of two

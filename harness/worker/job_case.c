@@ -713,6 +713,15 @@ static void job_classifier_runs(job *J) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_TEACHER);
         const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
+        /* The leak check at fp32: the shadow's first steps again, after it, from the same
+         * input (rp_cls_shadow_rerun_check). A kernel's ulps of state carried between calls,
+         * or of a timing-dependent order, are below bf16's rounding and vanish in the case's
+         * own bits (its leak check then agrees); at fp32 they stay. */
+        if (o->then_leak) {
+            rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_LEAK);
+            const run_spec sl = {.c = &sc, .out_dir = dir, .teacher_ref = tref, .leak_steps = RP_LEAK_CHECK_STEPS};
+            if (job_aux(J, "shadow leak check", &sl, 1)) return;
+        }
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW);
         if (tref == o->out_dir && job_twins(J, &sc, o->then_twins, dir, 0)) return;
     }

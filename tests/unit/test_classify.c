@@ -892,6 +892,47 @@ START_TEST(test_driver) {
     cJSON_Delete(j);
     write_latents(ref, r, rfin);
 
+    /* the fp32 shadow's leak check: its first step recomputed later in the worker (shadow/leak)
+     * against the shadow's own (shadow/teacher). Equal: drift; one ulp off while the case's own
+     * check agrees (a bf16 case's rounding hid it): state leaks (BUG), unless the case twice
+     * at fp32 in fresh launches differs (their traces here): NONDETERMINISTIC */
+    snprintf(d, sizeof d, "%s/shadow-leak", root);
+    drift_of(r, x, t);
+    write_run(d, "", x, 0.5f, t);
+    {
+        const float every[N] = {1, 1, 1, 1}, first[N] = {1, 0, 0, 0};
+        static float lk[(N + 1) * B * PER];
+        char sd[900];
+        snprintf(sd, sizeof sd, "%s/shadow/teacher", d);
+        mkdirs(sd);
+        write_st(sd, "teacher.safetensors", "teacher", t, every);
+        snprintf(sd, sizeof sd, "%s/shadow/leak", d);
+        mkdirs(sd);
+        memcpy(lk, t, sizeof lk);
+        write_st(sd, "teacher.safetensors", "teacher", lk, first);
+        ck_assert(classify(d, ref, 1, &j) == RP_V_DRIFT);
+        ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "determinism", "leak_check_fp32_shadow")), "ok");
+        cJSON_Delete(j);
+        lk[B * PER + 2] = nextafterf(lk[B * PER + 2], INFINITY); /* step 0's output, one ulp */
+        write_st(sd, "teacher.safetensors", "teacher", lk, first);
+        ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+        ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "determinism", "leak_check")), "ok");
+        ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "fp32 shadow"));
+        ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "state leaks"));
+        ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "leak check (fp32 shadow)");
+        cJSON_Delete(j);
+        snprintf(sd, sizeof sd, "%s/fresh-fp32", d);
+        write_run(sd, "", x, 0.5f, NULL);
+        snprintf(sd, sizeof sd, "%s/fresh-fp32-2", d);
+        write_run(sd, "", x, 0.5f, NULL);
+        ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the fresh pair agrees: a leak */
+        cJSON_Delete(j);
+        write_run(sd, "", x, 0.51f, NULL); /* the fresh pair differs in a traced layer */
+        ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
+        ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "at fp32"));
+        cJSON_Delete(j);
+    }
+
     /* the invariant shadow one ulp off the reference's at step 1, the leak check ok: a BUG,
      * unless two fresh runs of the case (the runner makes them when the shadow decided a
      * BUG) differ from each other: then the runs are nondeterministic */
