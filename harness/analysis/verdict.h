@@ -47,16 +47,19 @@
  *     "layers": [{"name": s, "rel": x, "envelope": x, "ratio": x}],   the case's first evaluation
  *     "layers_note": s (opt),      why layers could not be compared
  *     "accumulated": [x per row],  the case's free-trajectory distance (max over items)
- *     "initial_noise": {"rule": "bitwise" | "envelope", "rel": x, "envelope": x, "ratio": x},
+ *     "initial_noise": {"rule": "bitwise" | "envelope", "read": "the returned noise" |
+ *                       "the trajectory's first row", "rel": x, "envelope": x, "ratio": x,
+ *                       "trajectory_start": "the noise" | s (the break) (opt)},
  *                                  bitwise against a reference made here (ratio 0 or inf)
  *     "final_latents": {"last_step_state": bool, "assignment": s (opt), "break": s (opt)}
  *                      | {"note": s}  the returned latents against the trajectory's last row
  *     "local_errors": [x | null per step] (opt),  teacher-forced; null: step not run
  *     "checked_steps": [k, ...] (opt),            steps held to the envelope (approx: warmup)
  *     "teacher_note": s (opt),     no teacher run: local errors not checked
- *     "first_step": {"step": k, "what": "replica" | "initial noise" | "first evaluation" |
- *                            "invariant shadow" | "local error" | "decode" | "final latents" |
- *                            "leak check",
+ *     "first_step": {"step": k, "what": "replica" | "initial noise" | "trajectory" |
+ *                            "first evaluation" | "invariant shadow" | "local error" | "decode" |
+ *                            "final latents" | "leak check" | "leak check (fp32 shadow)",
+ *                    "detail": s, "host_computed": bool (replica),
  *                    "local": x, "envelope": x, "ratio": x} (opt, BUG),
  *     "first_layer": {"name": s, "step": k, "rel": x, "envelope": x, "ratio": x} (opt),
  *     "assignment": {"permutation": [j per item], "distances": [[x per ref item] per item],
@@ -64,7 +67,9 @@
  *     "approx": {"ssim": x, "psnr": x, "bound_ssim": x, "bound_psnr": x, "warmup": k,
  *                "approximate": bool} (opt, warmup-exact layouts),
  *     "determinism": {"repeats": n, "promised": bool, "max_abs": x, "repeats_identical": bool,
- *                     "leak_check": "ok" | "differs (max-abs x)" | "not run"}
+ *                     "leak_check": "ok" | "differs (max-abs x)" | "not run",
+ *                     "leak_check_fp32_shadow": "ok" | "differs ..." (opt, coarser precisions),
+ *                     "fresh_rerun": s (opt), "fresh_rerun_fp32": s (opt)}
  *   },
  *   "metrics": {"latents": {"max_abs", "mean_abs", "rel_l2", "cosine", "bitwise_equal"},
  *               "images": [{"index": i, "psnr": x, "ssim": x, "max_abs": k, "changed": x,

@@ -699,43 +699,47 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     return planned;
 }
 
-/* The case alone twice, each in a fresh launch (tmp/fresh, tmp/fresh-2), after a comparison
- * of its bits that presumes deterministic runs differed: the two differ when the runs are
- * nondeterministic, agree when the difference is the case's own. A failed run is recorded
- * in its aux.json for the classifier, not a failure of the case. Returns 1 when cancelled. */
-static int fresh_runs(runner *r, int i, const char *tmp) {
-    const rp_matrix_case *mc = &r->m->cases[i];
-    char cj[PATHLEN], dir[PATHLEN];
-    int ok = 0;
-    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
-    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH);
-    if (aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok)) return 1;
-    if (!ok) return 0;
-    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_2);
-    return aux_run(r, &mc->c, cj, dir, "fresh", NULL, &ok);
-}
-
-/* The case at fp32 alone twice, each in a fresh launch (tmp/fresh-fp32, tmp/fresh-fp32-2, each
- * with its case.json), after its fp32 shadow's leak check differed while its own agreed: as
- * fresh_runs, at the precision where those bits were seen. Returns 1 when cancelled. */
-static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
-    rp_case c = r->m->cases[i].c;
-    snprintf(c.precision, sizeof c.precision, "fp32");
-    static const rp_store_sub SUB[2] = {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2};
+/* Case c (its JSON at case_json) alone twice, each in a fresh launch (tmp/<pair[0]>,
+ * tmp/<pair[1]>), after a comparison of bits that presumes deterministic runs differed: the
+ * two differ when the runs are nondeterministic, agree when the difference is the case's
+ * own. A failed run is recorded in its aux.json for the classifier, not a failure of the
+ * case. Returns 1 when cancelled. */
+static int fresh_pair(runner *r, const rp_case *c, const char *case_json, const char *tmp,
+                      const rp_store_sub pair[2]) {
     for (int k = 0; k < 2; k++) {
-        char dir[PATHLEN], cj[PATHLEN];
-        rp_error e;
+        char dir[PATHLEN];
         int ok = 0;
-        rp_store_subdir(dir, sizeof dir, tmp, SUB[k]);
-        rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
-        if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&c, cj, &e) != RP_OK) {
-            rp_cls_write_aux(dir, "fresh", "CRASH", e.msg, 0);
-            return 0;
-        }
-        if (aux_run(r, &c, cj, dir, "fresh", NULL, &ok)) return 1;
+        rp_store_subdir(dir, sizeof dir, tmp, pair[k]);
+        if (aux_run(r, c, case_json, dir, "fresh", NULL, &ok)) return 1;
         if (!ok) return 0;
     }
     return 0;
+}
+
+/* The case as it ran (tmp/fresh, tmp/fresh-2). */
+static int fresh_runs(runner *r, int i, const char *tmp) {
+    static const rp_store_sub PAIR[2] = {RP_SUB_FRESH, RP_SUB_FRESH_2};
+    char cj[PATHLEN];
+    rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+    return fresh_pair(r, &r->m->cases[i].c, cj, tmp, PAIR);
+}
+
+/* The case at fp32 (tmp/fresh-fp32, tmp/fresh-fp32-2; its JSON in the first), after its fp32
+ * shadow's leak check differed while its own agreed: the precision where those bits were
+ * seen. */
+static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
+    static const rp_store_sub PAIR[2] = {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2};
+    rp_case c = r->m->cases[i].c;
+    snprintf(c.precision, sizeof c.precision, "fp32");
+    char dir[PATHLEN], cj[PATHLEN];
+    rp_error e;
+    rp_store_subdir(dir, sizeof dir, tmp, PAIR[0]);
+    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
+    if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&c, cj, &e) != RP_OK) {
+        rp_cls_write_aux(dir, "fresh", "CRASH", e.msg, 0);
+        return 0;
+    }
+    return fresh_pair(r, &c, cj, tmp, PAIR);
 }
 
 /* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
