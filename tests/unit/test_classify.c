@@ -615,21 +615,8 @@ static void write_run(const char *dir, const char *expect, const float *traj, fl
     }
 }
 
-/* Rewrites dir's latents.safetensors with the trajectory and the final latents the run
- * returned (B, 2, 2, 2). */
-static void write_latents(const char *dir, const float *traj, const float *final) {
-    char p[2048];
-    snprintf(p, sizeof p, "%.1000s/latents.safetensors", dir);
-    rp_st_writer *w = rp_st_writer_new();
-    const int64_t shape[5] = {N + 1, B, 2, 2, 2}, lat[4] = {B, 2, 2, 2};
-    rp_error e;
-    ck_assert(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, shape, traj, &e) == RP_OK);
-    ck_assert(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, final, &e) == RP_OK);
-    ck_assert_msg(rp_st_writer_write(w, p, &e) == RP_OK, "%s", e.msg);
-    rp_st_writer_free(w);
-}
-
-/* The same with the initial noise the run returned (B, 2, 2, 2) as well. */
+/* Rewrites dir's latents.safetensors with the trajectory, the final latents the run
+ * returned (B, 2, 2, 2) and, unless NULL, the initial noise it returned (B, 2, 2, 2). */
 static void write_outputs(const char *dir, const float *traj, const float *final, const float *noise) {
     char p[2048];
     snprintf(p, sizeof p, "%.1000s/latents.safetensors", dir);
@@ -638,9 +625,13 @@ static void write_outputs(const char *dir, const float *traj, const float *final
     rp_error e;
     ck_assert(rp_st_writer_add(w, "trajectory", RP_DT_F32, 5, shape, traj, &e) == RP_OK);
     ck_assert(rp_st_writer_add(w, "latents", RP_DT_F32, 4, lat, final, &e) == RP_OK);
-    ck_assert(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, noise, &e) == RP_OK);
+    if (noise) ck_assert(rp_st_writer_add(w, "noise", RP_DT_F32, 4, lat, noise, &e) == RP_OK);
     ck_assert_msg(rp_st_writer_write(w, p, &e) == RP_OK, "%s", e.msg);
     rp_st_writer_free(w);
+}
+
+static void write_latents(const char *dir, const float *traj, const float *final) {
+    write_outputs(dir, traj, final, NULL);
 }
 
 /* Classifies cd against rd with the twins of twin_base (NULL: rd's own, a reference made
