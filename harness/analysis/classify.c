@@ -390,12 +390,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         snprintf(s, cap, "%s", f->mismatch_msg);
         return RP_V_MISMATCH;
     }
-    /* copies of one tensor computed by the same code from the same bits must be equal:
-     * no envelope applies (fast mode allows nondeterministic kernels: not proof of a bug) */
-    /* Two copies computed by the same code from the same bits presume deterministic kernels:
-     * when two fresh runs of the case differ from each other, a kernel-computed copy that
-     * differs is that nondeterminism (one rank summed in another order this time), not proof
-     * of a bug. A host-computed one (the world group) no kernel's timing reaches. */
+    /* Copies of one tensor computed by the same code from the same bits must be equal: no
+     * envelope applies. That presumes deterministic kernels: in fast mode, or when two fresh
+     * runs of the case differ from each other, a kernel-computed copy that differs is that
+     * nondeterminism (one rank summed in another order), not proof of a bug. A host-computed
+     * one (the world group) no kernel's timing reaches. */
     const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
     const int replica_bug = f->replica_host || (f->promised && !f->fresh_differs);
     if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break)) {
@@ -694,6 +693,16 @@ static rp_verdict case_status(const char *dir, char *why, size_t cap) {
     return v;
 }
 
+/* The largest |x[i] - y[i]| over n floats (NaN counts as largest). */
+static double max_abs_diff(const float *x, const float *y, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)x[i] - y[i]);
+        if (!(d <= m)) m = d;
+    }
+    return m;
+}
+
 /* 1 when the two latents files hold bitwise equal latents and trajectories. max_abs gets
  * the largest difference of the final latents (0 when equal, NaN when unreadable). */
 static int latents_equal(const char *da, const char *db, double *max_abs) {
@@ -712,12 +721,7 @@ static int latents_equal(const char *da, const char *db, double *max_abs) {
     if (traj_same_shape(&a, &b)) {
         const size_t n = (size_t)a.rows * a.B * a.per, last = (size_t)(a.rows - 1) * a.B * a.per;
         eq = memcmp(a.x, b.x, sizeof(float) * n) == 0;
-        double m = 0;
-        for (size_t i = last; i < n; i++) {
-            const double d = fabs((double)a.x[i] - b.x[i]);
-            if (!(d <= m)) m = d;
-        }
-        *max_abs = m;
+        *max_abs = max_abs_diff(a.x + last, b.x + last, n - last);
     }
     traj_free(&a);
     traj_free(&b);
@@ -761,6 +765,20 @@ int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
 
 static int same_dir(const char *a, const char *b);
 
+/* Whether case_dir's sampler restarts a step from the stored latent exactly (1; 0 when its
+ * free state between steps is more than that, Euler ancestral's VE state), -1 when the case
+ * cannot be read. */
+static int resumes_exactly(const char *case_dir) {
+    char p[PATHLEN];
+    rp_case cc;
+    rp_error e;
+    rp_sampler_kind sk = RP_SAMPLER_DDIM;
+    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
+    if (rp_case_load(p, &cc, &e) != RP_OK) return -1;
+    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
+    return rp_sampler_resumes_exactly(sk);
+}
+
 int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs) {
     char p[PATHLEN];
     traj c = {0}, t = {0}, r = {0};
@@ -780,25 +798,17 @@ int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, dou
     const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
     const size_t row = (size_t)c.B * c.per;
     /* a sampler whose free state between steps is more than the stored latent: step 0 only */
-    rp_case cc;
-    rp_sampler_kind sk = RP_SAMPLER_DDIM;
-    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
-    if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
-    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
-    const int rows = rp_sampler_resumes_exactly(sk) ? c.rows : 2;
+    const int exact_resume = resumes_exactly(case_dir);
+    if (exact_resume < 0) goto out;
+    const int rows = exact_resume ? c.rows : 2;
     for (int k = 0; k + 1 < rows; k++) {
         if (t.mask && t.mask[k] == 0.0f) continue;
         if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
         if (res < 0) res = 0;
         const float *a = c.x + (size_t)(k + 1) * row, *b = t.x + (size_t)(k + 1) * row;
         if (!memcmp(a, b, sizeof(float) * row)) continue;
-        double m = 0;
-        for (size_t i = 0; i < row; i++) {
-            const double d = fabs((double)a[i] - b[i]);
-            if (!(d <= m)) m = d;
-        }
         *step = k;
-        *max_abs = m;
+        *max_abs = max_abs_diff(a, b, row);
         res = 1;
         break;
     }
@@ -821,13 +831,8 @@ static int teacher_rows_differ(const traj *a, const traj *b, int exact_resume, i
         if (res < 0) res = 0;
         const float *x = a->x + (size_t)(k + 1) * row, *y = b->x + (size_t)(k + 1) * row;
         if (!memcmp(x, y, sizeof(float) * row)) continue;
-        double m = 0;
-        for (size_t i = 0; i < row; i++) {
-            const double d = fabs((double)x[i] - y[i]);
-            if (!(d <= m)) m = d;
-        }
         *step = k;
-        *max_abs = m;
+        *max_abs = max_abs_diff(x, y, row);
         return 1;
     }
     return res;
@@ -846,12 +851,8 @@ int rp_cls_shadow_rerun_check(const char *case_dir, int *step, double *max_abs) 
     rp_store_subdir(d, sizeof d, case_dir, RP_SUB_SHADOW_LEAK);
     rp_store_path(p, sizeof p, d, RP_ART_TEACHER);
     if (!rp_is_file(p) || traj_load(p, "teacher", &b, &e) != RP_OK || !traj_same_shape(&a, &b)) goto out;
-    rp_case cc;
-    rp_sampler_kind sk = RP_SAMPLER_DDIM;
-    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
-    if (rp_case_load(p, &cc, &e) != RP_OK) goto out;
-    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
-    res = teacher_rows_differ(&a, &b, rp_sampler_resumes_exactly(sk), step, max_abs);
+    const int exact_resume = resumes_exactly(case_dir);
+    if (exact_resume >= 0) res = teacher_rows_differ(&a, &b, exact_resume, step, max_abs);
 out:
     traj_free(&a);
     traj_free(&b);
@@ -2076,11 +2077,11 @@ static void cls_determinism(cls *x) {
         f->leak_step = ks;
         f->leak_max_abs = ms;
     }
-    /* when the leak check or the invariant shadow (each a comparison of bits that presumes
-     * deterministic runs) differed, the runner ran the case alone twice, each in a fresh
-     * launch: the two differ when the runs are nondeterministic, agree when the difference
-     * is the case's own (state leaked between calls, or a bug in the shadow) */
-    /* (the fp32 shadow's leak check: the case twice at fp32, where its ulps stay) */
+    /* when the leak check, the invariant shadow or a kernel-computed replica (each a
+     * comparison of bits that presumes deterministic runs) differed, the runner ran the case
+     * alone twice, each in a fresh launch: the two differ when the runs are nondeterministic,
+     * agree when the difference is the case's own (state leaked between calls, or a bug);
+     * after the fp32 shadow's leak check alone, the case at fp32, where its ulps stay */
     static const rp_store_sub PAIR[2][2] = {{RP_SUB_FRESH, RP_SUB_FRESH_2}, {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2}};
     static const char *const KEY[2] = {"fresh_rerun", "fresh_rerun_fp32"};
     for (int q = 0; q < 2; q++) {
