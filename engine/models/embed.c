@@ -15,4 +15,5 @@ void rp_timestep_embedder(const rp_ctx *ctx, float *out, float *hid, float *tfre
                           const rp_linear_w *lin1, const rp_linear_w *lin2) {
     rp_d_timestep_embedding(ctx, tfreq, t, B, F, rp_par_max_period(ctx, 10000.0f), 0.0f);
     rp_silu_mlp(ctx, out, hid, tfreq, B, lin1, lin2);
+    rp_par_weight_leak(ctx, lin2->bias); /* nothing unless that fault is injected */
 }

@@ -90,12 +90,21 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                    "the last dp group rounds its initial noise to bf16 (an autocast region "
                                    "that reaches the noise): 2^-9 relative, inside a bf16 case's envelope",
                                    "dp > 1; DiT, SD3, FLUX"},
+    /* A leak of rounding size: state that passes from one call to the next (a later call
+     * of the launch differs from a fresh one) by some fp32 ulps a forward, which a bf16
+     * case's GEMMs round away: only the leak check at fp32 (the fp32 shadow's, with its
+     * fresh pair) sees it there. */
+    [RP_INJECT_WEIGHT_LEAK_RANK] = {"weight-leak-rank",
+                                    "the last dp group's timestep MLP adds 2^-20 to its output bias's first value "
+                                    "at every forward (a parameter written in place, as an EMA update left on in "
+                                    "inference): the loaded model carries it into the next call",
+                                    "dp > 1 on the CPU; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
-           "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank";
+           "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -209,6 +218,15 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
     case RP_INJECT_NONDET_DP_RANK:
     case RP_INJECT_NOISE_BF16_RANK:
         return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
+    case RP_INJECT_WEIGHT_LEAK_RANK:
+        if (d->dp <= 1) return no(why, cap, "%s needs dp > 1: the weights of a dp group other than rank 0's (got dp=%d)",
+                                  n, d->dp);
+        if (l->on_device) {
+            if (why && cap)
+                snprintf(why, cap, "%s writes the CPU copy of the weights; a device computes with its own copy", n);
+            return 0;
+        }
+        return 1;
     case RP_INJECT_VAE_DECODE_RANK:
         return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1: the decode of a dp group other than rank 0's (got dp=%d)",
                                   n, d->dp);

@@ -46,11 +46,17 @@
  *   noise-bf16-rank       dp > 1       all           the last dp group's initial noise is rounded
  *                                                    to bf16 (an autocast region that reaches the
  *                                                    noise): 2^-9 relative, inside a bf16 envelope
+ *   weight-leak-rank      dp > 1, CPU  all           the last dp group's timestep MLP adds 2^-20 to
+ *                         (3)                        its output bias's first value at every forward
+ *                                                    (a parameter written in place): the kept model
+ *                                                    carries it into the next call; bf16 GEMM inputs
+ *                                                    round it away
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
  * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
  *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
+ * (3) on the CPU: a device computes with its own copy of the weights, made at load.
  * norm-eps-rank to nondet-dp-rank are the classes a per-layer comparison of rank 0's view
  * missed (issue 17): a small systematic error (norm-eps-rank: ~10x the rounding envelope in
  * fp32), a silent bf16 layer, one rank's private copy of a replicated tensor
@@ -90,6 +96,7 @@ typedef enum rp_inject_id {
     RP_INJECT_NONDET_DP_RANK,
     RP_INJECT_DP_LATENTS_ORDER,
     RP_INJECT_NOISE_BF16_RANK,
+    RP_INJECT_WEIGHT_LEAK_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

@@ -288,6 +288,12 @@ void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n) {
     for (int i = 0; i < k; i++) x[0] = nextafterf(x[0], INFINITY);
 }
 
+void rp_par_weight_leak(const rp_ctx *ctx, const float *bias) {
+    if (!bias || !rp_par_fault(ctx, RP_INJECT_WEIGHT_LEAK_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
+    float *p = (float *)bias; /* the fault: a parameter written by the forward that should only read it */
+    p[0] += 0x1p-20f;
+}
+
 void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n) {
     if (!rp_par_fault(ctx, RP_INJECT_NOISE_BF16_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
     for (size_t i = 0; i < n; i++) noise[i] = rp_bf16_to_f32(rp_f32_to_bf16(noise[i]));

@@ -111,6 +111,10 @@
  *                     (its trajectory and images in order).
  * noise-bf16-rank     the last dp group rounds its initial noise to bf16 after drawing it
  *                     (rp_par_noise_fault).
+ * weight-leak-rank    the last dp group's timestep MLP adds 2^-20 to its output bias's first
+ *                     value after each forward (rp_par_weight_leak; models/embed.c): some 30
+ *                     fp32 ulps of a timestep embedding of order 1, 1/30 of a bf16 one, and
+ *                     one value, so a bf16 GEMM's input rounding almost surely absorbs it.
  *
  * ---- hooks for the strategies that own blocks (pipefusion, patch) -----------------
  * rp_par_hooks: which blocks [a, b) a rank runs, the residual stream(s) at the entry
@@ -462,6 +466,9 @@ void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n);
 /* nondet-dp-rank: on the last dp group, x[0] of the guided prediction (n floats) moves up
  * by 1..1024 ulps chosen by the clock (else nothing). */
 void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n);
+/* weight-leak-rank: on the last dp group, bias[0] (a loaded parameter, which every other
+ * path only reads; NULL: nothing) moves up by 2^-20 (else nothing). */
+void rp_par_weight_leak(const rp_ctx *ctx, const float *bias);
 
 /* ---- dp (dp.c) --------------------------------------------------------------------------
  * Items cross ranks serialised: per item seed (u64 LE), class (i32 LE), prompt length

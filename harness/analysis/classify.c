@@ -379,6 +379,31 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->psnr = f->ssim = NAN;
 }
 
+/* A leak of state from one call to the next, shown by the leak check and not explained by
+ * nondeterminism (the fresh pair agrees), in a mode that promises determinism. It reaches
+ * every later run of the launch, so their evidence (teacher-forced steps, shadows, the
+ * teacher decode, their replica checks) is its effect, not a cause of its own: only the
+ * case's own run, the launch's first call, can name an earlier one. */
+static int leak_first(const rp_cls_facts *f) {
+    return f->promised && f->leak_differs && !f->fresh_differs && !f->repeats_differ;
+}
+
+/* The leak's summary into s: the leak check's run (the case's own, or at fp32 its shadow's,
+ * where a coarser precision hid it), then the fresh pair's finding. */
+static void leak_summary(const rp_cls_facts *f, char *s, size_t cap) {
+    const char *const run = f->leak_fp32 ? " of the fp32 shadow" : "";
+    const char *const input = f->leak_fp32 ? "the same input" : "the case's own input";
+    if (f->fresh_differs)
+        snprintf(s, cap, "step %d%s recomputed later in the same worker from %s gives other bits "
+                 "(max-abs %.3g), and two fresh runs of the case alone%s differ too: the runs are nondeterministic%s",
+                 f->leak_step, run, input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "",
+                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+    else
+        snprintf(s, cap, "step %d%s recomputed in the same worker after the case's run, from %s, gives "
+                 "other bits (max-abs %.3g) while two fresh runs of the case alone%s agree: state leaks between calls",
+                 f->leak_step, run, input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "");
+}
+
 rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     assert(f && s && cap > 0);
     s[0] = '\0';
@@ -397,7 +422,9 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
      * one (the world group) no kernel's timing reaches. */
     const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
     const int replica_bug = f->replica_host || (f->promised && !f->fresh_differs);
-    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break)) {
+    const int leak = leak_first(f);
+    if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break) &&
+        !(leak && f->replica_later)) {
         snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
                  replica_bug ? ""
                  : f->promised ? "; two fresh runs of the case alone differ from each other too: the runs are "
@@ -410,7 +437,7 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
      * is the finding (below), not a difference between two of them */
     const int nondeterministic = f->repeats_differ || f->fresh_differs;
     if (f->invariant && !nondeterministic &&
-        (f->noise_break || f->layer_break >= 0 || f->step_break >= 0 || f->image_break >= 0)) {
+        (f->noise_break || f->layer_break >= 0 || (!leak && (f->step_break >= 0 || f->image_break >= 0)))) {
         const char *what = f->noise_break ? "the initial noise" : f->layer_break >= 0 ? f->layer_name
                            : f->step_break >= 0 ? (f->step_layer[0] ? f->step_layer : "the step's output")
                                                 : "the decoded image";
@@ -448,6 +475,14 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                                                               : "; every local error stays within it");
         return RP_V_BUG;
     }
+    if (leak && f->latents_break >= 0) { /* the case's own run: before the leak's effects */
+        snprintf(s, cap, "%s", f->latents_msg);
+        return RP_V_BUG;
+    }
+    if (leak) {
+        leak_summary(f, s, cap);
+        return RP_V_BUG;
+    }
     if (f->step_break >= 0 && f->step_invariant && !nondeterministic) {
         snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow (the layout "
                  "teacher-forced under invariant numerics, where an exact layout is bitwise the serial run: any "
@@ -482,14 +517,8 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
-    /* the leak check's run: the case's own, or at fp32 its shadow's (a coarser precision hid it) */
-    const char *const leak_run = f->leak_fp32 ? " of the fp32 shadow" : "";
-    const char *const leak_input = f->leak_fp32 ? "the same input" : "the case's own input";
     if (f->leak_differs && f->fresh_differs) {
-        snprintf(s, cap, "step %d%s recomputed later in the same worker from %s gives other bits "
-                 "(max-abs %.3g), and two fresh runs of the case alone%s differ too: the runs are nondeterministic%s",
-                 f->leak_step, leak_run, leak_input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "",
-                 f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
+        leak_summary(f, s, cap);
         return RP_V_NONDETERMINISTIC;
     }
     if (f->fresh_differs) {
@@ -500,11 +529,9 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
     }
-    if (f->leak_differs) {
-        snprintf(s, cap, "step %d%s recomputed in the same worker after the case's run, from %s, gives "
-                 "other bits (max-abs %.3g) while two fresh runs of the case alone%s agree: state leaks between calls",
-                 f->leak_step, leak_run, leak_input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "");
-        return f->promised ? RP_V_BUG : RP_V_NONDETERMINISTIC;
+    if (f->leak_differs) { /* fast mode: leak_first would have decided a promised one */
+        leak_summary(f, s, cap);
+        return RP_V_NONDETERMINISTIC;
     }
     if (f->is_reference) {
         snprintf(s, cap, "the reference");
@@ -1462,6 +1489,7 @@ static void cls_replicas(cls *x) {
             const char *g = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "group"));
             if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
                 f->replica_break = step;
+                f->replica_later = i > 0;
                 f->replica_host = g && !strcmp(g, "world");
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
                 snprintf(f->replica_msg, sizeof f->replica_msg, "rank %d's copy differs from rank %d's (%s group, %s)",
@@ -1835,7 +1863,9 @@ static cJSON *first_layer_at(cls *x, const char *name, int step) {
 static void cls_first(cls *x) {
     const rp_cls_facts *f = &x->f;
     cJSON *fs, *fl;
-    if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0))) {
+    const int leak = leak_first(f);
+    if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0)) &&
+        !(leak && f->replica_later)) {
         fs = first_step_at(x, f->replica_break, "replica");
         cJSON_AddStringToObject(fs, "detail", f->replica_msg);
         cJSON_AddBoolToObject(fs, "host_computed", f->replica_host);
@@ -1856,6 +1886,11 @@ static void cls_first(cls *x) {
             put(fs, "envelope", x->env_step[0]);
             put(fs, "ratio", f->step_ratio);
         }
+    } else if (leak && f->latents_break >= 0) {
+        first_step_at(x, x->N, "final latents");
+        first_layer_at(x, "latents", x->N);
+    } else if (leak) {
+        first_step_at(x, f->leak_step, f->leak_fp32 ? "leak check (fp32 shadow)" : "leak check");
     } else if (f->step_break >= 0 && f->step_invariant) {
         fs = first_step_at(x, f->step_break, "invariant shadow");
         put(fs, "rel", x->invariant_rel);
@@ -1883,6 +1918,7 @@ static void cls_first(cls *x) {
         first_layer_at(x, "initial_noise", 0);
     } else if (f->trajectory_break >= 0) {
         first_layer_at(x, "trajectory", 0);
+    } else if (leak) { /* the later runs' layers are the leak's effect */
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
         cJSON_AddStringToObject(fl, "what", "invariant shadow");

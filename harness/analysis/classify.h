@@ -247,6 +247,8 @@ typedef struct rp_cls_facts {
     int replica_host;         /* 1: the copy is a host-computed input (the world group: the
                                  timestep, the guidance), which no kernel's timing can move:
                                  a BUG in fast mode too */
+    int replica_later;        /* 1: seen in a run after the case's own (its teacher run, its
+                                 invariant shadow), which a leak would have reached */
     char replica_tensor[96];
     char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */

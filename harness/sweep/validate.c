@@ -700,11 +700,10 @@ const char *rp_validate_describe_rules(void) {
            "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
            "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
-           "                dp-latents-order noise-bf16-rank, and only where it\n"
+           "                dp-latents-order noise-bf16-rank weight-leak-rank, and only where it\n"
            "                can act (e.g. ring-no-rescale needs ring > 1, rope-offset needs FLUX\n"
            "                with a split sequence, pipefusion-cache-leak needs warmup_steps 0,\n"
            "                bf16-layer-rank an fp32 case on the CPU, cfg-combine-order\n"
            "                cfg_parallel 2 and steps >= 2, dp-image-order and dp-latents-order\n"
-           "                >= 2 items per dp\n"
-           "                group)\n";
+           "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU)\n";
 }

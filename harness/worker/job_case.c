@@ -705,13 +705,17 @@ static void job_classifier_runs(job *J) {
      * depend on the precision, and at fp32 the rounding envelope is 2^16 times tighter
      * than bf16's, so the shadow shows what bf16 rounding would hide. A reference runs its
      * own shadow teacher run and its twins' (the envelope); a case, its layout's. On the
-     * CPU only: a CUDA device is made for one precision. */
+     * CPU only: a CUDA device is made for one precision. A case bitwise its reference's has
+     * no envelope to tighten, but its leak check rounds as coarsely: it runs the shadow's
+     * first steps only, as the first call of the leak check at fp32 below. */
     const int shadow = strcmp(rp_cls_effective_precision(J->c), "fp32") && !rp_device_name_is_cuda(J->c->device);
-    if (teach && shadow && !exact_only) { /* an invariant pair has no envelope to tighten */
+    const int shadow_leak_only = identical && o->then_leak;
+    if ((teach || shadow_leak_only) && shadow && !exact_only) { /* an invariant pair: no envelope, no leak */
         rp_case sc = *J->c;
         snprintf(sc.precision, sizeof sc.precision, "fp32");
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_TEACHER);
-        const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref};
+        const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref,
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
         /* The leak check at fp32: the shadow's first steps again, after it, from the same
          * input (rp_cls_shadow_rerun_check). A kernel's ulps of state carried between calls,

@@ -422,6 +422,35 @@ START_TEST(test_invariant_shadow) {
     ck_assert_msg(strstr(s, "the invariant shadow differs") && strstr(s, "two fresh runs"), "%s", s);
     f.fresh_differs = 0; /* they agree: the shadow's difference is the case's own */
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "in the invariant shadow"), "%s", s);
+    /* ... unless the leak check differs too: the shadow ran after the case's run, so a leak
+     * confirmed by the fresh pair reached it, and the leak is named, not the shadow's layer;
+     * a later run's replica break and teacher decode likewise */
+    f.leak_differs = 1;
+    f.leak_step = 0;
+    f.leak_fp32 = 1;
+    f.image_break = 1;
+    f.replica_break = 0;
+    f.replica_later = 1;
+    snprintf(f.replica_tensor, sizeof f.replica_tensor, "t_embedder");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "step 0 of the fp32 shadow recomputed") && strstr(s, "state leaks between calls"), "%s", s);
+    /* the case's own run (the launch's first call) still names an earlier cause */
+    f.replica_later = 0;
+    f.replica_first = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "replicas differ: t_embedder"), "%s", s);
+    f.replica_break = -1;
+    f.layer_break = 3;
+    snprintf(f.layer_name, sizeof f.layer_name, "blocks.0.attn");
+    f.layer_ratio = 900;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "blocks.0.attn breaks the envelope"), "%s", s);
+    /* where the fresh runs differ the leak is not confirmed: the nondeterminism is named */
+    f.layer_break = -1;
+    f.image_break = -1;
+    f.fresh_differs = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
 }
 END_TEST
 

@@ -538,7 +538,7 @@ START_TEST(inject_rules) {
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                   "nondet-dp-rank dp-latents-order noise-bf16-rank)");
+                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -724,7 +724,7 @@ START_TEST(inject_registry) {
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                     "nondet-dp-rank dp-latents-order noise-bf16-rank)");
+                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank)");
 }
 END_TEST
 
