@@ -150,6 +150,12 @@ void rp_attn_canon_merge(float *out, const float *pm, const float *pl, const flo
  * (the ring's replicated-segment tiles; any count gives the same bits). */
 int rp_attn_canon_pass_rows(int nb, int D);
 
+/* Threads for a canonical call over `pairs` independent (batch, head) pairs of `work`
+ * multiply-adds in all: ctx->threads (at most pairs), or 1 for a call too small to share
+ * (under 2^21: a thread's start would cost more than its part). Any count gives the same
+ * bits: a pair is the same code over the same inputs on whichever thread. */
+int rp_attn_canon_threads(const rp_ctx *ctx, int pairs, double work);
+
 /* Whether ctx may run the canonical attention: RP_ERR_INVALID naming the setting when
  * ctx->attn.kind is not math (its order would be ignored) or reduce_split is set (the
  * canonical order has no GEMM for it to act on). */

@@ -12,20 +12,17 @@
  * chain in a fixed order; the vector lanes are different values, never parts of one sum,
  * so the bits do not depend on the ISA the clone runs (RP_SIMD_CLONES; tests/isa). */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../fastmath.h"
 #include "../ops.h"
+#include "../threads.h"
 #include "internal.h"
 
 /* QT query rows a tile; keys in chunks of KC (a multiple of every Bk: the dots of a chunk
  * are computed together, then cut into its blocks). */
 enum { QT = 4, BK_MAX = 64, KC = 64 };
-
-/* At most this many threads share one call's (b, h) pairs. */
-enum { RP_CANON_MAX_THREADS = 64 };
 
 int rp_attn_canon_block(int n) {
     if (n <= 0) return 1;
@@ -371,9 +368,15 @@ int rp_attn_canon_pass_rows(int nb, int D) {
     return r < QT ? QT : (int)r;
 }
 
-/* One thread's share of rp_attention_canonical: the (b, h) pairs [bh0, bh1), with its own
- * scratch. Which thread computes a pair changes nothing in its bits: each pair is the same
- * code over the same inputs. */
+int rp_attn_canon_threads(const rp_ctx *ctx, int pairs, double work) {
+    if (work < (double)(1 << 21)) return 1; /* a thread's start would cost more than its share */
+    const int nt = ctx->threads > 1 ? ctx->threads : 1;
+    return nt < pairs ? nt : pairs;
+}
+
+/* rp_attention_canonical's call, shared by its threads: each part takes the (b, h) pairs
+ * [bh0, bh1) with its own scratch. Which thread computes a pair changes nothing in its
+ * bits: each pair is the same code over the same inputs. */
 typedef struct canon_job {
     const uint8_t *key_mask;
     const float *q, *k, *v;
@@ -381,15 +384,17 @@ typedef struct canon_job {
     int H, Tq, Tk, D, nseg, nsplit, bf16;
     const int *seg;
     float scale;
-    int bh0, bh1;
-    int nomem; /* out: 1 when this share could not get its scratch */
 } canon_job;
 
 enum { PASS = 128 };
 
-static void canon_run(canon_job *J) {
+/* rp_threads_part_fn: 1 when the part could not get its scratch. */
+static int canon_part(void *user, int part, int bh0, int bh1) {
+    (void)part;
+    const canon_job *J = user;
     const int Tq = J->Tq, Tk = J->Tk, D = J->D, H = J->H, nseg = J->nseg, bf16 = J->bf16;
     const int *seg = J->seg;
+    int nomem = 0;
     float *kt = malloc(sizeof(float) * ((size_t)Tk * D + 1));          /* (Tk, D) packed */
     float *sm = malloc(sizeof(float) * PASS), *sl = malloc(sizeof(float) * PASS); /* (PASS) */
     float *sO = malloc(sizeof(float) * (size_t)PASS * D);              /* (PASS, D) */
@@ -398,10 +403,10 @@ static void canon_run(canon_job *J) {
     float *qr = bf16 ? malloc(sizeof(float) * ((size_t)PASS * D)) : NULL;  /* (PASS, D) bf16 values */
     float *vr = bf16 ? malloc(sizeof(float) * ((size_t)Tk * D + 1)) : NULL; /* (Tk, D) bf16 values */
     if (!kt || !sm || !sl || !sO || !tm || !tl || !tO || (bf16 && (!qr || !vr))) {
-        J->nomem = 1;
+        nomem = 1;
         goto done;
     }
-    for (int bh = J->bh0; bh < J->bh1; bh++) {
+    for (int bh = bh0; bh < bh1; bh++) {
         const int b = bh / H;
         const uint8_t *mb = J->key_mask ? J->key_mask + (size_t)b * Tk : NULL; /* (Tk) */
         const float *qb = J->q + (size_t)bh * Tq * D, *kb = J->k + (size_t)bh * Tk * D,
@@ -437,11 +442,7 @@ static void canon_run(canon_job *J) {
     }
 done:
     free(kt); free(sm); free(sl); free(sO); free(tm); free(tl); free(tO); free(qr); free(vr);
-}
-
-static void *canon_thread(void *p) {
-    canon_run(p);
-    return NULL;
+    return nomem;
 }
 
 rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
@@ -471,30 +472,11 @@ rp_status rp_attention_canonical(const rp_ctx *ctx, float *out, const float *q, 
      * chunk's blocks, folded at once into the tile's state. The blocks fold in canonical
      * order, so this is rp_attn_canon_merge's fold without holding every block's partial.
      * The (b, h) pairs are shared out over ctx->threads (as the default path's GEMMs use
-     * that many), in contiguous ranges; a small call stays on this thread (a spawn costs
-     * tens of microseconds). */
+     * that many), in contiguous ranges (rp_attn_canon_threads). */
     const int nbh = B * H;
-    int nt = ctx->threads > 1 ? ctx->threads : 1;
-    if (nt > nbh) nt = nbh;
-    if ((double)nbh * Tq * (double)Tk * D < (double)(1 << 21)) nt = 1;
-    canon_job jobs[RP_CANON_MAX_THREADS];
-    if (nt > RP_CANON_MAX_THREADS) nt = RP_CANON_MAX_THREADS;
-    pthread_t tid[RP_CANON_MAX_THREADS];
-    int started = 1;
-    for (int t = 0; t < nt; t++) {
-        jobs[t] = (canon_job){.key_mask = key_mask, .q = q, .k = k, .v = v, .out = out, .H = H, .Tq = Tq,
-                              .Tk = Tk, .D = D, .nseg = nseg, .nsplit = nsplit,
-                              .bf16 = ctx->precision == RP_PREC_BF16, .seg = seg, .scale = scale,
-                              .bh0 = (int)((long long)nbh * t / nt), .bh1 = (int)((long long)nbh * (t + 1) / nt)};
-    }
-    for (int t = 1; t < nt; t++, started++)
-        if (pthread_create(&tid[t], NULL, canon_thread, &jobs[t]) != 0) break;
-    canon_run(&jobs[0]);
-    for (int t = 1; t < started; t++) pthread_join(tid[t], NULL);
-    for (int t = started; t < nt; t++) canon_run(&jobs[t]); /* a thread that could not start: here */
-    for (int t = 0; t < nt; t++)
-        if (jobs[t].nomem)
-            return RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D,
-                           nb);
+    canon_job J = {.key_mask = key_mask, .q = q, .k = k, .v = v, .out = out, .H = H, .Tq = Tq, .Tk = Tk, .D = D,
+                   .nseg = nseg, .nsplit = nsplit, .bf16 = ctx->precision == RP_PREC_BF16, .seg = seg, .scale = scale};
+    if (rp_threads_for(rp_attn_canon_threads(ctx, nbh, (double)nbh * Tq * (double)Tk * D), nbh, canon_part, &J))
+        return RP_FAIL(err, RP_ERR_NOMEM, "canonical attention: out of memory (Tk %d, D %d, %d blocks)", Tk, D, nb);
     return RP_OK;
 }

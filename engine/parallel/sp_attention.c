@@ -60,6 +60,7 @@
 #include "../device.h"
 #include "../fastmath.h"
 #include "../ops.h"
+#include "../threads.h"
 #include "parallel.h"
 
 enum { TAG_RING = 41 };
@@ -234,9 +235,87 @@ done:
 
 /* ---- ring attention, numerics invariant ------------------------------------------------ */
 
+/* What ring_canonical's (batch, head) pairs share; its two loops over them run in parts
+ * on ctx->threads (rp_threads_for), each part with its own scratch. */
+typedef struct ring_canon {
+    const float *Q, *K, *V;  /* (B, Hh, Tg, D); Q as bf16 values in a bf16 call */
+    const float *shard;      /* [K (BH, Ts, D) | V (BH, Ts, D)]: the shard here */
+    float *pm, *pl, *pO;     /* (BH, Tg, nbr), (BH, Tg, nbr), (BH, Tg, nbr, D) */
+    float *out;              /* (BH, Tg, D) */
+    size_t blk;              /* BH Ts D */
+    int Ts, Tg, Trep, D, nbr, nbt, RT, bf16, no_rescale;
+    int piece[2], bk[3], i0[2]; /* this step's pieces and their first slots */
+    float scale;
+} ring_canon;
+
+/* The partials of pairs [bh0, bh1) against the shard here (both its pieces). 1: no scratch. */
+static int ring_canon_partials_part(void *user, int part, int bh0, int bh1) {
+    (void)part;
+    const ring_canon *J = user;
+    const int Tg = J->Tg, Ts = J->Ts, D = J->D, nbr = J->nbr;
+    float *kt = malloc(sizeof(float) * ((size_t)Ts * D + 1)); /* one piece's keys, packed */
+    if (!kt) return 1;
+    for (int bh = bh0; bh < bh1; bh++) {
+        const float *q = J->Q + (size_t)bh * Tg * D, *k = J->shard + (size_t)bh * Ts * D,
+                    *v = J->shard + J->blk + (size_t)bh * Ts * D;
+        for (int g = 0, j0 = 0; g < 2; j0 += J->piece[g], g++) {
+            if (!J->piece[g]) continue;
+            rp_attn_canon_pack(kt, k + (size_t)j0 * D, J->piece[g], D, 0); /* rounded already */
+            rp_attn_canon_partials(J->pm + (size_t)bh * Tg * nbr, J->pl + (size_t)bh * Tg * nbr,
+                                   J->pO + (size_t)bh * Tg * nbr * D, nbr, J->i0[g], q, kt, v + (size_t)j0 * D, NULL,
+                                   Tg, J->piece[g], J->bk[g], D, J->scale, J->bf16);
+        }
+    }
+    free(kt);
+    return 0;
+}
+
+/* After the ring, pairs [bh0, bh1): the replicated segment's blocks (computed here, RT rows
+ * at a time next to a copy of those rows' ring slots) and every row's fold. 1: no scratch. */
+static int ring_canon_merge_part(void *user, int part, int bh0, int bh1) {
+    (void)part;
+    const ring_canon *J = user;
+    const int Tg = J->Tg, Ts = J->Ts, Trep = J->Trep, D = J->D, nbr = J->nbr, nbt = J->nbt, RT = J->RT;
+    const size_t tile = (size_t)RT * nbt;
+    float *kt = Trep ? malloc(sizeof(float) * ((size_t)Trep * D)) : NULL;            /* (Trep, D) packed */
+    float *tm = Trep ? malloc(sizeof(float) * tile) : NULL;                           /* (RT, nbt) */
+    float *tl = Trep ? malloc(sizeof(float) * tile) : NULL;                           /* (RT, nbt) */
+    float *tO = Trep ? malloc(sizeof(float) * tile * D) : NULL;                       /* (RT, nbt, D) */
+    float *vr = J->bf16 && Trep ? malloc(sizeof(float) * ((size_t)Trep * D)) : NULL;  /* (Trep, D) */
+    int nomem = Trep && (!kt || !tm || !tl || !tO || (J->bf16 && !vr));
+    for (int bh = bh0; bh < bh1 && !nomem; bh++) {
+        const float *bm = J->pm + (size_t)bh * Tg * nbr, *bl = J->pl + (size_t)bh * Tg * nbr,
+                    *bO = J->pO + (size_t)bh * Tg * nbr * D;
+        float *out = J->out + (size_t)bh * Tg * D;
+        if (!Trep) {
+            rp_attn_canon_merge(out, bm, bl, bO, Tg, nbr, D, J->no_rescale);
+            continue;
+        }
+        rp_attn_canon_pack(kt, J->K + ((size_t)bh * Tg + Ts) * D, Trep, D, J->bf16);
+        const float *vrep = J->V + ((size_t)bh * Tg + Ts) * D; /* (Trep, D) */
+        if (J->bf16) { rp_bf16_round(vr, vrep, (size_t)Trep * D); vrep = vr; }
+        for (int r0 = 0; r0 < Tg; r0 += RT) {
+            const int nr = Tg - r0 < RT ? Tg - r0 : RT;
+            for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */
+                const size_t from = (size_t)(r0 + r) * nbr, to = (size_t)r * nbt;
+                memcpy(tm + to, bm + from, sizeof(float) * nbr);
+                memcpy(tl + to, bl + from, sizeof(float) * nbr);
+                memcpy(tO + to * D, bO + from * D, sizeof(float) * nbr * D);
+            }
+            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, J->Q + ((size_t)bh * Tg + r0) * D, kt, vrep, NULL, nr, Trep,
+                                   J->bk[2], D, J->scale, J->bf16);
+            rp_attn_canon_merge(out + (size_t)r0 * D, tm, tl, tO, nr, nbt, D, J->no_rescale);
+        }
+    }
+    free(kt); free(tm); free(tl); free(tO); free(vr);
+    return nomem;
+}
+
 /* Canonical ring attention (the header's "numerics invariant") of Q (B, Hh, Tg, D), Tg =
  * Ts + Trep, over K, V (B, Hh, Tg, D) whose first Ts keys are this ring rank's shard:
- * [Tl lead | Ts - Tl second] (Tl: lead keys per ring rank), the last Trep replicated. */
+ * [Tl lead | Ts - Tl second] (Tl: lead keys per ring rank), the last Trep replicated.
+ * Each loop over the (batch, head) pairs runs in parts on ctx->threads: a pair is the same
+ * code over the same inputs on whichever thread, so the bits do not move. */
 static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V, int B,
                                 int Hh, int Ts, int Tl, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
@@ -263,23 +342,19 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
      * canonical order and is here, so its blocks are computed after the ring, RT rows at a
      * time (rp_attn_canon_pass_rows), next to a copy of those rows' ring slots. */
     const int nbr = nb[0] + nb[1], nbt = nbr + nb[2], RT = rp_attn_canon_pass_rows(nbt, D);
-    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr, tile = (size_t)RT * nbt;
-    const int ktn = Ts > Trep ? Ts : Trep, bf16 = ctx->precision == RP_PREC_BF16;
+    const size_t BH = (size_t)B * Hh, blk = BH * Ts * D, slots = BH * Tg * nbr;
+    const int bf16 = ctx->precision == RP_PREC_BF16;
     float *kv = malloc(sizeof(float) * 4 * blk);               /* 2 x [K (B,Hh,Ts,D) | V (B,Hh,Ts,D)] */
-    float *kt = malloc(sizeof(float) * ((size_t)ktn * D + 1)); /* one piece's keys, packed */
     float *pm = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
     float *pl = malloc(sizeof(float) * (slots + 1));           /* (B, Hh, Tg, nbr) */
     float *pO = malloc(sizeof(float) * (slots * D + 1));       /* (B, Hh, Tg, nbr, D) */
-    float *tm = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
-    float *tl = Trep ? malloc(sizeof(float) * tile) : NULL;     /* (RT, nbt) */
-    float *tO = Trep ? malloc(sizeof(float) * tile * D) : NULL; /* (RT, nbt, D) */
     /* bf16: the products' inputs as bf16 values (the shards travel rounded) */
-    float *qr = bf16 ? malloc(sizeof(float) * (BH * Tg * D + 1)) : NULL;           /* (B, Hh, Tg, D) */
-    float *vr = bf16 && Trep ? malloc(sizeof(float) * ((size_t)Trep * D)) : NULL;   /* (Trep, D) */
+    float *qr = bf16 ? malloc(sizeof(float) * (BH * Tg * D + 1)) : NULL; /* (B, Hh, Tg, D) */
     rp_status st = RP_OK;
-    if (!kv || !kt || !pm || !pl || !pO || (Trep && (!tm || !tl || !tO)) || (bf16 && (!qr || (Trep && !vr)))) {
-        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory for %zu canonical partials of %d floats (B %d, "
-                     "heads %d, %d + %d tokens, %d ring blocks a row)", slots, D + 2, B, Hh, Ts, Trep, nbr);
+    const char *oom = "ring attention: out of memory for %zu canonical partials of %d floats (B %d, heads %d, %d + %d "
+                      "tokens, %d ring blocks a row)";
+    if (!kv || !pm || !pl || !pO || (bf16 && !qr)) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, oom, slots, D + 2, B, Hh, Ts, Trep, nbr);
         goto done;
     }
     float *cur = kv, *next = kv + 2 * blk;
@@ -292,45 +367,27 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
         rp_bf16_round(qr, Q, BH * Tg * D);
         Q = qr;
     }
+    ring_canon J = {.Q = Q, .K = K, .V = V, .pm = pm, .pl = pl, .pO = pO, .out = out, .blk = blk, .Ts = Ts,
+                    .Tg = Tg, .Trep = Trep, .D = D, .nbr = nbr, .nbt = nbt, .RT = RT, .bf16 = bf16,
+                    .no_rescale = no_rescale, .piece = {Tl, Tsec}, .bk = {bk[0], bk[1], bk[2]}, .scale = scale};
+    const int nt = rp_attn_canon_threads(ctx, (int)BH, (double)BH * Tg * (double)Ts * D);
     for (int s = 0; s < R && st == RP_OK; s++) {
         const int src = ((ri - s) % R + R) % R; /* whose shard is here */
-        const int i0[2] = {src * (Tl / bk[0]), nb[0] + src * (Tsec / bk[1])};
-        for (size_t bh = 0; bh < BH; bh++) {
-            const float *q = Q + bh * Tg * D, *k = cur + bh * Ts * D, *v = cur + blk + bh * Ts * D;
-            for (int g = 0, j0 = 0; g < 2; j0 += piece[g], g++) {
-                if (!piece[g]) continue;
-                rp_attn_canon_pack(kt, k + (size_t)j0 * D, piece[g], D, 0); /* rounded already */
-                rp_attn_canon_partials(pm + bh * Tg * nbr, pl + bh * Tg * nbr, pO + bh * Tg * nbr * D, nbr, i0[g], q,
-                                       kt, v + (size_t)j0 * D, NULL, Tg, piece[g], bk[g], D, scale, bf16);
-            }
+        J.shard = cur;
+        J.i0[0] = src * (Tl / bk[0]);
+        J.i0[1] = nb[0] + src * (Tsec / bk[1]);
+        if (rp_threads_for(nt, (int)BH, ring_canon_partials_part, &J)) {
+            st = RP_FAIL(err, RP_ERR_NOMEM, oom, slots, D + 2, B, Hh, Ts, Trep, nbr);
+            break;
         }
         if (s + 1 < R) st = ring_pass(c, &cur, &next, sizeof(float) * 2 * blk, R, ri, err);
     }
     if (st != RP_OK) goto done;
-    for (size_t bh = 0; bh < BH; bh++) {
-        const float *bm = pm + bh * Tg * nbr, *bl = pl + bh * Tg * nbr, *bO = pO + bh * Tg * nbr * D;
-        if (!Trep) {
-            rp_attn_canon_merge(out + bh * Tg * D, bm, bl, bO, Tg, nbr, D, no_rescale);
-            continue;
-        }
-        rp_attn_canon_pack(kt, K + (bh * Tg + Ts) * D, Trep, D, bf16);
-        const float *vrep = V + (bh * Tg + Ts) * D; /* (Trep, D) */
-        if (bf16) { rp_bf16_round(vr, vrep, (size_t)Trep * D); vrep = vr; }
-        for (int r0 = 0; r0 < Tg; r0 += RT) {
-            const int nr = Tg - r0 < RT ? Tg - r0 : RT;
-            for (int r = 0; r < nr; r++) { /* the rows' ring slots, then their replicated blocks' */
-                const size_t from = (size_t)(r0 + r) * nbr, to = (size_t)r * nbt;
-                memcpy(tm + to, bm + from, sizeof(float) * nbr);
-                memcpy(tl + to, bl + from, sizeof(float) * nbr);
-                memcpy(tO + to * D, bO + from * D, sizeof(float) * nbr * D);
-            }
-            rp_attn_canon_partials(tm, tl, tO, nbt, nbr, Q + (bh * Tg + r0) * D, kt, vrep, NULL, nr, Trep, bk[2], D,
-                                   scale, bf16);
-            rp_attn_canon_merge(out + (bh * Tg + r0) * D, tm, tl, tO, nr, nbt, D, no_rescale);
-        }
-    }
+    if (rp_threads_for(rp_attn_canon_threads(ctx, (int)BH, (double)BH * Tg * (double)(Trep + nbr) * D), (int)BH,
+                       ring_canon_merge_part, &J))
+        st = RP_FAIL(err, RP_ERR_NOMEM, oom, slots, D + 2, B, Hh, Ts, Trep, nbr);
 done:
-    free(kv); free(kt); free(pm); free(pl); free(pO); free(tm); free(tl); free(tO); free(qr); free(vr);
+    free(kv); free(pm); free(pl); free(pO); free(qr);
     return st;
 }
 

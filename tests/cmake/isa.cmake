@@ -5,7 +5,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND CMAKE_C_COMPILER_ID STREQUA
   file(GLOB _isa_attn_src ${CMAKE_SOURCE_DIR}/engine/attention/*.c)
   list(APPEND _isa_attn_src ${CMAKE_SOURCE_DIR}/engine/ctx.c ${CMAKE_SOURCE_DIR}/engine/trace.c
        ${CMAKE_SOURCE_DIR}/engine/error.c ${CMAKE_SOURCE_DIR}/engine/safetensors.c
-       ${CMAKE_SOURCE_DIR}/engine/fsutil.c)
+       ${CMAKE_SOURCE_DIR}/engine/fsutil.c ${CMAKE_SOURCE_DIR}/engine/threads.c)
   foreach(arch x86-64 x86-64-v3 x86-64-v4)
     add_executable(isa_dump_${arch} ${CMAKE_SOURCE_DIR}/tests/isa/isa_dump.c
                    ${CMAKE_SOURCE_DIR}/engine/ops.c ${CMAKE_SOURCE_DIR}/engine/gemm.c

@@ -487,6 +487,7 @@ typedef struct sp_case {
     int invariant;        /* 1: numerics invariant (bitwise the single process); 3: the same in bf16;
                              2: invariant with shards that split a canonical block (ring > 8):
                              RP_ERR_INVALID naming the segment */
+    int threads;          /* the ranks' ctx->threads (0: the default); the reference runs on one */
 } sp_case;
 
 enum { SB = 2, SH = 4, SD = 8 };
@@ -568,6 +569,7 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
             memcpy(lv + l, v + g, sizeof(float) * SD);
         }
     ctx.par = &par;
+    if (sc->threads) ctx.threads = sc->threads;
     const rp_status st = rp_par_attention(&ctx, 0, lo, lq, lk, lv, NULL, SB, SH, Tl, sc->Ttxt / sp, sc->Trep, SD, scale,
                                           &err);
     if (sc->invariant == 2) { /* the shards split a canonical block: refused, naming the numbers */
@@ -646,33 +648,37 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
 
 static const sp_case SP_CASES[] = {
     /* DiT-like: one sharded sequence */
-    {2, 1, 0, 48, 0, RP_INJECT_NONE, 0}, {4, 1, 0, 48, 0, RP_INJECT_NONE, 0}, {1, 2, 0, 48, 0, RP_INJECT_NONE, 0},
-    {1, 4, 0, 48, 0, RP_INJECT_NONE, 0}, {2, 2, 0, 48, 0, RP_INJECT_NONE, 0},
+    {2, 1, 0, 48, 0, RP_INJECT_NONE, 0, 0}, {4, 1, 0, 48, 0, RP_INJECT_NONE, 0, 0}, {1, 2, 0, 48, 0, RP_INJECT_NONE, 0, 0},
+    {1, 4, 0, 48, 0, RP_INJECT_NONE, 0, 0}, {2, 2, 0, 48, 0, RP_INJECT_NONE, 0, 0},
     /* FLUX-like: text and image sharded separately */
-    {2, 1, 16, 32, 0, RP_INJECT_NONE, 0}, {4, 1, 16, 32, 0, RP_INJECT_NONE, 0}, {1, 2, 16, 32, 0, RP_INJECT_NONE, 0},
-    {2, 2, 16, 32, 0, RP_INJECT_NONE, 0},
+    {2, 1, 16, 32, 0, RP_INJECT_NONE, 0, 0}, {4, 1, 16, 32, 0, RP_INJECT_NONE, 0, 0}, {1, 2, 16, 32, 0, RP_INJECT_NONE, 0, 0},
+    {2, 2, 16, 32, 0, RP_INJECT_NONE, 0, 0},
     /* SD3-like: image sharded, text replicated */
-    {2, 1, 0, 32, 12, RP_INJECT_NONE, 0}, {1, 2, 0, 32, 12, RP_INJECT_NONE, 0}, {1, 4, 0, 32, 12, RP_INJECT_NONE, 0},
-    {2, 2, 0, 32, 12, RP_INJECT_NONE, 0},
+    {2, 1, 0, 32, 12, RP_INJECT_NONE, 0, 0}, {1, 2, 0, 32, 12, RP_INJECT_NONE, 0, 0}, {1, 4, 0, 32, 12, RP_INJECT_NONE, 0, 0},
+    {2, 2, 0, 32, 12, RP_INJECT_NONE, 0, 0},
     /* the faults that act inside attention */
-    {2, 1, 0, 48, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 0}, {1, 2, 0, 48, 0, RP_INJECT_RING_NO_RESCALE, 0},
-    {1, 2, 0, 32, 12, RP_INJECT_RING_NO_RESCALE, 0}, {2, 1, 0, 48, 0, RP_INJECT_ATTN_SCALE, 0},
+    {2, 1, 0, 48, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 0, 0}, {1, 2, 0, 48, 0, RP_INJECT_RING_NO_RESCALE, 0, 0},
+    {1, 2, 0, 32, 12, RP_INJECT_RING_NO_RESCALE, 0, 0}, {2, 1, 0, 48, 0, RP_INJECT_ATTN_SCALE, 0, 0},
     /* numerics invariant: bitwise the single process at every degree (canonical blocks: 64 keys
      * -> Bk 8, 48 -> 2, 32 -> 4, 24 and 12 -> 1) */
-    {2, 1, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 2, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 8, 0, 64, 0, RP_INJECT_NONE, 1},
-    {2, 2, 0, 64, 0, RP_INJECT_NONE, 1}, {1, 3, 0, 48, 0, RP_INJECT_NONE, 1}, {1, 6, 0, 48, 0, RP_INJECT_NONE, 1},
-    {2, 1, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 4, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 8, 32, 64, 0, RP_INJECT_NONE, 1},
-    {2, 2, 32, 64, 0, RP_INJECT_NONE, 1}, {1, 3, 24, 48, 0, RP_INJECT_NONE, 1},
-    {2, 1, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 4, 0, 64, 12, RP_INJECT_NONE, 1},
-    {2, 2, 0, 64, 12, RP_INJECT_NONE, 1}, {1, 2, 0, 256, 12, RP_INJECT_NONE, 1}, /* 140 rows: 3 tiles of the fold */
-    {1, 2, 0, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {1, 2, 0, 64, 12, RP_INJECT_RING_NO_RESCALE, 1},
-    {2, 2, 32, 64, 0, RP_INJECT_RING_NO_RESCALE, 1}, {2, 1, 0, 64, 0, RP_INJECT_ATTN_SCALE, 1},
-    {2, 1, 0, 64, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 1},
+    {2, 1, 0, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 2, 0, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 8, 0, 64, 0, RP_INJECT_NONE, 1, 0},
+    {2, 2, 0, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 3, 0, 48, 0, RP_INJECT_NONE, 1, 0}, {1, 6, 0, 48, 0, RP_INJECT_NONE, 1, 0},
+    {2, 1, 32, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 4, 32, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 8, 32, 64, 0, RP_INJECT_NONE, 1, 0},
+    {2, 2, 32, 64, 0, RP_INJECT_NONE, 1, 0}, {1, 3, 24, 48, 0, RP_INJECT_NONE, 1, 0},
+    {2, 1, 0, 64, 12, RP_INJECT_NONE, 1, 0}, {1, 2, 0, 64, 12, RP_INJECT_NONE, 1, 0}, {1, 4, 0, 64, 12, RP_INJECT_NONE, 1, 0},
+    {2, 2, 0, 64, 12, RP_INJECT_NONE, 1, 0}, {1, 2, 0, 256, 12, RP_INJECT_NONE, 1, 0}, /* 140 rows: 3 tiles of the fold */
+    {1, 2, 0, 64, 0, RP_INJECT_RING_NO_RESCALE, 1, 0}, {1, 2, 0, 64, 12, RP_INJECT_RING_NO_RESCALE, 1, 0},
+    {2, 2, 32, 64, 0, RP_INJECT_RING_NO_RESCALE, 1, 0}, {2, 1, 0, 64, 0, RP_INJECT_ATTN_SCALE, 1, 0},
+    {2, 1, 0, 64, 0, RP_INJECT_ULYSSES_HEAD_ORDER, 1, 0},
     /* ... in bf16 */
-    {1, 4, 0, 64, 0, RP_INJECT_NONE, 3}, {2, 1, 32, 64, 0, RP_INJECT_NONE, 3}, {2, 2, 32, 64, 0, RP_INJECT_NONE, 3},
-    {1, 2, 0, 64, 12, RP_INJECT_NONE, 3},
+    {1, 4, 0, 64, 0, RP_INJECT_NONE, 3, 0}, {2, 1, 32, 64, 0, RP_INJECT_NONE, 3, 0}, {2, 2, 32, 64, 0, RP_INJECT_NONE, 3, 0},
+    {1, 2, 0, 64, 12, RP_INJECT_NONE, 3, 0},
     /* ring 16 over 16 image keys: shards of 1 key, Bk(16) = 2 */
-    {1, 16, 0, 16, 0, RP_INJECT_NONE, 2},
+    {1, 16, 0, 16, 0, RP_INJECT_NONE, 2, 0},
+    /* the ring's canonical partials and fold shared over 3 threads (calls large enough to be
+     * shared: rp_attn_canon_threads), fp32 and bf16, with a replicated segment: the bits of
+     * the single process on one thread */
+    {1, 2, 0, 1024, 12, RP_INJECT_NONE, 1, 3}, {2, 2, 512, 1024, 0, RP_INJECT_NONE, 3, 3},
 };
 
 START_TEST(sp_attention_ranks) {
