@@ -99,12 +99,20 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                     "at every forward (a parameter written in place, as an EMA update left on in "
                                     "inference): the loaded model carries it into the next call",
                                     "dp > 1 on the CPU; DiT, SD3, FLUX"},
+    /* A systematic error of a few roundings in arithmetic only the default numerics run: the
+     * serial run has no merge and the invariant shadow runs the canonical ring, so no exact
+     * comparison of two layouts executes it (the ring's own check does, sp_attention.c). */
+    [RP_INJECT_RING_LSE_SKEW] = {"ring-lse-skew",
+                                 "the default ring merge reads the row max of the block that arrives last 1e-5 "
+                                 "too high on every ring rank (a log-sum-exp off by a rounding-sized constant)",
+                                 "ring > 1, numerics default; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
-           "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank";
+           "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
+           "ring-lse-skew";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -224,6 +232,15 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         if (l->on_device) {
             if (why && cap)
                 snprintf(why, cap, "%s writes the CPU copy of the weights; a device computes with its own copy", n);
+            return 0;
+        }
+        return 1;
+    case RP_INJECT_RING_LSE_SKEW:
+        if (d->ring <= 1) return no(why, cap, "%s needs ring > 1 (got ring=%d)", n, d->ring);
+        if (l->invariant) {
+            if (why && cap)
+                snprintf(why, cap, "%s acts in the default ring merge; numerics invariant folds the canonical "
+                         "blocks instead", n);
             return 0;
         }
         return 1;

@@ -51,6 +51,10 @@
  *                                                    (a parameter written in place): the kept model
  *                                                    carries it into the next call; bf16 GEMM inputs
  *                                                    round it away
+ *   ring-lse-skew         ring > 1,    all           the default ring merge reads the row max of the
+ *                         default                    block that arrives last 1e-5 too high (a
+ *                         numerics                   log-sum-exp off by a rounding-sized constant),
+ *                                                    on every ring rank: ~4-8x the fp32 envelope
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -97,6 +101,7 @@ typedef enum rp_inject_id {
     RP_INJECT_DP_LATENTS_ORDER,
     RP_INJECT_NOISE_BF16_RANK,
     RP_INJECT_WEIGHT_LEAK_RANK,
+    RP_INJECT_RING_LSE_SKEW,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -108,6 +113,7 @@ typedef struct rp_inject_layout {
     int items;          /* items of the case (dp-image-order, dp-latents-order: >= 2 per dp group) */
     int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */
     int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
+    int invariant;      /* 1: numerics invariant (the canonical kernels replace the default ring's) */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID

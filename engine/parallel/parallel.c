@@ -491,6 +491,7 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     rp_parallel *p = ctx->par;
     rp_trace *t = ctx->trace;
     assert(rows >= 0 && n >= 0 && W >= 0 && T >= n);
+    rp_par_own_flush(ctx, name); /* an attention's own check is this layer's */
     const int recorded = t && t->eval < t->record_evals && (p ? p->st == RP_OK : t->eval >= 0);
     /* a whole-sequence tensor is replicated over the sp group: every copy is checked at
      * every evaluation (on a device only at recorded ones: each check is a download) */
@@ -673,6 +674,7 @@ rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err) {
     if (st == RP_OK) st = dst;
     rp_parallel *p = ctx->par;
     if (!p) return st;
+    rp_par_own_flush(ctx, "attention"); /* a pair no trace point named */
     trace_flush(ctx); /* after a failure too: the other ranks' parts are on their way */
     if (st == RP_OK && p->st != RP_OK) {
         if (err) *err = p->err;

@@ -244,6 +244,12 @@ typedef struct rp_parallel {
     int stale_from;           /* the first evaluation that may use stale activations (patch,
                                  pipefusion: warmup_steps; INT_MAX for the exact layouts) */
     rp_par_rlog *rlog;        /* fingerprints of this rank's replicated tensors (replica.c; owned) */
+    /* the own check (RP_PAR_RG_OWN), set by the caller for the runs that make it (the
+     * classifier's teacher run): the default ring attention recomputes its output; the
+     * pair's fingerprints wait in own_hash for a name (rp_par_own_hold) */
+    int check_own;
+    int own_held;
+    uint64_t own_hash[2];
     /* The forward's trace parts, held until its end (rp_par_forward_end) so that its
      * trace points cost no synchronisation: a rank != 0 buffers what it sends (tr_out);
      * rank 0, each record's own cells and where the others' go (tr_pend, trace.c order). */
@@ -387,11 +393,16 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
  *   WORLD    every rank, whatever its items: the per-row inputs that are one value per
  *            evaluation (the model's timestep, the guidance), the same on every rank by
  *            construction (a rank fed another timestep or guidance is a bug however small
- *            the difference, in any precision, on any device) */
+ *            the difference, in any precision, on any device)
+ *   OWN      one rank, two computations: a result of arithmetic only the layout runs (the
+ *            default ring merge) and its recomputation from the same inputs by separately
+ *            written code with the same IEEE operations in the same order (p->check_own;
+ *            rp_par_own_hold). The pair is compared on every rank, rank 0 included. */
 typedef enum rp_par_rgroup {
     RP_PAR_RG_SP = 0,
     RP_PAR_RG_REPLICA = 1,
     RP_PAR_RG_WORLD = 2,
+    RP_PAR_RG_OWN = 3,
     RP_PAR_RG_COUNT
 } rp_par_rgroup;
 #define RP_PAR_REPLICA_NAME 88
@@ -430,6 +441,13 @@ typedef struct rp_par_replica_report {
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err);
 /* Frees the log (rp_par_free calls it). */
 void rp_par_replica_free(rp_parallel *p);
+/* The own check's pair (OWN group): a's and b's fingerprints (n floats each: the layout's
+ * result, then its recomputation) held until the next trace point, whose name (the layer
+ * whose output the result becomes) they are noted under (rp_par_trace; at the forward's end
+ * under "attention" if none came). No-op without p->check_own. */
+void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n);
+/* Notes a held pair under name (rp_par_trace and rp_par_forward_end call it). */
+void rp_par_own_flush(const rp_ctx *ctx, const char *name);
 
 /* ---- the guided batch's split (the rows that split RP_PAR_SPLITS_BATCH: cfg_par.c) ---- */
 

@@ -15,7 +15,12 @@
  * every log to rank 0 (rp_par_replica_collect), which compares each rank's log with
  * its group leader's entry by entry. Two ranks whose BLAS kernel sets or devices
  * differ (a heterogeneous multi-node run) may legitimately round differently: such a
- * group is reported unchecked, never a bug. */
+ * group is reported unchecked, never a bug.
+ *
+ * The OWN group holds pairs on one rank: a result of arithmetic only a layout runs and its
+ * recomputation from the same inputs by separately written code (sp_attention.c's ring).
+ * No other rank holds a copy of it, and no layout twin computes it, so a small systematic
+ * error there would otherwise be judged by a rounding envelope alone. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,23 +46,16 @@ struct rp_par_rlog {
 
 const char *rp_par_rgroup_name(rp_par_rgroup g) {
     assert(g >= 0 && g < RP_PAR_RG_COUNT);
-    return g == RP_PAR_RG_SP ? "sp" : g == RP_PAR_RG_REPLICA ? "replica" : "world";
+    static const char *const NAME[RP_PAR_RG_COUNT] = {"sp", "replica", "world", "own"};
+    return NAME[g];
 }
 
 void rp_par_replica_note(const rp_ctx *ctx, rp_par_rgroup group, const char *name, const float *x, size_t n) {
     if (ctx->par) rp_par_replica_note_at(ctx, ctx->par->fwd_eval, group, name, x, n);
 }
 
-void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, const char *name, const float *x,
-                            size_t n) {
-    rp_parallel *p = ctx->par;
-    if (!p || p->world == 1 || p->st != RP_OK) return;
-    const int size = group == RP_PAR_RG_SP ? p->sp.size : group == RP_PAR_RG_REPLICA ? p->replica.size : p->world;
-    if (size == 1) return; /* nothing replicated */
-    /* with stale activations (patch, pipefusion after warmup) each sp rank mixes its own
-     * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
-     * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
-    if (group == RP_PAR_RG_SP && eval >= p->stale_from) return;
+/* Appends (eval, group, name, hash) to p's log (dropped past the cap or out of memory). */
+static void log_append(rp_parallel *p, int eval, rp_par_rgroup group, const char *name, uint64_t hash) {
     rp_par_rlog *l = p->rlog;
     if (!l && !(l = p->rlog = calloc(1, sizeof *l))) return; /* out of memory: the check is skipped */
     if (l->n == l->cap) {
@@ -78,12 +76,48 @@ void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, co
     memset(e, 0, sizeof *e);
     e->eval = eval;
     e->group = group;
-    e->hash = rp_par_fnv1a64(x, sizeof(float) * n);
+    e->hash = hash;
     snprintf(e->name, sizeof e->name, "%s", name);
 }
 
+void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, const char *name, const float *x,
+                            size_t n) {
+    rp_parallel *p = ctx->par;
+    assert(group != RP_PAR_RG_OWN); /* a pair: rp_par_own_hold */
+    if (!p || p->world == 1 || p->st != RP_OK) return;
+    const int size = group == RP_PAR_RG_SP ? p->sp.size : group == RP_PAR_RG_REPLICA ? p->replica.size : p->world;
+    if (size == 1) return; /* nothing replicated */
+    /* with stale activations (patch, pipefusion after warmup) each sp rank mixes its own
+     * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
+     * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
+    if (group == RP_PAR_RG_SP && eval >= p->stale_from) return;
+    log_append(p, eval, group, name, rp_par_fnv1a64(x, sizeof(float) * n));
+}
+
+void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n) {
+    if (!p || !p->check_own || p->st != RP_OK) return;
+    if (p->own_held) { /* no trace point named the previous pair */
+        log_append(p, p->fwd_eval, RP_PAR_RG_OWN, "attention", p->own_hash[0]);
+        log_append(p, p->fwd_eval, RP_PAR_RG_OWN, "attention", p->own_hash[1]);
+    }
+    p->own_hash[0] = rp_par_fnv1a64(a, sizeof(float) * n);
+    p->own_hash[1] = rp_par_fnv1a64(b, sizeof(float) * n);
+    p->own_held = 1;
+}
+
+void rp_par_own_flush(const rp_ctx *ctx, const char *name) {
+    rp_parallel *p = ctx->par;
+    if (!p || !p->own_held) return;
+    p->own_held = 0;
+    if (p->st != RP_OK) return;
+    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[0]);
+    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[1]);
+}
+
 void rp_par_replica_free(rp_parallel *p) {
-    if (!p || !p->rlog) return;
+    if (!p) return;
+    p->own_held = 0;
+    if (!p->rlog) return;
     free(p->rlog->e);
     free(p->rlog);
     p->rlog = NULL;
@@ -104,6 +138,34 @@ static int leader_of(const rp_parallel *p, int r, rp_par_rgroup g) {
     rp_par_coords_of(&p->deg, r, &c);
     rp_par_span_of(g == RP_PAR_RG_SP ? RP_PAR_SPAN_SEQUENCE : RP_PAR_SPAN_REPLICA, &vary);
     return rp_par_leader_of(&p->deg, &c, &vary);
+}
+
+/* Rank r's own pairs (consecutive OWN entries of its log, n in all) into *out: a pair whose
+ * two fingerprints differ is a difference between rank r and itself, ordered with the
+ * others by evaluation, then by position in the log. */
+static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_replica_report *out) {
+    int held = -1; /* the pair's first entry */
+    for (int i = 0; i < n; i++) {
+        if (log[i].group != RP_PAR_RG_OWN) continue;
+        if (held < 0) {
+            held = i;
+            continue;
+        }
+        const rp_par_rentry *a = &log[held], *b = &log[i];
+        held = -1;
+        out->checked++;
+        if (a->hash == b->hash) continue;
+        if (out->first.eval < 0 || a->eval < out->first.eval ||
+            (a->eval == out->first.eval && i < out->first.index)) {
+            out->first.eval = a->eval;
+            out->first.index = i;
+            out->first.group = RP_PAR_RG_OWN;
+            out->first.rank_a = out->first.rank_b = r;
+            snprintf(out->first.name, sizeof out->first.name, "%s", a->name);
+            out->first.other[0] = '\0';
+        }
+    }
+    if (held >= 0) snprintf(out->unchecked, sizeof out->unchecked, "rank %d noted an own check without its pair", r);
 }
 
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err) {
@@ -146,8 +208,11 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
         }
         st = c->ops->recv(c, logs[r], sizeof **logs * (size_t)hs[r].n, r, TAG_REPLICA, err);
     }
+    for (int r = 0; r < p->world && st == RP_OK; r++)
+        own_pairs(hs[r].n, logs[r], r, out);
     for (int r = 1; r < p->world && st == RP_OK; r++) {
         for (int g = 0; g < RP_PAR_RG_COUNT; g++) {
+            if (g == RP_PAR_RG_OWN) continue; /* no copy elsewhere: own_pairs */
             const int L = leader_of(p, r, (rp_par_rgroup)g);
             if (L == r) continue;
             if (strcmp(hs[r].kernels, hs[L].kernels)) {

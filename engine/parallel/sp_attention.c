@@ -123,9 +123,10 @@ static rp_status ring_pass(rp_comm *c, float **cur, float **next, size_t bytes, 
 }
 
 /* Merges a block partial (mb, lb, Ob) into the running (m, l, O) of nq rows; `first`
- * initialises. no_rescale: the injected fault (adds without the max correction). */
+ * initialises. The injected faults: no_rescale adds without the max correction; skew is
+ * added to the block's row max (ring-lse-skew; 0 otherwise). */
 static void merge(float *m, double *l, float *O, const float *mb, const double *lb, const float *Ob, int nq, int D,
-                  int first, int no_rescale) {
+                  int first, int no_rescale, float skew) {
     if (first) {
         memcpy(m, mb, sizeof(float) * nq);
         memcpy(l, lb, sizeof(double) * nq);
@@ -141,8 +142,9 @@ static void merge(float *m, double *l, float *O, const float *mb, const double *
             m[r] = mb[r] > m[r] ? mb[r] : m[r];
             continue;
         }
-        const float mn = mb[r] > m[r] ? mb[r] : m[r];
-        const float a = rp_expf(m[r] - mn), c = rp_expf(mb[r] - mn);
+        const float mbr = skew != 0.0f ? mb[r] + skew : mb[r]; /* (-0 + 0 would be +0) */
+        const float mn = mbr > m[r] ? mbr : m[r];
+        const float a = rp_expf(m[r] - mn), c = rp_expf(mbr - mn);
         l[r] = (double)a * l[r] + (double)c * lb[r];
         for (int d = 0; d < D; d++) o[d] = a * o[d] + c * ob[d];
         m[r] = mn;
@@ -155,15 +157,118 @@ static void finish(float *out, const float *O, const double *l, int n, int D) {
         for (int d = 0; d < D; d++) out[(size_t)r * D + d] = (float)(O[(size_t)r * D + d] / l[r]);
 }
 
+/* ---- the ring's own check ------------------------------------------------------------
+ * The default ring is arithmetic only a layout runs: the serial run has no merge, and the
+ * invariant shadow runs the canonical ring instead, so a systematic error of a few
+ * roundings in it (a log-sum-exp off by 1e-5, one rank rounding its scores to bf16) stays
+ * inside every rounding envelope. With p->check_own (the classifier's teacher run) each
+ * ring rank keeps the shards it received and computes its output again (ring_own_check),
+ * written apart from block_partial / merge / finish and organised otherwise (one fold per
+ * block into running rows; the replicated query rows fold the blocks as they come, in block
+ * order, instead of keeping every partial to the end), with the same IEEE operations in
+ * the same order: the same GEMM calls, rp_expf, double row sums, the same rescale. A
+ * correct ring gives the same bits; rp_par_own_hold sends both fingerprints to the replica
+ * check's own group. This is an oracle, so it is deliberately a second implementation. */
+
+/* Scratch of one fold: S (nq, nk), Ob (nq, D), bm (nq), bl (nq). */
+typedef struct own_scratch {
+    float *S, *Ob, *bm;
+    double *bl;
+} own_scratch;
+
+/* Folds key block (k, v) (nk keys) into the running (m, l, O) of nq query rows q: the
+ * block's scores S = scale q k^T, row max, exp and double row sum, exp-weighted values;
+ * then each running row moves to the larger max (`first`: the block becomes the rows). */
+static void own_fold(const rp_ctx *ctx, const float *q, const float *k, const float *v, int nq, int nk, int D,
+                     float scale, int first, float *m, double *l, float *O, const own_scratch *w) {
+    ring_gemm(ctx, 1, nq, nk, D, scale, q, k, w->S);
+    for (int i = 0; i < nq; i++) {
+        float *s = w->S + (size_t)i * nk, top = s[0];
+        for (int j = 1; j < nk; j++) top = s[j] > top ? s[j] : top;
+        double sum = 0.0;
+        for (int j = 0; j < nk; j++) sum += (s[j] = rp_expf(s[j] - top));
+        w->bm[i] = top;
+        w->bl[i] = sum;
+    }
+    float *dst = first ? O : w->Ob; /* (nq, D) */
+    ring_gemm(ctx, 0, nq, D, nk, 1.0f, w->S, v, dst);
+    if (first) {
+        memcpy(m, w->bm, sizeof(float) * nq);
+        memcpy(l, w->bl, sizeof(double) * nq);
+        return;
+    }
+    for (int i = 0; i < nq; i++) {
+        const float top = w->bm[i] > m[i] ? w->bm[i] : m[i];
+        const float a = rp_expf(m[i] - top), c = rp_expf(w->bm[i] - top);
+        l[i] = (double)a * l[i] + (double)c * w->bl[i];
+        m[i] = top;
+        float *o = O + (size_t)i * D;
+        const float *ob = w->Ob + (size_t)i * D;
+        for (int d = 0; d < D; d++) o[d] = a * o[d] + c * ob[d];
+    }
+}
+
+/* The own check of ring_attention's out (B, Hh, Tg, D): recomputed from seen (R, [K | V]
+ * (B, Hh, Tks, D) each), the shards in the order they arrived (slot s: ring rank ri - s's),
+ * and the replicated keys of K, V; then both to rp_par_own_hold. Errors: RP_ERR_NOMEM. */
+static rp_status ring_own_check(const rp_ctx *ctx, const float *out, const float *Q, const float *K, const float *V,
+                                const float *seen, int B, int Hh, int Ts, int Tks, int Trep, int D, float scale,
+                                rp_error *err) {
+    rp_parallel *p = ctx->par;
+    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
+    const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;
+    const int nq = Ts > Trep ? Ts : Trep, nk = Tks > Trep ? Tks : Trep;
+    own_scratch w = {malloc(sizeof(float) * (size_t)nq * nk), malloc(sizeof(float) * (size_t)nq * D),
+                     malloc(sizeof(float) * nq), malloc(sizeof(double) * nq)};
+    float *chk = malloc(sizeof(float) * BH * Tg * D); /* (B, Hh, Tg, D) */
+    float *m = malloc(sizeof(float) * Tg);            /* (Tg) running rows of one (b, h) */
+    double *l = malloc(sizeof(double) * Tg);          /* (Tg) */
+    float *O = malloc(sizeof(float) * (size_t)Tg * D); /* (Tg, D) */
+    rp_status st = RP_OK;
+    if (!w.S || !w.Ob || !w.bm || !w.bl || !chk || !m || !l || !O) {
+        st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention's own check: out of memory");
+        goto done;
+    }
+    for (size_t bh = 0; bh < BH; bh++) {
+        const float *q = Q + bh * Tg * D, *krep = K + (bh * Tkg + Tks) * D, *vrep = V + (bh * Tkg + Tks) * D;
+        /* the sharded rows: the shards in arrival order, then the replicated keys */
+        for (int s = 0; s < R; s++) {
+            const float *kv = seen + (size_t)s * 2 * blk;
+            own_fold(ctx, q, kv + bh * Tks * D, kv + blk + bh * Tks * D, Ts, Tks, D, scale, s == 0, m, l, O, &w);
+        }
+        if (Trep) own_fold(ctx, q, krep, vrep, Ts, Trep, D, scale, 0, m, l, O, &w);
+        /* the replicated rows: ring ranks 0 .. R - 1's shards, then the replicated keys */
+        const float *qr = q + (size_t)Ts * D;
+        float *mr = m + Ts, *Or = O + (size_t)Ts * D;
+        double *lr = l + Ts;
+        for (int src = 0; Trep && src < R; src++) {
+            const float *kv = seen + (size_t)((ri - src + R) % R) * 2 * blk;
+            own_fold(ctx, qr, kv + bh * Tks * D, kv + blk + bh * Tks * D, Trep, Tks, D, scale, src == 0, mr, lr, Or,
+                     &w);
+        }
+        if (Trep) own_fold(ctx, qr, krep, vrep, Trep, Trep, D, scale, 0, mr, lr, Or, &w);
+        float *c = chk + bh * Tg * D;
+        for (int i = 0; i < Tg; i++)
+            for (int d = 0; d < D; d++) c[(size_t)i * D + d] = (float)(O[(size_t)i * D + d] / l[i]);
+    }
+    rp_par_own_hold(p, out, chk, BH * Tg * D);
+done:
+    free(w.S); free(w.Ob); free(w.bm); free(w.bl); free(chk); free(m); free(l); free(O);
+    return st;
+}
+
 /* Ring attention of Q (B, Hh, Tg, D), Tg = Ts + Trep, over K, V (B, Hh, Tkg, D), Tkg =
  * Tks + Trep (Ts queries and Tks keys sharded over the ring group: Tks = Ts unless a K/V
- * hook replaced the keys; Trep replicated), into out (B, Hh, Tg, D). */
+ * hook replaced the keys; Trep replicated), into out (B, Hh, Tg, D). With p->check_own
+ * (host only) the output's own check follows (ring_own_check). */
 static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V,
                                 int B, int Hh, int Ts, int Tks, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
     rp_comm *c = p->ring.comm;
     const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
+    const float skew = p->fault == RP_INJECT_RING_LSE_SKEW ? 1e-5f : 0.0f; /* the last block's max */
+    const int own = p->check_own && !p->stage_dev;
     const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;   /* one of K or V's sharded part */
     const int nmax = Ts > Trep ? Ts : Trep, nkmax = Tks > Trep ? Tks : Trep;
     const int nb = R + (Trep > 0);                           /* key blocks: ring + replicated */
@@ -180,8 +285,9 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
     float *rm = Trep ? malloc(sizeof(float) * nb * BH * Trep) : NULL;          /* (nb, B, Hh, Trep) */
     double *rl = Trep ? malloc(sizeof(double) * nb * BH * Trep) : NULL;        /* (nb, B, Hh, Trep) */
     float *rO = Trep ? malloc(sizeof(float) * nb * BH * Trep * D) : NULL;      /* (nb, B, Hh, Trep, D) */
+    float *seen = own ? malloc(sizeof(float) * 2 * blk * R) : NULL; /* (R, [K | V]) in arrival order */
     rp_status st = RP_OK;
-    if (!kv || !S || !mb || !lb || !Ob || !m || !l || !O || (Trep && (!rm || !rl || !rO))) {
+    if (!kv || !S || !mb || !lb || !Ob || !m || !l || !O || (Trep && (!rm || !rl || !rO)) || (own && !seen)) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "ring attention: out of memory (B %d, heads %d, %d + %d tokens)", B, Hh, Ts,
                      Trep);
         goto done;
@@ -193,10 +299,12 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
     }
     for (int s = 0; s < R && st == RP_OK; s++) {
         const int src = ((ri - s) % R + R) % R; /* whose block is here */
+        if (own) memcpy(seen + (size_t)s * 2 * blk, cur, sizeof(float) * 2 * blk);
         for (size_t bh = 0; bh < BH; bh++) {
             const float *q = Q + bh * Tg * D, *k = cur + bh * Tks * D, *v = cur + blk + bh * Tks * D;
             block_partial(ctx, q, k, v, Ts, Tks, D, scale, mb, lb, Ob, S);
-            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, s == 0, no_rescale);
+            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, s == 0, no_rescale,
+                  s == R - 1 ? skew : 0.0f);
             if (Trep) {
                 const size_t o = (size_t)src * BH + bh;
                 block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Tks, D, scale, rm + o * Trep, rl + o * Trep,
@@ -210,7 +318,7 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
         for (size_t bh = 0; bh < BH; bh++) {
             const float *q = Q + bh * Tg * D, *k = K + (bh * Tkg + Tks) * D, *v = V + (bh * Tkg + Tks) * D;
             block_partial(ctx, q, k, v, Ts, Trep, D, scale, mb, lb, Ob, S);
-            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, 0, no_rescale);
+            merge(m + bh * Ts, l + bh * Ts, O + bh * Ts * D, mb, lb, Ob, Ts, D, 0, no_rescale, 0.0f);
             const size_t o = (size_t)(nb - 1) * BH + bh;
             block_partial(ctx, q + (size_t)Ts * D, k, v, Trep, Trep, D, scale, rm + o * Trep, rl + o * Trep,
                           rO + o * Trep * D, S);
@@ -223,13 +331,14 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
         double *l0 = rl + bh * Trep;
         for (int j = 1; j < nb; j++) {
             const size_t o = (size_t)j * BH + bh;
-            merge(m0, l0, O0, rm + o * Trep, rl + o * Trep, rO + o * Trep * D, Trep, D, 0, no_rescale);
+            merge(m0, l0, O0, rm + o * Trep, rl + o * Trep, rO + o * Trep * D, Trep, D, 0, no_rescale, 0.0f);
         }
         finish(out + (bh * Tg + Ts) * D, O0, l0, Trep, D);
     }
+    if (own) st = ring_own_check(ctx, out, Q, K, V, seen, B, Hh, Ts, Tks, Trep, D, scale, err);
 done:
     free(kv); free(S); free(mb); free(lb); free(Ob); free(m); free(l); free(O);
-    free(rm); free(rl); free(rO);
+    free(rm); free(rl); free(rO); free(seen);
     return st;
 }
 

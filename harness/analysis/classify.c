@@ -425,7 +425,8 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     const int leak = leak_first(f);
     if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break) &&
         !(leak && f->replica_later)) {
-        snprintf(s, cap, "replicas differ: %s at step %d: %s%s", f->replica_tensor, f->replica_break, f->replica_msg,
+        snprintf(s, cap, "%s: %s at step %d: %s%s", f->replica_own ? "a recomputation differs" : "replicas differ",
+                 f->replica_tensor, f->replica_break, f->replica_msg,
                  replica_bug ? ""
                  : f->promised ? "; two fresh runs of the case alone differ from each other too: the runs are "
                                  "nondeterministic although the mode is deterministic"
@@ -1491,10 +1492,17 @@ static void cls_replicas(cls *x) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
                 f->replica_host = g && !strcmp(g, "world");
+                f->replica_own = g && !strcmp(g, "own");
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
-                snprintf(f->replica_msg, sizeof f->replica_msg, "rank %d's copy differs from rank %d's (%s group, %s)",
-                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1)),
-                         (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)), g ? g : "?", WHAT[i]);
+                const int ra = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)),
+                          rb = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1));
+                if (f->replica_own)
+                    snprintf(f->replica_msg, sizeof f->replica_msg,
+                             "rank %d's ring attention differs from its own recomputation from the shards it received "
+                             "(the same operations in the same order: own check, %s)", rb, WHAT[i]);
+                else
+                    snprintf(f->replica_msg, sizeof f->replica_msg,
+                             "rank %d's copy differs from rank %d's (%s group, %s)", rb, ra, g ? g : "?", WHAT[i]);
             }
         }
         cJSON_AddItemToArray(rj, o);

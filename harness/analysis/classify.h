@@ -249,6 +249,8 @@ typedef struct rp_cls_facts {
                                  a BUG in fast mode too */
     int replica_later;        /* 1: seen in a run after the case's own (its teacher run, its
                                  invariant shadow), which a leak would have reached */
+    int replica_own;          /* 1: the own group: a rank's result of the layout's own arithmetic
+                                 against its recomputation from the same inputs (no other copy) */
     char replica_tensor[96];
     char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */

@@ -37,6 +37,7 @@
 
 #include "backends/launcher.h"
 #include "engine/clock.h"
+#include "engine/device.h"
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/safetensors.h"
@@ -742,6 +743,17 @@ static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
     return fresh_pair(r, &c, cj, tmp, PAIR);
 }
 
+/* The fresh runs after an exact comparison decided a BUG (exact_bug_needs_fresh_runs): the
+ * case as it ran, and a case that rounds coarser than fp32 on the CPU at fp32 too, where
+ * the ulps of a timing-dependent order survive (a bf16 case's own bits can round them away,
+ * while the compared values — an own check's fp32 attention, a shadow — kept them). */
+static int fresh_runs_exact(runner *r, int i, const char *tmp) {
+    const rp_case *c = &r->m->cases[i].c;
+    if (fresh_runs(r, i, tmp)) return 1;
+    if (!strcmp(rp_cls_effective_precision(c), "fp32") || rp_device_name_is_cuda(c->device)) return 0;
+    return fresh_runs_fp32(r, i, tmp);
+}
+
 /* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
  * launch recomputed from the case's own input gave other bits), the fresh runs: they tell
  * nondeterminism from state leaked between calls; when only its fp32 shadow's does
@@ -957,7 +969,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
-        if (st == RP_OK && exact_bug_needs_fresh_runs(tmp) && !(cancelled = fresh_runs(r, i, tmp))) {
+        if (st == RP_OK && exact_bug_needs_fresh_runs(tmp) && !(cancelled = fresh_runs_exact(r, i, tmp))) {
             aux_infra(tmp, 0, oc);
             infra = oc->status == RP_CASE_INFRA; /* not stored: the next run computes it again */
             if (!infra) classify_now(r, i, tmp, oc);

@@ -575,7 +575,7 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     rp_inject_layout l = {
         .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
-        .on_device = strcmp(c->device, "cpu") != 0};
+        .on_device = strcmp(c->device, "cpu") != 0, .invariant = !strcmp(c->numerics, "invariant")};
     rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
@@ -700,8 +700,9 @@ const char *rp_validate_describe_rules(void) {
            "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
            "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
-           "                dp-latents-order noise-bf16-rank weight-leak-rank, and only where it\n"
-           "                can act (e.g. ring-no-rescale needs ring > 1, rope-offset needs FLUX\n"
+           "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew, and\n"
+           "                only where it can act (e.g. ring-no-rescale needs ring > 1, ring-lse-skew\n"
+           "                ring > 1 in the default numerics, rope-offset needs FLUX\n"
            "                with a split sequence, pipefusion-cache-leak needs warmup_steps 0,\n"
            "                bf16-layer-rank an fp32 case on the CPU, cfg-combine-order\n"
            "                cfg_parallel 2 and steps >= 2, dp-image-order and dp-latents-order\n"

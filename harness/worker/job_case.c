@@ -446,6 +446,8 @@ typedef struct run_spec {
     int decode_ref;           /* with teacher_ref: the teacher-forced steps, then the reference's final
                                  latents decoded with this layout into out_dir's images (the
                                  images' teacher forcing in the same run) */
+    int check_own;            /* the own check of the arithmetic only the layout runs (the default
+                                 ring's merge: parallel.h RP_PAR_RG_OWN), into the replica check */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -502,6 +504,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     memset(&gathered, 0, sizeof gathered);
     rp_status st = RP_OK;
     rp_par_replica_free(&J->par); /* each run's replica check is its own */
+    J->par.check_own = s->check_own;
     if (s->teacher_ref) {
         /* the approximate strategies (stale activations: state across steps) and the
          * timestep fault key their state by the evaluation index, so there every step runs
@@ -544,6 +547,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
                            err);
     else if (st == RP_OK && J->par.rank == 0)
         st = write_outputs(s->out_dir, c, &gathered, &trace, &J->par, J->dev_name, t, t_run, err);
+    J->par.check_own = 0;
     rp_gen_result_free(&gathered);
     rp_gen_result_free(&res);
     rp_trace_free(&trace);
@@ -693,11 +697,12 @@ static void job_classifier_runs(job *J) {
     /* The teacher run is also the leak check's second call (--then-leak): it comes after the
      * case's run in this process and recomputes step 0 from the case's own input. A case
      * bitwise its reference's has no teacher run: its first steps are teacher-forced anyway
-     * (every input is then its own), as the leak check alone. */
+     * (every input is then its own), as the leak check alone. The teacher run of a case
+     * that differs makes the own check of its layout's own arithmetic at every step. */
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
-                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS};
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout

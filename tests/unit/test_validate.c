@@ -538,7 +538,7 @@ START_TEST(inject_rules) {
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank)");
+                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -724,7 +724,7 @@ START_TEST(inject_registry) {
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank)");
+                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew)");
 }
 END_TEST
 
@@ -769,6 +769,16 @@ START_TEST(inject_applicability) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "pipefusion-cache-leak needs pipefusion > 1 (got pipefusion=1)");
+    /* ring-lse-skew lives in the default ring merge: invariant numerics never runs it */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_LSE_SKEW, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    l.invariant = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_LSE_SKEW, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "ring-lse-skew acts in the default ring merge; numerics invariant folds the canonical blocks "
+                          "instead");
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    l = one;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_LSE_SKEW, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "ring-lse-skew needs ring > 1 (got ring=1)");
 }
 END_TEST
 
