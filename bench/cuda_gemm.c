@@ -16,6 +16,10 @@
  *   --all: every (N, K) pair from {1152, 3456, 4608} (DiT) and {3072, 9216, 12288,
  *          15360} (FLUX) instead of the layers.
  *
+ * With fp32 among the precisions, last: numerics invariant's GEMM (rp_cuda_gemm_invariant,
+ * engine/cuda/gemm_invariant.cu: CUDA cores, one fmaf chain per element, bitwise the CPU's)
+ * against cublasGemmEx fp32 (CUBLAS_COMPUTE_32F) on the same shapes: issue 19's GPU cost.
+ *
  * Timing: per call, a cudaEvent pair on the stream; `warmup` untimed calls, then
  * `repeat` timed ones, median. The timed calls are enqueued while the stream is held
  * by a host function (released once all are queued), so each event pair measures
@@ -95,7 +99,9 @@ static void CUDART_CB hold_stream(void *arg) {
 /* ---- the two contenders ------------------------------------------------------------ */
 
 typedef struct runner {
-    int ours;                 /* 1: rp_cuda_gemm (rp_cuda_gemm_const when cnst); 0: cublasGemmEx */
+    int ours;                 /* 1: rp_cuda_gemm (rp_cuda_gemm_const when cnst); 2: rp_cuda_gemm_invariant
+                                 (on st); 0: cublasGemmEx */
+    cudaStream_t st;
     int cnst;
     rp_cuda_gemm_ctx *g;
     cublasHandle_t h;
@@ -108,6 +114,15 @@ typedef struct runner {
 
 static int run_once(const runner *r) {
     const float alpha = 1.0f, beta = 0.0f;
+    if (r->ours == 2) {
+        rp_error err = {0};
+        if (rp_cuda_gemm_invariant(0, 1, r->M, r->N, r->K, alpha, (const float *)r->A, r->K, (const float *)r->B, r->K,
+                                   beta, r->C, r->N, r->st, &err) != RP_OK) {
+            fprintf(stderr, "cuda_gemm: rp_cuda_gemm_invariant %dx%dx%d: %s\n", r->M, r->N, r->K, err.msg);
+            return 1;
+        }
+        return 0;
+    }
     if (r->ours) {
         rp_error err = {0};
         if ((r->cnst ? rp_cuda_gemm_const : rp_cuda_gemm)(r->g, 0, 1, r->M, r->N, r->K, alpha, (const float *)r->A,
@@ -324,7 +339,7 @@ int main(int argc, char **argv) {
             int n_ratio = 0;
             for (int i = 0; i < ns; i++) {
                 const bshape *s = &shapes[i];
-                runner ours = {1, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
+                runner ours = {1, NULL, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
                 runner base = ours;
                 base.ours = 0;
                 base.ct = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -383,7 +398,7 @@ int main(int argc, char **argv) {
             }
             cudaStream_t st = rp_cuda_gemm_stream(g);
             cublasSetStream(h, st);
-            runner plain = {1, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
+            runner plain = {1, NULL, 0, g, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
             runner cached = plain, base = plain;
             cached.cnst = 1;
             base.ours = 0;
@@ -424,6 +439,38 @@ int main(int argc, char **argv) {
         }
         free(c1);
         free(c2);
+    }
+    if (in_list(precs, "fp32")) { /* numerics invariant's GEMM: one fmaf chain per element */
+        printf("\nnumerics invariant (rp_cuda_gemm_invariant: CUDA cores, each element one fmaf chain, bitwise the "
+               "CPU's) vs cublasGemmEx fp32 (CUBLAS_COMPUTE_32F)\n");
+        printf("%-9s %-16s %5s %6s %6s %9s %9s %6s\n", "model", "layer", "M", "N", "K", "inv TF/s", "cuBLAS", "ratio");
+        cudaStream_t st;
+        CU(cudaStreamCreate(&st));
+        cublasSetStream(h, st);
+        double log_ratio = 0;
+        int n_ratio = 0;
+        for (int i = 0; i < ns; i++) {
+            const bshape *s = &shapes[i];
+            runner inv = {2, st, 0, NULL, h, CUBLAS_COMPUTE_32F, CUDA_R_32F, dA, dB, dC, s->M, s->N, s->K};
+            runner base = inv;
+            base.ours = 0;
+            double ms_i = 0, ms_b = 0, hu = 0;
+            if (measure(&inv, st, warmup, repeat, ev, &ms_i, &hu) || measure(&base, st, warmup, repeat, ev, &ms_b, &hu)) {
+                failed = 1;
+                continue;
+            }
+            const double fl = 2.0 * s->M * (double)s->N * s->K;
+            const double tf_i = fl / (ms_i * 1e-3) / 1e12, tf_b = fl / (ms_b * 1e-3) / 1e12;
+            printf("%-9s %-16s %5d %6d %6d %9.1f %9.1f %6.3f\n", s->model, s->layer, s->M, s->N, s->K, tf_i, tf_b,
+                   tf_i / tf_b);
+            fflush(stdout);
+            log_ratio += log(tf_i / tf_b);
+            n_ratio++;
+        }
+        if (n_ratio) printf("%-9s %-16s %5s %6s %6s %9s %9s %6.3f  (geometric mean ratio)\n", "all", "-", "", "", "",
+                            "", "", exp(log_ratio / n_ratio));
+        cublasSetStream(h, NULL);
+        CU(cudaStreamDestroy(st));
     }
     for (int i = 0; i < 2 * repeat; i++) cudaEventDestroy(ev[i]);
     free(ev);

@@ -266,6 +266,16 @@ const char *rp_cuda_gemm_workspace_config_note(void);
 rp_status rp_cuda_convert_f32(void *dst, int ld_dst, rp_cuda_prec to, const float *src, int rows,
                               int cols, int ld_src, cudaStream_t stream, rp_error *err);
 
+/* The invariant GEMM on the device (gemm_invariant.cu): rp_gemm_invariant's contract
+ * (engine/ops.h) on device pointers — every element one fmaf chain over k = 0 .. K-1, then
+ * alpha * acc [+ beta * C] rounded as written — so its bits are the CPU's for the same
+ * inputs on every GPU. No cuBLASLt, no ctx: asynchronous on `stream`. Bad sizes or leading
+ * dimensions: RP_ERR_INVALID; a failed launch: RP_ERR_UNSUPPORTED. Not yet called by the
+ * engine (a CUDA case with numerics invariant is refused at validation). */
+rp_status rp_cuda_gemm_invariant(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                                 const float *B, int ldb, float beta, float *C, int ldc, cudaStream_t stream,
+                                 rp_error *err);
+
 #ifdef __cplusplus
 }
 #endif
