@@ -166,7 +166,7 @@ static void finish(float *out, const float *O, const double *l, int n, int D) {
  * written apart from block_partial / merge / finish and organised otherwise (one fold per
  * block into running rows; the replicated query rows fold the blocks as they come, in block
  * order, instead of keeping every partial to the end), with the same IEEE operations in
- * the same order: the same GEMM calls, rp_expf, double row sums, the same rescale. A
+ * the same order: the same rp_gemm calls, rp_expf, double row sums, the same rescale. A
  * correct ring gives the same bits; rp_par_own_hold sends both fingerprints to the replica
  * check's own group. This is an oracle, so it is deliberately a second implementation. */
 
@@ -181,7 +181,9 @@ typedef struct own_scratch {
  * then each running row moves to the larger max (`first`: the block becomes the rows). */
 static void own_fold(const rp_ctx *ctx, const float *q, const float *k, const float *v, int nq, int nk, int D,
                      float scale, int first, float *m, double *l, float *O, const own_scratch *w) {
-    ring_gemm(ctx, 1, nq, nk, D, scale, q, k, w->S);
+    /* rp_gemm itself, with the arguments ring_gemm's host path passes: not ring_gemm, so a
+     * fault in the ring's own wrapper is not shared (the check runs on the host path only) */
+    rp_gemm(ctx, 0, 1, nq, nk, D, scale, q, D, k, D, 0.0f, w->S, nk);
     for (int i = 0; i < nq; i++) {
         float *s = w->S + (size_t)i * nk, top = s[0];
         for (int j = 1; j < nk; j++) top = s[j] > top ? s[j] : top;
@@ -191,7 +193,7 @@ static void own_fold(const rp_ctx *ctx, const float *q, const float *k, const fl
         w->bl[i] = sum;
     }
     float *dst = first ? O : w->Ob; /* (nq, D) */
-    ring_gemm(ctx, 0, nq, D, nk, 1.0f, w->S, v, dst);
+    rp_gemm(ctx, 0, 0, nq, D, nk, 1.0f, w->S, nk, v, D, 0.0f, dst, D);
     if (first) {
         memcpy(m, w->bm, sizeof(float) * nq);
         memcpy(l, w->bl, sizeof(double) * nq);
