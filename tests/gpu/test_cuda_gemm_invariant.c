@@ -25,37 +25,8 @@ int main(void) {
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_gemm.h"
+#include "tests/common/cuda_check.h"
 #include "tests/common/test_rng.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
-
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        printf("FAIL: out of host memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    return p;
-}
 
 static float *to_device(const float *h, size_t n) {
     float *d = NULL;
