@@ -76,6 +76,7 @@ typedef struct rp_device_profile {
 struct rp_trace;
 struct rp_parallel;
 struct rp_device;
+struct rp_gemm_check;
 
 typedef struct rp_ctx {
     rp_precision precision;
@@ -94,6 +95,8 @@ typedef struct rp_ctx {
                                 the models' plain path */
     struct rp_device *dev;   /* where the models' forwards run (engine/device.h; mutable:
                                 its sticky error and mirrors); NULL = the CPU, plain path */
+    const struct rp_gemm_check *gemm_check; /* the own check of the default GEMMs (ops.h); NULL =
+                                off. Set by the parallel layer for the evaluations it checks */
     struct rp_model_cache *models; /* the denoiser kept loaded across this process's generate
                                 calls (engine/pipeline/model_cache.h; mutable, owned by the
                                 caller); NULL = each call loads and frees its own */

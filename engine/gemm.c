@@ -213,6 +213,13 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
     }
     assert(A && B);
 
+    /* the own check (ops.h): the call's arguments as given, and the C it reads */
+    const rp_gemm_check *chk = ctx->numerics == RP_NUMERICS_DEFAULT ? ctx->gemm_check : NULL;
+    const float *A0 = A, *B0 = B;
+    const int lda0 = lda, ldb0 = ldb;
+    float *C0 = chk && beta != 0.0f ? malloc(sizeof(float) * (size_t)M * N) : NULL; /* (M, N) */
+    for (int i = 0; C0 && i < M; i++) memcpy(C0 + (size_t)i * N, C + (size_t)i * ldc, sizeof(float) * N);
+
     float *Ab = NULL, *Bb = NULL;
     if (ctx->precision == RP_PREC_BF16) {
         /* Pack the stored matrices (not op()) densely, rounding to bf16. */
@@ -237,6 +244,9 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
 
     free(Ab);
     free(Bb);
+    if (chk && (beta == 0.0f || C0)) /* out of memory for C0: unchecked */
+        rp_gemm_check_call(ctx, chk, transA, transB, M, N, K, alpha, A0, lda0, B0, ldb0, beta, C0, C, ldc);
+    free(C0);
 }
 
 /* out (M, out) = in (M, in) @ weight^T (in, out) + bias.

@@ -24,6 +24,26 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
              float alpha, const float *A, int lda, const float *B, int ldb,
              float beta, float *C, int ldc);
 
+/* The own check of rp_gemm's default product (gemm_check.c). Under numerics default every
+ * call with ctx->gemm_check set recomputes its result with code written apart from
+ * rp_gemm's (its own bf16 rounding and split-K order around a direct cblas_sgemm with the
+ * arguments the contract above implies) and hands both, packed (M, N), to pair(): a
+ * correct wrapper gives the same bits, so any difference is a fault between rp_gemm's
+ * arguments and the BLAS (an alpha, a rounding, a split done otherwise, on one rank or on
+ * all). The invariant product has its own exact comparison (the invariant shadow), and
+ * OpenBLAS itself is the ground truth here, not under test. */
+typedef struct rp_gemm_check {
+    void (*pair)(void *user, const float *c, const float *again, size_t n);
+    void *user;
+} rp_gemm_check;
+
+/* The recomputation: C0 (M, N) the C the call read (beta != 0; NULL otherwise), C (ldc) the
+ * call's result, the other arguments rp_gemm's as given (A and B before any rounding).
+ * Calls chk->pair once. No-op for M, N or K == 0. Out of memory: no pair (unchecked). */
+void rp_gemm_check_call(const rp_ctx *ctx, const rp_gemm_check *chk, int transA, int transB, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb, float beta, const float *C0,
+                        const float *C, int ldc);
+
 /* The layout-invariant product behind ctx->numerics == RP_NUMERICS_INVARIANT
  * (engine/gemm_invariant.c). Same shapes and BLAS conventions as rp_gemm
  * (row-major; op(A) (M, K), op(B) (K, N); beta == 0: C is not read), in fp32 as

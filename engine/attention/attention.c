@@ -164,15 +164,9 @@ rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const floa
         break;
     case RP_ATTN_AUTO: {
         RP_TRY(rp_attn_check("auto", ctx, out, q, k, v, B, H, Tq, Tk, D, err));
-        /* An unset profile is this machine, read now (the CLIs resolve it once). */
-        rp_device_profile host;
-        const rp_device_profile *p = &ctx->device;
-        if (!p->name[0]) {
-            host = rp_device_profile_host();
-            p = &host;
-        }
+        const rp_device_profile p = rp_attn_profile_of(ctx);
         rp_attn_choice c;
-        RP_TRY(rp_attn_auto_choose(p, &ctx->attn, B, H, Tq, Tk, D, key_mask != NULL, &c, err));
+        RP_TRY(rp_attn_auto_choose(&p, &ctx->attn, B, H, Tq, Tk, D, key_mask != NULL, &c, err));
         note_choice(ctx->trace, &c, B, H, Tq, Tk, D);
         return run_variant(ctx, c.kind, c.q_chunk, c.kv_chunk, out, q, k, v, key_mask, B, H, Tq, Tk,
                            D, scale, err);

@@ -207,6 +207,10 @@ typedef struct rp_attn_choice {
 rp_status rp_attn_auto_choose(const rp_device_profile *p, const rp_attn_cfg *override, int B, int H,
                               int Tq, int Tk, int D, int masked, rp_attn_choice *out, rp_error *err);
 
+/* The profile auto decides from: ctx->device, or, when unset, this machine read now (the
+ * CLIs resolve it once). */
+rp_device_profile rp_attn_profile_of(const rp_ctx *ctx);
+
 /* Parses "math" | "split" | "subquad" | "flash" | "auto"; RP_ERR_INVALID otherwise. */
 rp_status rp_attn_kind_parse(const char *s, rp_attn_kind *out, rp_error *err);
 

@@ -151,3 +151,7 @@ rp_status rp_attn_auto_choose(const rp_device_profile *p, const rp_attn_cfg *ove
     *out = c;
     return RP_OK;
 }
+
+rp_device_profile rp_attn_profile_of(const rp_ctx *ctx) {
+    return ctx->device.name[0] ? ctx->device : rp_device_profile_host();
+}

@@ -106,13 +106,21 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                  "the default ring merge reads the row max of the block that arrives last 1e-5 "
                                  "too high on every ring rank (a log-sum-exp off by a rounding-sized constant)",
                                  "ring > 1, numerics default; DiT, SD3, FLUX"},
+    /* The same kind of error in the default attention kernels (math, split, subquad, flash),
+     * on one rank: the invariant shadow runs the canonical attention instead, and the
+     * serial reference runs the kernel on other rows, so again only the own check
+     * (attn_own.c) executes it exactly. */
+    [RP_INJECT_ATTN_SCALE_ULP_RANK] = {"attn-scale-ulp-rank",
+                                       "the last rank's default attention kernel takes its softmax scale one ulp "
+                                       "low (1/sqrt(d) rounded on another path on that rank)",
+                                       "world > 1, ring = 1, numerics default, fp32 on the CPU; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
-           "ring-lse-skew";
+           "ring-lse-skew attn-scale-ulp-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -241,6 +249,25 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             if (why && cap)
                 snprintf(why, cap, "%s acts in the default ring merge; numerics invariant folds the canonical "
                          "blocks instead", n);
+            return 0;
+        }
+        return 1;
+    case RP_INJECT_ATTN_SCALE_ULP_RANK:
+        if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+        if (d->ring > 1) return no(why, cap, "%s acts in the default attention kernels; with ring > 1 the ring's "
+                                   "own kernel runs instead (got ring=%d)", n, d->ring);
+        if (l->invariant || l->on_device) {
+            if (why && cap)
+                snprintf(why, cap, "%s acts in the CPU's default attention kernels; %s", n,
+                         l->invariant ? "numerics invariant runs the canonical attention instead"
+                                      : "a device runs its own attention");
+            return 0;
+        }
+        if (l->low_precision) { /* the probabilities are rounded to bf16 before P v: one fp32 ulp
+                                   of the scale almost never moves one of them */
+            if (why && cap)
+                snprintf(why, cap, "%s needs an fp32 case: with bf16 / fp16 GEMM inputs one fp32 ulp of the scale "
+                         "rounds away", n);
             return 0;
         }
         return 1;

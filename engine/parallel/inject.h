@@ -55,6 +55,11 @@
  *                         default                    block that arrives last 1e-5 too high (a
  *                         numerics                   log-sum-exp off by a rounding-sized constant),
  *                                                    on every ring rank: ~4-8x the fp32 envelope
+ *   attn-scale-ulp-rank   world > 1,   all           the last rank's default attention kernel
+ *                         ring = 1,                  takes its softmax scale one ulp low (1/sqrt(d)
+ *                         default                    rounded on another path): a few roundings in
+ *                         numerics,                  every score, on one rank
+ *                         fp32 CPU (2)
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -102,6 +107,7 @@ typedef enum rp_inject_id {
     RP_INJECT_NOISE_BF16_RANK,
     RP_INJECT_WEIGHT_LEAK_RANK,
     RP_INJECT_RING_LSE_SKEW,
+    RP_INJECT_ATTN_SCALE_ULP_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

@@ -314,6 +314,11 @@ void rp_par_generate_begin(rp_parallel *p) {
     if (p->pp) rp_par_pp_reset(p);
 }
 
+/* rp_gemm_check's pair: one default GEMM and its recomputation, into the own check. */
+static void own_gemm_pair(void *user, const float *c, const float *again, size_t n) {
+    rp_par_own_hold(user, c, again, n, "GEMM");
+}
+
 rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
                          rp_error *err) {
     rp_parallel *p = ctx->par;
@@ -321,6 +326,16 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
     assert(eval >= 0);
     p->fwd_slot = eval == p->fwd_eval ? p->fwd_slot + 1 : 0;
     p->fwd_eval = eval;
+    /* The own check of the default GEMMs (ops.h rp_gemm_check) at the evaluations the own
+     * checks run (rp_par_own_now: the run's first and last), at the price of one forward's
+     * GEMMs more each. */
+    rp_ctx checked;
+    if (rp_par_own_now(p) && ctx->numerics == RP_NUMERICS_DEFAULT && !ctx->dev) {
+        p->own_gemm = (rp_gemm_check){.pair = own_gemm_pair, .user = p};
+        checked = *ctx;
+        checked.gemm_check = &p->own_gemm;
+        ctx = &checked;
+    }
     if (p->pf) return rp_par_pf_forward(ctx, fn, user, out, n_out, err);
     return fn(user, ctx, out, err);
 }

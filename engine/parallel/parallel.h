@@ -167,6 +167,7 @@
 #include "../ctx.h"
 #include "../error.h"
 #include "../gen.h"
+#include "../ops.h"
 #include "inject.h"
 #include "strategy.h"
 
@@ -245,11 +246,17 @@ typedef struct rp_parallel {
                                  pipefusion: warmup_steps; INT_MAX for the exact layouts) */
     rp_par_rlog *rlog;        /* fingerprints of this rank's replicated tensors (replica.c; owned) */
     /* the own check (RP_PAR_RG_OWN), set by the caller for the runs that make it (the
-     * classifier's teacher run): the default ring attention recomputes its output; the
-     * pair's fingerprints wait in own_hash for a name (rp_par_own_hold) */
+     * classifier's teacher runs): the default ring attention, the default attention
+     * variants and (first evaluation) the default GEMMs recompute their output; the pairs'
+     * folded fingerprints wait in own_hash for a name (rp_par_own_hold), own_what says
+     * which computation differed */
     int check_own;
+    int own_at[2];            /* the evaluations whose own checks run (rp_par_own_now): the run's
+                                 first and last, set with check_own (0, 0: the first only) */
     int own_held;
     uint64_t own_hash[2];
+    char own_what[32];
+    rp_gemm_check own_gemm;   /* the default GEMMs' pairs into the own check (rp_par_forward) */
     /* The forward's trace parts, held until its end (rp_par_forward_end) so that its
      * trace points cost no synchronisation: a rank != 0 buffers what it sends (tr_out);
      * rank 0, each record's own cells and where the others' go (tr_pend, trace.c order). */
@@ -394,10 +401,13 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
  *            evaluation (the model's timestep, the guidance), the same on every rank by
  *            construction (a rank fed another timestep or guidance is a bug however small
  *            the difference, in any precision, on any device)
- *   OWN      one rank, two computations: a result of arithmetic only the layout runs (the
- *            default ring merge) and its recomputation from the same inputs by separately
- *            written code with the same IEEE operations in the same order (p->check_own;
- *            rp_par_own_hold). The pair is compared on every rank, rank 0 included. */
+ *   OWN      one rank, two computations: a result of arithmetic no exact comparison of two
+ *            runs executes (the default ring merge; the default attention variants and the
+ *            default GEMM's hand-over to the BLAS, which the invariant shadow replaces) and
+ *            its recomputation from the same inputs by separately written code with the same
+ *            IEEE operations in the same order (p->check_own; rp_par_own_hold). The pair is
+ *            compared on every rank, rank 0 included, and with world 1 too (a single rank
+ *            running flash against a math reference). */
 typedef enum rp_par_rgroup {
     RP_PAR_RG_SP = 0,
     RP_PAR_RG_REPLICA = 1,
@@ -441,11 +451,27 @@ typedef struct rp_par_replica_report {
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err);
 /* Frees the log (rp_par_free calls it). */
 void rp_par_replica_free(rp_parallel *p);
-/* The own check's pair (OWN group): a's and b's fingerprints (n floats each: the layout's
- * result, then its recomputation) held until the next trace point, whose name (the layer
- * whose output the result becomes) they are noted under (rp_par_trace; at the forward's end
- * under "attention" if none came). No-op without p->check_own. */
-void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n);
+/* The own check's pair (OWN group): a's and b's fingerprints (n floats each: the result,
+ * then its recomputation), folded with the pairs held since the last trace point (a
+ * layer's GEMMs and its attention) and held until the next one, whose name (the layer the
+ * results feed) the first is noted under (rp_par_trace; at the forward's end under
+ * "attention" if none came); the second is noted under `what` of the first pair that
+ * differed, or of the last one ("ring attention", "flash attention", "GEMM"), which the
+ * report gives as `other`. No-op without p->check_own. */
+void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, const char *what);
+/* The own check of a default rp_attention call's out (B, H, Tq, D) from its q, k, v,
+ * key_mask and scale (attn_own.c): recomputed by separate code in the variant's order and
+ * held as an own pair under "<variant> attention". No-op without p->check_own or under
+ * numerics invariant. Host buffers only. Errors: RP_ERR_NOMEM, auto's selector's. */
+rp_status rp_par_attn_own_check(const rp_ctx *ctx, const float *out, const float *q, const float *k, const float *v,
+                                const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                rp_error *err);
+/* Whether the own checks run at the current evaluation: check_own, and fwd_eval one of
+ * own_at. A kernel does not know the step, so a fault in one acts at every call, or at the
+ * calls whose inputs trigger it: the run's first evaluation (pure noise in) and its last
+ * (nearly clean latents in) are the two most different inputs a run has, at 2 / steps of
+ * the cost of checking every one. */
+int rp_par_own_now(const rp_parallel *p);
 /* Notes a held pair under name (rp_par_trace and rp_par_forward_end call it). */
 void rp_par_own_flush(const rp_ctx *ctx, const char *name);
 

@@ -94,24 +94,34 @@ void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, co
     log_append(p, eval, group, name, rp_par_fnv1a64(x, sizeof(float) * n));
 }
 
-void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n) {
+/* The held pair into the log: the result under `name`, its recomputation under own_what. */
+static void own_note(rp_parallel *p, const char *name) {
+    p->own_held = 0;
+    if (p->st != RP_OK) return;
+    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[0]);
+    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, p->own_what, p->own_hash[1]);
+}
+
+void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, const char *what) {
     if (!p || !p->check_own || p->st != RP_OK) return;
-    if (p->own_held) { /* no trace point named the previous pair */
-        log_append(p, p->fwd_eval, RP_PAR_RG_OWN, "attention", p->own_hash[0]);
-        log_append(p, p->fwd_eval, RP_PAR_RG_OWN, "attention", p->own_hash[1]);
-    }
-    p->own_hash[0] = rp_par_fnv1a64(a, sizeof(float) * n);
-    p->own_hash[1] = rp_par_fnv1a64(b, sizeof(float) * n);
+    const uint64_t ha = rp_par_fnv1a64(a, sizeof(float) * n), hb = rp_par_fnv1a64(b, sizeof(float) * n);
+    const int differed = p->own_held && p->own_hash[0] != p->own_hash[1];
+    if (!differed) snprintf(p->own_what, sizeof p->own_what, "%s", what ? what : "");
+    /* fold: h' = h * prime ^ new is one-to-one in h for a given new (the prime is odd), so a
+     * pair that differed stays different, and equal sequences fold equal */
+    const uint64_t prime = 0x100000001b3ull;
+    p->own_hash[0] = p->own_held ? (p->own_hash[0] * prime) ^ ha : ha;
+    p->own_hash[1] = p->own_held ? (p->own_hash[1] * prime) ^ hb : hb;
     p->own_held = 1;
+}
+
+int rp_par_own_now(const rp_parallel *p) {
+    return p && p->check_own && (p->fwd_eval == p->own_at[0] || p->fwd_eval == p->own_at[1]);
 }
 
 void rp_par_own_flush(const rp_ctx *ctx, const char *name) {
     rp_parallel *p = ctx->par;
-    if (!p || !p->own_held) return;
-    p->own_held = 0;
-    if (p->st != RP_OK) return;
-    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[0]);
-    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[1]);
+    if (p && p->own_held) own_note(p, name);
 }
 
 void rp_par_replica_free(rp_parallel *p) {
@@ -162,7 +172,7 @@ static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_replica_rep
             out->first.group = RP_PAR_RG_OWN;
             out->first.rank_a = out->first.rank_b = r;
             snprintf(out->first.name, sizeof out->first.name, "%s", a->name);
-            out->first.other[0] = '\0';
+            snprintf(out->first.other, sizeof out->first.other, "%s", b->name); /* what was recomputed */
         }
     }
     if (held >= 0) snprintf(out->unchecked, sizeof out->unchecked, "rank %d noted an own check without its pair", r);
@@ -172,7 +182,10 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
     assert(p && out);
     memset(out, 0, sizeof *out);
     out->first.eval = -1;
-    if (p->world == 1) return RP_OK;
+    if (p->world == 1) { /* no copies elsewhere; its own pairs only */
+        if (p->rlog) own_pairs(p->rlog->n, p->rlog->e, 0, out);
+        return RP_OK;
+    }
     rp_comm *c = p->world_comm;
     const rp_par_rlog *mine = p->rlog;
     rhdr h;

@@ -161,7 +161,8 @@ static void finish(float *out, const float *O, const double *l, int n, int D) {
  * The default ring is arithmetic only a layout runs: the serial run has no merge, and the
  * invariant shadow runs the canonical ring instead, so a systematic error of a few
  * roundings in it (a log-sum-exp off by 1e-5, one rank rounding its scores to bf16) stays
- * inside every rounding envelope. With p->check_own (the classifier's teacher run) each
+ * inside every rounding envelope. With p->check_own (the classifier's teacher run; at the
+ * evaluations rp_par_own_now names) each
  * ring rank keeps the shards it received and computes its output again (ring_own_check),
  * written apart from block_partial / merge / finish and organised otherwise (one fold per
  * block into running rows; the replicated query rows fold the blocks as they come, in block
@@ -220,6 +221,9 @@ static rp_status ring_own_check(const rp_ctx *ctx, const float *out, const float
     const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
     const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;
     const int nq = Ts > Trep ? Ts : Trep, nk = Tks > Trep ? Tks : Trep;
+    rp_ctx oc = *ctx; /* the oracle's GEMMs are not themselves checked (the ring's were) */
+    oc.gemm_check = NULL;
+    ctx = &oc;
     own_scratch w = {malloc(sizeof(float) * (size_t)nq * nk), malloc(sizeof(float) * (size_t)nq * D),
                      malloc(sizeof(float) * nq), malloc(sizeof(double) * nq)};
     float *chk = malloc(sizeof(float) * BH * Tg * D); /* (B, Hh, Tg, D) */
@@ -253,7 +257,7 @@ static rp_status ring_own_check(const rp_ctx *ctx, const float *out, const float
         for (int i = 0; i < Tg; i++)
             for (int d = 0; d < D; d++) c[(size_t)i * D + d] = (float)(O[(size_t)i * D + d] / l[i]);
     }
-    rp_par_own_hold(p, out, chk, BH * Tg * D);
+    rp_par_own_hold(p, out, chk, BH * Tg * D, "ring attention");
 done:
     free(w.S); free(w.Ob); free(w.bm); free(w.bl); free(chk); free(m); free(l); free(O);
     return st;
@@ -270,7 +274,7 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
     const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
     const float skew = p->fault == RP_INJECT_RING_LSE_SKEW ? 1e-5f : 0.0f; /* the last block's max */
-    const int own = p->check_own && !p->stage_dev;
+    const int own = rp_par_own_now(p) && !p->stage_dev;
     const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;   /* one of K or V's sharded part */
     const int nmax = Ts > Trep ? Ts : Trep, nkmax = Tks > Trep ? Tks : Trep;
     const int nb = R + (Trep > 0);                           /* key blocks: ring + replicated */
@@ -528,13 +532,21 @@ static rp_status kv_hook(const rp_ctx *ctx, int layer, const float *k, const flo
     return RP_OK;
 }
 
-/* rp_attention on host buffers; during a host-staged device forward (p->stage_dev) the
- * computation itself runs on that device: q, k, v (and the mask) go up, out comes back,
- * so the parallel layout's data movement is the host's and its arithmetic the device's. */
+/* rp_attention on host buffers, then (rp_par_own_now) its own check (attn_own.c); during a
+ * host-staged device forward (p->stage_dev) the computation itself runs on that device: q,
+ * k, v (and the mask) go up, out comes back, so the parallel layout's data movement is the
+ * host's and its arithmetic the device's (no own check: the oracle is the host's). */
 static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                         const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
-    rp_device *dev = ctx->par ? ctx->par->stage_dev : NULL;
-    if (!dev) return rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+    rp_parallel *p = ctx->par;
+    rp_device *dev = p ? p->stage_dev : NULL;
+    if (!dev) {
+        /* attn-scale-ulp-rank: the last rank's kernel gets its softmax scale one ulp low */
+        const int skew = p && p->fault == RP_INJECT_ATTN_SCALE_ULP_RANK && p->rank == p->world - 1;
+        RP_TRY(rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, skew ? nextafterf(scale, 0.0f) : scale,
+                            err));
+        return rp_par_attn_own_check(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+    }
     rp_ctx dc = *ctx;
     dc.dev = dev;
     dc.par = NULL;

@@ -1459,19 +1459,20 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     return RP_OK;
 }
 
-/* Evidence 7: the replica checks of the case's run, its teacher run and its invariant shadow
- * (<dir>/replicas.json, written by the worker's rank 0): the earliest copy that differs.
- * Then whether it comes before every other break: an earlier step, or at the same step a
- * tensor earlier in the forward (the initial noise first). */
+/* Evidence 7: the replica checks of the case's run, its teacher run, its fp32 shadow and its
+ * invariant shadow (<dir>/replicas.json, written by the worker's rank 0): the earliest copy
+ * that differs. Then whether it comes before every other break: an earlier step, or at the
+ * same step a tensor earlier in the forward (the initial noise first). */
 static void cls_replicas(cls *x) {
-    static const char *const RUN[] = {"", "teacher", "invariant/teacher"};
-    static const char *const WHAT[] = {"case run", "teacher-forced run", "invariant shadow"};
+    static const rp_store_sub RUN[] = {0, RP_SUB_TEACHER, RP_SUB_SHADOW_TEACHER, RP_SUB_INVARIANT_TEACHER};
+    static const char *const WHAT[] = {"case run", "teacher-forced run", "fp32 shadow", "invariant shadow"};
     rp_cls_facts *f = &x->f;
     cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
-        else rp_pathf(d, PATHLEN, "%s%s%s", x->in->case_dir, i ? "/" : "", RUN[i]);
+        else if (i) rp_store_subdir(d, sizeof d, x->in->case_dir, RUN[i]);
+        else snprintf(d, sizeof d, "%s", x->in->case_dir);
         rp_store_path(p, sizeof p, d, RP_ART_REPLICAS);
         cJSON *j = NULL;
         rp_error e;
@@ -1496,10 +1497,12 @@ static void cls_replicas(cls *x) {
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
                 const int ra = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)),
                           rb = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 1));
-                if (f->replica_own)
+                const char *what = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "other"));
+                if (f->replica_own) /* what: the computation recomputed ("ring attention", "flash attention") */
                     snprintf(f->replica_msg, sizeof f->replica_msg,
-                             "rank %d's ring attention differs from its own recomputation from the shards it received "
-                             "(the same operations in the same order: own check, %s)", rb, WHAT[i]);
+                             "rank %d's %s differs from its own recomputation from the same inputs "
+                             "(the same operations in the same order: own check, %s)", rb,
+                             what && what[0] ? what : "attention", WHAT[i]);
                 else
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank %d's copy differs from rank %d's (%s group, %s)", rb, ra, g ? g : "?", WHAT[i]);

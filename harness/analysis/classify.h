@@ -248,7 +248,7 @@ typedef struct rp_cls_facts {
                                  timestep, the guidance), which no kernel's timing can move:
                                  a BUG in fast mode too */
     int replica_later;        /* 1: seen in a run after the case's own (its teacher run, its
-                                 invariant shadow), which a leak would have reached */
+                                 shadows), which a leak would have reached */
     int replica_own;          /* 1: the own group: a rank's result of the layout's own arithmetic
                                  against its recomputation from the same inputs (no other copy) */
     char replica_tensor[96];

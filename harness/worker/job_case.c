@@ -340,7 +340,7 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
  * step: the sampling step of the evaluation (mask: a teacher run's steps; NULL: all). */
 static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *ctx, const rp_gen_result *res,
                                int steps, const unsigned char *mask, const char *device, rp_error *err) {
-    if (par->world == 1) return RP_OK;
+    if (par->world == 1 && !par->check_own) return RP_OK; /* one rank: only its own check's pairs */
     const size_t n = (size_t)res->B * res->C * res->h * res->w;
     for (int k = 0, e = 0; k <= steps; k++) { /* row 0: the initial noise (or teacher x_0) */
         if (k > 0 && mask && !mask[k - 1]) continue;
@@ -446,8 +446,9 @@ typedef struct run_spec {
     int decode_ref;           /* with teacher_ref: the teacher-forced steps, then the reference's final
                                  latents decoded with this layout into out_dir's images (the
                                  images' teacher forcing in the same run) */
-    int check_own;            /* the own check of the arithmetic only the layout runs (the default
-                                 ring's merge: parallel.h RP_PAR_RG_OWN), into the replica check */
+    int check_own;            /* the own check of the arithmetic no exact comparison runs (the default
+                                 ring's merge, the default attention variants: parallel.h
+                                 RP_PAR_RG_OWN), into the replica check */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -518,6 +519,11 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
             trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
                                                      rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
                                                          J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+        /* the own checks at the run's first and last evaluation (rp_par_own_now) */
+        int evals = 0;
+        for (int k = 0; st == RP_OK && k < c->steps; k++) evals += tmask[k] != 0;
+        J->par.own_at[0] = 0;
+        J->par.own_at[1] = evals > 0 ? evals - 1 : 0;
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
@@ -548,6 +554,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     else if (st == RP_OK && J->par.rank == 0)
         st = write_outputs(s->out_dir, c, &gathered, &trace, &J->par, J->dev_name, t, t_run, err);
     J->par.check_own = 0;
+    J->par.own_at[0] = J->par.own_at[1] = 0;
     rp_gen_result_free(&gathered);
     rp_gen_result_free(&res);
     rp_trace_free(&trace);
@@ -698,11 +705,14 @@ static void job_classifier_runs(job *J) {
      * case's run in this process and recomputes step 0 from the case's own input. A case
      * bitwise its reference's has no teacher run: its first steps are teacher-forced anyway
      * (every input is then its own), as the leak check alone. The teacher run of a case
-     * that differs makes the own check of its layout's own arithmetic at every step. */
+     * that differs makes the own check (parallel.h RP_PAR_RG_OWN: the default ring, the
+     * default attention kernels and GEMMs, recomputed on every rank) at its first and last
+     * evaluation; so does its fp32 shadow, where a kernel's fault that bf16 rounding
+     * absorbs still shows. */
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
-                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach};
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
@@ -720,7 +730,7 @@ static void job_classifier_runs(job *J) {
         snprintf(sc.precision, sizeof sc.precision, "fp32");
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_TEACHER);
         const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref,
-                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS};
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
         /* The leak check at fp32: the shadow's first steps again, after it, from the same
          * input (rp_cls_shadow_rerun_check). A kernel's ulps of state carried between calls,

@@ -8,7 +8,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND CMAKE_C_COMPILER_ID STREQUA
        ${CMAKE_SOURCE_DIR}/engine/fsutil.c ${CMAKE_SOURCE_DIR}/engine/threads.c)
   foreach(arch x86-64 x86-64-v3 x86-64-v4)
     add_executable(isa_dump_${arch} ${CMAKE_SOURCE_DIR}/tests/isa/isa_dump.c
-                   ${CMAKE_SOURCE_DIR}/engine/ops.c ${CMAKE_SOURCE_DIR}/engine/gemm.c
+                   ${CMAKE_SOURCE_DIR}/engine/ops.c ${CMAKE_SOURCE_DIR}/engine/gemm.c ${CMAKE_SOURCE_DIR}/engine/gemm_check.c
                    ${CMAKE_SOURCE_DIR}/engine/gemm_invariant.c
                    ${CMAKE_SOURCE_DIR}/engine/rng.c ${_isa_attn_src})
     target_include_directories(isa_dump_${arch} PRIVATE ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/engine)

@@ -538,7 +538,7 @@ START_TEST(inject_rules) {
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew)");
+                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -724,7 +724,7 @@ START_TEST(inject_registry) {
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew)");
+                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank)");
 }
 END_TEST
 
@@ -779,6 +779,29 @@ START_TEST(inject_applicability) {
     l = one;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_LSE_SKEW, RP_FAMILY_DIT, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "ring-lse-skew needs ring > 1 (got ring=1)");
+    /* attn-scale-ulp-rank lives in the default attention kernels of one rank */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "attn-scale-ulp-rank needs world > 1 (got world=1)");
+    l.deg.dp = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_DIT, &l, NULL, 0), 1);
+    l.deg.dp = 1, l.deg.ulysses = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    l.deg.ring = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "attn-scale-ulp-rank acts in the default attention kernels; with ring > 1 the ring's own "
+                          "kernel runs instead (got ring=2)");
+    l.deg.ring = 1, l.invariant = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "attn-scale-ulp-rank acts in the CPU's default attention kernels; numerics invariant runs "
+                          "the canonical attention instead");
+    l.invariant = 0, l.on_device = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "attn-scale-ulp-rank acts in the CPU's default attention kernels; a device runs its own "
+                          "attention");
+    l.on_device = 0, l.low_precision = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ATTN_SCALE_ULP_RANK, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "attn-scale-ulp-rank needs an fp32 case: with bf16 / fp16 GEMM inputs one fp32 ulp of the "
+                          "scale rounds away");
 }
 END_TEST
 
