@@ -12,19 +12,20 @@
 #   shipped.<m>                      every scenario's CPU part and its assertions
 #                                    (shipped_matrices.cmake; dit_async_warmup included)
 #   isa_bitwise                      our own float code at three -march levels (isa.cmake)
+#   own_check                        the own checks' recomputations (unit test_own_check)
 #   parallel.dit.monotone            quality vs warmup and ranks (parallel.cmake)
 # Cores: Prescott (SSE3), Nehalem (SSE4.2), Sandybridge (AVX), Haswell (AVX2+FMA), SkylakeX
 # (AVX-512). One kernel set and thread count took 39 min on the 2-core CI machine while
 # other work loaded it (load ~10): 29 min dit_async_warmup, 10 min all the others (flux_dp
 # 2.5, classify drift 2.3, approx 1.7, bugs 1.6, sd3_batch 1.3, attention 0.5, monotone
 # 0.3); quiet, about 15. The tests labelled also xcore-quick (the attention cross-device
-# claims, classify.approx, isa_bitwise, parallel.dit.monotone: 1.6 min at -j2) are what
+# claims, classify.approx, isa_bitwise, parallel.dit.monotone, own_check: 1.6 min at -j2) are what
 # .ci/run adds under one kernel set other than the machine's own.
 set(REPRO_XCORE_CORES Prescott Nehalem Sandybridge Haswell SkylakeX CACHE STRING
     "OpenBLAS kernel sets (OPENBLAS_CORETYPE) the xcore label runs the hardware-sensitive tests under")
 set(_xcore_run sh ${CMAKE_SOURCE_DIR}/tests/xcore/run.sh)
 set(_xcore_env "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;REPRO_PYTHON=${REPRO_PYTHON}")
-set(_xcore_quick shipped.attention_cross_device classify.approx isa_bitwise parallel.dit.monotone)
+set(_xcore_quick shipped.attention_cross_device classify.approx isa_bitwise parallel.dit.monotone own_check)
 
 # xcore_test(NAME TIMEOUT COST COMMAND...): one test per core and thread count; the
 # command's @SRC@ and @SCRATCH@ are filled in by run.sh
@@ -62,4 +63,9 @@ xcore_test(shipped.attention_cross_device 1500 80
            sh ${CMAKE_SOURCE_DIR}/tests/matrices/attention_cross_device.sh $<TARGET_FILE:repro> @SCRATCH@ @SRC@ cpu)
 if(_isa_bins)
   xcore_test(isa_bitwise 300 5 sh ${CMAKE_SOURCE_DIR}/tests/isa/compare.sh ${_isa_bins})
+endif()
+# the own checks' recomputations (the same BLAS call asked again gives the same bits) must
+# hold under every kernel set, or a correct kernel would be reported as a BUG there
+if(TARGET test_own_check)
+  xcore_test(own_check 300 5 $<TARGET_FILE:test_own_check>)
 endif()
