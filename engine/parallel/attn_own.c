@@ -19,7 +19,8 @@
  * rp_par_own_hold sends both fingerprints to the replica check's own group, under the
  * layer the attention feeds. This is an oracle, so it is deliberately a second
  * implementation: sharing the kernels' helpers would share their faults. A fault in
- * rp_gemm or rp_expf themselves acts in the reference run too, and is not this check's. */
+ * rp_gemm's hand-over to the BLAS is the GEMM's own check's (engine/gemm_check.c); one in
+ * rp_expf acts in the reference run too. */
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
