@@ -1,6 +1,7 @@
 /* cuda_check.h — what the GPU tests (tests/gpu/) share: a failure counter with CHECK
  * (records and goes on), CU (a CUDA runtime call of the test itself: failing is fatal,
- * nothing after it can be trusted) and xmalloc (host memory or exit). Include after
+ * nothing after it can be trusted), xmalloc (host memory or exit), require_device (skip,
+ * exit 77, without a GPU) and finish (the exit code from the counter). Include after
  * <cuda_runtime.h>, <stdio.h> and <stdlib.h>; one test program per translation unit. */
 #ifndef REPRO_TESTS_CUDA_CHECK_H
 #define REPRO_TESTS_CUDA_CHECK_H
@@ -33,6 +34,27 @@ static void *xmalloc(size_t n) {
         exit(1);
     }
     return p;
+}
+
+/* Exits 77 (ctest's skip code) when no CUDA device is visible. */
+static void require_device(void) {
+    int ndev = 0;
+    const cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        cudaGetLastError();
+        printf("SKIP: no CUDA device visible (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        exit(77);
+    }
+}
+
+/* The program's exit code: 1 after printing the failure count, else 0 after `ok`. */
+static int finish(const char *ok) {
+    if (failures) {
+        printf("%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("%s\n", ok);
+    return 0;
 }
 
 #endif

@@ -623,13 +623,7 @@ static rp_cuda_gemm_ctx *make_ctx(rp_cuda_prec p, rp_cuda_gemm_mode m) {
 }
 
 int main(void) {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        cudaGetLastError();
-        printf("SKIP: no CUDA device visible (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-        return 77;
-    }
+    require_device();
     /* Before any cuBLAS handle of this process exists. */
     rp_error err = {0};
     if (rp_cuda_gemm_workspace_config(&err) != RP_OK) {
@@ -689,11 +683,6 @@ int main(void) {
         rp_cuda_gemm_destroy(G.det2[p]);
         rp_cuda_gemm_destroy(G.fast[p]);
     }
-    if (failures) {
-        printf("%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("all GPU GEMM checks passed\n");
-    return 0;
+    return finish("all GPU GEMM checks passed");
 }
 #endif

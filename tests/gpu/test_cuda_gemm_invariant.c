@@ -102,13 +102,7 @@ static void check_row_shards(int M, int N, int K) {
 }
 
 int main(void) {
-    int ndev = 0;
-    cudaError_t e = cudaGetDeviceCount(&ndev);
-    if (e != cudaSuccess || ndev == 0) {
-        cudaGetLastError();
-        printf("SKIP: no CUDA device visible (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-        return 77;
-    }
+    require_device();
     struct cudaDeviceProp prop;
     CU(cudaGetDeviceProperties(&prop, 0));
     printf("device 0: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
@@ -128,11 +122,6 @@ int main(void) {
     CHECK(rp_cuda_gemm_invariant(0, 0, 2, 2, 2, 1.0f, NULL, 1, NULL, 2, 0.0f, NULL, 2, 0, &err) == RP_ERR_INVALID &&
               strstr(err.msg, "leading dimension"),
           "lda 1 < K 2 not refused (%s)", err.msg);
-    if (failures) {
-        printf("%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("OK\n");
-    return 0;
+    return finish("OK");
 }
 #endif
