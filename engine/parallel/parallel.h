@@ -420,7 +420,7 @@ typedef enum rp_par_rgroup {
 
 /* "sp" | "replica" | "world" */
 const char *rp_par_rgroup_name(rp_par_rgroup g);
-/* Appends the fingerprint (FNV-1a 64 of the n floats' bytes) of this rank's copy of the
+/* Appends the fingerprint (rp_par_fingerprint of the n floats) of this rank's copy of the
  * replicated tensor `name` at the forward's evaluation to its log. No communication; a
  * no-op without a layout, with world 1 or when the group has one rank. x is host
  * memory (rp_par_trace views a device tensor on the host first). */
@@ -541,5 +541,11 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
 
 /* 64-bit FNV-1a over n bytes. */
 uint64_t rp_par_fnv1a64(const void *data, size_t n);
+
+/* A 64-bit fingerprint of n floats' bits, for the replica and own logs (replica.c): four
+ * FNV-1a-style lanes over 64-bit words, so it runs at memory speed where byte-wise
+ * FNV-1a is bound by one multiply per byte. Each lane step h = (h ^ w) * odd is one-to-one
+ * in h and in w, so two arrays that differ in one word always fingerprint differently. */
+uint64_t rp_par_fingerprint(const float *x, size_t n);
 
 #endif

@@ -10,7 +10,7 @@
  * trace and the outputs see, is right. This is the check PyTorch's
  * TORCH_DISTRIBUTED_DEBUG makes for collectives, made for the data.
  *
- * Each rank appends (evaluation, group, name, FNV-1a 64 of the bytes) to a log as the
+ * Each rank appends (evaluation, group, name, rp_par_fingerprint of the bits) to a log as the
  * run goes (rp_par_replica_note: no communication), and at the end one gather brings
  * every log to rank 0 (rp_par_replica_collect), which compares each rank's log with
  * its group leader's entry by entry. Two ranks whose BLAS kernel sets or devices
@@ -43,6 +43,29 @@ struct rp_par_rlog {
     int n, cap;
     int overflow;           /* entries past RP_PAR_REPLICA_MAX_ENTRIES were dropped */
 };
+
+uint64_t rp_par_fingerprint(const float *x, size_t n) {
+    const uint64_t prime = 0x100000001b3ull;
+    uint64_t h[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
+    const unsigned char *b = (const unsigned char *)x;
+    const size_t bytes = sizeof(float) * n, words = bytes / 8;
+    size_t i = 0;
+    for (; i + 4 <= words; i += 4)
+        for (int l = 0; l < 4; l++) {
+            uint64_t w;
+            memcpy(&w, b + 8 * (i + (size_t)l), 8);
+            h[l] = (h[l] ^ w) * prime;
+        }
+    for (; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, b + 8 * i, 8);
+        h[i & 3] = (h[i & 3] ^ w) * prime;
+    }
+    for (size_t j = 8 * words; j < bytes; j++) h[0] = (h[0] ^ b[j]) * prime;
+    uint64_t r = bytes; /* the length enters too */
+    for (int l = 0; l < 4; l++) r = (r ^ h[l]) * prime;
+    return r ^ (r >> 29);
+}
 
 const char *rp_par_rgroup_name(rp_par_rgroup g) {
     assert(g >= 0 && g < RP_PAR_RG_COUNT);
@@ -91,7 +114,7 @@ void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, co
      * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
      * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
     if (group == RP_PAR_RG_SP && eval >= p->stale_from) return;
-    log_append(p, eval, group, name, rp_par_fnv1a64(x, sizeof(float) * n));
+    log_append(p, eval, group, name, rp_par_fingerprint(x, n));
 }
 
 /* The held pair into the log: the result under `name`, its recomputation under own_what. */
@@ -104,7 +127,7 @@ static void own_note(rp_parallel *p, const char *name) {
 
 void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, const char *what) {
     if (!p || !p->check_own || p->st != RP_OK) return;
-    const uint64_t ha = rp_par_fnv1a64(a, sizeof(float) * n), hb = rp_par_fnv1a64(b, sizeof(float) * n);
+    const uint64_t ha = rp_par_fingerprint(a, n), hb = rp_par_fingerprint(b, n);
     const int differed = p->own_held && p->own_hash[0] != p->own_hash[1];
     if (!differed) snprintf(p->own_what, sizeof p->own_what, "%s", what ? what : "");
     /* fold: h' = h * prime ^ new is one-to-one in h for a given new (the prime is odd), so a

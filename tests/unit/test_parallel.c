@@ -181,6 +181,31 @@ START_TEST(strategy_table) {
 }
 END_TEST
 
+/* The replica / own fingerprint: equal bits fingerprint equal; one bit flipped anywhere (a
+ * full 4-word block, the word tail, an odd float at the end) always changes it, as the
+ * lanes' one-to-one steps promise; so do the length and the order of two words. */
+START_TEST(fingerprint_tells_one_bit) {
+    enum { N = 37 }; /* 18 words and a float: blocks, a word tail and a byte tail */
+    float x[N], y[N];
+    for (int i = 0; i < N; i++) x[i] = (float)i * 0.37f - 3.0f;
+    memcpy(y, x, sizeof x);
+    const uint64_t h = rp_par_fingerprint(x, N);
+    ck_assert(rp_par_fingerprint(y, N) == h);
+    for (int i = 0; i < N; i++)
+        for (int bit = 0; bit < 32; bit += 7) {
+            uint32_t u;
+            memcpy(&u, &y[i], 4);
+            u ^= 1u << bit;
+            memcpy(&y[i], &u, 4);
+            ck_assert_msg(rp_par_fingerprint(y, N) != h, "float %d bit %d", i, bit);
+            y[i] = x[i];
+        }
+    ck_assert(rp_par_fingerprint(x, N - 1) != h);
+    y[0] = x[2], y[1] = x[3], y[2] = x[0], y[3] = x[1]; /* words 0 and 1 swapped */
+    ck_assert(rp_par_fingerprint(y, N) != h);
+}
+END_TEST
+
 /* The degrees' texts the messages and labels are built from: the table's fields in its
  * order, the values likewise, the names in xDiT's order, the tags of the degrees above 1. */
 START_TEST(strategy_texts) {
@@ -887,6 +912,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, layout_round_trip_and_order);
     tcase_add_test(tc, strategy_table);
+    tcase_add_test(tc, fingerprint_tells_one_bit);
     tcase_add_test(tc, groups_follow_the_rows);
     tcase_add_test(tc, strategy_texts);
     suite_add_tcase(s, tc);
