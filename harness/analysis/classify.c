@@ -393,7 +393,13 @@ static int leak_first(const rp_cls_facts *f) {
 static void leak_summary(const rp_cls_facts *f, char *s, size_t cap) {
     const char *const run = f->leak_fp32 ? " of the fp32 shadow" : "";
     const char *const input = f->leak_fp32 ? "the same input" : "the case's own input";
-    if (f->fresh_differs)
+    if (f->loop_differs && !f->fresh_differs)
+        snprintf(s, cap, "step %d of the case's own run is not what the same step computes from its stored latent: "
+                 "recomputed from the case's own input it gives other bits (max-abs %.3g), in the same worker and as "
+                 "the first call of a fresh one, while two fresh runs of the case alone agree: the sampling loop "
+                 "computes other bits than its steps do",
+                 f->leak_step, f->leak_max_abs);
+    else if (f->fresh_differs)
         snprintf(s, cap, "step %d%s recomputed later in the same worker from %s gives other bits "
                  "(max-abs %.3g), and two fresh runs of the case alone%s differ too: the runs are nondeterministic%s",
                  f->leak_step, run, input, f->leak_max_abs, f->leak_fp32 ? " at fp32" : "",
@@ -807,17 +813,17 @@ static int resumes_exactly(const char *case_dir) {
     return rp_sampler_resumes_exactly(sk);
 }
 
-int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs) {
+/* rp_cls_rerun_check over the teacher-forced run in run_dir, whose inputs are the case's own
+ * trajectory (own) or ref_dir's. */
+static int rerun_rows(const char *case_dir, const char *run_dir, int own, const char *ref_dir, int *step,
+                      double *max_abs) {
     char p[PATHLEN];
     traj c = {0}, t = {0}, r = {0};
     rp_error e;
     int res = -1;
     *step = -1;
     *max_abs = 0;
-    const int own = same_dir(case_dir, ref_dir); /* a reference: its teacher input is its own run */
-    char td[PATHLEN];
-    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_TEACHER);
-    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    rp_store_path(p, sizeof p, run_dir, RP_ART_TEACHER);
     if (!rp_is_file(p) || traj_load(p, "teacher", &t, &e) != RP_OK) goto out;
     rp_store_path(p, sizeof p, case_dir, RP_ART_LATENTS);
     if (traj_load(p, "trajectory", &c, &e) != RP_OK || !traj_same_shape(&c, &t)) goto out;
@@ -845,6 +851,23 @@ out:
     traj_free(&t);
     traj_free(&r);
     return res;
+}
+
+int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs) {
+    /* the self check's run when there is one (every step from the case's own latents); a
+     * reference's teacher run is one (its teacher input is its own run) */
+    char td[PATHLEN], p[PATHLEN];
+    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_SELF);
+    rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    const int self = rp_is_file(p);
+    if (!self) rp_store_subdir(td, sizeof td, case_dir, RP_SUB_TEACHER);
+    return rerun_rows(case_dir, td, self || same_dir(case_dir, ref_dir), ref_dir, step, max_abs);
+}
+
+int rp_cls_fresh_self_check(const char *case_dir, int *step, double *max_abs) {
+    char td[PATHLEN];
+    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_FRESH_SELF);
+    return rerun_rows(case_dir, td, 1, case_dir, step, max_abs);
 }
 
 /* The first differing row of two teacher trajectories over the steps both ran (k + 1 for
@@ -1901,7 +1924,9 @@ static void cls_first(cls *x) {
         first_step_at(x, x->N, "final latents");
         first_layer_at(x, "latents", x->N);
     } else if (leak) {
-        first_step_at(x, f->leak_step, f->leak_fp32 ? "leak check (fp32 shadow)" : "leak check");
+        first_step_at(x, f->leak_step, f->loop_differs ? "self check"
+                                       : f->leak_fp32  ? "leak check (fp32 shadow)"
+                                                       : "leak check");
     } else if (f->step_break >= 0 && f->step_invariant) {
         fs = first_step_at(x, f->step_break, "invariant shadow");
         put(fs, "rel", x->invariant_rel);
@@ -2123,6 +2148,17 @@ static void cls_determinism(cls *x) {
         f->leak_fp32 = 1;
         f->leak_step = ks;
         f->leak_max_abs = ms;
+    }
+    /* the self check's steps as a fresh launch's first call (made when the self check
+     * differed): differing there too, no earlier call can have caused it */
+    int kf = -1;
+    double mf = 0;
+    const int rf = x->in->teacher_dir || f->leak_fp32 ? -1 : rp_cls_fresh_self_check(x->in->case_dir, &kf, &mf);
+    if (rf >= 0) {
+        f->loop_differs = rf == 1 && f->leak_differs;
+        if (rf == 1) snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", kf, mf);
+        else snprintf(msg, sizeof msg, "agrees");
+        cJSON_AddStringToObject(dj, "self_check_fresh", msg);
     }
     /* when the leak check, the invariant shadow or a kernel-computed replica (each a
      * comparison of bits that presumes deterministic runs) differed, the runner ran the case

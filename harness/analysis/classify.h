@@ -235,6 +235,9 @@ typedef struct rp_cls_facts {
                                  in its coarser precision, agreed); the fresh pair is then
                                  the case at fp32 */
     double leak_max_abs;
+    int loop_differs;         /* the self check's steps again as the first call of a fresh launch
+                                 differ from the case's too: no earlier call is involved, the
+                                 case's sampling loop computed other bits than its steps do */
     int fresh_differs;        /* the two fresh runs of the case, made when the leak check, the
                                  invariant shadow or a replica check differed, differ from
                                  each other (latents, trajectory, traces or replicas): the
@@ -315,16 +318,20 @@ rp_verdict rp_cls_aux_status(const char *dir, char *why, size_t cap);
 /* 1 when dir_a and dir_b hold bitwise equal latents and trajectories (latents.safetensors). */
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
 
-/* The leak check's evidence (docs/classification.md §6). With the leak check on, the case's
- * own run is its worker's first call, and its launch's teacher run (<case_dir>/teacher/, from
- * ref_dir's trajectory; ref_dir == case_dir for a reference; for a case bitwise its
- * reference's, its first steps only) comes later in the same process. Wherever that
- * teacher run recomputed a step from exactly the input the case's own run had (a reference: every step it ran; a case:
- * the steps whose input is bitwise its reference's, at least step 0 when the noise is the
- * same), its output must be the case's own bits. Returns 1 when one differs (*step the
- * first, *max_abs its largest difference), 0 when every such step agrees, -1 when there is
- * nothing to compare (no teacher run, no shared input). */
+/* The leak check's and the self check's evidence (docs/classification.md §6). With the leak
+ * check on, the case's own run is its worker's first call, and a later run in the same
+ * process recomputes its steps: the self check's (<case_dir>/self/, every step from the
+ * case's own trajectory) where the case differs from its reference, else its teacher run
+ * (<case_dir>/teacher/, from ref_dir's trajectory; ref_dir == case_dir for a reference; for
+ * a case bitwise its reference's, its first steps only). Wherever that run recomputed a step
+ * from exactly the input the case's own run had, its output must be the case's own bits.
+ * Returns 1 when one differs (*step the first, *max_abs its largest difference), 0 when
+ * every such step agrees, -1 when there is nothing to compare (no such run, no shared
+ * input). */
 int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs);
+/* The same for <case_dir>/fresh-self/: the self check's steps made as the first call of a
+ * fresh launch (the runner makes it when the self check differed). */
+int rp_cls_fresh_self_check(const char *case_dir, int *step, double *max_abs);
 
 /* The same at fp32, for a case that rounds coarser: its fp32 shadow (<case_dir>/shadow/
  * teacher/) and, later in the same worker, that shadow's first steps again from the same

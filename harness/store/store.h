@@ -83,6 +83,9 @@ typedef enum rp_store_sub {
     RP_SUB_FRESH_FP32,        /* fresh-fp32/: the case at fp32 in a fresh launch (the shadow's
                                  leak check differed) */
     RP_SUB_FRESH_FP32_2,      /* fresh-fp32-2/: and once more */
+    RP_SUB_SELF,              /* self/: every step again from the case's own trajectory */
+    RP_SUB_FRESH_SELF,        /* fresh-self/: the same as a fresh launch's first call (the self
+                                 check differed) */
     RP_SUB_COUNT
 } rp_store_sub;
 

@@ -765,7 +765,20 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     else case_dir(r, mc->ref, ref);
     int step;
     double m;
-    if (rp_cls_rerun_check(tmp, ref, &step, &m) == 1) return fresh_runs(r, i, tmp);
+    if (rp_cls_rerun_check(tmp, ref, &step, &m) == 1) {
+        if (fresh_runs(r, i, tmp)) return 1;
+        /* the self check's steps as the first call of a fresh launch: differing there too,
+         * no earlier call (no state carried between calls) can explain it */
+        char self[PATHLEN], p[PATHLEN], dir[PATHLEN], cj[PATHLEN];
+        rp_store_subdir(self, sizeof self, tmp, RP_SUB_SELF);
+        rp_store_path(p, sizeof p, self, RP_ART_TEACHER);
+        if (!rp_is_file(p)) return 0;
+        rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_SELF);
+        rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
+        const char *extra[] = {"--teacher-force", tmp, NULL};
+        int ok = 0;
+        return aux_run(r, &mc->c, cj, dir, "fresh self", extra, &ok);
+    }
     if (rp_cls_shadow_rerun_check(tmp, &step, &m) == 1) return fresh_runs_fp32(r, i, tmp);
     return 0;
 }

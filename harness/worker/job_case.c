@@ -449,6 +449,8 @@ typedef struct run_spec {
     int check_own;            /* the own check of the arithmetic no exact comparison runs (the default
                                  ring's merge, the default attention variants: parallel.h
                                  RP_PAR_RG_OWN), into the replica check */
+    int untraced;             /* with teacher_ref: the steps only, no layer trace (a run whose
+                                 evidence is its steps' bits) */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -519,6 +521,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
             trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
                                                      rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
                                                          J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+        if (s->untraced) trace.record_evals = 0;
         /* the own checks at the run's first and last evaluation (rp_par_own_now) */
         int evals = 0;
         for (int k = 0; st == RP_OK && k < c->steps; k++) evals += tmask[k] != 0;
@@ -709,6 +712,20 @@ static void job_classifier_runs(job *J) {
      * default attention kernels and GEMMs, recomputed on every rank) at its first and last
      * evaluation; so does its fp32 shadow, where a kernel's fault that bf16 rounding
      * absorbs still shows. */
+    /* The self check (--then-leak): every step of a case that differs from its reference
+     * again, each from the case's own stored latent, right after the case's run. A correct
+     * sampling loop computes each step from the latent it stores, so every step must come
+     * back bitwise. The teacher run and the shadows start each step from the reference's
+     * latent with fresh state, so they never execute the loop the case's own images came
+     * from: a fault in that loop (a sampler's history cleared half-way, a step's dt taken
+     * from the step before, a timing-dependent update) would otherwise be drift however far
+     * the trajectory went. It is also the leak check's second call, now at every step, where
+     * the teacher run's step 0 was the only one whose input was the case's own. */
+    if (teach && other && o->then_leak) {
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SELF);
+        const run_spec ss = {.c = J->c, .out_dir = dir, .teacher_ref = o->out_dir, .untraced = 1};
+        if (job_aux(J, "self check", &ss, 0)) return;
+    }
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,

@@ -484,6 +484,16 @@ START_TEST(test_decide) {
     ck_assert(strstr(s, "two fresh runs of the case alone differ too"));
     f.fresh_differs = 0;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "state leaks between calls"));
+    /* the self check's steps differ as a fresh launch's first call too: no earlier call is
+     * involved, the sampling loop is named (a BUG); with the fresh pair differing, the
+     * nondeterminism still is */
+    f.loop_differs = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "the sampling loop computes other bits") && !strstr(s, "leaks"), "%s", s);
+    f.fresh_differs = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    f.fresh_differs = f.loop_differs = 0;
     f.promised = 0;
     f.repeats_differ = 1;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
