@@ -919,7 +919,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     /* 6. decode */
     if (req->decode) {
         t0 = rp_now_s();
-        if ((st = decode_all(req, ctx, res, err)) != RP_OK) goto fail;
+        if ((st = decode_all(req, req->decode_ctx ? req->decode_ctx : ctx, res, err)) != RP_OK) goto fail;
         res->decode_seconds = rp_now_s() - t0;
     }
     rp_flow_schedule_free(&sched);
@@ -1084,7 +1084,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
     if (req->decode) {
         t0 = rp_now_s();
-        if ((st = decode_all(req, ctx, res, err)) != RP_OK) goto fail;
+        if ((st = decode_all(req, req->decode_ctx ? req->decode_ctx : ctx, res, err)) != RP_OK) goto fail;
         res->decode_seconds = rp_now_s() - t0;
     }
     free(y);

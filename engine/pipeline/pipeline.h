@@ -180,6 +180,11 @@ typedef struct rp_gen_request {
      * instead of the run's last row, decoded (with decode) like any run's final latents: the
      * images' teacher forcing, in the same run as the steps' and through the same decode. */
     int decode_teacher_final;
+    /* With decode: the decoder's arithmetic when it is not ctx's (NULL: ctx). The images'
+     * teacher forcing decodes with its reference's precision, attention and reduce_split,
+     * so its images are held bitwise whatever variant the case's transformer runs. Its par,
+     * dev and trace must be ctx's (the layout's decode path). */
+    const rp_ctx *decode_ctx;
     /* 1: one ulp added (nextafterf towards +inf) to the first value of every item's initial
      * noise — the "noise-ulp" rounding twin. */
     int perturb_noise;

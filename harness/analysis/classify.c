@@ -1774,15 +1774,37 @@ rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref) {
     return !strcmp(rp_cls_effective_precision(c), "fp32") ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
 }
 
+int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out) {
+    *out = *c;
+    if (rp_device_name_is_cuda(c->device) || strcmp(c->device, ref->device) || strcmp(c->blas_core, ref->blas_core) ||
+        c->threads != ref->threads || strcmp(c->vae, ref->vae) || c->weight_seed != ref->weight_seed)
+        return 0;
+    snprintf(out->precision, sizeof out->precision, "%s", ref->precision);
+    snprintf(out->numerics, sizeof out->numerics, "%s", ref->numerics);
+    snprintf(out->attention, sizeof out->attention, "%s", ref->attention);
+    snprintf(out->device_profile, sizeof out->device_profile, "%s", ref->device_profile);
+    out->attn_q_chunk = ref->attn_q_chunk;
+    out->attn_kv_chunk = ref->attn_kv_chunk;
+    out->reduce_split = ref->reduce_split;
+    return !decoder_numerics_equal(c, out);
+}
+
+rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *ref) {
+    rp_case as;
+    (void)rp_cls_decode_as(c, ref, &as);
+    return rp_cls_decode_rule_of(&as, ref);
+}
+
 /* Evidence 8: the images' teacher forcing. <case>/teacher/'s images are the reference's
- * final latents decoded with the case's layout (job_case.c), so the decoder and the way images
- * come back (which rank decodes which item, the gather) are judged on the reference's
- * input, apart from the sampling's drift:
+ * final latents decoded with the case's layout (job_case.c), with the reference's decoder
+ * arithmetic where the case's process can compute it (rp_cls_decode_as), so the decoder and
+ * the way images come back (which rank decodes which item, the gather) are judged on the
+ * reference's input, apart from the sampling's drift:
  *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
  *   else, at fp32                                 every pixel within one level: a
  *       difference far below one level (rounding: ~1e-6 relative) moves an 8-bit value by
  *       at most one;
- *   else (bf16, fp16, tf32 decoders)              no rule (rp_cls_decode_rule_of): the
+ *   else (bf16, fp16, tf32 decoders)              no rule (rp_cls_teacher_decode_rule): the
  *       worker makes no such decode, and the case's own images are checked for assignment.
  * And each decoded image against every reference image: one much closer to another item's
  * image is a MISMATCH (images returned in the wrong order).
@@ -1791,15 +1813,18 @@ rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref) {
  * same rules. */
 static rp_status cls_decode(cls *x, rp_error *err) {
     const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
-    const rp_cls_decode_rule rule = x->have_rc ? rp_cls_decode_rule_of(&x->c, &x->rc)
-                                               : fp32 ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
+    /* the rules of the case's own decode and of its teacher decode (rp_cls_decode_as) */
+    const rp_cls_decode_rule rule_own = x->have_rc ? rp_cls_decode_rule_of(&x->c, &x->rc)
+                                                   : fp32 ? RP_CLS_DECODE_ONE_LEVEL : RP_CLS_DECODE_NONE;
+    const rp_cls_decode_rule rule_teacher = x->have_rc ? rp_cls_teacher_decode_rule(&x->c, &x->rc) : rule_own;
     const int same_input = !memcmp(x->cm.x, x->rm.x, sizeof(float) * (size_t)x->cm.rows * x->B * x->per);
     char dd[PATHLEN], p0[PATHLEN];
     rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_TEACHER); /* the teacher run decoded them */
     rp_store_image_path(p0, sizeof p0, dd, 0);
     /* the case's own images: when its decode had the reference's input, or when no rule holds
      * a decode of it (then for the assignment only) */
-    const int own = same_input || (rule == RP_CLS_DECODE_NONE && !rp_is_file(p0));
+    const int own = same_input || (rule_teacher == RP_CLS_DECODE_NONE && !rp_is_file(p0));
+    const rp_cls_decode_rule rule = own ? rule_own : rule_teacher;
     if (own) rp_pathf(dd, PATHLEN, "%s", x->in->case_dir);
     rp_store_image_path(p0, sizeof p0, dd, 0);
     if (x->in->ref_label || (!own && !rp_is_file(p0))) return RP_OK; /* a golden, or no decode run */
@@ -1811,6 +1836,9 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     static const char *const RULE[] = {"bitwise (the reference's decoder arithmetic)", "one level (fp32 rounding)",
                                        "none (the decoder rounds coarser, with other arithmetic)"};
     cJSON_AddStringToObject(dj, "rule", RULE[rule]);
+    rp_case as;
+    if (!own && x->have_rc && rp_cls_decode_as(&x->c, &x->rc, &as))
+        cJSON_AddStringToObject(dj, "decoder", "the reference's arithmetic (precision, attention, reduce_split)");
     const int B = x->B;
     uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
     double *D = malloc(sizeof(double) * B * B);

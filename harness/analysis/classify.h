@@ -152,6 +152,17 @@ typedef enum rp_cls_decode_rule {
 } rp_cls_decode_rule;
 rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
 
+/* The case whose decoder arithmetic the images' teacher forcing of c (against ref) uses:
+ * c with ref's precision, numerics, attention (variant, chunks, device profile) and
+ * reduce_split, when c's process can compute that way (the same kernel set, threads, VAE
+ * and weights, on the host: a CUDA device is made for one precision); else c. The layout's
+ * decode path (which rank decodes which item, how images come back) stays c's. Returns 1
+ * when that changed c's decoder arithmetic. */
+int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out);
+/* The rule the images' teacher forcing of c is held to: rp_cls_decode_rule_of of
+ * rp_cls_decode_as(c, ref) against ref. */
+rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *ref);
+
 /* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
  * is zero or x holds a NaN/inf where ref is finite. */
 double rp_cls_rel_l2(const float *ref, const float *x, size_t n);

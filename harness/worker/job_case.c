@@ -449,6 +449,8 @@ typedef struct run_spec {
     int check_own;            /* the own check of the arithmetic no exact comparison runs (the default
                                  ring's merge, the default attention variants: parallel.h
                                  RP_PAR_RG_OWN), into the replica check */
+    const rp_case *decode_as; /* with decode_ref: the decoder's arithmetic is this case's
+                                 (rp_cls_decode_as); NULL: c's */
     int untraced;             /* with teacher_ref: the steps only, no layer trace (a run whose
                                  evidence is its steps' bits) */
 } run_spec;
@@ -501,6 +503,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     req.decode = s->decode && J->par.replica.rank == 0; /* each dp group's leader decodes its items */
     req.perturb_noise = s->perturb_noise;
     float *teacher = NULL;       /* this rank's items of the reference trajectory */
+    rp_ctx dctx;                 /* with s->decode_as: the decoder's (req.decode_ctx) */
     unsigned char *tmask = NULL; /* (steps) the teacher steps */
     rp_gen_result res, gathered;
     memset(&res, 0, sizeof res);
@@ -532,6 +535,17 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         req.teacher_steps = tmask;
         req.decode = s->decode_ref && J->par.replica.rank == 0;
         req.decode_teacher_final = s->decode_ref;
+        if (st == RP_OK && s->decode_ref && s->decode_as) { /* the arithmetic only: ctx's path */
+            rp_ctx a;
+            st = case_ctx(s->decode_as, &a, err);
+            dctx = ctx;
+            dctx.precision = a.precision;
+            dctx.numerics = a.numerics;
+            dctx.attn = a.attn;
+            dctx.device = a.device;
+            dctx.reduce_split = a.reduce_split;
+            req.decode_ctx = &dctx;
+        }
     }
     if (st == RP_OK && s->leak_prelude) {
         st = leak_prelude(&req, &ctx, err);
@@ -659,16 +673,24 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
  * files; every rank gets the answer): *exact_only when they are an invariant pair
  * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *decode_ruled when
  * a decode of the reference's final latents with this layout is held to a rule
- * (rp_cls_decode_rule_of: not when the decoder rounds coarser than fp32 with other
- * arithmetic; its own images are then checked for assignment only). */
-static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled) {
+ * (rp_cls_teacher_decode_rule: not when the decoder rounds coarser than fp32 with other
+ * arithmetic; its own images are then checked for assignment only); *decode_as, the case
+ * whose decoder arithmetic that decode uses (rp_cls_decode_as). */
+static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled, rp_case *decode_as) {
     char p[4200];
     rp_case rc;
     rp_error e;
     rp_store_path(p, sizeof p, ref_dir, RP_ART_CASE);
     const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
     *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
-    *decode_ruled = job_rank0_says(J, loaded && rp_cls_decode_rule_of(J->c, &rc) != RP_CLS_DECODE_NONE);
+    *decode_ruled = job_rank0_says(J, loaded && rp_cls_teacher_decode_rule(J->c, &rc) != RP_CLS_DECODE_NONE);
+    /* the teacher decode's arithmetic (each dp group's leader decodes): rank 0's (plain data) */
+    if (!job_rank0_says(J, loaded && rp_cls_decode_as(J->c, &rc, decode_as))) {
+        *decode_as = *J->c;
+        return;
+    }
+    if (J->par.world > 1 && J->par.world_comm->ops->broadcast(J->par.world_comm, decode_as, sizeof *decode_as, 0, &e) != RP_OK)
+        *decode_as = *J->c; /* the run's own collectives will report the broken communicator */
 }
 
 /* The classifier's runs the launch was asked for (job_case.h: --then-*), in the order
@@ -692,7 +714,8 @@ static void job_classifier_runs(job *J) {
     const int teach = tref && !identical;
     /* a reference's --then-twins 0 says no case needs its envelope */
     int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0;
-    if (other) job_relation(J, tref, &exact_only, &decode_ruled);
+    rp_case decode_as = *J->c;
+    if (other) job_relation(J, tref, &exact_only, &decode_ruled, &decode_as);
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
      * at the end of the teacher run (its images). Not needed when the case's own decode
@@ -729,7 +752,7 @@ static void job_classifier_runs(job *J) {
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
-                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
+                             .decode_as = &decode_as, .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout

@@ -363,6 +363,32 @@ START_TEST(test_decode_rule) {
     ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_BITWISE);
     snprintf(c.attention, sizeof c.attention, "flash"); /* the VAE's attention too */
     ck_assert_int_eq(rp_cls_decode_rule_of(&c, &ref), RP_CLS_DECODE_NONE);
+    /* the images' teacher forcing decodes with the reference's arithmetic where the case's
+     * process can (rp_cls_decode_as): the flash case's teacher decode is then bitwise ... */
+    rp_case as;
+    c.reduce_split = 1;
+    c.attn_kv_chunk = 16;
+    ck_assert(rp_cls_decode_as(&c, &ref, &as));
+    ck_assert_str_eq(as.attention, ref.attention);
+    ck_assert(as.reduce_split == ref.reduce_split && as.attn_kv_chunk == ref.attn_kv_chunk && as.dp == 2);
+    ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_BITWISE);
+    /* ... but not across a kernel set, a thread count or a CUDA device (process state) */
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
+    ck_assert(!rp_cls_decode_as(&c, &ref, &as) && as.reduce_split == 1);
+    ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_NONE);
+    snprintf(c.blas_core, sizeof c.blas_core, "%s", ref.blas_core);
+    c.threads = ref.threads + 1;
+    ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_NONE);
+    c.threads = ref.threads;
+    snprintf(c.device, sizeof c.device, "cuda");
+    snprintf(ref.device, sizeof ref.device, "cuda");
+    ck_assert(!rp_cls_decode_as(&c, &ref, &as));
+    /* the same arithmetic already: nothing to take */
+    c = ref;
+    c.dp = 2;
+    snprintf(c.device, sizeof c.device, "cpu");
+    snprintf(ref.device, sizeof ref.device, "cpu");
+    ck_assert(!rp_cls_decode_as(&c, &ref, &as));
 }
 END_TEST
 
