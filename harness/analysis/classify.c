@@ -1601,7 +1601,7 @@ static void cls_shadow(cls *x) {
     teacher_run c, b, tw[RP_CLS_TWIN_KINDS];
     int n_tw = 0;
     rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_SHADOW_TEACHER);
-    if (x->f.is_reference || x->f.identical || !teacher_run_load(&c, d)) return;
+    if (x->f.is_reference || !teacher_run_load(&c, d)) return; /* an identical case: its leak pair's first steps */
     rp_store_subdir(d, sizeof d, x->base, RP_SUB_SHADOW_TEACHER);
     if (!teacher_run_load(&b, d)) {
         teacher_run_free(&c);

@@ -689,7 +689,8 @@ static void job_relation(job *J, const char *ref_dir, int *exact_only, int *deco
         *decode_as = *J->c;
         return;
     }
-    if (J->par.world > 1 && J->par.world_comm->ops->broadcast(J->par.world_comm, decode_as, sizeof *decode_as, 0, &e) != RP_OK)
+    rp_comm *c = J->par.world_comm;
+    if (J->par.world > 1 && c->ops->broadcast(c, decode_as, sizeof *decode_as, 0, &e) != RP_OK)
         *decode_as = *J->c; /* the run's own collectives will report the broken communicator */
 }
 
@@ -727,14 +728,6 @@ static void job_classifier_runs(job *J) {
     rp_store_image_path(ref_image, sizeof ref_image, tref ? tref : "", 0);
     const int images =
         other && !exact_only && !identical && decode_ruled && job_rank0_says(J, rank0 && rp_is_file(ref_image));
-    /* The teacher run is also the leak check's second call (--then-leak): it comes after the
-     * case's run in this process and recomputes step 0 from the case's own input. A case
-     * bitwise its reference's has no teacher run: its first steps are teacher-forced anyway
-     * (every input is then its own), as the leak check alone. The teacher run of a case
-     * that differs makes the own check (parallel.h RP_PAR_RG_OWN: the default ring, the
-     * default attention kernels and GEMMs, recomputed on every rank) at its first and last
-     * evaluation; so does its fp32 shadow, where a kernel's fault that bf16 rounding
-     * absorbs still shows. */
     /* The self check (--then-leak): every step of a case that differs from its reference
      * again, each from the case's own stored latent, right after the case's run. A correct
      * sampling loop computes each step from the latent it stores, so every step must come
@@ -742,17 +735,24 @@ static void job_classifier_runs(job *J) {
      * latent with fresh state, so they never execute the loop the case's own images came
      * from: a fault in that loop (a sampler's history cleared half-way, a step's dt taken
      * from the step before, a timing-dependent update) would otherwise be drift however far
-     * the trajectory went. It is also the leak check's second call, now at every step, where
-     * the teacher run's step 0 was the only one whose input was the case's own. */
+     * the trajectory went. It is also the leak check's second call, at every step. */
     if (teach && other && o->then_leak) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SELF);
         const run_spec ss = {.c = J->c, .out_dir = dir, .teacher_ref = o->out_dir, .untraced = 1};
         if (job_aux(J, "self check", &ss, 0)) return;
     }
+    /* A case bitwise its reference's has no teacher run: its first steps are teacher-forced
+     * anyway (every input is then its own), as the leak check's second call. The teacher run
+     * of a case that differs makes the own check (parallel.h RP_PAR_RG_OWN: the default ring,
+     * the default attention kernels and GEMMs, recomputed on every rank) at its first and
+     * last evaluation; so does its fp32 shadow, where a kernel's fault that bf16 rounding
+     * absorbs still shows. A reference's own teacher run (its twins' job) starts every step
+     * from its own trajectory: its self check. */
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
-                             .decode_as = &decode_as, .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
+                             .decode_as = &decode_as, .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS,
+                             .check_own = teach && other};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
