@@ -754,10 +754,11 @@ static int fresh_runs_exact(runner *r, int i, const char *tmp) {
     return fresh_runs_fp32(r, i, tmp);
 }
 
-/* After the case's launch: when its leak check differs (rp_cls_rerun_check: a step the
- * launch recomputed from the case's own input gave other bits), the fresh runs: they tell
- * nondeterminism from state leaked between calls; when only its fp32 shadow's does
- * (rp_cls_shadow_rerun_check), the same at fp32. Returns 1 when cancelled. */
+/* After the case's first verdict rested on its leak check (fresh_runs_needed): when the
+ * check differs (rp_cls_rerun_check: a step the launch recomputed from the case's own input
+ * gave other bits), the fresh runs: they tell nondeterminism from state leaked between
+ * calls; when only its fp32 shadow's does (rp_cls_shadow_rerun_check), the same at fp32.
+ * Returns 1 when cancelled. */
 static int classify_runs(runner *r, int i, const char *tmp) {
     const rp_matrix_case *mc = &r->m->cases[i];
     char ref[PATHLEN];
@@ -783,29 +784,41 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     return 0;
 }
 
-/* 1 when <dir>'s classification is a BUG whose first evidence is an exact comparison of two
- * computations that presumes deterministic kernels — the invariant shadow against its
- * reference's, or a kernel-computed replica against its leader's copy — and no fresh runs
- * were made yet: then they are, and the case is classified again (a nondeterministic kernel
- * can leave the leak check equal, absorbed by rounding, while the shadow or a copy differs).
- * A host-computed replica (the world group) needs none: no kernel's timing reaches it. */
-static int exact_bug_needs_fresh_runs(const char *dir) {
+/* Which fresh runs <dir>'s first classification asks for (none once they were made), and the
+ * case is then classified again:
+ *   FRESH_LEAK   its verdict rests on a recomputation in the launch that differed (the leak
+ *                check, the self check, the fp32 shadow's leak check): classify_runs tells
+ *                nondeterminism, a leak and a loop fault apart. A verdict decided before
+ *                them (a MISMATCH, the initial noise) needs none;
+ *   FRESH_EXACT  a BUG whose first evidence is an exact comparison of two computations that
+ *                presumes deterministic kernels — the invariant shadow against its
+ *                reference's, or a kernel-computed replica against its leader's copy (a
+ *                nondeterministic kernel can leave the leak check equal, absorbed by rounding,
+ *                while the shadow or a copy differs). A host-computed replica (the world
+ *                group) needs none: no kernel's timing reaches it. */
+enum { FRESH_NONE = 0, FRESH_LEAK, FRESH_EXACT };
+static int fresh_runs_needed(const char *dir) {
     char p[PATHLEN];
     rp_store_subdir(p, sizeof p, dir, RP_SUB_FRESH);
     struct stat sb;
-    if (stat(p, &sb) == 0) return 0;
+    if (stat(p, &sb) == 0) return FRESH_NONE;
+    rp_store_subdir(p, sizeof p, dir, RP_SUB_FRESH_FP32);
+    if (stat(p, &sb) == 0) return FRESH_NONE;
     rp_store_path(p, sizeof p, dir, RP_ART_CLASSIFICATION);
     cJSON *j = NULL;
     rp_error e;
-    if (rp_store_read_json(p, &j, &e) != RP_OK) return 0;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) return FRESH_NONE;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "first_step");
     const char *what = get_str(fs, "what", "");
-    const int yes = !strcmp(get_str(j, "verdict", ""), rp_verdict_name(RP_V_BUG)) &&
-                    (!strcmp(what, "invariant shadow") ||
-                     (!strcmp(what, "replica") &&
-                      !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fs, "host_computed"))));
+    const int bug = !strcmp(get_str(j, "verdict", ""), rp_verdict_name(RP_V_BUG));
+    const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") ? FRESH_LEAK
+                     : bug && (!strcmp(what, "invariant shadow") ||
+                               (!strcmp(what, "replica") &&
+                                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fs, "host_computed"))))
+                         ? FRESH_EXACT
+                         : FRESH_NONE;
     cJSON_Delete(j);
-    return yes;
+    return need;
 }
 
 /* Reads <dir>/<file> (a classification) into the verdict fields: *have, *verdict, *pass
@@ -973,8 +986,6 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         }
     }
     int infra = 0; /* an infrastructure failure in the fresh runs the first verdict asked for */
-    if (!cancelled && res && report && runs && oc->status == RP_CASE_OK && r->m->cls.enabled)
-        cancelled = classify_runs(r, i, tmp);
     if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
     if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
     if (!cancelled && res && report && runs && st == RP_OK) {
@@ -982,7 +993,8 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
-        if (st == RP_OK && exact_bug_needs_fresh_runs(tmp) && !(cancelled = fresh_runs_exact(r, i, tmp))) {
+        const int fresh = st == RP_OK && r->m->cls.enabled ? fresh_runs_needed(tmp) : FRESH_NONE;
+        if (fresh && !(cancelled = fresh == FRESH_LEAK ? classify_runs(r, i, tmp) : fresh_runs_exact(r, i, tmp))) {
             aux_infra(tmp, 0, oc);
             infra = oc->status == RP_CASE_INFRA; /* not stored: the next run computes it again */
             if (!infra) classify_now(r, i, tmp, oc);
