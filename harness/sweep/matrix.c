@@ -1446,6 +1446,21 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
         if (st == RP_OK) st = build_case(x, sp, &own, NULL, mk, &tmp->c);
         aset_free(&own);
         if (st != RP_OK) break;
+        /* a reference is what a case's drift is measured from: an approximate layout (stale
+         * activations after warmup) has no rounding envelope, and one that a case resolves to
+         * itself makes that case "the reference", compared with nothing (a reference line that
+         * resets dp and the sequence degrees but not pipefusion or patch) */
+        rp_par_degrees rdeg;
+        rp_case_degrees(&tmp->c, &rdeg);
+        if (rp_par_layout_exactness(&rdeg) != RP_PAR_EXACT) {
+            char nm[sizeof sw[i].c.name];
+            rp_case_display_name(sw[i].c.name, 0, nm, sizeof nm);
+            st = fail_mark(x, mk, RP_ERR_INVALID, "field 'reference': the reference of case '%s' is an approximate "
+                           "layout (pipefusion %d, patch %d): a reference must be exact; give the reference "
+                           "pipefusion: 1 and patch: 1 (the default reference is the serial run)", nm, rdeg.pipefusion,
+                           rdeg.patch);
+            break;
+        }
         tmp->c.expect[0] = '\0';
         tmp->c.name[0] = '\0';
         rp_case_id(&tmp->c, tmp->id);
@@ -1815,7 +1830,8 @@ void rp_matrix_help(FILE *f) {
 "                         a case's reference = the case with these values; default: the serial\n"
 "                         run (all degrees 1, num_pipeline_patch 0, pipefusion_layers [],\n"
 "                         warmup_steps 1, backend self, no inject). Cases with the same\n"
-"                         reference form a group; the reference runs first\n"
+"                         reference form a group; the reference runs first. A reference\n"
+"                         must be exact (pipefusion 1, patch 1)\n"
 "  repeat: 3              runs of each case (run-to-run determinism), 1..%d\n"
 "  timeout: 600           seconds per run of a case, all its ranks (default 900)\n"
 "  launcher: srun         how a case's ranks start: local (default: fork on this machine),\n"

@@ -124,6 +124,23 @@ START_TEST(default_reference_is_the_serial_run) {
 }
 END_TEST
 
+/* A reference must be an exact layout: one that keeps pipefusion or patch (a reference line
+ * that resets dp and the sequence degrees only) would make an approximate case its own
+ * reference, compared with nothing. The default reference is serial, so it never is. */
+START_TEST(approximate_reference_is_refused) {
+    parse_fails("base: {model: dit-tiny}\nseeds: [0]\ninclude:\n  - {pipefusion: 2, warmup_steps: 1, name: pf2}\n"
+                "reference: {dp: 1, attention: math}\n",
+                "5:12: field 'reference': the reference of case 'pf2' is an approximate layout (pipefusion 2, "
+                "patch 1): a reference must be exact; give the reference pipefusion: 1 and patch: 1 (the default "
+                "reference is the serial run)");
+    rp_matrix m;
+    parse_ok("base: {model: dit-tiny}\nseeds: [0]\ninclude:\n  - {patch: 2, warmup_steps: 1, name: p2}\n", &m);
+    ck_assert_int_eq(m.n_cases, 2);
+    ck_assert_int_eq(m.cases[0].c.patch, 1); /* the default reference: serial */
+    rp_matrix_free(&m);
+}
+END_TEST
+
 START_TEST(groups_share_references) {
     /* a reference per model: the overrides apply to each case */
     rp_matrix m;
@@ -384,6 +401,7 @@ int main(void) {
     tcase_add_test(tc, every_case_field_is_a_matrix_field);
     tcase_add_test(tc, product_order_and_references);
     tcase_add_test(tc, default_reference_is_the_serial_run);
+    tcase_add_test(tc, approximate_reference_is_refused);
     tcase_add_test(tc, groups_share_references);
     tcase_add_test(tc, exclude_and_include_follow_github_actions);
     tcase_add_test(tc, includes_without_axes_are_cases);
