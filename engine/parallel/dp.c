@@ -14,7 +14,7 @@
 
 #include "parallel.h"
 
-enum { TAG_GATHER = 51 };
+enum { TAG_GATHER = 51, TAG_GATHER_CHECK = 52 };
 
 #define NO_PROMPT 0xFFFFFFFFu /* a NULL prompt (DiT), distinct from "" */
 
@@ -310,5 +310,57 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     if (st == RP_OK) return RP_OK;
 fail:
     rp_gen_result_free(all);
+    return st;
+}
+
+/* prints (steps + 3): the fingerprints of B items of per floats (rgb_item bytes of image
+ * each) whose trajectory row s starts at traj + s * stride, latents at lat, images at rgb
+ * (NULL: none, printed 0). */
+static void group_prints(uint64_t *prints, size_t steps, const float *traj, size_t stride, const float *lat,
+                         const unsigned char *rgb, size_t B, size_t per, size_t rgb_item) {
+    for (size_t s = 0; s <= steps; s++) prints[s] = rp_par_fingerprint(traj + s * stride, B * per);
+    prints[steps + 1] = rp_par_fingerprint(lat, B * per);
+    prints[steps + 2] = rgb ? rp_par_fnv1a64(rgb, B * rgb_item) : 0;
+}
+
+rp_status rp_par_dp_gather_check(rp_parallel *p, const rp_gen_result *local, const rp_gen_result *all,
+                                 rp_par_gather_report *out, rp_error *err) {
+    *out = (rp_par_gather_report){.row = -1, .group = -1, .rank = -1};
+    if (p->replica.rank != 0) return RP_OK; /* the leaders hold the results */
+    rp_comm *c = p->world_comm;
+    const int dp = p->deg.dp, per_group = p->world / dp;
+    const size_t per = (size_t)local->C * local->h * local->w, N = (size_t)local->steps, np = N + 3;
+    const size_t rgb_item = local->rgb ? (size_t)local->H * local->W * 3 : 0;
+    uint64_t *msg = malloc(sizeof(uint64_t) * (np + 2)), *mine = msg + 2; /* first, count, prints */
+    uint64_t *theirs = malloc(sizeof(uint64_t) * (np + 2)), *gathered = malloc(sizeof(uint64_t) * np);
+    rp_status st = msg && theirs && gathered ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "dp gather check: out of memory");
+    if (st == RP_OK) {
+        msg[0] = (uint64_t)p->item_first;
+        msg[1] = (uint64_t)local->B;
+        group_prints(mine, N, local->trajectory, (size_t)local->B * per, local->latents, local->rgb, (size_t)local->B,
+                     per, rgb_item);
+    }
+    if (st == RP_OK && p->rank != 0) st = c->ops->send(c, msg, sizeof(uint64_t) * (np + 2), 0, TAG_GATHER_CHECK, err);
+    for (int g = 0; st == RP_OK && p->rank == 0 && g < dp; g++) {
+        const int from = g * per_group;
+        if (g == 0) memcpy(theirs, msg, sizeof(uint64_t) * (np + 2));
+        else st = c->ops->recv(c, theirs, sizeof(uint64_t) * (np + 2), from, TAG_GATHER_CHECK, err);
+        if (st != RP_OK || out->row >= 0) continue; /* every leader's message is received */
+        const size_t first = (size_t)theirs[0], B = (size_t)theirs[1], n = (size_t)all->B;
+        if (first > n || B > n - first) { /* items the run does not have: nothing is theirs */
+            *out = (rp_par_gather_report){.row = 0, .group = g, .rank = from};
+            continue;
+        }
+        group_prints(gathered, N, all->trajectory + first * per, n * per, all->latents + first * per,
+                     all->rgb ? all->rgb + first * rgb_item : NULL, B, per, rgb_item);
+        for (size_t r = 0; r < np; r++)
+            if (gathered[r] != theirs[2 + r]) {
+                *out = (rp_par_gather_report){.row = (int)r, .group = g, .rank = from};
+                break;
+            }
+    }
+    free(msg);
+    free(theirs);
+    free(gathered);
     return st;
 }

@@ -539,6 +539,24 @@ rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen
 rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_total,
                            rp_gen_result *all, rp_error *err);
 
+/* What rp_par_dp_gather_check found on rank 0: the first part of one group's result whose
+ * gathered copy differs from what the group's leader holds — row 0..steps of the trajectory,
+ * steps + 1 its final latents, steps + 2 its images — with the group and its leader's rank;
+ * row -1: every copy is the leader's. */
+typedef struct rp_par_gather_report {
+    int row, group, rank;
+} rp_par_gather_report;
+
+/* Collective over the world, after rp_par_dp_gather: each dp group's leader sends rank 0 a
+ * fingerprint of every trajectory row, of its final latents and of its images, with the
+ * position of its first item (p->item_first: rp_par_dp_select's split, not the gather's own
+ * bookkeeping); rank 0 fingerprints the same items of *all and reports the first part that
+ * differs into *out (rank 0 only; others get row -1). A gather that unpacks a group's rows
+ * at another offset leaves every computation right and the returned latents too, while the
+ * stored trajectory, which the classifier's checks read, is another run's. */
+rp_status rp_par_dp_gather_check(rp_parallel *p, const rp_gen_result *local, const rp_gen_result *all,
+                                 rp_par_gather_report *out, rp_error *err);
+
 /* 64-bit FNV-1a over n bytes. */
 uint64_t rp_par_fnv1a64(const void *data, size_t n);
 

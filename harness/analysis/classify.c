@@ -1515,7 +1515,9 @@ static void cls_replicas(cls *x) {
             if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
-                f->replica_host = g && !strcmp(g, "world");
+                const int gather = g && !strcmp(g, "gather"); /* rank 0's gathered copy, a host copy */
+                f->replica_host = g && (!strcmp(g, "world") || gather);
+                f->replica_gather = gather;
                 f->replica_own = g && !strcmp(g, "own");
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
                 const int ra = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)),
@@ -1526,6 +1528,11 @@ static void cls_replicas(cls *x) {
                              "rank %d's %s differs from its own recomputation from the same inputs "
                              "(the same operations in the same order: own check, %s)", rb,
                              what && what[0] ? what : "attention", WHAT[i]);
+                else if (gather)
+                    snprintf(f->replica_msg, sizeof f->replica_msg,
+                             "rank 0's gathered copy differs from what rank %d, dp group %d's leader, holds "
+                             "(the dp gather, %s)", ra,
+                             (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "dp_group")), WHAT[i]);
                 else
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank %d's copy differs from rank %d's (%s group, %s)", rb, ra, g ? g : "?", WHAT[i]);
@@ -1535,6 +1542,12 @@ static void cls_replicas(cls *x) {
         cJSON_Delete(j);
     }
     if (f->replica_break < 0) return;
+    /* a gathered copy that is not what its group holds: the stored trajectory every other
+     * comparison of the case reads is not the one computed, so this comes first */
+    if (f->replica_gather) {
+        f->replica_first = 1;
+        return;
+    }
     const char *other = f->layer_break >= 0 ? f->layer_name : f->step_layer;
     const int other_step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break;
     if (other_step < 0 || f->replica_break < other_step) f->replica_first = 1;

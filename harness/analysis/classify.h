@@ -265,6 +265,9 @@ typedef struct rp_cls_facts {
                                  shadows), which a leak would have reached */
     int replica_own;          /* 1: the own group: a rank's result of the layout's own arithmetic
                                  against its recomputation from the same inputs (no other copy) */
+    int replica_gather;       /* 1: the gather group: rank 0's gathered copy of a dp group's rows
+                                 against what the group's leader holds (a host copy: first, as
+                                 every comparison of the stored trajectory reads that copy) */
     char replica_tensor[96];
     char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */

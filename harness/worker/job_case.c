@@ -336,10 +336,15 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
  * one-step result), then rank 0 compares all ranks' fingerprints and writes
  * <dir>/replicas.json:
  *   {"checked": n, "first_difference": null | {"step": k, "tensor": s, "group": "sp" |
- *    "replica", "ranks": [leader, rank], "other": s (opt)}, "unchecked": s (opt)}
- * step: the sampling step of the evaluation (mask: a teacher run's steps; NULL: all). */
+ *    "replica" | "world" | "own" | "gather", "ranks": [leader, rank], "other": s (opt)},
+ *    "unchecked": s (opt)}
+ * step: the sampling step of the evaluation (mask: a teacher run's steps; NULL: all). The
+ * gather's finding (rp_par_dp_gather_check: rank 0's gathered copy of a group's rows against
+ * the group leader's) is a difference of group "gather", ranks [leader, 0], when it comes
+ * first. */
 static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *ctx, const rp_gen_result *res,
-                               int steps, const unsigned char *mask, const char *device, rp_error *err) {
+                               int steps, const unsigned char *mask, const rp_par_gather_report *gather,
+                               const char *device, rp_error *err) {
     if (par->world == 1 && !par->check_own) return RP_OK; /* one rank: only its own check's pairs */
     const size_t n = (size_t)res->B * res->C * res->h * res->w;
     for (int k = 0, e = 0; k <= steps; k++) { /* row 0: the initial noise (or teacher x_0) */
@@ -355,10 +360,24 @@ static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *
     cJSON *j = cJSON_CreateObject(), *fd = NULL;
     if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     cJSON_AddNumberToObject(j, "checked", (double)rep.checked);
-    if (rep.first.eval >= 0) {
-        int step = rep.first.eval; /* the eval-th step the run made */
-        for (int k = 0, e = 0; mask && k < steps; k++)
-            if (mask[k] && e++ == rep.first.eval) step = k;
+    int step = rep.first.eval; /* the eval-th step the run made */
+    for (int k = 0, e = 0; mask && k < steps; k++)
+        if (mask[k] && e++ == rep.first.eval) step = k;
+    /* the gather's row r: the state after step r - 1 (row 0, the noise: step 0); the final
+     * latents and the images: after the last step */
+    const int gstep = gather->row < 0 ? -1 : gather->row == 0 ? 0 : gather->row <= steps ? gather->row - 1 : steps;
+    if (gather->row >= 0 && (rep.first.eval < 0 || gstep < step)) {
+        static const char *const PART[] = {"initial_noise", "latents", "final latents", "images"};
+        const int part = gather->row == 0 ? 0 : gather->row <= steps ? 1 : gather->row - steps + 1;
+        fd = cJSON_AddObjectToObject(j, "first_difference");
+        cJSON_AddNumberToObject(fd, "step", gstep);
+        cJSON_AddStringToObject(fd, "tensor", PART[part]);
+        cJSON_AddStringToObject(fd, "group", "gather");
+        cJSON *r = cJSON_AddArrayToObject(fd, "ranks");
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(gather->rank));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(0));
+        cJSON_AddNumberToObject(fd, "dp_group", gather->group);
+    } else if (rep.first.eval >= 0) {
         fd = cJSON_AddObjectToObject(j, "first_difference");
         cJSON_AddNumberToObject(fd, "step", step);
         cJSON_AddStringToObject(fd, "tensor", rep.first.name);
@@ -559,12 +578,16 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         t[2] = res.encode_seconds;
         t[3] = res.sample_seconds;
         t[4] = res.decode_seconds;
-        st = replica_check(s->out_dir, &J->par, &ctx, &res, c->steps, s->teacher_ref ? tmask : NULL, J->dev_name, err);
     }
-    /* ---- results to rank 0, in input order ---- */
+    /* ---- results to rank 0, in input order, checked against what each group holds ---- */
     const double t5 = rp_now_s();
+    rp_par_gather_report gather;
     if (st == RP_OK) st = rp_par_dp_gather(&J->par, &res, J->n_all, &gathered, err);
+    if (st == RP_OK) st = rp_par_dp_gather_check(&J->par, &res, &gathered, &gather, err);
     t[5] = rp_now_s() - t5;
+    if (st == RP_OK)
+        st = replica_check(s->out_dir, &J->par, &ctx, &res, c->steps, s->teacher_ref ? tmask : NULL, &gather,
+                           J->dev_name, err);
     if (st == RP_OK && J->par.rank == 0 && s->teacher_ref)
         st = write_teacher(s->out_dir, c, &gathered, tmask, s->teacher_ref, &trace, &J->par, J->dev_name, t, t_run,
                            err);
