@@ -68,10 +68,12 @@ typedef struct rp_job_case_opts {
                                 forced from OUT (a reference) or the --then-teacher REF_DIR into
                                 OUT/invariant/teacher/, unless the case's trajectory is bitwise REF_DIR's */
     int then_leak;           /* --then-leak: the leak check: the case's run is the launch's first call;
-                                a later call recomputes steps from its input (the teacher run, or for
-                                a case bitwise its reference's, which has none, the first
-                                RP_LEAK_CHECK_STEPS steps teacher-forced into OUT/teacher/), whose
-                                bits must be the case's own (rp_cls_rerun_check) */
+                                a later call recomputes steps from its input (for a case that differs
+                                from its reference, every step from its own latents into OUT/self/:
+                                the self check; for one bitwise its reference's, the first
+                                RP_LEAK_CHECK_STEPS steps teacher-forced into OUT/teacher/; a
+                                reference's own teacher run), whose bits must be the case's own
+                                (rp_cls_rerun_check) */
 } rp_job_case_opts;
 
 /* Runs the case on this rank; returns a worker exit code (errors reported on stderr,
