@@ -798,6 +798,65 @@ START_TEST(dp_items_are_shared_and_verified) {
 }
 END_TEST
 
+/* ---- the dp gather and its check ------------------------------------------------------- */
+
+/* dp 2 (one rank per group), 2 items each, 3 steps, 5 floats per item, 2x2 images; every
+ * value a function of (item, row), so rank 0 knows the whole gathered result:
+ *   0  the gather as it is              -> every part the leaders hold, row -1
+ *   1  rank 0's stored copy of group 1's trajectory row 2 loses one bit
+ *                                       -> row 2, group 1, rank 1
+ *   2  group 1's final latents          -> row steps + 1
+ *   3  group 1's images                 -> row steps + 2 */
+static int gather_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const int scenario = *(const int *)arg;
+    enum { B = 2, N = 3, PER = 5, IMG = 2 * 2 * 3 };
+    rp_error err = {0};
+    rp_parallel par;
+    const rp_par_degrees d = {world, 1, 1, 1, 1, 1};
+    if (rp_par_init(&par, c, &d, RP_INJECT_NONE, &err) != RP_OK) return 1;
+    par.item_first = rank * B;
+    par.n_items_total = world * B;
+    float noise[B * PER], lat[B * PER], traj[(N + 1) * B * PER];
+    double ts[N] = {3, 2, 1};
+    uint8_t rgb[B * IMG];
+    for (int s = 0; s <= N; s++)
+        for (int b = 0; b < B; b++)
+            for (int e = 0; e < PER; e++)
+                traj[(s * B + b) * PER + e] = (float)(100 * (rank * B + b) + 10 * s + e);
+    memcpy(noise, traj, sizeof noise);
+    memcpy(lat, traj + N * B * PER, sizeof lat);
+    for (int i = 0; i < B * IMG; i++) rgb[i] = (uint8_t)(rank * 50 + i);
+    rp_gen_result local = {.B = B, .C = 1, .h = 1, .w = PER, .steps = N, .noise = noise, .latents = lat,
+                           .trajectory = traj, .timesteps = ts, .H = 2, .W = 2, .rgb = rgb};
+    rp_gen_result all;
+    rp_par_gather_report r;
+    int bad = rp_par_dp_gather(&par, &local, world * B, &all, &err) != RP_OK;
+    if (!bad && rank == 0) {
+        const size_t n = (size_t)world * B;
+        if (scenario == 1) all.trajectory[(2 * n + B) * PER + 3] = nextafterf(all.trajectory[(2 * n + B) * PER + 3], 0);
+        if (scenario == 2) all.latents[B * PER] += 1.0f;
+        if (scenario == 3) all.rgb[B * IMG + 5] ^= 1;
+    }
+    if (!bad) bad = rp_par_dp_gather_check(&par, &local, &all, &r, &err) != RP_OK;
+    static const int ROW[] = {-1, 2, N + 1, N + 2};
+    if (!bad && rank == 0)
+        bad = r.row != ROW[scenario] || (scenario && (r.group != 1 || r.rank != 1));
+    if (!bad && rank != 0) bad = r.row != -1; /* only rank 0 finds anything */
+    if (bad) fprintf(stderr, "rank %d scenario %d: row %d group %d rank %d (%s)\n", rank, scenario, r.row, r.group,
+                     r.rank, err.msg);
+    if (rank == 0) rp_gen_result_free(&all);
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(dp_gather_is_checked) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int scenario = _i;
+    const int failed = spawn(2, gather_rank_main, &scenario);
+    ck_assert_msg(failed == 0, "scenario %d: %d ranks failed", scenario, failed);
+}
+END_TEST
+
 /* ---- replica consistency -------------------------------------------------------------- */
 
 /* Scenario s on a (cfg 2, ulysses 2) layout of 4 ranks, every rank noting the same tensors:
@@ -925,6 +984,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 180);
     tcase_add_loop_test(tc, sp_attention_ranks, 0, (int)(sizeof SP_CASES / sizeof *SP_CASES));
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
+    tcase_add_loop_test(tc, dp_gather_is_checked, 0, 4);
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
     tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
