@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "backends/comm_internal.h"
+#include "backends/comm_watch.h"
 
 double rp_comm_now(void) {
     struct timespec ts;
@@ -106,6 +107,7 @@ static rp_status check_opts(const rp_comm_opts *o, rp_comm_opts *d, rp_error *er
     if (!nonempty(o->redis_host)) d->redis_host = NULL;
     if (!nonempty(o->iface)) d->iface = NULL;
     if (!nonempty(o->hostname)) d->hostname = NULL;
+    if (!nonempty(o->state_dir)) d->state_dir = NULL;
     return RP_OK;
 }
 
@@ -155,9 +157,12 @@ rp_status rp_comm_create(const rp_comm_opts *o, rp_comm **out, rp_error *err) {
     if (s != RP_OK) return s;
     assert(c && c->ops && c->rank == d.rank && c->world == d.world);
 #ifdef REPRO_HAVE_CUDA
-    if (d.kind != RP_COMM_NCCL && d.mem == RP_MEM_CUDA) return rp_comm_stage_wrap(c, d.cuda_device, out, err);
-    if (d.kind == RP_COMM_NCCL && d.mem == RP_MEM_HOST) return rp_comm_host_stage_wrap(c, d.cuda_device, out, err);
+    if (d.kind != RP_COMM_NCCL && d.mem == RP_MEM_CUDA) s = rp_comm_stage_wrap(c, d.cuda_device, &c, err);
+    if (d.kind == RP_COMM_NCCL && d.mem == RP_MEM_HOST) s = rp_comm_host_stage_wrap(c, d.cuda_device, &c, err);
+    if (s != RP_OK) return s;
 #endif
+    /* outermost, so each published call is the caller's (world 1 cannot deadlock) */
+    if (d.state_dir && d.world > 1) return rp_comm_watch_wrap(c, d.state_dir, out, err);
     *out = c;
     return RP_OK;
 }

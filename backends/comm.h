@@ -102,6 +102,10 @@ typedef struct rp_comm_opts {
     int host_staged;         /* nccl with mem = RP_MEM_HOST: buffers are host memory, staged
                                 through a device scratch on cuda_device (above). Ignored by
                                 self and gloo, whose host buffers need no staging */
+    const char *state_dir;   /* non-NULL: every call publishes this rank's state in
+                                <state_dir>/rank<rank>.comm for the launcher's deadlock watch
+                                (backends/comm_watch.h); the local launcher passes it as
+                                REPRO_COMM_STATE_DIR */
 } rp_comm_opts;
 
 typedef struct rp_comm rp_comm;

@@ -10,6 +10,7 @@
 #include "engine/clock.h"
 #include "engine/strutil.h"
 #include "backends/launch.h"
+#include "backends/comm_watch.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -33,6 +34,8 @@ extern char **environ;
 
 /* How often ranks without a pidfd are checked (old kernels, or no_pidfd). */
 #define POLL_FALLBACK_MS 20
+/* how often the deadlock watch reads the ranks' state files */
+#define DEADLOCK_POLL_MS 250
 
 /* ---- signal names ------------------------------------------------------ */
 
@@ -80,6 +83,7 @@ const char *rp_launch_status_name(rp_launch_status s) {
     case RP_LAUNCH_COMM_TIMEOUT: return "comm-timeout";
     case RP_LAUNCH_HANG: return "hang";
     case RP_LAUNCH_CANCELLED: return "cancelled";
+    case RP_LAUNCH_DEADLOCK: return "deadlock";
     }
     return "unknown";
 }
@@ -166,7 +170,7 @@ static rp_status make_dirs(const char *path, rp_error *err) {
 
 /* ---- per-rank preparation ------------------------------------------------ */
 
-enum { N_REPRO_VARS = 5 };
+enum { N_REPRO_VARS = 6 };
 
 /* Everything one rank needs at exec time, built before fork. Owns envp (the
  * array; its strings point into environ, the spec, or vars). */
@@ -177,6 +181,9 @@ typedef struct rank_proc {
     int pidfd;
     pid_t pid;
     int running;
+    char state_path[PATH_MAX + 32]; /* <run dir>/rank<r>.comm (comm_watch.h) */
+    uint64_t seen_calls;            /* the deadlock watch: the counter last read */
+    double seen_at;                 /* when it last moved or was even */
 } rank_proc;
 
 static size_t name_len(const char *kv) {
@@ -200,6 +207,7 @@ static rp_status build_env(rank_proc *p, const rp_launch_spec *spec, int rank, c
     snprintf(p->vars[2], sizeof p->vars[2], "REPRO_LOCAL_RANK=%d", rank);
     snprintf(p->vars[3], sizeof p->vars[3], "REPRO_STORE_DIR=%s", store_dir);
     snprintf(p->vars[4], sizeof p->vars[4], "REPRO_RUN_DIR=%s", run_dir);
+    snprintf(p->vars[5], sizeof p->vars[5], "REPRO_COMM_STATE_DIR=%s", run_dir);
     const char *const *rank_env = spec->rank_env ? spec->rank_env[rank] : NULL;
     size_t n = 0;
     for (char **e = environ; e && *e; e++) n++;
@@ -428,9 +436,33 @@ static int ms_until(double t) {
     return d > 1e9 ? 1000000000 : (int)d + 1;
 }
 
+/* The deadlock watch (comm_watch.h): 1 when every running rank's counter is odd (inside
+ * a call) and has not moved for window seconds. A rank with no state file yet is
+ * computing (loading, or not using a communicator at all). */
+static int deadlocked(watch *w, double window) {
+    const double now = rp_now_s();
+    int all_stuck = 1, running = 0;
+    for (int r = 0; r < w->spec->nranks; r++) {
+        rank_proc *p = &w->procs[r];
+        if (!p->running) continue;
+        running++;
+        rp_comm_state st = {0};
+        const uint64_t calls = rp_comm_state_read(p->state_path, &st) ? st.calls : 0;
+        if (calls % 2 == 0 || calls != p->seen_calls) {
+            p->seen_calls = calls;
+            p->seen_at = now;
+            all_stuck = 0;
+        } else if (now - p->seen_at < window) {
+            all_stuck = 0;
+        }
+    }
+    return running > 0 && all_stuck;
+}
+
 static void watch_loop(watch *w) {
     const rp_launch_spec *spec = w->spec;
     const double deadline = spec->timeout_s > 0 ? w->t0 + spec->timeout_s : 0;
+    const double window = spec->deadlock_s < 0 ? 0 : spec->deadlock_s > 0 ? spec->deadlock_s : RP_LAUNCH_DEADLOCK_S;
     struct pollfd fds[RP_LAUNCH_MAX_RANKS + 1];
     check_ranks(w);
     while (any_running(w)) {
@@ -451,11 +483,16 @@ static void watch_loop(watch *w) {
         if (!w->terminating && deadline > 0) timeout = ms_until(deadline);
         if (w->terminating && !w->killed) timeout = ms_until(w->kill_at);
         if (fallback && (timeout < 0 || timeout > POLL_FALLBACK_MS)) timeout = POLL_FALLBACK_MS;
+        if (window > 0 && !w->terminating && (timeout < 0 || timeout > DEADLOCK_POLL_MS)) timeout = DEADLOCK_POLL_MS;
         int pr = poll(fds, (nfds_t)nfds, timeout);
         check_ranks(w);
         if (!w->terminating && cancel_slot >= 0 && pr > 0 &&
             (fds[cancel_slot].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
             w->res->status = RP_LAUNCH_CANCELLED;
+            start_kill(w);
+        }
+        if (!w->terminating && window > 0 && deadlocked(w, window)) {
+            w->res->status = RP_LAUNCH_DEADLOCK;
             start_kill(w);
         }
         if (!w->terminating && deadline > 0 && rp_now_s() >= deadline && any_running(w)) {
@@ -531,6 +568,33 @@ void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res) {
         if (!append_ranks(res, 0)) rp_appendf(res->report, sizeof res->report, "none");
         rp_appendf(res->report, sizeof res->report, "\n");
         append_tail(res, f, RP_LAUNCH_TAIL_LINES);
+        return;
+    }
+    case RP_LAUNCH_DEADLOCK: {
+        /* One line (the runner's reason is the first line): what the waits say about each
+         * other, then each rank's wait. The state files outlive the ranks. */
+        rp_comm_state st[RP_LAUNCH_MAX_RANKS];
+        int have[RP_LAUNCH_MAX_RANKS], common = -1;
+        for (int r = 0; r < res->nranks; r++) {
+            char path[PATH_MAX + 32];
+            rp_comm_state_path(res->run_dir, r, path, sizeof path);
+            /* a rank that had ended before is not part of the wait */
+            have[r] = res->ranks[r].killed_by_launcher && rp_comm_state_read(path, &st[r]);
+        }
+        rp_appendf(res->report, sizeof res->report,
+                   "deadlock: every running rank sat inside a communicator call that no rank completed, for %.1f s",
+                   spec->deadlock_s > 0 ? spec->deadlock_s : RP_LAUNCH_DEADLOCK_S);
+        char why[2048] = "";
+        if (rp_comm_state_explain(st, have, res->nranks, why, sizeof why, &common) > 0) {
+            if (common >= 0) rp_appendf(res->report, sizeof res->report, "; rank %d disagrees with its peers", common);
+            rp_appendf(res->report, sizeof res->report, " (%s)", why);
+        }
+        rp_appendf(res->report, sizeof res->report, ":");
+        for (int r = 0, k = 0; r < res->nranks; r++)
+            if (res->ranks[r].killed_by_launcher)
+                rp_appendf(res->report, sizeof res->report, "%s rank %d in %s", k++ ? ";" : "", r,
+                           have[r] ? st[r].what : "(no state: not inside a call)");
+        rp_appendf(res->report, sizeof res->report, "\n");
         return;
     }
     case RP_LAUNCH_HANG:
@@ -620,6 +684,10 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     rp_status st = in_fd < 0 ? RP_FAIL(err, RP_ERR_IO, "cannot open /dev/null: %s", strerror(errno)) : RP_OK;
     for (int r = 0; st == RP_OK && r < spec->nranks; r++) {
         st = build_env(&procs[r], spec, r, res->run_dir, res->store_dir, err);
+        /* a previous launch's state in this run dir would read as this one's */
+        rp_comm_state_path(res->run_dir, r, procs[r].state_path, sizeof procs[r].state_path);
+        if (st == RP_OK && unlink(procs[r].state_path) != 0 && errno != ENOENT)
+            st = RP_FAIL(err, RP_ERR_IO, "cannot remove %s: %s", procs[r].state_path, strerror(errno));
         if (st == RP_OK) st = open_output(res->run_dir, r, "out", &procs[r].out_fd, err);
         if (st == RP_OK) st = open_output(res->run_dir, r, "err", &procs[r].err_fd, err);
     }
@@ -667,6 +735,8 @@ rp_status rp_launch(const rp_launch_spec *spec, rp_launch_result *res, rp_error 
     }
     if (st == RP_OK) watch_loop(&w);
     reap_all(procs, started, w.pgid);
+    /* the ranks' last calls say something only about a job that did not end well */
+    for (int r = 0; st == RP_OK && res->status == RP_LAUNCH_OK && r < spec->nranks; r++) unlink(procs[r].state_path);
     free_procs(procs, spec->nranks);
     res->wall_s = rp_now_s() - w.t0;
     if (st != RP_OK) return st;

@@ -5,7 +5,7 @@
  *   REPRO_RANK=r, REPRO_WORLD=N, REPRO_LOCAL_RANK=r,
  *   REPRO_STORE_DIR=<run dir>/rendezvous-XXXXXX (fresh for every launch, so a
  *     rerun in the same run dir never reads a previous run's store keys),
- *   REPRO_RUN_DIR=<run dir>,
+ *   REPRO_RUN_DIR=<run dir>, REPRO_COMM_STATE_DIR=<run dir> (the deadlock watch below),
  * plus spec->env for every rank and spec->rank_env[r] for rank r (later wins:
  * rank_env over env over the inherited environment over nothing — but the
  * REPRO_* variables above always win). stdin is /dev/null; stdout and stderr
@@ -22,6 +22,13 @@
  *     an exit code, exit 1 before a communication timeout, then lowest rank.
  *   - the deadline passes               -> RP_LAUNCH_HANG, the still-running
  *     ranks are flagged, and the group gets SIGTERM then SIGKILL
+ *   - every running rank has been inside the same call of its communicator for
+ *     spec->deadlock_s (each rank's <run dir>/rank<r>.comm, written by a comm
+ *     made with REPRO_COMM_STATE_DIR, which every rank gets = <run dir>; stale
+ *     ones are removed before the ranks start: comm_watch.h)
+ *                                       -> RP_LAUNCH_DEADLOCK, the same kill; the
+ *     report names the call each rank was waiting in (the state files stay; after
+ *     a job that ended OK they are removed)
  *   - cancel_fd becomes readable        -> RP_LAUNCH_CANCELLED, same kill
  * Every child is reaped before rp_launch returns, and the group gets a final
  * SIGKILL while a zombie still holds its id, so no rank or grandchild outlives
@@ -65,8 +72,14 @@ typedef enum rp_launch_status {
     RP_LAUNCH_CONFIG,       /* first failure exited RP_WORKER_EXIT_USAGE or _CONFIG */
     RP_LAUNCH_COMM_TIMEOUT, /* first failure exited RP_WORKER_EXIT_COMM_TIMEOUT */
     RP_LAUNCH_HANG,         /* the deadline passed with ranks still running */
-    RP_LAUNCH_CANCELLED     /* cancel_fd fired (e.g. the user pressed ^C) */
+    RP_LAUNCH_CANCELLED,    /* cancel_fd fired (e.g. the user pressed ^C) */
+    RP_LAUNCH_DEADLOCK      /* every running rank sat inside one communicator call for
+                               deadlock_s (the local launcher's watch: comm_watch.h) */
 } rp_launch_status;
+
+/* The local launcher's default deadlock window: long beyond the time a matched call
+ * spends moving its bytes, short beside a case's deadline. */
+#define RP_LAUNCH_DEADLOCK_S 20.0
 
 typedef struct rp_launch_spec {
     int nranks;                  /* 1..RP_LAUNCH_MAX_RANKS */
@@ -82,6 +95,10 @@ typedef struct rp_launch_spec {
     int no_pidfd;                /* tests: force the waitpid-polling fallback */
     int nodes;                   /* cluster launchers (backends/launcher.h): nodes to spread the
                                     ranks over, 1..nranks; <= 0: 1. The local launcher ignores it. */
+    double deadlock_s;           /* local launcher: end the job as RP_LAUNCH_DEADLOCK once every
+                                    running rank has been inside the same communicator call this
+                                    long; 0: RP_LAUNCH_DEADLOCK_S; < 0: not watched. Cluster
+                                    launchers do not watch (the state files are per node). */
 } rp_launch_spec;
 
 typedef struct rp_rank_result {
@@ -131,7 +148,7 @@ rp_status rp_launch_dirs(const rp_launch_spec *spec, rp_launch_result *res, rp_e
  * text every launcher (backends/launcher.h) writes. */
 void rp_launch_report(const rp_launch_spec *spec, rp_launch_result *res);
 
-/* "ok" | "crash" | "config-error" | "comm-timeout" | "hang" | "cancelled" */
+/* "ok" | "crash" | "config-error" | "comm-timeout" | "hang" | "cancelled" | "deadlock" */
 const char *rp_launch_status_name(rp_launch_status s);
 
 /* One line describing a rank's end, e.g. "exit 0 after 1.20 s",

@@ -114,13 +114,20 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                        "the last rank's default attention kernel takes its softmax scale one ulp "
                                        "low (1/sqrt(d) rounded on another path on that rank)",
                                        "world > 1, ring = 1, numerics default, fp32 on the CPU; DiT, SD3, FLUX"},
+    /* A fault that never finishes: a sweep would see it only at the case's deadline, as a
+     * hang with nothing said; the local launcher's deadlock watch ends it within seconds of
+     * every rank waiting, naming the call each waits in. */
+    [RP_INJECT_RING_REVERSE_RANK] = {"ring-reverse-rank",
+                                     "the last ring rank rotates its K/V blocks the other way (sends to the "
+                                     "previous ring rank, receives from the next): a deadlock",
+                                     "ring >= 3; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
-           "ring-lse-skew attn-scale-ulp-rank";
+           "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -243,6 +250,8 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             return 0;
         }
         return 1;
+    case RP_INJECT_RING_REVERSE_RANK: /* with two ring ranks the previous one is the next one */
+        return d->ring >= 3 ? 1 : no(why, cap, "%s needs ring >= 3 (got ring=%d)", n, d->ring);
     case RP_INJECT_RING_LSE_SKEW:
         if (d->ring <= 1) return no(why, cap, "%s needs ring > 1 (got ring=%d)", n, d->ring);
         if (l->invariant) {

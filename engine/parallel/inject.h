@@ -60,6 +60,11 @@
  *                         default                    rounded on another path): a few roundings in
  *                         numerics,                  every score, on one rank
  *                         fp32 CPU (2)
+ *   ring-reverse-rank     ring >= 3    all           the last ring rank passes its K/V block to the
+ *                                                    previous rank and waits for the next one's:
+ *                                                    its neighbours wait for messages it never
+ *                                                    sends, a deadlock (the launcher's watch,
+ *                                                    backends/comm_watch.h, names each rank's wait)
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -108,6 +113,7 @@ typedef enum rp_inject_id {
     RP_INJECT_WEIGHT_LEAK_RANK,
     RP_INJECT_RING_LSE_SKEW,
     RP_INJECT_ATTN_SCALE_ULP_RANK,
+    RP_INJECT_RING_REVERSE_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

@@ -113,9 +113,15 @@ static void block_partial(const rp_ctx *ctx, const float *q, const float *k, con
 }
 
 /* One step of the ring: this rank's K/V block (*cur, bytes) goes to ring rank ri + 1 while
- * ri - 1's arrives in *next; then the buffers swap, so *cur is the block now here. */
-static rp_status ring_pass(rp_comm *c, float **cur, float **next, size_t bytes, int R, int ri, rp_error *err) {
-    rp_status st = c->ops->sendrecv(c, *cur, bytes, (ri + 1) % R, *next, bytes, (ri - 1 + R) % R, TAG_RING, err);
+ * ri - 1's arrives in *next; then the buffers swap, so *cur is the block now here. The
+ * ring-reverse-rank fault turns the last ring rank the other way (to ri - 1, from ri + 1):
+ * with R >= 3 its neighbours wait for messages it never sends, a deadlock. */
+static rp_status ring_pass(const rp_parallel *p, float **cur, float **next, size_t bytes, rp_error *err) {
+    rp_comm *c = p->ring.comm;
+    const int R = p->ring.size, ri = p->ring.rank;
+    const int dir = p->fault == RP_INJECT_RING_REVERSE_RANK && ri == R - 1 ? -1 : 1;
+    rp_status st = c->ops->sendrecv(c, *cur, bytes, (ri + dir + R) % R, *next, bytes, (ri - dir + R) % R, TAG_RING,
+                                    err);
     float *t = *cur;
     *cur = *next;
     *next = t;
@@ -270,7 +276,6 @@ done:
 static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V,
                                 int B, int Hh, int Ts, int Tks, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
-    rp_comm *c = p->ring.comm;
     const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
     const float skew = p->fault == RP_INJECT_RING_LSE_SKEW ? 1e-5f : 0.0f; /* the last block's max */
@@ -317,7 +322,7 @@ static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, c
                               rO + o * Trep * D, S);
             }
         }
-        if (s + 1 < R) st = ring_pass(c, &cur, &next, sizeof(float) * 2 * blk, R, ri, err);
+        if (s + 1 < R) st = ring_pass(p, &cur, &next, sizeof(float) * 2 * blk, err);
     }
     if (st != RP_OK) goto done;
     if (Trep) /* the replicated keys, block nb - 1 */
@@ -434,7 +439,6 @@ static int ring_canon_merge_part(void *user, int part, int bh0, int bh1) {
 static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V, int B,
                                 int Hh, int Ts, int Tl, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
-    rp_comm *c = p->ring.comm;
     const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tsec = Ts - Tl;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
     /* the single process's segments: every ring rank's lead pieces, second pieces, replicated */
@@ -495,7 +499,7 @@ static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, c
             st = RP_FAIL(err, RP_ERR_NOMEM, oom, slots, D + 2, B, Hh, Ts, Trep, nbr);
             break;
         }
-        if (s + 1 < R) st = ring_pass(c, &cur, &next, sizeof(float) * 2 * blk, R, ri, err);
+        if (s + 1 < R) st = ring_pass(p, &cur, &next, sizeof(float) * 2 * blk, err);
     }
     if (st != RP_OK) goto done;
     if (rp_threads_for(rp_attn_canon_threads(ctx, (int)BH, (double)BH * Tg * (double)(Trep + nbr) * D), (int)BH,

@@ -21,7 +21,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: repro launch -n N [--timeout S] [--run-dir DIR] [--grace S] [--env K=V]...\n"
+            "usage: repro launch -n N [--timeout S] [--deadlock S] [--run-dir DIR] [--grace S] [--env K=V]...\n"
             "                    [--rank-env R:K=V]... -- worker ARGS...\n"
             "\n"
             "Starts N processes of `repro ARGS...` (normally `worker ...`) on this machine, each with\n"
@@ -30,6 +30,9 @@ static void usage(FILE *f) {
             "killed at once; at the deadline the whole group is killed and the job is a hang.\n"
             "  -n N, --ranks N    number of ranks (1..%d)\n"
             "  --timeout S        deadline for the whole job in seconds (default 600; 0: none)\n"
+            "  --deadlock S       end the job once every running rank has waited S seconds inside\n"
+            "                     one communicator call (a deadlock: no rank is left to complete it;\n"
+            "                     default 20; 0: no watch), naming the call each rank waits in\n"
             "  --grace S          SIGTERM to SIGKILL delay when killing (default 2)\n"
             "  --run-dir DIR      where rank<R>.out / rank<R>.err and the rendezvous dir go\n"
             "                     (default: a fresh $TMPDIR/repro-launch-XXXXXX)\n"
@@ -38,7 +41,7 @@ static void usage(FILE *f) {
             "  --exe PATH         program to start instead of this repro binary\n"
             "\n"
             "exit codes: 0 all ranks ok, 1 a rank failed (crash or communication timeout), 2 usage,\n"
-            "3 a rank reported a configuration error, 124 hang, 130 cancelled (^C, SIGTERM)\n",
+            "3 a rank reported a configuration error, 124 hang or deadlock, 130 cancelled (^C, SIGTERM)\n",
             RP_LAUNCH_MAX_RANKS);
 }
 
@@ -67,7 +70,8 @@ static int exit_code_for(rp_launch_status s) {
     switch (s) {
     case RP_LAUNCH_OK: return 0;
     case RP_LAUNCH_CONFIG: return 3;
-    case RP_LAUNCH_HANG: return 124;
+    case RP_LAUNCH_HANG:
+    case RP_LAUNCH_DEADLOCK: return 124;
     case RP_LAUNCH_CANCELLED: return 130;
     case RP_LAUNCH_CRASH:
     case RP_LAUNCH_COMM_TIMEOUT: return 1;
@@ -124,6 +128,8 @@ int rp_cmd_launch(int argc, char **argv) {
     spec.nranks = (int)rp_arg_int(&a, "ranks", 0);
     spec.timeout_s = rp_arg_double(&a, "timeout", 600.0);
     spec.grace_s = rp_arg_double(&a, "grace", 2.0);
+    const double deadlock = rp_arg_double(&a, "deadlock", RP_LAUNCH_DEADLOCK_S);
+    spec.deadlock_s = deadlock > 0 ? deadlock : -1; /* 0: no watch */
     spec.run_dir = rp_arg_str(&a, "run-dir", NULL);
     spec.exe = rp_arg_str(&a, "exe", NULL);
     const char *env[MAX_ENV + 1] = {0};
@@ -140,8 +146,8 @@ int rp_cmd_launch(int argc, char **argv) {
                                                "repro launch -n 2 -- worker --job comm-selftest");
     else if (spec.nranks < 1 || spec.nranks > RP_LAUNCH_MAX_RANKS)
         rc = 2, RP_FAIL(&err, RP_ERR_INVALID, "launch: -n %d: give 1..%d ranks", spec.nranks, RP_LAUNCH_MAX_RANKS);
-    else if (spec.timeout_s < 0 || spec.grace_s < 0)
-        rc = 2, RP_FAIL(&err, RP_ERR_INVALID, "launch: --timeout and --grace must be >= 0");
+    else if (spec.timeout_s < 0 || spec.grace_s < 0 || deadlock < 0)
+        rc = 2, RP_FAIL(&err, RP_ERR_INVALID, "launch: --timeout, --deadlock and --grace must be >= 0");
     else if (nenv == MAX_ENV || nrenv == MAX_ENV)
         rc = 2, RP_FAIL(&err, RP_ERR_INVALID, "launch: at most %d --env and %d --rank-env", MAX_ENV - 1, MAX_ENV - 1);
     if (rc == 0 && nrenv > 0) {

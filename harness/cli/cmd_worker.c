@@ -43,6 +43,9 @@ static void usage(FILE *f) {
             "  sleep          sleep --seconds S, then exit 0 (hang tests)\n"
             "  crash          rank --crash-rank raises --signal after --seconds S (crash tests)\n"
             "  exit           rank --crash-rank exits with --code N after --seconds S\n"
+            "  deadlock       every rank receives from the next rank before sending to it, so all\n"
+            "                 wait (the launcher's deadlock watch); rank --crash-rank first\n"
+            "                 computes (sleeps) --seconds S outside any call\n"
             "  case           run one case: --case-file case.json --out-dir DIR (the case's backend;\n"
             "                 rank 0 writes latents.safetensors, image-<i>.png, trace.safetensors,\n"
             "                 env.json and done.json last); the classifier's runs of a case:\n"
@@ -75,7 +78,7 @@ static void usage(FILE *f) {
             "exit codes: 0 ok, 1 failed, 2 usage, 3 configuration, 4 communication timeout\n");
 }
 
-typedef enum worker_job { JOB_SELFTEST, JOB_SLEEP, JOB_CRASH, JOB_EXIT, JOB_CASE } worker_job;
+typedef enum worker_job { JOB_SELFTEST, JOB_SLEEP, JOB_CRASH, JOB_EXIT, JOB_DEADLOCK, JOB_CASE } worker_job;
 
 typedef struct worker_opts {
     worker_job job;
@@ -197,6 +200,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     const char *env_iface = getenv("GLOO_SOCKET_IFNAME");
     if (!o->comm.iface && !o->comm.hostname && env_iface && *env_iface) o->comm.iface = env_iface;
     o->comm.timeout_s = rp_arg_double(&a, "timeout", 60.0);
+    o->comm.state_dir = getenv("REPRO_COMM_STATE_DIR"); /* the local launcher's deadlock watch */
     o->late_rank = (int)rp_arg_int(&a, "late-rank", -1);
     o->late_s = rp_arg_double(&a, "late", 0.0);
     const char *seconds = rp_arg_str(&a, "seconds", NULL);
@@ -232,6 +236,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     else if (!strcmp(job, "sleep")) o->job = JOB_SLEEP;
     else if (!strcmp(job, "crash")) o->job = JOB_CRASH;
     else if (!strcmp(job, "exit")) o->job = JOB_EXIT;
+    else if (!strcmp(job, "deadlock")) o->job = JOB_DEADLOCK;
     else if (!strcmp(job, "case")) o->job = JOB_CASE;
     else {
         RP_FAIL(&err, RP_ERR_INVALID, "unknown job '%s' (comm-selftest, sleep, crash, exit, case)", job);
@@ -262,7 +267,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
         return fail(re, &err, RP_WORKER_EXIT_CONFIG);
     }
 
-    o->use_comm = o->job == JOB_SELFTEST || o->job == JOB_CASE || backend != NULL;
+    o->use_comm = o->job == JOB_SELFTEST || o->job == JOB_CASE || o->job == JOB_DEADLOCK || backend != NULL;
     o->comm.rank = re->rank;
     o->comm.world = re->world;
     o->comm.cuda_device = re->local_rank;
@@ -343,6 +348,20 @@ static int run_fault(const worker_opts *o, const rp_rankenv *re, rp_comm *c) {
     return 0;
 }
 
+/* Receives from the next rank, then would send to it: every rank waits in its recv until
+ * the communicator's timeout, unless the launcher sees the deadlock first. */
+static int run_deadlock(const worker_opts *o, const rp_rankenv *re, rp_comm *c) {
+    if (o->crash_rank == -1 || o->crash_rank == re->rank) sleep_s(o->seconds);
+    if (c->world < 2) return 0;
+    const int next = (c->rank + 1) % c->world;
+    uint32_t v = (uint32_t)c->rank;
+    rp_error err;
+    rp_error_clear(&err);
+    rp_status st = c->ops->recv(c, &v, sizeof v, next, 0, &err);
+    if (st == RP_OK) st = c->ops->send(c, &v, sizeof v, next, 0, &err);
+    return st == RP_OK ? 0 : fail(re, &err, rp_worker_exit_code(st));
+}
+
 int rp_cmd_worker(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help")) { usage(stdout); return 0; }
@@ -399,6 +418,9 @@ int rp_cmd_worker(int argc, char **argv) {
     case JOB_CRASH:
     case JOB_EXIT:
         rc = run_fault(&o, &re, c);
+        break;
+    case JOB_DEADLOCK:
+        rc = run_deadlock(&o, &re, c);
         break;
     case JOB_CASE:
         break; /* handled above */

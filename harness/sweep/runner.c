@@ -520,7 +520,8 @@ static int launch_run(runner *r, const rp_case *c, const char *case_json, const 
         case RP_LAUNCH_CRASH: oc->status = RP_CASE_CRASH; break;
         /* a rank stuck in a collective until it gave up: the job hung, nobody crashed first */
         case RP_LAUNCH_COMM_TIMEOUT:
-        case RP_LAUNCH_HANG: oc->status = RP_CASE_HANG; break;
+        case RP_LAUNCH_HANG:
+        case RP_LAUNCH_DEADLOCK: oc->status = RP_CASE_HANG; break; /* seen early: each rank's wait named */
         case RP_LAUNCH_CANCELLED: oc->status = RP_CASE_PENDING; break;
         }
         if (oc->status == RP_CASE_CONFIG_ERROR || oc->status == RP_CASE_CRASH) {

@@ -7,7 +7,8 @@
 #   corpus  the drift corpus (>= 500 cases: samplers, layouts, knobs, fp32 and bf16, normal
 #           and sharpened weights): every verdict identical or drift
 #   bugs    every fault a BUG (dp-rank-layout a MISMATCH) that starts where the case name
-#           says after "=>": the first step, and the first layer@step
+#           says after "=>": the first step, and the first layer@step; a deadlock (HANG,
+#           "=> deadlock rank K") reported as one, naming rank K
 #   margins (drift, corpus, bugs) `repro classify --table` prints per precision the largest
 #           ratio a drift case reached and the smallest ratio that decided a BUG; the line
 #           (the factor) must stand at least 4x above the first and 4x below the second
@@ -96,6 +97,12 @@ bugs)
             print "first layer " $6 " expected " want[2] ": " $0; bad = 1 }
     } END { exit bad }' || fail "bugs: a fault is not localised where it acts"
     margin_check bug || fail "bugs: less than 4x between the factor and the smallest bug ratio"
+    # a deadlock ("=> deadlock rank K"): the sweep's reason names it and rank K as the odd one
+    echo "$rows" | awk '$3 == "HANG" { at = index($0, "=> deadlock rank "); if (at) print substr($0, at + 17) + 0, $1 }' |
+        while read -r k id; do
+            grep -h "$id .*: deadlock: .*; rank $k disagrees with its peers" "$scratch"/*.out >/dev/null ||
+                fail "bugs: case $id is not reported as a deadlock naming rank $k"
+        done || exit 1
     ;;
 approx)
     n=$(echo "$rows" | awk '$3 == "approx"' | wc -l)

@@ -11,6 +11,9 @@
 #               rendezvous timeout naming rank 2, reported as comm-timeout
 #   hang        a sleep longer than the deadline -> HANG naming the running ranks, exit 124,
 #               the process group killed, no process of the run left (pgrep on a marker)
+#   deadlock    3 gloo ranks that each receive from the next one first (rank 1 computes 2 s
+#               before): exit 124 a few seconds after the 3 s deadlock window (not at the
+#               60 s deadline), naming the receive each rank waits in, through the ring
 #   cancel      SIGINT to the launcher -> cancelled, 130, ranks gone; SIGKILL to the
 #               launcher -> ranks die with it (PR_SET_PDEATHSIG)
 #   usage       bad launch/worker arguments -> exit 2, bad rank environment -> exit 3
@@ -148,6 +151,25 @@ hang)
     echo "$out" | grep -q "sleeping 600.0 s" || fail "the hung ranks' stderr is not shown"
     below "$t" 8 || fail "took $t s"
     no_survivors "after the hang"
+    ;;
+deadlock)
+    [ "$comm" = gloo ] || skip "the gloo backend is not built; a deadlock needs several ranks"
+    t0=$(now)
+    out=$("$repro" launch -n 3 --timeout 60 --deadlock 3 --run-dir "$scratch/deadlock" -- \
+          worker --job deadlock --backend gloo --timeout 50 --crash-rank 1 --seconds 2 --tag "$tag" 2>&1)
+    rc=$?
+    t=$(elapsed "$t0")
+    echo "$out"
+    echo "elapsed: $t s (rank 1 computes 2 s, deadlock window 3 s, comm timeout 50 s, deadline 60 s)"
+    [ $rc -eq 124 ] || fail "exit $rc, want 124"
+    echo "$out" | grep -q "^launch: deadlock, 3 ranks" || fail "not reported as a deadlock"
+    for r in 0 1 2; do
+        echo "$out" | grep -q "rank $r in recv of 4 bytes from rank $(( (r + 1) % 3 )), tag 0, call 1, on the world" ||
+            fail "rank $r's receive is not named"
+    done
+    below 5 "$t" || fail "took only $t s: rank 1 computed 2 s, the window is 3 s"
+    below "$t" 20 || fail "took $t s"
+    no_survivors "after the deadlock"
     ;;
 cancel)
     "$repro" launch -n 2 --timeout 300 --run-dir "$scratch/int" -- worker --job sleep --seconds 600 --tag "$tag" \

@@ -13,7 +13,7 @@ else()
   set(_launch_comm self)
 endif()
 set(_launch_cases
-  local:ok local:crash local:exitcode local:rendezvous local:hang local:cancel local:usage
+  local:ok local:crash local:exitcode local:rendezvous local:hang local:deadlock local:cancel local:usage
   mpirun:selftest mpirun:crash
   srun:selftest srun:missing-rank srun:bad-env)
 foreach(c ${_launch_cases})

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backends/comm_watch.h"
 #include "backends/launch.h"
 
 /* A fresh run dir name per test (Check forks each test; pids differ). */
@@ -223,6 +225,143 @@ START_TEST(hang_names_running_ranks) {
 }
 END_TEST
 
+/* The deadlock watch (comm_watch.h) with shell ranks that publish prepared states: the
+ * test writes <dir>/prep<name> in the state file's layout, and a rank script's `st NAME`
+ * installs one as its own <dir>/rank<r>.comm (atomically, by rename). */
+static void prep_state(const char *dir, const char *name, uint64_t calls, int comm_id, int send_to, int recv_from,
+                       const char *what) {
+    unsigned char buf[RP_COMM_STATE_BYTES] = {0};
+    const int32_t f[4] = {comm_id, send_to, recv_from, 0};
+    memcpy(buf, &calls, sizeof calls);
+    memcpy(buf + 8, f, sizeof f);
+    snprintf((char *)buf + 24, sizeof buf - 24, "%s", what);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/prep%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_eq(fwrite(buf, 1, sizeof buf, fp), sizeof buf);
+    fclose(fp);
+}
+
+#define STATE_FN                                                                                                 \
+    "st() { d=$REPRO_COMM_STATE_DIR; cp $d/prep$1 $d/tmp$REPRO_RANK && mv $d/tmp$REPRO_RANK $d/rank$REPRO_RANK.comm; }; "
+
+static void launch_watched(const char *dir, int n, const char *script, double timeout, double window,
+                           rp_launch_result *res) {
+    char full[2048];
+    snprintf(full, sizeof full, "%s%s", STATE_FN, script);
+    const char *argv[] = {"sh", "-c", full, NULL};
+    rp_launch_spec spec = {.nranks = n, .exe = "/bin/sh", .argv = argv, .run_dir = dir, .timeout_s = timeout,
+                           .grace_s = 0.5, .cancel_fd = -1, .deadlock_s = window};
+    rp_error err;
+    rp_error_clear(&err);
+    ck_assert_msg(rp_launch(&spec, res, &err) == RP_OK, "rp_launch: %s", err.msg);
+    rm_tree(dir);
+}
+
+static void watched_dir(char *dir, const char *name) {
+    run_dir(dir, PATH_MAX, name);
+    mkdir(dir, 0755);
+}
+
+START_TEST(deadlock_every_rank_waiting) {
+    /* a ring of 4 where rank 3 turned the other way (sends to 2, receives from 0): every rank
+     * inside its sendrecv for good; the report names rank 3 and each rank's wait */
+    char dir[PATH_MAX];
+    watched_dir(dir, "dl-ring");
+    for (int r = 0; r < 4; r++) {
+        char name[8], what[64];
+        const int to = r == 3 ? 2 : (r + 1) % 4, from = r == 3 ? 0 : (r + 3) % 4;
+        snprintf(name, sizeof name, "%d", r);
+        snprintf(what, sizeof what, "sendrecv to %d from %d", to, from);
+        prep_state(dir, name, 7, 2, to, from, what);
+    }
+    rp_launch_result res;
+    launch_watched(dir, 4, "st $REPRO_RANK; exec sleep 30", 20, 0.6, &res);
+    ck_assert_int_eq(res.status, RP_LAUNCH_DEADLOCK);
+    ck_assert_str_eq(rp_launch_status_name(res.status), "deadlock");
+    ck_assert_msg(res.wall_s >= 0.6 && res.wall_s < 10, "wall %.2f", res.wall_s);
+    ck_assert_msg(strstr(res.report, "; rank 3 disagrees with its peers ("), "%s", res.report);
+    ck_assert_msg(strstr(res.report, "rank 2 sends to rank 3, which receives from rank 0"), "%s", res.report);
+    ck_assert_msg(strstr(res.report, "rank 0 receives from rank 3, which sends to rank 2"), "%s", res.report);
+    ck_assert_msg(!strstr(res.report, "rank 1 sends") && !strstr(res.report, "rank 1 receives"), "%s", res.report);
+    ck_assert_msg(strstr(res.report, ": rank 0 in sendrecv to 1 from 3; rank 1 in sendrecv to 2 from 0; rank 2 in "
+                                     "sendrecv to 3 from 1; rank 3 in sendrecv to 2 from 0\n"), "%s", res.report);
+    assert_no_children();
+}
+END_TEST
+
+START_TEST(deadlock_collectives_disagree) {
+    /* two ranks of one communicator inside different collectives: said, with no common rank */
+    char dir[PATH_MAX];
+    watched_dir(dir, "dl-coll");
+    prep_state(dir, "0", 5, 1, -1, -1, "allgather of 8 floats");
+    prep_state(dir, "1", 5, 1, -1, -1, "barrier");
+    rp_launch_result res;
+    launch_watched(dir, 2, "st $REPRO_RANK; exec sleep 30", 20, 0.4, &res);
+    ck_assert_int_eq(res.status, RP_LAUNCH_DEADLOCK);
+    ck_assert_msg(strstr(res.report, "(on communicator 1 rank 0 waits in allgather, rank 1 in barrier)"), "%s",
+                  res.report);
+    ck_assert_msg(!strstr(res.report, "disagrees"), "%s", res.report);
+    assert_no_children();
+}
+END_TEST
+
+START_TEST(deadlock_not_while_a_rank_computes) {
+    /* ranks 1 and 2 compute (their counters even: their last calls returned): rank 0's long
+     * wait is no deadlock, and the job runs into its deadline instead (a rank with no state
+     * file at all: deadlock_stale_state_is_removed) */
+    char dir[PATH_MAX];
+    watched_dir(dir, "dl-busy");
+    prep_state(dir, "in", 1, 0, -1, 1, "recv from rank 1");
+    prep_state(dir, "out", 2, 0, -1, -1, "returned");
+    rp_launch_result res;
+    launch_watched(dir, 3, "if [ $REPRO_RANK = 0 ]; then st in; else st out; fi; exec sleep 30", 2.0, 0.3, &res);
+    ck_assert_int_eq(res.status, RP_LAUNCH_HANG);
+    assert_no_children();
+}
+END_TEST
+
+START_TEST(deadlock_not_while_calls_return) {
+    /* a rank whose calls keep completing (its counter moving, odd at every read) makes progress */
+    char dir[PATH_MAX];
+    watched_dir(dir, "dl-moving");
+    for (int k = 0; k < 100; k++) { /* calls 1, 3, 5, ...: a real counter never comes back */
+        char name[16];
+        snprintf(name, sizeof name, "m%d", k);
+        prep_state(dir, name, 2 * (uint64_t)k + 1, 0, -1, -1, "allreduce");
+    }
+    rp_launch_result res;
+    launch_watched(dir, 2, "if [ $REPRO_RANK = 0 ]; then st m0; exec sleep 30; fi; "
+                   "k=0; while [ $k -lt 100 ]; do st m$k; sleep 0.05; k=$((k + 1)); done", 2.0, 0.5, &res);
+    ck_assert_int_eq(res.status, RP_LAUNCH_HANG);
+    assert_no_children();
+}
+END_TEST
+
+START_TEST(deadlock_stale_state_is_removed) {
+    /* a previous launch's state (inside a call) left in the run dir: the new ranks, computing
+     * without a communicator, must not read as waiting */
+    char dir[PATH_MAX];
+    watched_dir(dir, "dl-stale");
+    prep_state(dir, "x", 1, 0, -1, -1, "barrier");
+    for (int r = 0; r < 2; r++) {
+        char from[PATH_MAX + 16], to[PATH_MAX + 16];
+        snprintf(from, sizeof from, "%s/prepx", dir);
+        snprintf(to, sizeof to, "%s/rank%d.comm", dir, r);
+        ck_assert_int_eq(link(from, to), 0);
+    }
+    const char *argv[] = {"sh", "-c", "sleep 1.5", NULL};
+    rp_launch_spec spec = {.nranks = 2, .exe = "/bin/sh", .argv = argv, .run_dir = dir, .timeout_s = 20,
+                           .grace_s = 0.5, .cancel_fd = -1, .deadlock_s = 0.3};
+    rp_launch_result res;
+    rp_error err;
+    ck_assert_int_eq(rp_launch(&spec, &res, &err), RP_OK);
+    ck_assert_int_eq(res.status, RP_LAUNCH_OK);
+    rm_tree(dir);
+}
+END_TEST
+
 START_TEST(sigterm_proof_rank_gets_sigkill) {
     /* the shell and its sleep ignore SIGTERM: only the SIGKILL after the grace ends them */
     rp_launch_result res;
@@ -423,6 +562,11 @@ int main(void) {
     tcase_add_test(tc, exit_codes_classified);
     tcase_add_test(tc, early_success_is_not_failure);
     tcase_add_test(tc, hang_names_running_ranks);
+    tcase_add_test(tc, deadlock_every_rank_waiting);
+    tcase_add_test(tc, deadlock_collectives_disagree);
+    tcase_add_test(tc, deadlock_not_while_a_rank_computes);
+    tcase_add_test(tc, deadlock_not_while_calls_return);
+    tcase_add_test(tc, deadlock_stale_state_is_removed);
     tcase_add_test(tc, sigterm_proof_rank_gets_sigkill);
     tcase_add_test(tc, grandchildren_are_killed);
     tcase_add_test(tc, cancel_fd_stops_the_job);

@@ -538,7 +538,8 @@ START_TEST(inject_rules) {
                    "inject=bit-flip: unknown fault injection (known: dp-rank-layout dp-shared-noise ulysses-head-order "
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank)");
+                   "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
+                     "ring-reverse-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -724,7 +725,8 @@ START_TEST(inject_registry) {
                      "inject=ring-rescale: unknown fault injection (known: dp-rank-layout dp-shared-noise "
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
-                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank)");
+                     "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
+                     "ring-reverse-rank)");
 }
 END_TEST
 
@@ -753,6 +755,15 @@ START_TEST(inject_applicability) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_SD3, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "ring-no-rescale needs ring > 1 (got ring=1)");
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    /* a ring of two has one neighbour: turning it around changes nothing */
+    l = one;
+    l.deg.ring = 2;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_REVERSE_RANK, RP_FAMILY_SD3, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "ring-reverse-rank needs ring >= 3 (got ring=2)");
+    l.deg.ring = 3;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_REVERSE_RANK, RP_FAMILY_SD3, &l, NULL, 0), 1);
+    l.deg.ring = 1;
+    l.deg.ulysses = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_SD3, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "rope-offset applies to FLUX only: sd3 uses absolute position embeddings, not RoPE");
     l = one;
