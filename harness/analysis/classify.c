@@ -498,7 +498,15 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     if (f->step_break >= 0 && !f->step_invariant) {
         const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
-        if (f->step_layer[0])
+        if (f->step_after_model)
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s) while every traced layer of "
+                     "the step's evaluation stays within its own: the difference enters after the model's last "
+                     "layer, in %s", f->step_ratio, f->step_break, how,
+                     strchr(f->step_layer, '+') ? "the guidance combine or the sampler's update (its schedule of "
+                                                  "timesteps / sigmas, its coefficients)"
+                                                : "the sampler's update (its schedule of timesteps / sigmas, its "
+                                                  "coefficients)");
+        else if (f->step_layer[0])
             snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g)", f->step_layer,
                      f->step_layer_ratio, f->step_break, how, f->step_ratio);
         else
@@ -1314,6 +1322,28 @@ static const rp_trace_rec *step_layer_break(const rp_trace *ct, const float *cma
     return hit;
 }
 
+/* The number of layers step k's evaluation has in both traces (the comparisons
+ * step_layer_break makes there). */
+static int step_layers_compared(const rp_trace *ct, const float *cmask, const rp_trace *bt, const float *bmask,
+                                int k) {
+    const int ec = eval_of_step(cmask, k), eb = eval_of_step(bmask, k);
+    int n = 0;
+    for (int i = 0; ec >= 0 && eb >= 0 && i < bt->n; i++)
+        n += bt->recs[i].eval == eb && trace_find(ct, ec, bt->recs[i].name) != NULL;
+    return n;
+}
+
+/* A step break that no traced layer of the step explains (facts step_after_model): with
+ * every layer of the model's evaluation compared and within its envelope, what differs is
+ * computed after the model's last layer — the guidance combine (CFG) and the sampler's
+ * update (its schedule of timesteps and sigmas, its coefficients). Named as that stage. */
+static void step_after_model(cls *x, const rp_trace *ct, const float *cmask, const rp_trace *bt, const float *bmask) {
+    rp_cls_facts *f = &x->f;
+    if (f->step_break < 0 || f->step_layer[0] || !step_layers_compared(ct, cmask, bt, bmask, f->step_break)) return;
+    f->step_after_model = 1;
+    snprintf(f->step_layer, sizeof f->step_layer, "%s", x->c.cfg > 1 ? "guidance+sampler.step" : "sampler.step");
+}
+
 /* layer_env_fn of the case's teacher run: the twins' teacher traces (layer_envelope). */
 static double teacher_layer_env(const void *ctx, const rp_trace_rec *base, int k) {
     return layer_envelope(ctx, base, 1, k);
@@ -1477,6 +1507,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
             x->step_layer_rel = rel;
             x->step_layer_env = env;
         }
+        step_after_model(x, &x->cttr, x->ct.mask, &x->bttr, x->bt.mask);
     }
     free(checked);
     return RP_OK;
@@ -1683,6 +1714,7 @@ static void cls_shadow(cls *x) {
     f->step_ratio = ratio;
     f->step_shadow = 1;
     f->step_layer[0] = '\0';
+    f->step_after_model = 0;
     x->local[k] = loc[k];
     x->env_step[k] = env[k];
     if (hit) { /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
@@ -1690,6 +1722,8 @@ static void cls_shadow(cls *x) {
         f->step_layer_ratio = lr;
         x->step_layer_rel = rel;
         x->step_layer_env = e;
+    } else if (c.have_tr && b.have_tr) {
+        step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask);
     }
 out:
     free(v), free(loc), free(env), free(checked);
@@ -1765,7 +1799,9 @@ static void cls_invariant_shadow(cls *x) {
     f->step_ratio = INFINITY;
     f->step_shadow = 0;
     f->step_invariant = 1;
+    f->step_after_model = 0;
     snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
+    if (c.have_tr && b.have_tr) step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask); /* every layer bitwise */
 out:
     teacher_run_free(&c);
     teacher_run_free(&b);
@@ -1998,7 +2034,11 @@ static void cls_first(cls *x) {
     } else if (leak) { /* the later runs' layers are the leak's effect */
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
-        cJSON_AddStringToObject(fl, "what", "invariant shadow");
+        cJSON_AddStringToObject(fl, "what", f->step_after_model ? "invariant shadow, after the model: every traced "
+                                "layer of the step is bitwise" : "invariant shadow");
+    } else if (f->step_break >= 0 && f->step_after_model) {
+        fl = first_layer_at(x, f->step_layer, f->step_break);
+        cJSON_AddStringToObject(fl, "what", "after the model: every traced layer of the step is within its envelope");
     } else if (f->step_break >= 0 && f->step_layer[0]) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
         put(fl, "rel", x->step_layer_rel);

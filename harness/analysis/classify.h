@@ -226,6 +226,9 @@ typedef struct rp_cls_facts {
     double step_ratio;
     char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
     double step_layer_ratio;
+    int step_after_model;     /* no layer: every traced layer of that step's evaluation stayed
+                                 within its envelope, so the difference entered after the
+                                 model's last layer (step_layer then names that stage) */
     int step_shadow;          /* that step broke in the case's fp32 shadow (a bf16/fp16/tf32
                                  case's layout run at fp32 from the same latents) */
     int step_invariant;       /* that step differs in the case's invariant shadow (its layout

@@ -836,6 +836,28 @@ START_TEST(test_driver) {
     ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_layer", "step")) == 2);
     cJSON_Delete(j);
 
+    /* the step's output jumps at step 2 while every traced layer of its evaluation is the
+     * reference's: the difference entered after the model (the guidance, the sampler's update) */
+    snprintf(d, sizeof d, "%s/after-model", root);
+    memcpy(t, r, sizeof r);
+    nudge(t, 1, 3e-7, 7);
+    for (int i = 0; i < B * PER; i++) t[3 * B * PER + i] += 0.01f; /* row 3 = after step 2 */
+    memcpy(x, r, sizeof r);
+    nudge(x, 2, 1e-2, 8);
+    memcpy(x + B * PER, t + B * PER, sizeof(float) * B * PER); /* step 0 as its teacher run's */
+    write_run(d, "BUG", x, 0.5f, t);
+    write_teacher_trace(d, r, 0.5f, -1, 0);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 2);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "guidance+sampler.step");
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "enters after the model's last layer"));
+    cJSON_Delete(j);
+    /* the same with a layer of step 2 beyond its envelope: that layer is named, not the update */
+    write_teacher_trace(d, r, 0.5f, 2, 0.505f);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "blocks.0.attn");
+    cJSON_Delete(j);
+
     /* items swapped: MISMATCH naming the permutation */
     snprintf(d, sizeof d, "%s/swap", root);
     for (int k = 0; k <= N; k++)
