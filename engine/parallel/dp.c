@@ -295,9 +295,12 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             if (st == RP_OK && !(tmp = malloc(sizeof(float) * (N + 1) * B * per)))
                 st = RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for group %d's trajectory", g);
             if (st == RP_OK) st = c->ops->recv(c, tmp, sizeof(float) * (N + 1) * B * per, from, TAG_GATHER, err);
+            /* dp-gather-row: the last group's middle row copied from the row before it */
+            const size_t stale = p->fault == RP_INJECT_DP_GATHER_ROW && g == dp - 1 && N >= 2 ? N / 2 : 0;
             if (st == RP_OK)
                 for (size_t s = 0; s <= N; s++)
-                    memcpy(all->trajectory + (s * n + off) * per, tmp + s * B * per, sizeof(float) * B * per);
+                    memcpy(all->trajectory + (s * n + off) * per, tmp + (s == stale && s ? s - 1 : s) * B * per,
+                           sizeof(float) * B * per);
             free(tmp);
             tmp = NULL;
             if (st == RP_OK && local->rgb)

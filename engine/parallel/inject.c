@@ -121,13 +121,26 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                      "the last ring rank rotates its K/V blocks the other way (sends to the "
                                      "previous ring rank, receives from the next): a deadlock",
                                      "ring >= 3; DiT, SD3, FLUX"},
+    /* A fault in the free sampling loop itself, which no teacher-forced run executes: the
+     * self check (every step again from the case's own stored latents) names it. */
+    [RP_INJECT_LATENTS_BF16_RANK] = {"latents-bf16-rank",
+                                     "the last dp group's sampling loop carries its latents from one step to the "
+                                     "next rounded to bf16 (a pipeline casting the scheduler's output back to the "
+                                     "model's dtype); each step computes in fp32",
+                                     "dp > 1; DiT, SD3, FLUX"},
+    /* A fault in rank 0's copy of the results, not in any rank's computation: the gather
+     * check (each leader's fingerprints against rank 0's stored copy) names it. */
+    [RP_INJECT_DP_GATHER_ROW] = {"dp-gather-row",
+                                 "rank 0's dp gather copies the last dp group's middle trajectory row from the row "
+                                 "before it; that group's latents, images and other rows arrive right",
+                                 "dp > 1 and steps >= 2; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
-           "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank";
+           "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -238,7 +251,12 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             return 0;
         }
         return 1;
+    case RP_INJECT_DP_GATHER_ROW:
+        if (d->dp <= 1) return no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
+        return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: a middle trajectory row (got steps=%d)", n,
+                                      l->steps);
     case RP_INJECT_NONDET_DP_RANK:
+    case RP_INJECT_LATENTS_BF16_RANK:
     case RP_INJECT_NOISE_BF16_RANK:
         return d->dp > 1 ? 1 : no(why, cap, "%s needs dp > 1 (got dp=%d)", n, d->dp);
     case RP_INJECT_WEIGHT_LEAK_RANK:

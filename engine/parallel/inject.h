@@ -65,6 +65,14 @@
  *                                                    its neighbours wait for messages it never
  *                                                    sends, a deadlock (the launcher's watch,
  *                                                    backends/comm_watch.h, names each rank's wait)
+ *   latents-bf16-rank     dp > 1       all           the last dp group's sampling loop carries its
+ *                                                    latents from step to step rounded to bf16;
+ *                                                    each step computes in fp32 (a step started
+ *                                                    from a given latent, as teacher forcing does,
+ *                                                    never rounds): only the self check runs it
+ *   dp-gather-row         dp > 1,      all           rank 0's gather copies the last dp group's
+ *                         steps >= 2                 middle trajectory row from the row before it
+ *                                                    (its latents, images and other rows right)
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -114,6 +122,8 @@ typedef enum rp_inject_id {
     RP_INJECT_RING_LSE_SKEW,
     RP_INJECT_ATTN_SCALE_ULP_RANK,
     RP_INJECT_RING_REVERSE_RANK,
+    RP_INJECT_LATENTS_BF16_RANK,
+    RP_INJECT_DP_GATHER_ROW,
     RP_INJECT_COUNT
 } rp_inject_id;
 

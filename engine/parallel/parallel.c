@@ -215,7 +215,9 @@ static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float 
     int m, M;
     if (ctx->par && rp_par_pf_patch(ctx->par, &m, &M)) {
         /* the patch's shards first (T / M tokens), then the patch into the whole sequence */
-        assert(T % M == 0);
+        if (T % M)
+            return RP_FAIL(err, RP_ERR_INVALID, "pipefusion gather: %d tokens are not %d equal patches: the last %d "
+                           "would be computed by no stage", T, M, T % M);
         if (rp_par_sp(ctx) > 1) {
             rp_ctx whole = *ctx;
             rp_parallel q = *ctx->par;
@@ -231,7 +233,11 @@ static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float 
         if (full != local) memmove(full, local, sizeof(float) * B * (size_t)T * W);
         return RP_OK;
     }
-    assert(T % sp == 0);
+    /* checked here too, not only where the shards were cut (rp_par_shard): a gather whose
+     * shards do not cover the sequence would leave tokens that no rank computed */
+    if (T % sp)
+        return RP_FAIL(err, RP_ERR_INVALID, "sequence gather: %d tokens are not %d equal shards: tokens %d..%d would "
+                       "be computed by no rank", T, sp, T - T % sp, T - 1);
     const int n = T / sp;
     const size_t chunk = (size_t)B * n * W;               /* one rank's (B, n, W) */
     float *all = malloc(sizeof(float) * chunk * sp);      /* (sp, B, n, W) */
@@ -297,6 +303,11 @@ void rp_par_weight_leak(const rp_ctx *ctx, const float *bias) {
 void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n) {
     if (!rp_par_fault(ctx, RP_INJECT_NOISE_BF16_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
     for (size_t i = 0; i < n; i++) noise[i] = rp_bf16_to_f32(rp_f32_to_bf16(noise[i]));
+}
+
+void rp_par_carry(const rp_ctx *ctx, float *x, size_t n) {
+    if (!rp_par_fault(ctx, RP_INJECT_LATENTS_BF16_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
+    for (size_t i = 0; i < n; i++) x[i] = rp_bf16_to_f32(rp_f32_to_bf16(x[i]));
 }
 
 int rp_par_rgb8_truncates(const rp_ctx *ctx) {

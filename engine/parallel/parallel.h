@@ -507,6 +507,10 @@ int rp_par_rgb8_truncates(const rp_ctx *ctx);
 /* noise-bf16-rank: on the last dp group, the initial noise (n floats) rounded to bf16 in
  * place (else nothing). */
 void rp_par_noise_fault(const rp_ctx *ctx, float *noise, size_t n);
+/* The latents (n) the free sampling loop carries into its next step, on this rank: kept as
+ * they are, but under latents-bf16-rank the last dp group rounds them to bf16. A no-op
+ * without a layout. */
+void rp_par_carry(const rp_ctx *ctx, float *x, size_t n);
 /* nondet-dp-rank: on the last dp group, x[0] of the guided prediction (n floats) moves up
  * by 1..1024 ulps chosen by the clock (else nothing). */
 void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n);

@@ -190,8 +190,11 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     return RP_OK;
 }
 
+/* The latents the loop carries from step to step: the layout's (rp_par_carry). */
+static void dit_carry(void *self, float *x, size_t n) { rp_par_carry(((const rp_dit_denoiser *)self)->ctx, x, n); }
+
 rp_denoiser rp_dit_denoiser_as(rp_dit_denoiser *d) {
-    rp_denoiser r = {d, rp_dit_cfg(d->model)->learn_sigma, dit_eval};
+    rp_denoiser r = {d, rp_dit_cfg(d->model)->learn_sigma, dit_eval, dit_carry};
     return r;
 }
 
@@ -597,8 +600,12 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
     return RP_OK;
 }
 
+static void flow_carry(void *self, float *x, size_t n) {
+    rp_par_carry(((const rp_flow_gen_denoiser *)self)->ctx, x, n);
+}
+
 rp_flow_denoiser rp_flow_gen_denoiser_as(rp_flow_gen_denoiser *d) {
-    rp_flow_denoiser r = {d, flow_gen_eval};
+    rp_flow_denoiser r = {d, flow_gen_eval, flow_carry};
     return r;
 }
 

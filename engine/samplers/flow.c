@@ -229,6 +229,7 @@ rp_status rp_flow_sample_euler(const rp_flow_schedule *s, const rp_flow_denoiser
         st = d->eval(d->self, x, i, s->sigmas[i], s->timesteps[i], v, err);
         if (st != RP_OK) break;
         rp_flow_euler_step(x, x, v, s->sigmas[i], s->sigmas[i + 1], n);
+        if (d->carry) d->carry(d->self, x, n);
     }
     if (st == RP_OK && trajectory) memcpy(trajectory + (size_t)s->steps * n, x, n * sizeof(float));
     free(v);

@@ -145,6 +145,11 @@ void rp_flow_cfg(float *v, const float *v_uncond, const float *v_cond, double sc
 typedef struct rp_flow_denoiser {
     void *self;
     rp_status (*eval)(void *self, const float *x, int i, double sigma, double t, float *v, rp_error *err);
+    /* The latents the free loop carries into the next step, or NULL: called on x (n) after
+     * every update, before x is stored in the trajectory and fed to the next step (where a
+     * pipeline would cast the scheduler's output back to its latents' dtype). Teacher
+     * forcing, which starts each step from a given latent, never calls it. */
+    void (*carry)(void *self, float *x, size_t n);
 } rp_flow_denoiser;
 
 /* Runs the Euler sampler over s: x (n) holds the noise (x at sigma = sigmas[0], which

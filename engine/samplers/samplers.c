@@ -283,6 +283,7 @@ rp_status rp_sample(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_de
     for (int k = 0; k < N && st == RP_OK; k++) {
         if (timesteps) timesteps[k] = s->timestep[N - 1 - k];
         st = rp_sampler_step(cfg, s, d, noise, k, x, &ss, err);
+        if (st == RP_OK && d->carry) d->carry(d->self, x, n);
         if (st == RP_OK && trajectory) memcpy(trajectory + (size_t)(k + 1) * n, x, n * sizeof(float));
     }
     rp_sampler_state_free(&ss);

@@ -147,6 +147,10 @@ typedef struct rp_denoiser {
     int has_var;
     rp_status (*eval)(void *self, const float *x, int i, double t, float *eps, float *var,
                       rp_error *err);
+    /* The latents rp_sample's loop carries into the next step, or NULL: called on x (n)
+     * after every step, before x is stored in the trajectory and fed to the next step.
+     * Teacher forcing (a step started from a given latent) never calls it. */
+    void (*carry)(void *self, float *x, size_t n);
 } rp_denoiser;
 
 /* Source of ancestral noise: fill(self, k, out) writes the standard-normal noise

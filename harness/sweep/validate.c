@@ -701,12 +701,14 @@ const char *rp_validate_describe_rules(void) {
            "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
            "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew\n"
-           "                attn-scale-ulp-rank, and only where it can act (e.g. ring-no-rescale\n"
+           "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row,\n"
+           "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
            "                numerics on the CPU, rope-offset needs FLUX\n"
            "                with a split sequence, pipefusion-cache-leak needs warmup_steps 0,\n"
            "                bf16-layer-rank an fp32 case on the CPU, cfg-combine-order\n"
            "                cfg_parallel 2 and steps >= 2, dp-image-order and dp-latents-order\n"
-           "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU)\n";
+           "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU,\n"
+           "                ring-reverse-rank ring >= 3, dp-gather-row dp > 1 and steps >= 2)\n";
 }

@@ -8,7 +8,8 @@
 #           and sharpened weights): every verdict identical or drift
 #   bugs    every fault a BUG (dp-rank-layout a MISMATCH) that starts where the case name
 #           says after "=>": the first step, and the first layer@step; a deadlock (HANG,
-#           "=> deadlock rank K") reported as one, naming rank K
+#           "=> deadlock rank K") reported as one, naming rank K; a third word after "=>" the
+#           evidence that decided the first step (self-check, replica, ...)
 #   margins (drift, corpus, bugs) `repro classify --table` prints per precision the largest
 #           ratio a drift case reached and the smallest ratio that decided a BUG; the line
 #           (the factor) must stand at least 4x above the first and 4x below the second
@@ -96,11 +97,21 @@ bugs)
         if (want[2] != "" && want[2] != "-" && $6 != want[2]) {
             print "first layer " $6 " expected " want[2] ": " $0; bad = 1 }
     } END { exit bad }' || fail "bugs: a fault is not localised where it acts"
+    # a third word after "=>" names the evidence that decided the first step (its "what",
+    # spaces as dashes: self-check, replica, leak-check...)
+    echo "$rows" | awk '$3 == "BUG" { at = index($0, "=> "); if (!at) next; n = split(substr($0, at + 3), w, " ")
+                                      if (n >= 3) print $1, w[3] }' |
+        while read -r id what; do
+            got=$(find "$res" -path "*/$id/classification.json" -exec "${REPRO_PYTHON:-/usr/bin/python3}" -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["evidence"]["first_step"]["what"].replace(" ", "-"))' {} \;)
+            [ "$got" = "$what" ] || fail "bugs: case $id: the first step is decided by '$got', expected '$what'"
+        done || exit 1
     margin_check bug || fail "bugs: less than 4x between the factor and the smallest bug ratio"
     # a deadlock ("=> deadlock rank K"): the sweep's reason names it and rank K as the odd one
     echo "$rows" | awk '$3 == "HANG" { at = index($0, "=> deadlock rank "); if (at) print substr($0, at + 17) + 0, $1 }' |
         while read -r k id; do
-            grep -h "$id .*: deadlock: .*; rank $k disagrees with its peers" "$scratch"/*.out >/dev/null ||
+            grep -h "$id .*deadlock: .*; rank $k disagrees with its peers" "$scratch"/*.out >/dev/null ||
                 fail "bugs: case $id is not reported as a deadlock naming rank $k"
         done || exit 1
     ;;

@@ -240,7 +240,7 @@ static void run_linear(const rp_flow_schedule *s, uint64_t seed) {
         v[j] = nz[j] - x0[j];
     }
     const_v cv = {v, NX, 0};
-    rp_flow_denoiser d = {&cv, eval_const};
+    rp_flow_denoiser d = {&cv, eval_const, NULL};
     rp_error err;
     ck_assert_int_eq(rp_flow_sample_euler(s, &d, x, NX, traj, &err), RP_OK);
     ck_assert_int_eq(cv.calls, N);

@@ -160,7 +160,7 @@ static double run_oracle(rp_sampler_kind kind, double eta, int steps, int point_
     const double aT = s->alphas_cumprod[steps - 1];
     for (int j = 0; j < NX; j++) x[j] = (float)(sqrt(aT) * x0[j] + sqrt(1.0 - aT) * eps[j]);
     oracle o = {s, x0, eps, point_mass, 0};
-    rp_denoiser d = {&o, 1, oracle_eval};
+    rp_denoiser d = {&o, 1, oracle_eval, NULL};
     rp_noise_src ns = {NULL, test_noise_fill};
     rp_sampler_cfg cfg = {kind, eta};
     float *traj = malloc(sizeof(float) * NX * (steps + 1));
@@ -408,7 +408,7 @@ static rp_status smooth_eval(void *self, const float *x, int i, double t, float 
 
 static void run_smooth(rp_sampler_kind kind, double eta, const rp_schedule *s, float *x) {
     rp_randn(x, NX, 42, 0, RP_STREAM_INIT_NOISE);
-    rp_denoiser d = {(void *)s, 0, smooth_eval};
+    rp_denoiser d = {(void *)s, 0, smooth_eval, NULL};
     rp_noise_src ns = {NULL, test_noise_fill};
     rp_sampler_cfg cfg = {kind, eta};
     ck_assert_int_eq(rp_sample(&cfg, s, &d, &ns, x, NX, NULL, NULL, NULL), RP_OK);
@@ -459,7 +459,7 @@ START_TEST(test_parse) {
     ck_assert_int_eq(rp_schedule_dit(&s, 3, &err), RP_OK);
     float x[NX] = {0}, x0[NX] = {0}, eps[NX] = {0};
     oracle o = {&s, x0, eps, 0, 0};
-    rp_denoiser d = {&o, 0, oracle_eval};
+    rp_denoiser d = {&o, 0, oracle_eval, NULL};
     rp_sampler_cfg cfg = {RP_SAMPLER_DDPM, 0};
     ck_assert_int_eq(rp_sample(&cfg, &s, &d, NULL, x, NX, NULL, NULL, &err), RP_ERR_INVALID);
     cfg.kind = RP_SAMPLER_DDIM;
