@@ -320,6 +320,7 @@ void rp_par_generate_begin(rp_parallel *p) {
     if (!p) return;
     p->fwd_eval = -1;
     p->fwd_slot = 0;
+    p->generation++; /* stale rows of an earlier generation are not this one's (stale_check.c) */
     /* the faulty path keeps the previous generation's K/V: the bug is the missing reset */
     if (p->pf && p->fault != RP_INJECT_PIPEFUSION_CACHE_LEAK) rp_par_pf_reset(p);
     if (p->pp) rp_par_pp_reset(p);
@@ -337,6 +338,7 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
     assert(eval >= 0);
     p->fwd_slot = eval == p->fwd_eval ? p->fwd_slot + 1 : 0;
     p->fwd_eval = eval;
+    p->stale_seen = 0;
     /* The own check of the default GEMMs (ops.h rp_gemm_check) at the evaluations the own
      * checks run (rp_par_own_now: the run's first and last), at the price of one forward's
      * GEMMs more each. */
@@ -347,8 +349,9 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
         checked.gemm_check = &p->own_gemm;
         ctx = &checked;
     }
-    if (p->pf) return rp_par_pf_forward(ctx, fn, user, out, n_out, err);
-    return fn(user, ctx, out, err);
+    const rp_status st = p->pf ? rp_par_pf_forward(ctx, fn, user, out, n_out, err) : fn(user, ctx, out, err);
+    rp_par_stale_flush(p); /* the forward's staleness contract checks (stale_check.c) */
+    return st;
 }
 
 /* ---- hooks -------------------------------------------------------------------------- */

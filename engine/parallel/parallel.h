@@ -205,6 +205,8 @@ typedef struct rp_par_group {
     int rank, size;
 } rp_par_group;
 
+#define RP_PAR_REPLICA_NAME 88 /* a replica log entry's name, with its NUL */
+
 typedef struct rp_par_pf rp_par_pf; /* pipefusion.c */
 typedef struct rp_par_rlog rp_par_rlog; /* replica.c */
 typedef struct rp_par_pp rp_par_pp; /* patch.c */
@@ -257,6 +259,13 @@ typedef struct rp_parallel {
     uint64_t own_hash[2];
     char own_what[32];
     rp_gemm_check own_gemm;   /* the default GEMMs' pairs into the own check (rp_par_forward) */
+    /* the staleness contract (stale_check.c): the forward's folded pair, and the first
+     * check that failed in it */
+    int generation;           /* rp_par_generate_begin's count: stale rows of an earlier one */
+    int stale_seen;           /* the forward in progress has attended to stale K/V */
+    int stale_held;
+    uint64_t stale_hash[2];
+    char stale_what[RP_PAR_REPLICA_NAME];
     /* The forward's trace parts, held until its end (rp_par_forward_end) so that its
      * trace points cost no synchronisation: a rank != 0 buffers what it sends (tr_out);
      * rank 0, each record's own cells and where the others' go (tr_pend, trace.c order). */
@@ -407,18 +416,24 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
  *            its recomputation from the same inputs by separately written code with the same
  *            IEEE operations in the same order (p->check_own; rp_par_own_hold). The pair is
  *            compared on every rank, rank 0 included, and with world 1 too (a single rank
- *            running flash against a math reference). */
+ *            running flash against a math reference).
+ *   STALE    one rank, two fingerprints: what an approximate strategy used and what its
+ *            staleness contract says it must be (stale_check.c) — the K/V rows of each
+ *            other patch an attention reads (the rows computed for the same items and
+ *            layer at the evaluation the contract names), and the last pipeline stage's
+ *            output after the broadcast (its own). Noted in every run, one folded pair a
+ *            forward. */
 typedef enum rp_par_rgroup {
     RP_PAR_RG_SP = 0,
     RP_PAR_RG_REPLICA = 1,
     RP_PAR_RG_WORLD = 2,
     RP_PAR_RG_OWN = 3,
+    RP_PAR_RG_STALE = 4,
     RP_PAR_RG_COUNT
 } rp_par_rgroup;
-#define RP_PAR_REPLICA_NAME 88
 #define RP_PAR_REPLICA_MAX_ENTRIES (1 << 20)
 
-/* "sp" | "replica" | "world" */
+/* "sp" | "replica" | "world" | "own" | "stale" */
 const char *rp_par_rgroup_name(rp_par_rgroup g);
 /* Appends the fingerprint (rp_par_fingerprint of the n floats) of this rank's copy of the
  * replicated tensor `name` at the forward's evaluation to its log. No communication; a
@@ -451,6 +466,28 @@ typedef struct rp_par_replica_report {
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err);
 /* Frees the log (rp_par_free calls it). */
 void rp_par_replica_free(rp_parallel *p);
+/* A pair of fingerprints on this rank into the log (group OWN or STALE), at the forward's
+ * evaluation: a under name, b under other. */
+void rp_par_log_pair(rp_parallel *p, rp_par_rgroup g, const char *name, uint64_t a, const char *other, uint64_t b);
+
+/* ---- the staleness contract of the approximate strategies (stale_check.c) ----------- */
+
+/* The identity of the forward in progress for the contract: its items (the trace rows the
+ * denoiser set), so that stale rows written for other items are seen as such whatever
+ * slot they were kept in. */
+int rp_par_stale_who(const rp_parallel *p);
+/* One check of the contract: got, the fingerprint of what the strategy used, and want,
+ * what the contract says it must be (0: nothing qualifies, e.g. no rows computed for these
+ * items at the evaluation the contract names), folded into the forward's pair; what
+ * names the first that failed ("attention 3 patch 0's K/V, step 4: computed at step 3"). */
+void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *what);
+/* The forward's folded pair into the log (STALE group), at the forward's end. */
+void rp_par_stale_flush(rp_parallel *p);
+/* Fingerprint of rows gathered from nbh blocks (b = 0 .. nbh - 1) of `rows` x D floats
+ * each, block b at src + b * stride, k then v (the layout (2, nbh, rows, D) of a patch's
+ * exchanged K/V); scratch holds 2 * nbh * rows * D floats. */
+uint64_t rp_par_kv_print(const float *k, const float *v, size_t nbh, size_t rows, size_t D, size_t stride,
+                         float *scratch);
 /* The own check's pair (OWN group): a's and b's fingerprints (n floats each: the result,
  * then its recomputation), folded with the pairs held since the last trace point (a
  * layer's GEMMs and its attention) and held until the next one, whose name (the layer the

@@ -24,6 +24,7 @@
  * rp_par_generate_begin. The text tokens attend to the same mixed keys, so after warmup
  * the ranks' copies of the text stream drift apart (each is used by its rank only). */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,9 @@ typedef struct pp_kv {
     int B, H, T, D;        /* T: the whole image's tokens */
     float *k, *v;          /* (B, H, T, D) each */
     int valid;             /* holds a step of this generation */
+    /* the staleness contract (stale_check.c): what the exchange held when it was kept */
+    uint64_t *print;       /* (n) fingerprint of each rank's [K | V] as it arrived */
+    int n, eval, gen, who; /* ranks; the evaluation, generation and items it was made for */
 } pp_kv;
 
 typedef struct pp_slot {
@@ -49,16 +53,20 @@ struct rp_par_pp {
     size_t xch_cap;        /* floats */
     float *kv_out;         /* (2, B, H, Tk, D) the keys, then the values handed to attention */
     size_t kv_cap;         /* floats */
+    float *chk;            /* (2, B, H, T/n, D) the contract check's scratch */
+    size_t chk_cap;        /* floats */
 };
 
 static void kv_free(pp_kv *e) {
     free(e->k);
     free(e->v);
+    free(e->print);
     memset(e, 0, sizeof *e);
 }
 
-/* The stale K/V of (slot, layer) shaped (B, H, T, D), grown or reshaped (then invalid). */
-static rp_status stale_at(rp_par_pp *pp, int slot, int layer, int B, int H, int T, int D, pp_kv **out,
+/* The stale K/V of (slot, layer) shaped (B, H, T, D) from n ranks, grown or reshaped (then
+ * invalid). */
+static rp_status stale_at(rp_par_pp *pp, int slot, int layer, int B, int H, int T, int D, int n, pp_kv **out,
                           rp_error *err) {
     assert(slot >= 0 && layer >= 0);
     if (slot >= pp->n_slots) {
@@ -77,16 +85,17 @@ static rp_status stale_at(rp_par_pp *pp, int slot, int layer, int B, int H, int 
         s->n = layer + 1;
     }
     pp_kv *e = &s->layers[layer];
-    if (!e->k || e->B != B || e->H != H || e->T != T || e->D != D) {
+    if (!e->k || e->B != B || e->H != H || e->T != T || e->D != D || e->n != n) {
         kv_free(e);
-        const size_t n = (size_t)B * H * T * D;
-        e->k = malloc(sizeof(float) * n);
-        e->v = malloc(sizeof(float) * n);
-        if (!e->k || !e->v) {
+        const size_t len = (size_t)B * H * T * D;
+        e->k = malloc(sizeof(float) * len);
+        e->v = malloc(sizeof(float) * len);
+        e->print = calloc((size_t)n, sizeof *e->print);
+        if (!e->k || !e->v || !e->print) {
             kv_free(e);
             return RP_FAIL(err, RP_ERR_NOMEM, "patch parallel: out of memory for the stale K/V of attention %d", layer);
         }
-        e->B = B; e->H = H; e->T = T; e->D = D;
+        e->B = B; e->H = H; e->T = T; e->D = D; e->n = n;
     }
     *out = e;
     return RP_OK;
@@ -113,7 +122,7 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
         return RP_FAIL(err, RP_ERR_INVALID, "patch parallel: attention %d has %d keys, %d + %d of them text: no "
                        "image tokens", layer, Tk, Tl, Tr);
     pp_kv *e = NULL;
-    RP_TRY(stale_at(pp, p->fwd_slot, layer, B, H, T, D, &e, err));
+    RP_TRY(stale_at(pp, p->fwd_slot, layer, B, H, T, D, n, &e, err));
     const size_t BH = (size_t)B * H, piece = BH * Ti * D, chunk = 2 * piece; /* chunk: one rank's [K | V] */
     RP_TRY(grow(&pp->xch, &pp->xch_cap, chunk * (size_t)(n + 1), "the K/V exchange", err));
     float *mine = pp->xch, *all = pp->xch + chunk; /* (2, B, H, Ti, D), (n, 2, B, H, Ti, D) */
@@ -156,13 +165,39 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
         memcpy(vd + pos * D, v + (bh * Tk + Tl + Ti) * D, sizeof(float) * Tr * D);
         assert(pos + (size_t)Tr == (size_t)To);
     }
+    /* The staleness contract (stale_check.c): each patch's rows as placed in the keys are
+     * this step's exchange of rank q (warmup, and this rank's own patch), or else the
+     * exchange of the previous step kept for these items in this generation. */
+    RP_TRY(grow(&pp->chk, &pp->chk_cap, chunk, "the staleness check", err));
+    const int who = rp_par_stale_who(p);
+    size_t pos = (size_t)Tl;
+    for (int q = 0; q < n; q++) {
+        const int fresh = sync || q == r;
+        if (!fresh && !e->valid) continue;
+        const uint64_t got = rp_par_kv_print(K + pos * D, V + pos * D, BH, (size_t)Ti, (size_t)D, (size_t)To * D,
+                                             pp->chk);
+        const int due = fresh ? p->fwd_eval : p->fwd_eval - 1;
+        const uint64_t want = fresh ? rp_par_fingerprint(all + (size_t)q * chunk, chunk)
+                              : e->eval == due && e->gen == p->generation && e->who == who ? e->print[q] : 0;
+        char what[RP_PAR_REPLICA_NAME];
+        snprintf(what, sizeof what, "attention %d, patch %d's K/V at step %d (due: step %d's)", layer, q,
+                 p->fwd_eval, due);
+        rp_par_stale_pair(p, got, want, what);
+        pos += (size_t)Ti;
+    }
+    p->stale_seen |= !sync; /* the keys are not the whole fresh sequence: copies part here */
     /* this step's exchange becomes the next step's stale K/V (after it was read above) */
-    for (int q = 0; q < n; q++)
+    for (int q = 0; q < n; q++) {
         for (size_t bh = 0; bh < BH; bh++) {
             const float *ks = all + (size_t)q * chunk + bh * Ti * D;
             memcpy(e->k + (bh * T + (size_t)q * Ti) * D, ks, sizeof(float) * Ti * D);
             memcpy(e->v + (bh * T + (size_t)q * Ti) * D, ks + piece, sizeof(float) * Ti * D);
         }
+        e->print[q] = rp_par_fingerprint(all + (size_t)q * chunk, chunk); /* from the exchange, not the copy */
+    }
+    e->eval = p->fwd_eval;
+    e->gen = p->generation;
+    e->who = who;
     e->valid = 1;
     *ko = K;
     *vo = V;
@@ -198,6 +233,7 @@ void rp_par_patch_free(rp_parallel *p) {
     free(pp->slots);
     free(pp->xch);
     free(pp->kv_out);
+    free(pp->chk);
     free(pp);
     p->pp = NULL;
     memset(&p->hooks, 0, sizeof p->hooks);

@@ -43,6 +43,7 @@
  * The collective per-layer trace cannot run here (stage s never reaches the other
  * stages' trace points), so rp_par_pf_forward hands the model a ctx without trace. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,11 +51,19 @@
 
 enum { TAG_STREAM = 51 };
 
+/* When and for whom a patch's rows were last computed, and their fingerprint: the
+ * staleness contract's due value (stale_check.c). */
+typedef struct pf_fresh {
+    uint64_t print;        /* rp_par_kv_print of the rows as computed, (2, B, H, Tp, D) */
+    int eval, gen, who;
+} pf_fresh;
+
 /* One attention's cache. */
 typedef struct pf_kv {
     int B, H, T, D;        /* T: the whole image's tokens */
     float *k, *v;          /* (B, H, T, D) each */
     unsigned char *valid;  /* (M) patch j's rows of k, v were computed in this generation */
+    pf_fresh *fresh;       /* (M) */
 } pf_kv;
 
 typedef struct pf_slot {
@@ -74,6 +83,8 @@ struct rp_par_pf {
     size_t kv_cap;         /* floats */
     float *xch;            /* (1 + R, 2, B, H, Ti, D) warmup under ring: mine, then the ring's */
     size_t xch_cap;        /* floats */
+    float *chk;            /* (2, B, H, T/M, D) the contract check's scratch */
+    size_t chk_cap;        /* floats */
 };
 
 /* ---- cache ---------------------------------------------------------------------------- */
@@ -82,6 +93,7 @@ static void kv_free(pf_kv *e) {
     free(e->k);
     free(e->v);
     free(e->valid);
+    free(e->fresh);
     memset(e, 0, sizeof *e);
 }
 
@@ -112,7 +124,8 @@ static rp_status cache_at(rp_par_pf *pf, int slot, int layer, int B, int H, int 
         e->k = malloc(sizeof(float) * n);
         e->v = malloc(sizeof(float) * n);
         e->valid = calloc((size_t)pf->M, 1);
-        if (!e->k || !e->v || !e->valid) {
+        e->fresh = calloc((size_t)pf->M, sizeof *e->fresh);
+        if (!e->k || !e->v || !e->valid || !e->fresh) {
             kv_free(e);
             return RP_FAIL(err, RP_ERR_NOMEM, "pipefusion: out of memory for the K/V cache of attention %d "
                            "(%d x %d heads x %d tokens x %d)", layer, B, H, T, D);
@@ -225,6 +238,18 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         memset(e->valid, 1, (size_t)M);
         return RP_OK;
     }
+    /* The staleness contract (stale_check.c; not under ring, whose cache holds shards): the
+     * rows computed now, patch by patch, before they are stored */
+    const int Tp = T / M, check = p->ring.size == 1, who = rp_par_stale_who(p);
+    if (check) {
+        RP_TRY(grow(&pf->chk, &pf->chk_cap, 2 * BH * Tp * D, "the staleness check", err));
+        for (int j = m < 0 ? 0 : m; j < (m < 0 ? M : m + 1); j++) {
+            const size_t row = (size_t)Tl + (m < 0 ? (size_t)j * Tp : 0);
+            e->fresh[j] = (pf_fresh){rp_par_kv_print(k + row * D, v + row * D, BH, (size_t)Tp, (size_t)D,
+                                                     (size_t)Tk * D, pf->chk),
+                                     p->fwd_eval, p->generation, who};
+        }
+    }
     for (size_t bh = 0; bh < BH; bh++) {
         memcpy(e->k + (bh * T + off) * D, k + (bh * Tk + Tl) * D, sizeof(float) * Ti * D);
         memcpy(e->v + (bh * T + off) * D, v + (bh * Tk + Tl) * D, sizeof(float) * Ti * D);
@@ -234,9 +259,10 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         return RP_OK;
     }
     e->valid[m] = 1;
+    p->stale_seen = 1; /* patches other than m: other passes' K/V, some of the previous step */
     int nv = 0;
     for (int j = 0; j < M; j++) nv += e->valid[j];
-    const int Tp = T / M, To = Tl + nv * Tp + Tr;
+    const int To = Tl + nv * Tp + Tr;
     RP_TRY(grow(&pf->kv_out, &pf->kv_cap, 2 * BH * To * D, "the attention keys", err));
     float *K = pf->kv_out, *V = pf->kv_out + BH * To * D; /* (B, H, To, D) each */
     for (size_t bh = 0; bh < BH; bh++) {
@@ -253,6 +279,20 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         memcpy(kd + (size_t)pos * D, k + (bh * Tk + Tl + Ti) * D, sizeof(float) * Tr * D);
         memcpy(vd + (size_t)pos * D, v + (bh * Tk + Tl + Ti) * D, sizeof(float) * Tr * D);
         assert(pos + Tr == To);
+    }
+    /* the contract: patch j's rows as placed are those computed for these items in this
+     * generation at this step (j <= m: this step's passes) or at the previous one (j > m) */
+    for (int j = 0, pos = Tl; check && j < M; j++) {
+        if (!e->valid[j]) continue;
+        const uint64_t got = rp_par_kv_print(K + (size_t)pos * D, V + (size_t)pos * D, BH, (size_t)Tp, (size_t)D,
+                                             (size_t)To * D, pf->chk);
+        const pf_fresh *f = &e->fresh[j];
+        const int due = j <= m ? p->fwd_eval : p->fwd_eval - 1;
+        char what[RP_PAR_REPLICA_NAME];
+        snprintf(what, sizeof what, "attention %d, patch %d's K/V at step %d (due: step %d's)", layer, j, p->fwd_eval,
+                 due);
+        rp_par_stale_pair(p, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0, what);
+        pos += Tp;
     }
     *ko = K;
     *vo = V;
@@ -311,6 +351,7 @@ void rp_par_pipefusion_free(rp_parallel *p) {
     free(pf->tok);
     free(pf->kv_out);
     free(pf->xch);
+    free(pf->chk);
     free(pf);
     p->pf = NULL;
     memset(&p->hooks, 0, sizeof p->hooks);
@@ -366,5 +407,12 @@ rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user,
     pf->patch = -1;
     if (st != RP_OK) return st;
     rp_comm *cm = p->pipefusion.comm;
-    return cm->ops->broadcast(cm, out, sizeof(float) * n_out, pf->P - 1, err);
+    /* the contract of the hand-over: every stage gets the last stage's output, so the last
+     * stage's own copy comes back from the broadcast as it went in (stale_check.c) */
+    const int last = pf->stage == pf->P - 1;
+    const uint64_t sent = last ? rp_par_fingerprint(out, n_out) : 0;
+    st = cm->ops->broadcast(cm, out, sizeof(float) * n_out, pf->P - 1, err);
+    if (st == RP_OK && last)
+        rp_par_stale_pair(p, rp_par_fingerprint(out, n_out), sent, "the pipeline's output broadcast by the last stage");
+    return st;
 }

@@ -69,7 +69,7 @@ uint64_t rp_par_fingerprint(const float *x, size_t n) {
 
 const char *rp_par_rgroup_name(rp_par_rgroup g) {
     assert(g >= 0 && g < RP_PAR_RG_COUNT);
-    static const char *const NAME[RP_PAR_RG_COUNT] = {"sp", "replica", "world", "own"};
+    static const char *const NAME[RP_PAR_RG_COUNT] = {"sp", "replica", "world", "own", "stale"};
     return NAME[g];
 }
 
@@ -106,23 +106,31 @@ static void log_append(rp_parallel *p, int eval, rp_par_rgroup group, const char
 void rp_par_replica_note_at(const rp_ctx *ctx, int eval, rp_par_rgroup group, const char *name, const float *x,
                             size_t n) {
     rp_parallel *p = ctx->par;
-    assert(group != RP_PAR_RG_OWN); /* a pair: rp_par_own_hold */
+    assert(group != RP_PAR_RG_OWN && group != RP_PAR_RG_STALE); /* pairs: rp_par_log_pair */
     if (!p || p->world == 1 || p->st != RP_OK) return;
     const int size = group == RP_PAR_RG_SP ? p->sp.size : group == RP_PAR_RG_REPLICA ? p->replica.size : p->world;
     if (size == 1) return; /* nothing replicated */
     /* with stale activations (patch, pipefusion after warmup) each sp rank mixes its own
      * fresh keys with the others' stale ones by design: its whole-sequence tensors (SD3's
-     * text stream) differ. The REPLICA tensors are broadcast or gathered: still equal. */
-    if (group == RP_PAR_RG_SP && eval >= p->stale_from) return;
+     * text stream) differ once an attention of the forward has read stale K/V — not
+     * before (the inputs noted ahead of the forward, the conditioning, the embeddings:
+     * stale_seen is set by the K/V hooks, cleared by rp_par_forward). The REPLICA tensors
+     * are broadcast or gathered: still equal. */
+    if (group == RP_PAR_RG_SP && eval >= p->stale_from && eval == p->fwd_eval && p->stale_seen) return;
     log_append(p, eval, group, name, rp_par_fingerprint(x, n));
+}
+
+void rp_par_log_pair(rp_parallel *p, rp_par_rgroup g, const char *name, uint64_t a, const char *other, uint64_t b) {
+    assert(g == RP_PAR_RG_OWN || g == RP_PAR_RG_STALE);
+    if (p->st != RP_OK) return;
+    log_append(p, p->fwd_eval, g, name, a);
+    log_append(p, p->fwd_eval, g, other, b);
 }
 
 /* The held pair into the log: the result under `name`, its recomputation under own_what. */
 static void own_note(rp_parallel *p, const char *name) {
     p->own_held = 0;
-    if (p->st != RP_OK) return;
-    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, name, p->own_hash[0]);
-    log_append(p, p->fwd_eval, RP_PAR_RG_OWN, p->own_what, p->own_hash[1]);
+    rp_par_log_pair(p, RP_PAR_RG_OWN, name, p->own_hash[0], p->own_what, p->own_hash[1]);
 }
 
 void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, const char *what) {
@@ -173,13 +181,13 @@ static int leader_of(const rp_parallel *p, int r, rp_par_rgroup g) {
     return rp_par_leader_of(&p->deg, &c, &vary);
 }
 
-/* Rank r's own pairs (consecutive OWN entries of its log, n in all) into *out: a pair whose
- * two fingerprints differ is a difference between rank r and itself, ordered with the
- * others by evaluation, then by position in the log. */
-static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_replica_report *out) {
+/* Rank r's pairs of group g (OWN, STALE: consecutive entries of its log, n in all) into
+ * *out: a pair whose two fingerprints differ is a difference between rank r and itself,
+ * ordered with the others by evaluation, then by position in the log. */
+static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_rgroup g, rp_par_replica_report *out) {
     int held = -1; /* the pair's first entry */
     for (int i = 0; i < n; i++) {
-        if (log[i].group != RP_PAR_RG_OWN) continue;
+        if (log[i].group != (int32_t)g) continue;
         if (held < 0) {
             held = i;
             continue;
@@ -192,13 +200,15 @@ static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_replica_rep
             (a->eval == out->first.eval && i < out->first.index)) {
             out->first.eval = a->eval;
             out->first.index = i;
-            out->first.group = RP_PAR_RG_OWN;
+            out->first.group = g;
             out->first.rank_a = out->first.rank_b = r;
             snprintf(out->first.name, sizeof out->first.name, "%s", a->name);
             snprintf(out->first.other, sizeof out->first.other, "%s", b->name); /* what was recomputed */
         }
     }
-    if (held >= 0) snprintf(out->unchecked, sizeof out->unchecked, "rank %d noted an own check without its pair", r);
+    if (held >= 0)
+        snprintf(out->unchecked, sizeof out->unchecked, "rank %d noted an %s check without its pair", r,
+                 rp_par_rgroup_name(g));
 }
 
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err) {
@@ -206,7 +216,8 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
     memset(out, 0, sizeof *out);
     out->first.eval = -1;
     if (p->world == 1) { /* no copies elsewhere; its own pairs only */
-        if (p->rlog) own_pairs(p->rlog->n, p->rlog->e, 0, out);
+        if (p->rlog)
+            for (int g = RP_PAR_RG_OWN; g <= RP_PAR_RG_STALE; g++) own_pairs(p->rlog->n, p->rlog->e, 0, g, out);
         return RP_OK;
     }
     rp_comm *c = p->world_comm;
@@ -245,10 +256,10 @@ rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_rep
         st = c->ops->recv(c, logs[r], sizeof **logs * (size_t)hs[r].n, r, TAG_REPLICA, err);
     }
     for (int r = 0; r < p->world && st == RP_OK; r++)
-        own_pairs(hs[r].n, logs[r], r, out);
+        for (int g = RP_PAR_RG_OWN; g <= RP_PAR_RG_STALE; g++) own_pairs(hs[r].n, logs[r], r, g, out);
     for (int r = 1; r < p->world && st == RP_OK; r++) {
         for (int g = 0; g < RP_PAR_RG_COUNT; g++) {
-            if (g == RP_PAR_RG_OWN) continue; /* no copy elsewhere: own_pairs */
+            if (g == RP_PAR_RG_OWN || g == RP_PAR_RG_STALE) continue; /* no copy elsewhere: own_pairs */
             const int L = leader_of(p, r, (rp_par_rgroup)g);
             if (L == r) continue;
             if (strcmp(hs[r].kernels, hs[L].kernels)) {

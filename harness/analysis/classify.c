@@ -431,7 +431,10 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     const int leak = leak_first(f);
     if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break) &&
         !(leak && f->replica_later)) {
-        snprintf(s, cap, "%s: %s at step %d: %s%s", f->replica_own ? "a recomputation differs" : "replicas differ",
+        snprintf(s, cap, "%s: %s at step %d: %s%s",
+                 f->replica_own     ? "a recomputation differs"
+                 : f->replica_stale ? "the staleness contract is broken"
+                                    : "replicas differ",
                  f->replica_tensor, f->replica_break, f->replica_msg,
                  replica_bug ? ""
                  : f->promised ? "; two fresh runs of the case alone differ from each other too: the runs are "
@@ -1547,8 +1550,10 @@ static void cls_replicas(cls *x) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
                 const int gather = g && !strcmp(g, "gather"); /* rank 0's gathered copy, a host copy */
-                f->replica_host = g && (!strcmp(g, "world") || gather);
+                const int stale = g && !strcmp(g, "stale");   /* copies of K/V rows, made on the host */
+                f->replica_host = g && (!strcmp(g, "world") || gather || stale);
                 f->replica_gather = gather;
+                f->replica_stale = stale;
                 f->replica_own = g && !strcmp(g, "own");
                 snprintf(f->replica_tensor, sizeof f->replica_tensor, "%s", t ? t : "?");
                 const int ra = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(rk, 0)),
@@ -1559,6 +1564,11 @@ static void cls_replicas(cls *x) {
                              "rank %d's %s differs from its own recomputation from the same inputs "
                              "(the same operations in the same order: own check, %s)", rb,
                              what && what[0] ? what : "attention", WHAT[i]);
+                else if (stale)
+                    snprintf(f->replica_msg, sizeof f->replica_msg,
+                             "rank %d's attention used K/V rows that are not the ones its approximate strategy's "
+                             "staleness contract names (the rows computed for the same items and layer at that "
+                             "step: exact in any precision; %s)", rb, WHAT[i]);
                 else if (gather)
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank 0's gathered copy differs from what rank %d, dp group %d's leader, holds "

@@ -268,6 +268,9 @@ typedef struct rp_cls_facts {
                                  shadows), which a leak would have reached */
     int replica_own;          /* 1: the own group: a rank's result of the layout's own arithmetic
                                  against its recomputation from the same inputs (no other copy) */
+    int replica_stale;        /* 1: the stale group: K/V rows an approximate strategy used against
+                                 the ones its staleness contract names (host copies: a BUG in
+                                 fast mode too; engine/parallel/stale_check.c) */
     int replica_gather;       /* 1: the gather group: rank 0's gathered copy of a dp group's rows
                                  against what the group's leader holds (a host copy: first, as
                                  every comparison of the stored trajectory reads that copy) */
