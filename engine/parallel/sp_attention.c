@@ -582,7 +582,9 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: a key mask with a K/V hook that changes the key "
                        "count (%d -> %d)", layer, T, Tk);
     if (ctx->numerics == RP_NUMERICS_INVARIANT) {
-        const int seg[3] = {Tlead, T - Tlead - Trep, Trep};
+        /* the keys' segments: a hook's keys (patch, pipefusion) hold the whole image in its
+         * warmup, in the single rank's order, so the canonical blocks are the serial run's */
+        const int seg[3] = {Tlead, Tk - Tlead - Trep, Trep};
         return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, 2, err);
     }
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
@@ -599,10 +601,12 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     const int invariant = ctx->numerics == RP_NUMERICS_INVARIANT;
     if (invariant) {
         RP_TRY(rp_attn_canon_check(ctx, err));
-        if (p && (p->hooks.kv || p->stage_dev))
+        /* a K/V hook's keys go to the canonical attention where the whole sequence is on the
+         * rank (patch; pipefusion without ulysses / ring): exact through the warmup */
+        if (p && ((p->hooks.kv && p->sp.size > 1 && p->deg.patch == 1) || p->stage_dev))
             return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant has no %s path (the canonical "
                            "attention runs on the host, over the whole sequence's keys)", layer,
-                           p->hooks.kv ? "pipefusion / patch (K/V hook)" : "device");
+                           p->stage_dev ? "device" : "pipefusion with ulysses / ring (K/V hook)");
     }
     if (!p || p->sp.size == 1 || p->deg.patch > 1)
         return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);

@@ -739,6 +739,29 @@ static rp_status read_prompt_embeds(const rp_gen_request *req, const flow_model_
     return RP_OK;
 }
 
+/* The encoder's probe, under a layout of several ranks: every rank encodes the same fixed
+ * prompts, "" (mostly padding: the key mask matters) and a sentence, and notes them in the
+ * WORLD replica group. The items' prompts differ between dp ranks, so without it a rank
+ * whose encoder computes other bits (its attention's mask, a norm, a cached state) would
+ * be judged by a rounding envelope alone; the probe's copies are the same bits by
+ * construction. */
+static rp_status probe_encoder(rp_te *te, const rp_ctx *ctx, int L, const flow_model_cfg *m, rp_error *err) {
+    if (!ctx->par || ctx->par->world == 1) return RP_OK;
+    static const char *const PROBE[2] = {"", "a photograph of an astronaut riding a horse on the moon"};
+    float *c = malloc(sizeof(float) * ((size_t)L * m->Dctx + (size_t)m->Dpool)); /* (L, Dctx), (Dpool) */
+    if (!c) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the text encoder's probe");
+    rp_status st = RP_OK;
+    for (int i = 0; i < 2 && st == RP_OK; i++) {
+        float *pooled = c + (size_t)L * m->Dctx;
+        st = rp_te_encode(te, ctx, &PROBE[i], 1, c, NULL, pooled, err);
+        if (st != RP_OK) break;
+        rp_par_replica_note_at(ctx, 0, RP_PAR_RG_WORLD, i ? "text_encoder(probe sentence)" : "text_encoder(\"\")", c,
+                               (size_t)L * m->Dctx + (size_t)m->Dpool);
+    }
+    free(c);
+    return st;
+}
+
 /* Loads the text encoder, encodes every item's prompt (and "" if need_uncond), frees it;
  * or reads them from req->prompt_embeds. */
 static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg *m, int need_uncond,
@@ -779,6 +802,7 @@ static rp_status encode_prompts(const rp_gen_request *req, const flow_model_cfg 
             const char *empty = ""; /* SD3's negative prompt default: "" */
             st = rp_te_encode(te, ctx, &empty, 1, out->neg_context, NULL, out->neg_pooled, err);
         }
+        if (st == RP_OK) st = probe_encoder(te, ctx, L, m, err);
     }
     free(prompts);
     rp_te_free(te);

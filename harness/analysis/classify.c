@@ -138,24 +138,37 @@ const char *rp_cls_effective_precision(const rp_case *c) {
 /* 1 when c's layout uses only exact strategies (strategy.h: no approximate one). */
 static int layout_exact(const rp_case *c) { return rp_par_layout_exactness(&c->deg) == RP_PAR_EXACT; }
 
-int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
-    if (strcmp(c->numerics, "invariant") || strcmp(ref->numerics, "invariant")) return 0;
-    if (!layout_exact(c) || !layout_exact(ref)) return 0;
+/* 1 when c and ref are the same case but for the layout and what layouts may change (the
+ * threads, the backend, the kernel set, the injected fault). */
+static int same_but_layout(const rp_case *c, const rp_case *ref) {
     rp_case a = *c; /* c with ref's layout: the rest must be the same case */
     a.deg = ref->deg;
     a.threads = ref->threads;
     memcpy(a.backend, ref->backend, sizeof a.backend);
     memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
     memcpy(a.inject, ref->inject, sizeof a.inject);
+    /* an approximate layout's own knobs (its exact steps, its pipeline's patches and stages) */
+    a.warmup_steps = ref->warmup_steps;
+    a.num_pipeline_patch = ref->num_pipeline_patch;
+    a.n_pipefusion_layers = ref->n_pipefusion_layers;
+    memcpy(a.pipefusion_layers, ref->pipefusion_layers, sizeof a.pipefusion_layers);
     char ia[17], ir[17];
     rp_case_id(&a, ia);
     rp_case_id(ref, ir);
     return !strcmp(ia, ir);
 }
 
+int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
+    if (strcmp(c->numerics, "invariant") || strcmp(ref->numerics, "invariant")) return 0;
+    if (!layout_exact(c) || !layout_exact(ref)) return 0;
+    return same_but_layout(c, ref);
+}
+
 int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
     assert(c && out);
-    if (!strcmp(c->numerics, "invariant") || !layout_exact(c) || rp_device_name_is_cuda(c->device))
+    /* an approximate layout (PipeFusion, patch) is exact through its warmup steps: its shadow
+     * is compared there (cls_invariant_shadow) */
+    if (!strcmp(c->numerics, "invariant") || rp_cls_exact_steps(c) < 1 || rp_device_name_is_cuda(c->device))
         return 0;
     *out = *c;
     snprintf(out->numerics, sizeof out->numerics, "invariant");
@@ -173,7 +186,7 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
 int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref) {
     rp_case sc, sr;
     if (!rp_cls_invariant_shadow(c, &sc) || !rp_cls_invariant_shadow(ref, &sr)) return 0;
-    if (!rp_cls_invariant_pair(&sc, &sr)) return 0;
+    if (!layout_exact(&sr) || !same_but_layout(&sc, &sr)) return 0; /* the reference's is exact */
     char a[17], b[17];
     rp_case_id(&sc, a);
     rp_case_id(&sr, b);
@@ -1744,11 +1757,11 @@ out:
 
 /* Two teacher runs' trajectories (rows, B, per): the first step both ran whose output
  * differs at all, -1 none, -2 when their shapes differ; *compared: the steps both ran. */
-static int shadow_first_difference(const traj *c, const traj *b, int *compared) {
+static int shadow_first_difference(const traj *c, const traj *b, int upto, int *compared) {
     *compared = 0;
     if (!traj_same_shape(c, b)) return -2;
     const size_t row = (size_t)c->B * c->per;
-    for (int s = 0; s + 1 < c->rows; s++) {
+    for (int s = 0; s + 1 < c->rows && s < upto; s++) {
         if ((c->mask && c->mask[s] == 0.0f) || (b->mask && b->mask[s] == 0.0f)) continue;
         ++*compared;
         if (memcmp(c->x + (size_t)(s + 1) * row, b->x + (size_t)(s + 1) * row, sizeof(float) * row)) return s;
@@ -1778,7 +1791,7 @@ static void cls_invariant_shadow(cls *x) {
     }
     cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
     int compared = 0;
-    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, &compared) : -2;
+    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, rp_cls_exact_steps(&x->c), &compared) : -2;
     if (k == -2) {
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
         goto out;

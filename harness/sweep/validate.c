@@ -420,12 +420,13 @@ static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, 
         return INVALID("numerics=invariant with reduce_split=1: the canonical attention sums each key block "
                        "in one fixed order with no GEMM to split, so the split would act on the GEMMs only; "
                        "leave reduce_split 0");
-    if (c->pipefusion > 1 || c->patch > 1)
-        return INVALID("numerics=invariant with %s=%d: %s computes with activations from the previous step after "
-                       "its warmup (an approximation by design), so it cannot be bitwise the serial run; "
-                       "invariant numerics takes dp, cfg_parallel, ulysses and ring",
-                       c->pipefusion > 1 ? "pipefusion" : "patch", c->pipefusion > 1 ? c->pipefusion : c->patch,
-                       c->pipefusion > 1 ? "PipeFusion" : "patch parallelism (DistriFusion)");
+    /* PipeFusion and patch parallelism: exact through their warmup steps (bitwise the serial
+     * run there), approximate after by design; PipeFusion's stages over ulysses / ring have
+     * no canonical path for their cached keys */
+    if (c->pipefusion > 1 && c->ulysses * c->ring > 1)
+        return INVALID("numerics=invariant with pipefusion=%d and ulysses x ring = %d: the canonical attention "
+                       "takes PipeFusion's cached keys only where a stage holds the whole sequence (ulysses = ring "
+                       "= 1)", c->pipefusion, c->ulysses * c->ring);
     /* a ring rank's shard of a segment must be whole canonical key blocks: no block may
      * straddle two ranks, or its partial could not be computed where its keys are */
     const struct { const char *what; long n; } segs[] = {
@@ -666,7 +667,8 @@ const char *rp_validate_describe_rules(void) {
            "                no kv chunk for split; device_profile a preset or spec\n"
            "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
            "  numerics      default|invariant; invariant: device cpu, attention math,\n"
-           "                reduce_split 0, no pipefusion or patch, and a ring rank's share of the image (FLUX:\n"
+           "                reduce_split 0, pipefusion only without ulysses / ring (pipefusion and patch:\n"
+           "                exact through warmup only), and a ring rank's share of the image (FLUX:\n"
            "                and text) tokens a whole number of canonical key blocks\n"
            "  gpu_mode      deterministic|fast (the CUDA GEMMs); fast only with a CUDA device\n"
            "  batch_forward joint|per-item (per-item: SD3/FLUX)\n"

@@ -419,8 +419,13 @@ START_TEST(test_invariant_shadow) {
     snprintf(c.precision, sizeof c.precision, "bf16"); /* another precision: not a pair */
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     c = ref;
-    c.pipefusion = 2; /* approximate: no shadow */
+    c.pipefusion = 2;
+    c.warmup_steps = 0; /* approximate from its first step: no shadow */
     ck_assert(!rp_cls_invariant_shadow(&c, &sh));
+    c.warmup_steps = 2; /* exact through its warmup: a shadow (compared there), paired with the serial one's */
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_int_eq(sh.pipefusion, 2);
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
     c = ref;
     snprintf(c.device, sizeof c.device, "cuda");
     ck_assert(!rp_cls_invariant_shadow(&c, &sh));

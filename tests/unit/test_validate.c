@@ -609,8 +609,10 @@ START_TEST(invariant_rules) {
     c = dit();
     gloo(&c);
     snprintf(c.numerics, sizeof c.numerics, "invariant");
-    c.pipefusion = 2;
-    EXPECT_PREFIX(c, &env, "numerics=invariant with pipefusion=2: ");
+    c.pipefusion = 2; /* exact through its warmup, approximate after: the canonical attention takes its keys */
+    EXPECT_VALID(c, &env);
+    c.ulysses = 2; /* but not a stage's keys split over ulysses / ring */
+    EXPECT_PREFIX(c, &env, "numerics=invariant with pipefusion=2 and ulysses x ring = 2: ");
 }
 END_TEST
 
