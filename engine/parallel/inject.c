@@ -134,13 +134,24 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                  "rank 0's dp gather copies the last dp group's middle trajectory row from the row "
                                  "before it; that group's latents, images and other rows arrive right",
                                  "dp > 1 and steps >= 2; DiT, SD3, FLUX"},
+    /* Faults in the approximations themselves, after warmup, where only the images' bound
+     * judged a case before: the staleness contract (stale_check.c) names them exactly. */
+    [RP_INJECT_PATCH_STALE_ROWS] = {"patch-stale-rows",
+                                    "after warmup the last patch rank reads the other bands' stale K/V one token "
+                                    "late (each band's last row is its neighbour's first)",
+                                    "patch > 1 and warmup_steps < steps; DiT, SD3, FLUX"},
+    [RP_INJECT_PIPEFUSION_SKIP_REFRESH] = {"pipefusion-skip-refresh",
+                                           "the last pipeline stage does not store its patches' fresh K/V at the "
+                                           "second asynchronous step, and reads them a step old",
+                                           "pipefusion > 1 and warmup_steps + 2 <= steps; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
     return "dp-rank-layout dp-shared-noise ulysses-head-order ring-no-rescale pipefusion-cache-leak "
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
-           "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row";
+           "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
+           "patch-stale-rows pipefusion-skip-refresh";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -268,6 +279,14 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             return 0;
         }
         return 1;
+    case RP_INJECT_PATCH_STALE_ROWS:
+        if (d->patch <= 1) return no(why, cap, "%s needs patch > 1 (got patch=%d)", n, d->patch);
+        return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
+                                              "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_PIPEFUSION_SKIP_REFRESH:
+        if (d->pipefusion <= 1) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
+        return l->warmup + 2 <= l->steps ? 1 : no(why, cap, "%s needs warmup_steps + 2 <= steps: it acts at the "
+                                                   "second step after warmup (got warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_RING_REVERSE_RANK: /* with two ring ranks the previous one is the next one */
         return d->ring >= 3 ? 1 : no(why, cap, "%s needs ring >= 3 (got ring=%d)", n, d->ring);
     case RP_INJECT_RING_LSE_SKEW:

@@ -73,6 +73,14 @@
  *   dp-gather-row         dp > 1,      all           rank 0's gather copies the last dp group's
  *                         steps >= 2                 middle trajectory row from the row before it
  *                                                    (its latents, images and other rows right)
+ *   patch-stale-rows      patch > 1,   all           after warmup the last patch rank reads the other
+ *                         warmup <                   bands' stale K/V one token late (each band's
+ *                         steps                      last row its neighbour's first)
+ *   pipefusion-skip-      pipefusion   all           the last stage does not store its patches' fresh
+ *   refresh               > 1, warmup                K/V at the second asynchronous step, and reads
+ *                         + 2 <= steps               them a step old: both break the approximate
+ *                                                    strategy's staleness contract (stale_check.c),
+ *                                                    which the image bound alone let pass
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -124,6 +132,8 @@ typedef enum rp_inject_id {
     RP_INJECT_RING_REVERSE_RANK,
     RP_INJECT_LATENTS_BF16_RANK,
     RP_INJECT_DP_GATHER_ROW,
+    RP_INJECT_PATCH_STALE_ROWS,
+    RP_INJECT_PIPEFUSION_SKIP_REFRESH,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -136,6 +146,7 @@ typedef struct rp_inject_layout {
     int low_precision;  /* 1: the case's GEMMs run in bf16 / fp16 already */
     int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
     int invariant;      /* 1: numerics invariant (the canonical kernels replace the default ring's) */
+    int warmup;         /* warmup_steps (pipefusion, patch) */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID

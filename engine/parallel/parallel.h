@@ -265,7 +265,8 @@ typedef struct rp_parallel {
     int stale_seen;           /* the forward in progress has attended to stale K/V */
     int stale_held;
     uint64_t stale_hash[2];
-    char stale_what[RP_PAR_REPLICA_NAME];
+    char stale_what[RP_PAR_REPLICA_NAME]; /* the first failed check's tensor ("kv.attn3.patch0") */
+    char stale_due[RP_PAR_REPLICA_NAME];  /* and what the contract said ("read at step 4: due step 3's rows") */
     /* The forward's trace parts, held until its end (rp_par_forward_end) so that its
      * trace points cost no synchronisation: a rank != 0 buffers what it sends (tr_out);
      * rank 0, each record's own cells and where the others' go (tr_pend, trace.c order). */
@@ -478,9 +479,10 @@ void rp_par_log_pair(rp_parallel *p, rp_par_rgroup g, const char *name, uint64_t
 int rp_par_stale_who(const rp_parallel *p);
 /* One check of the contract: got, the fingerprint of what the strategy used, and want,
  * what the contract says it must be (0: nothing qualifies, e.g. no rows computed for these
- * items at the evaluation the contract names), folded into the forward's pair; what
- * names the first that failed ("attention 3 patch 0's K/V, step 4: computed at step 3"). */
-void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *what);
+ * items at the evaluation the contract names), folded into the forward's pair; name and
+ * due describe the first that failed ("kv.attn3.patch0", "read at step 4: due step 3's
+ * rows for these items"): the pair's two names in the log. */
+void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *name, const char *due);
 /* The forward's folded pair into the log (STALE group), at the forward's end. */
 void rp_par_stale_flush(rp_parallel *p);
 /* Fingerprint of rows gathered from nbh blocks (b = 0 .. nbh - 1) of `rows` x D floats

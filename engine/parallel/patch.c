@@ -151,9 +151,11 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
             } else if (q == r) { /* this patch: always fresh */
                 ks = k + (bh * Tk + Tl) * D;
                 vs = v + (bh * Tk + Tl) * D;
-            } else if (e->valid) { /* the others: one step old */
-                ks = e->k + (bh * T + (size_t)q * Ti) * D;
-                vs = e->v + (bh * T + (size_t)q * Ti) * D;
+            } else if (e->valid) { /* the others: one step old (patch-stale-rows: one token late on
+                                     * the last patch rank, the band's last row its neighbour's) */
+                const size_t at = (size_t)q * Ti + (p->fault == RP_INJECT_PATCH_STALE_ROWS && r == n - 1);
+                ks = e->k + (bh * T + at) * D;
+                vs = e->v + (bh * T + at) * D;
             } else {
                 continue;
             }
@@ -179,10 +181,11 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
         const int due = fresh ? p->fwd_eval : p->fwd_eval - 1;
         const uint64_t want = fresh ? rp_par_fingerprint(all + (size_t)q * chunk, chunk)
                               : e->eval == due && e->gen == p->generation && e->who == who ? e->print[q] : 0;
-        char what[RP_PAR_REPLICA_NAME];
-        snprintf(what, sizeof what, "attention %d, patch %d's K/V at step %d (due: step %d's)", layer, q,
-                 p->fwd_eval, due);
-        rp_par_stale_pair(p, got, want, what);
+        char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
+        snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, q);
+        snprintf(said, sizeof said, "read at step %d: due, the rows computed at step %d for these items", p->fwd_eval,
+                 due);
+        rp_par_stale_pair(p, got, want, name, said);
         pos += (size_t)Ti;
     }
     p->stale_seen |= !sync; /* the keys are not the whole fresh sequence: copies part here */

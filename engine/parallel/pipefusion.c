@@ -250,7 +250,11 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
                                      p->fwd_eval, p->generation, who};
         }
     }
-    for (size_t bh = 0; bh < BH; bh++) {
+    /* pipefusion-skip-refresh: the last stage does not store its patches' fresh K/V at the
+     * step after the first asynchronous one, so it reads them a step old */
+    const int skip = p->fault == RP_INJECT_PIPEFUSION_SKIP_REFRESH && m >= 0 && pf->stage == pf->P - 1 &&
+                     p->fwd_eval == pf->warmup + 1;
+    for (size_t bh = 0; bh < BH && !skip; bh++) {
         memcpy(e->k + (bh * T + off) * D, k + (bh * Tk + Tl) * D, sizeof(float) * Ti * D);
         memcpy(e->v + (bh * T + off) * D, v + (bh * Tk + Tl) * D, sizeof(float) * Ti * D);
     }
@@ -288,10 +292,12 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
                                              (size_t)To * D, pf->chk);
         const pf_fresh *f = &e->fresh[j];
         const int due = j <= m ? p->fwd_eval : p->fwd_eval - 1;
-        char what[RP_PAR_REPLICA_NAME];
-        snprintf(what, sizeof what, "attention %d, patch %d's K/V at step %d (due: step %d's)", layer, j, p->fwd_eval,
+        char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
+        snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, j);
+        snprintf(said, sizeof said, "read at step %d: due, the rows computed at step %d for these items", p->fwd_eval,
                  due);
-        rp_par_stale_pair(p, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0, what);
+        rp_par_stale_pair(p, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0, name,
+                          said);
         pos += Tp;
     }
     *ko = K;
@@ -413,6 +419,7 @@ rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user,
     const uint64_t sent = last ? rp_par_fingerprint(out, n_out) : 0;
     st = cm->ops->broadcast(cm, out, sizeof(float) * n_out, pf->P - 1, err);
     if (st == RP_OK && last)
-        rp_par_stale_pair(p, rp_par_fingerprint(out, n_out), sent, "the pipeline's output broadcast by the last stage");
+        rp_par_stale_pair(p, rp_par_fingerprint(out, n_out), sent, "pipefusion.output",
+                          "after the broadcast: due, what the last stage sent");
     return st;
 }

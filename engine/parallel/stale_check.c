@@ -26,10 +26,13 @@ int rp_par_stale_who(const rp_parallel *p) {
     return p->trace_rows[0] * 4096 + (p->n_trace_rows & 4095); /* the first row and the count */
 }
 
-void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *what) {
+void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *name, const char *due) {
     if (p->st != RP_OK) return;
     const int differed = p->stale_held && p->stale_hash[0] != p->stale_hash[1];
-    if (!differed && got != want) snprintf(p->stale_what, sizeof p->stale_what, "%s", what);
+    if (!differed && got != want) {
+        snprintf(p->stale_what, sizeof p->stale_what, "%s", name);
+        snprintf(p->stale_due, sizeof p->stale_due, "%s", due);
+    }
     /* the own check's fold (replica.c): one-to-one in the held value, so a pair that
      * differed stays different and equal sequences fold equal */
     const uint64_t prime = 0x100000001b3ull;
@@ -43,7 +46,7 @@ void rp_par_stale_flush(rp_parallel *p) {
     p->stale_held = 0;
     const int differed = p->stale_hash[0] != p->stale_hash[1];
     rp_par_log_pair(p, RP_PAR_RG_STALE, differed ? p->stale_what : "stale K/V", p->stale_hash[0],
-                    "the staleness contract", p->stale_hash[1]);
+                    differed ? p->stale_due : "the staleness contract", p->stale_hash[1]);
 }
 
 uint64_t rp_par_kv_print(const float *k, const float *v, size_t nbh, size_t rows, size_t D, size_t stride,

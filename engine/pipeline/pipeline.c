@@ -59,6 +59,17 @@ static void note_eval_inputs(const rp_ctx *ctx, int eval, const float *t, const 
     else rp_par_replica_note_at(ctx, eval, RP_PAR_RG_WORLD, "guidance", &s, 1);
 }
 
+/* The sampler's coefficients of loop step k (n doubles), fingerprinted for the WORLD replica
+ * check: every rank steps its items with the same schedule, so a rank whose schedule or
+ * solver coefficients differ (another shift, another respacing, another final alpha) is
+ * named at the step it acts on, "sampler.step", whatever its effect on the latents. The
+ * bytes of the doubles are what is fingerprinted. A no-op without a layout. */
+static void note_sampler_step(const rp_ctx *ctx, int k, const double *coef, int n) {
+    if (!ctx->par) return;
+    rp_par_replica_note_at(ctx, k, RP_PAR_RG_WORLD, "sampler.step", (const float *)(const void *)coef,
+                           (size_t)n * (sizeof(double) / sizeof(float)));
+}
+
 /* ---- DiT denoiser ------------------------------------------------------------------ */
 
 /* One DiT forward's arguments, for rp_par_forward's callback. */
@@ -877,6 +888,10 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     if ((st = ops->schedule(&sched, N, h, w, &m.f, err)) != RP_OK) goto fail;
     res->shift = sched.shift;
     res->mu = sched.mu;
+    for (int i = 0; i < N; i++) {
+        const double coef[3] = {sched.sigmas[i], sched.sigmas[i + 1], sched.timesteps[i]};
+        note_sampler_step(ctx, i, coef, 3);
+    }
 
     /* 3. the transformer */
     if ((st = rp_weights_resolve_depth(req->model, req->depth, req->single_depth, req->weight_seed, req->weights,
@@ -1082,6 +1097,13 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     draw_initial_noise(req, ctx, res->noise, B, per);
     for (int b = 0; b < B; b++) y[b] = req->items[b].class_id;
     for (int k = 0; k < N; k++) res->alphas_cumprod[k] = sched.alphas_cumprod[N - 1 - k];
+    for (int k = 0; k < N; k++) { /* loop step k uses the schedule's index N - 1 - k */
+        const int i = N - 1 - k;
+        const double coef[6] = {sched.timestep[i], sched.alphas_cumprod[i], sched.betas[i],
+                                rp_schedule_abar_prev(&sched, i), rp_schedule_sigma(&sched, i),
+                                rp_schedule_posterior_logvar_clipped(&sched, i)};
+        note_sampler_step(ctx, k, coef, 6);
+    }
 
     if (ctx->trace) {
         char v[64];

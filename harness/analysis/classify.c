@@ -284,9 +284,15 @@ static layer_key key_of(const char *name) {
                                            {"t_embedder", "1"},     {"time_text_embed", "1"},
                                            {"y_embedder", "2"},     {"context_embedder", "2"}};
     layer_key k = {4, 0, 0};
-    /* the evaluation's inputs (the WORLD replica check's tensors) come before any layer */
+    /* the text encoder's probe comes first (the conditioning is made before any step), then
+     * the evaluation's inputs (the WORLD replica check's tensors) before any layer */
+    if (!strncmp(name, "text_encoder", 12)) return (layer_key){-2, 0, 0};
     if (!strcmp(name, "timestep")) return (layer_key){-1, 0, 0};
     if (!strcmp(name, "guidance")) return (layer_key){-1, 0, 1};
+    /* after the model's last layer: the step's coefficients (a WORLD replica), then the
+     * stage a step break with no layer names (step_after_model), which they would explain */
+    if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 2};
+    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 3};
     for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
         if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
     if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};
@@ -398,7 +404,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
  * teacher decode, their replica checks) is its effect, not a cause of its own: only the
  * case's own run, the launch's first call, can name an earlier one. */
 static int leak_first(const rp_cls_facts *f) {
-    return f->promised && f->leak_differs && !f->fresh_differs && !f->repeats_differ;
+    return (f->promised || f->fresh_agree) && f->leak_differs && !f->fresh_differs && !f->repeats_differ;
 }
 
 /* The leak's summary into s: the leak check's run (the case's own, or at fp32 its shadow's,
@@ -440,7 +446,8 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
      * nondeterminism (one rank summed in another order), not proof of a bug. A host-computed
      * one (the world group) no kernel's timing reaches. */
     const int other_break = f->noise_break || f->layer_break >= 0 || f->step_break >= 0;
-    const int replica_bug = f->replica_host || (f->promised && !f->fresh_differs);
+    /* determinism promised by the mode, or shown: two fresh runs of the case agree */
+    const int replica_bug = f->replica_host || ((f->promised || f->fresh_agree) && !f->fresh_differs);
     const int leak = leak_first(f);
     if (f->replica_break >= 0 && (f->replica_first || !other_break) && (replica_bug || !other_break) &&
         !(leak && f->replica_later)) {
@@ -1357,7 +1364,7 @@ static void step_after_model(cls *x, const rp_trace *ct, const float *cmask, con
     rp_cls_facts *f = &x->f;
     if (f->step_break < 0 || f->step_layer[0] || !step_layers_compared(ct, cmask, bt, bmask, f->step_break)) return;
     f->step_after_model = 1;
-    snprintf(f->step_layer, sizeof f->step_layer, "%s", x->c.cfg > 1 ? "guidance+sampler.step" : "sampler.step");
+    snprintf(f->step_layer, sizeof f->step_layer, "%s", x->c.cfg > 1 ? "guidance+sampler.update" : "sampler.update");
 }
 
 /* layer_env_fn of the case's teacher run: the twins' teacher traces (layer_envelope). */
@@ -1577,11 +1584,10 @@ static void cls_replicas(cls *x) {
                              "rank %d's %s differs from its own recomputation from the same inputs "
                              "(the same operations in the same order: own check, %s)", rb,
                              what && what[0] ? what : "attention", WHAT[i]);
-                else if (stale)
+                else if (stale) /* what: the contract's due value */
                     snprintf(f->replica_msg, sizeof f->replica_msg,
-                             "rank %d's attention used K/V rows that are not the ones its approximate strategy's "
-                             "staleness contract names (the rows computed for the same items and layer at that "
-                             "step: exact in any precision; %s)", rb, WHAT[i]);
+                             "rank %d used other bits than its approximate strategy's staleness contract names (%s; "
+                             "exact in any precision, %s)", rb, what && what[0] ? what : "?", WHAT[i]);
                 else if (gather)
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank 0's gathered copy differs from what rank %d, dp group %d's leader, holds "
@@ -2284,9 +2290,13 @@ static void cls_determinism(cls *x) {
             f->fresh_differs = 1;
             f->fresh_max_abs = fm;
             snprintf(fmsg, sizeof fmsg, "the two differ (max-abs %.3g)", fm);
-        } else snprintf(fmsg, sizeof fmsg, "the two agree");
+        } else {
+            f->fresh_agree = 1;
+            snprintf(fmsg, sizeof fmsg, "the two agree");
+        }
         cJSON_AddStringToObject(dj, KEY[q], fmsg);
     }
+    if (f->fresh_differs) f->fresh_agree = 0;
 }
 
 /* The case's expect label as a verdict, or -1. */

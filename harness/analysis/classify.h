@@ -259,6 +259,9 @@ typedef struct rp_cls_facts {
                                  runs are nondeterministic (not leaking state, not a bug
                                  that exact comparisons of reruns could show) */
     double fresh_max_abs;
+    int fresh_agree;          /* the fresh pair was made and agrees: the runs are shown
+                                 deterministic, whatever the mode promised (in mode fast, the
+                                 exact evidence then decides as in deterministic mode) */
     /* replica consistency (engine/parallel/replica.c): a rank's copy of a replicated tensor */
     int replica_break;        /* step where some copy differs from its leader's, or -1 */
     int replica_first;        /* 1: it is the earliest evidence (before any layer or step break) */

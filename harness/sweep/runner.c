@@ -791,7 +791,8 @@ static int classify_runs(runner *r, int i, const char *tmp) {
  *                check, the self check, the fp32 shadow's leak check): classify_runs tells
  *                nondeterminism, a leak and a loop fault apart. A verdict decided before
  *                them (a MISMATCH, the initial noise) needs none;
- *   FRESH_EXACT  a BUG whose first evidence is an exact comparison of two computations that
+ *   FRESH_EXACT  a BUG (in mode fast, the NONDETERMINISTIC it is there until two fresh runs
+ *                agree) whose first evidence is an exact comparison of two computations that
  *                presumes deterministic kernels — the invariant shadow against its
  *                reference's, or a kernel-computed replica against its leader's copy (a
  *                nondeterministic kernel can leave the leak check equal, absorbed by rounding,
@@ -811,7 +812,10 @@ static int fresh_runs_needed(const char *dir) {
     if (rp_store_read_json(p, &j, &e) != RP_OK) return FRESH_NONE;
     const cJSON *fs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "first_step");
     const char *what = get_str(fs, "what", "");
-    const int bug = !strcmp(get_str(j, "verdict", ""), rp_verdict_name(RP_V_BUG));
+    /* a BUG, or in mode fast the NONDETERMINISTIC the same evidence gives unless the fresh
+     * pair shows the runs deterministic */
+    const char *v = get_str(j, "verdict", "");
+    const int bug = !strcmp(v, rp_verdict_name(RP_V_BUG)) || !strcmp(v, rp_verdict_name(RP_V_NONDETERMINISTIC));
     const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") ? FRESH_LEAK
                      : bug && (!strcmp(what, "invariant shadow") ||
                                (!strcmp(what, "replica") &&

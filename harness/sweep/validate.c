@@ -576,7 +576,8 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
     rp_inject_layout l = {
         .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
-        .on_device = strcmp(c->device, "cpu") != 0, .invariant = !strcmp(c->numerics, "invariant")};
+        .on_device = strcmp(c->device, "cpu") != 0, .invariant = !strcmp(c->numerics, "invariant"),
+        .warmup = c->warmup_steps};
     rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
@@ -703,7 +704,8 @@ const char *rp_validate_describe_rules(void) {
            "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
            "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew\n"
-           "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row,\n"
+           "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
+           "                patch-stale-rows pipefusion-skip-refresh,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
@@ -712,5 +714,6 @@ const char *rp_validate_describe_rules(void) {
            "                bf16-layer-rank an fp32 case on the CPU, cfg-combine-order\n"
            "                cfg_parallel 2 and steps >= 2, dp-image-order and dp-latents-order\n"
            "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU,\n"
-           "                ring-reverse-rank ring >= 3, dp-gather-row dp > 1 and steps >= 2)\n";
+           "                ring-reverse-rank ring >= 3, dp-gather-row dp > 1 and steps >= 2,\n"
+           "                patch-stale-rows and pipefusion-skip-refresh steps after warmup)\n";
 }

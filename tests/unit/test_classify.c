@@ -227,6 +227,12 @@ START_TEST(test_decide_replicas) {
     ck_assert(strstr(s, "guided_output") && strstr(s, "step 2") && strstr(s, "rank 1"));
     f.promised = 0;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    /* fast mode, but two fresh runs of the case agree: the runs are shown deterministic, and
+     * the copy that differs is a bug as in deterministic mode */
+    f.fresh_agree = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(!strstr(s, "fast mode"));
+    f.fresh_agree = 0;
     /* a host-computed input (the world group's timestep) no kernel timing moves: a BUG in
      * fast mode too */
     f.replica_host = 1;
@@ -854,7 +860,7 @@ START_TEST(test_driver) {
     write_teacher_trace(d, r, 0.5f, -1, 0);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
     ck_assert(cJSON_GetNumberValue(path(j, "evidence", "first_step", "step")) == 2);
-    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "guidance+sampler.step");
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "guidance+sampler.update");
     ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "enters after the model's last layer"));
     cJSON_Delete(j);
     /* the same with a layer of step 2 beyond its envelope: that layer is named, not the update */

@@ -539,7 +539,8 @@ START_TEST(inject_rules) {
                    "ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew norm-eps-rank "
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
                    "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
-                     "ring-reverse-rank latents-bf16-rank dp-gather-row)");
+                     "ring-reverse-rank latents-bf16-rank dp-gather-row "
+                     "patch-stale-rows pipefusion-skip-refresh)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -728,7 +729,8 @@ START_TEST(inject_registry) {
                      "ulysses-head-order ring-no-rescale pipefusion-cache-leak rope-offset attn-scale timestep-skew "
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
                      "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
-                     "ring-reverse-rank latents-bf16-rank dp-gather-row)");
+                     "ring-reverse-rank latents-bf16-rank dp-gather-row "
+                     "patch-stale-rows pipefusion-skip-refresh)");
 }
 END_TEST
 
