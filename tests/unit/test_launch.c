@@ -333,7 +333,7 @@ START_TEST(deadlock_not_while_calls_return) {
     }
     rp_launch_result res;
     launch_watched(dir, 2, "if [ $REPRO_RANK = 0 ]; then st m0; exec sleep 30; fi; "
-                   "k=0; while [ $k -lt 100 ]; do st m$k; sleep 0.05; k=$((k + 1)); done", 2.0, 0.5, &res);
+                   "k=0; while [ $k -lt 100 ]; do st m$k; sleep 0.05; k=$((k + 1)); done", 4.0, 1.5, &res);
     ck_assert_int_eq(res.status, RP_LAUNCH_HANG);
     assert_no_children();
 }
