@@ -521,20 +521,22 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     if (f->step_break >= 0 && !f->step_invariant) {
         const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
+        char items[96] = "";
+        if (f->step_items[0]) snprintf(items, sizeof items, ", in %s only", f->step_items);
         if (f->step_after_model)
-            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s) while every traced layer of "
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s%s) while every traced layer of "
                      "the step's evaluation stays within its own: the difference enters after the model's last "
-                     "layer, in %s", f->step_ratio, f->step_break, how,
+                     "layer, in %s", f->step_ratio, f->step_break, how, items,
                      strchr(f->step_layer, '+') ? "the guidance combine or the sampler's update (its schedule of "
                                                   "timesteps / sigmas, its coefficients)"
                                                 : "the sampler's update (its schedule of timesteps / sigmas, its "
                                                   "coefficients)");
         else if (f->step_layer[0])
-            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g)", f->step_layer,
-                     f->step_layer_ratio, f->step_break, how, f->step_ratio);
+            snprintf(s, cap, "%s breaks the envelope x%.3g at step %d (%s; local error x%.3g%s)", f->step_layer,
+                     f->step_layer_ratio, f->step_break, how, f->step_ratio, items);
         else
-            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s)", f->step_ratio,
-                     f->step_break, how);
+            snprintf(s, cap, "the local error breaks the envelope x%.3g at step %d (%s%s)", f->step_ratio,
+                     f->step_break, how, items);
         return RP_V_BUG;
     }
     if (f->image_break >= 0) {
@@ -1356,6 +1358,25 @@ static int step_layers_compared(const rp_trace *ct, const float *cmask, const rp
     return n;
 }
 
+/* The items of step k whose own local error (ref's row k + 1 against got's, per item)
+ * breaks factor x env into f->step_items ("item 3", "items 1, 3"), or "" when every item's
+ * does: a fault in one item's conditioning, guidance or routing shows in its row only. */
+static void step_items_of(cls *x, const float *ref, const float *got, int k, double env, double floor) {
+    rp_cls_facts *f = &x->f;
+    const size_t row = (size_t)(k + 1) * x->B * x->per;
+    int n = 0, len = 0;
+    char list[sizeof f->step_items] = "";
+    for (int b = 0; b < x->B; b++) {
+        const double r = rp_cls_ratio(rp_cls_rel_l2(ref + row + (size_t)b * x->per, got + row + (size_t)b * x->per,
+                                                    x->per), env, floor);
+        if (!(r > x->o->factor)) continue;
+        n++;
+        if (len < (int)sizeof list) len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", n > 1 ? ", " : "", b);
+    }
+    f->step_items[0] = '\0';
+    if (n > 0 && n < x->B) snprintf(f->step_items, sizeof f->step_items, "item%s %s", n > 1 ? "s" : "", list);
+}
+
 /* A step break that no traced layer of the step explains (facts step_after_model): with
  * every layer of the model's evaluation compared and within its envelope, what differs is
  * computed after the model's last layer — the guidance combine (CFG) and the sampler's
@@ -1532,6 +1553,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         }
         step_after_model(x, &x->cttr, x->ct.mask, &x->bttr, x->bt.mask);
     }
+    if (x->f.step_break >= 0) step_items_of(x, x->rm.x, x->ct.x, x->f.step_break, x->env_step[x->f.step_break], x->floor);
     free(checked);
     return RP_OK;
 }
@@ -1746,6 +1768,7 @@ static void cls_shadow(cls *x) {
     f->step_after_model = 0;
     x->local[k] = loc[k];
     x->env_step[k] = env[k];
+    step_items_of(x, b.t.x, c.t.x, k, env[k], floor);
     if (hit) { /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
         snprintf(f->step_layer, sizeof f->step_layer, "%s", hit->name);
         f->step_layer_ratio = lr;
@@ -1829,6 +1852,7 @@ static void cls_invariant_shadow(cls *x) {
     f->step_shadow = 0;
     f->step_invariant = 1;
     f->step_after_model = 0;
+    f->step_items[0] = '\0';
     snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
     if (c.have_tr && b.have_tr) step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask); /* every layer bitwise */
 out:
@@ -2039,6 +2063,7 @@ static void cls_first(cls *x) {
     } else if (f->step_break >= 0) {
         const int k = f->step_break;
         fs = first_step_at(x, k, "local error");
+        if (f->step_items[0]) cJSON_AddStringToObject(fs, "items", f->step_items);
         put(fs, "local", x->local[k]);
         put(fs, "envelope", x->env_step[k]);
         put(fs, "ratio", f->step_ratio);

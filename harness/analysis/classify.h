@@ -227,6 +227,9 @@ typedef struct rp_cls_facts {
     double step_ratio;
     char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
     double step_layer_ratio;
+    char step_items[64];      /* the items whose own local error breaks the envelope at that
+                                 step, "item 3" / "items 1, 3"; "" when every item's does (or
+                                 not known) */
     int step_after_model;     /* no layer: every traced layer of that step's evaluation stayed
                                  within its envelope, so the difference entered after the
                                  model's last layer (step_layer then names that stage) */

@@ -863,6 +863,16 @@ START_TEST(test_driver) {
     ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_layer", "name")), "guidance+sampler.update");
     ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "enters after the model's last layer"));
     cJSON_Delete(j);
+    /* the same in one item's row only: the summary names the item */
+    memcpy(t, r, sizeof r);
+    nudge(t, 1, 3e-7, 7);
+    for (int i = PER; i < B * PER; i++) t[3 * B * PER + i] += 0.01f; /* item 1 of row 3 */
+    write_run(d, "BUG", x, 0.5f, t);
+    write_teacher_trace(d, r, 0.5f, -1, 0);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
+    ck_assert_msg(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "at step 2 (teacher-forced, in item 1 only)"),
+                  "%s", cJSON_GetStringValue(path(j, "summary", NULL, NULL)));
+    cJSON_Delete(j);
     /* the same with a layer of step 2 beyond its envelope: that layer is named, not the update */
     write_teacher_trace(d, r, 0.5f, 2, 0.505f);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
