@@ -500,9 +500,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_BUG;
     }
     if (f->layer_break >= 0) {
-        snprintf(s, cap, "%s breaks the envelope x%.3g at step 0 (first evaluation)%s", f->layer_name, f->layer_ratio,
+        snprintf(s, cap, "%s breaks the envelope x%.3g at step 0 (first evaluation)%s%s%s", f->layer_name,
+                 f->layer_ratio,
                  f->step_break == 0 ? "" : f->step_break > 0 ? "; the first local error beyond it is later"
-                                                              : "; every local error stays within it");
+                                                              : "; every local error stays within it",
+                 f->layer_items[0] ? "; step 0's output breaks it in " : "", f->layer_items);
         return RP_V_BUG;
     }
     if (leak && f->latents_break >= 0) { /* the case's own run: before the leak's effects */
@@ -1359,13 +1361,12 @@ static int step_layers_compared(const rp_trace *ct, const float *cmask, const rp
 }
 
 /* The items of step k whose own local error (ref's row k + 1 against got's, per item)
- * breaks factor x env into f->step_items ("item 3", "items 1, 3"), or "" when every item's
+ * breaks factor x env into out (64 bytes: "item 3", "items 1, 3"), or "" when every item's
  * does: a fault in one item's conditioning, guidance or routing shows in its row only. */
-static void step_items_of(cls *x, const float *ref, const float *got, int k, double env, double floor) {
-    rp_cls_facts *f = &x->f;
+static void items_of(cls *x, const float *ref, const float *got, int k, double env, double floor, char *out) {
     const size_t row = (size_t)(k + 1) * x->B * x->per;
     int n = 0, len = 0;
-    char list[sizeof f->step_items] = "";
+    char list[64] = "";
     for (int b = 0; b < x->B; b++) {
         const double r = rp_cls_ratio(rp_cls_rel_l2(ref + row + (size_t)b * x->per, got + row + (size_t)b * x->per,
                                                     x->per), env, floor);
@@ -1373,8 +1374,8 @@ static void step_items_of(cls *x, const float *ref, const float *got, int k, dou
         n++;
         if (len < (int)sizeof list) len += snprintf(list + len, sizeof list - (size_t)len, "%s%d", n > 1 ? ", " : "", b);
     }
-    f->step_items[0] = '\0';
-    if (n > 0 && n < x->B) snprintf(f->step_items, sizeof f->step_items, "item%s %s", n > 1 ? "s" : "", list);
+    out[0] = '\0';
+    if (n > 0 && n < x->B) snprintf(out, 64, "item%s %s", n > 1 ? "s" : "", list);
 }
 
 /* A step break that no traced layer of the step explains (facts step_after_model): with
@@ -1553,7 +1554,10 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         }
         step_after_model(x, &x->cttr, x->ct.mask, &x->bttr, x->bt.mask);
     }
-    if (x->f.step_break >= 0) step_items_of(x, x->rm.x, x->ct.x, x->f.step_break, x->env_step[x->f.step_break], x->floor);
+    if (x->f.step_break >= 0)
+        items_of(x, x->rm.x, x->ct.x, x->f.step_break, x->env_step[x->f.step_break], x->floor, x->f.step_items);
+    if (x->f.layer_break >= 0) /* a first evaluation's layer: which items' step 0 it reached */
+        items_of(x, x->rm.x, x->ct.x, 0, x->env_step[0], x->floor, x->f.layer_items);
     free(checked);
     return RP_OK;
 }
@@ -1768,7 +1772,7 @@ static void cls_shadow(cls *x) {
     f->step_after_model = 0;
     x->local[k] = loc[k];
     x->env_step[k] = env[k];
-    step_items_of(x, b.t.x, c.t.x, k, env[k], floor);
+    items_of(x, b.t.x, c.t.x, k, env[k], floor, f->step_items);
     if (hit) { /* the layer: the case's shadow trace against the base's at that step, the twins' envelope */
         snprintf(f->step_layer, sizeof f->step_layer, "%s", hit->name);
         f->step_layer_ratio = lr;

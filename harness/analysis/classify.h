@@ -227,6 +227,8 @@ typedef struct rp_cls_facts {
     double step_ratio;
     char step_layer[96];      /* the first layer beyond the envelope in that step ("" none) */
     double step_layer_ratio;
+    char layer_items[64];     /* with layer_break: the items whose step 0 output breaks the
+                                 envelope, when not all ("" otherwise) */
     char step_items[64];      /* the items whose own local error breaks the envelope at that
                                  step, "item 3" / "items 1, 3"; "" when every item's does (or
                                  not known) */
