@@ -55,6 +55,8 @@ struct rp_par_pp {
     size_t kv_cap;         /* floats */
     float *chk;            /* (2, B, H, T/n, D) the contract check's scratch */
     size_t chk_cap;        /* floats */
+    uint64_t *now;         /* (now_cap) fingerprints of this step's exchange, rank by rank */
+    int now_cap;
 };
 
 static void kv_free(pp_kv *e) {
@@ -171,6 +173,13 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
      * this step's exchange of rank q (warmup, and this rank's own patch), or else the
      * exchange of the previous step kept for these items in this generation. */
     RP_TRY(grow(&pp->chk, &pp->chk_cap, chunk, "the staleness check", err));
+    if (n > pp->now_cap) {
+        uint64_t *w = realloc(pp->now, sizeof *w * (size_t)n);
+        if (!w) return RP_FAIL(err, RP_ERR_NOMEM, "patch parallel: out of memory for the staleness check");
+        pp->now = w;
+        pp->now_cap = n;
+    }
+    for (int q = 0; q < n; q++) pp->now[q] = rp_par_fingerprint(all + (size_t)q * chunk, chunk); /* as exchanged */
     const int who = rp_par_stale_who(p);
     size_t pos = (size_t)Tl;
     for (int q = 0; q < n; q++) {
@@ -179,7 +188,7 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
         const uint64_t got = rp_par_kv_print(K + pos * D, V + pos * D, BH, (size_t)Ti, (size_t)D, (size_t)To * D,
                                              pp->chk);
         const int due = fresh ? p->fwd_eval : p->fwd_eval - 1;
-        const uint64_t want = fresh ? rp_par_fingerprint(all + (size_t)q * chunk, chunk)
+        const uint64_t want = fresh ? pp->now[q]
                               : e->eval == due && e->gen == p->generation && e->who == who ? e->print[q] : 0;
         char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
         snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, q);
@@ -196,7 +205,7 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
             memcpy(e->k + (bh * T + (size_t)q * Ti) * D, ks, sizeof(float) * Ti * D);
             memcpy(e->v + (bh * T + (size_t)q * Ti) * D, ks + piece, sizeof(float) * Ti * D);
         }
-        e->print[q] = rp_par_fingerprint(all + (size_t)q * chunk, chunk); /* from the exchange, not the copy */
+        e->print[q] = pp->now[q]; /* from the exchange, not the copy */
     }
     e->eval = p->fwd_eval;
     e->gen = p->generation;
@@ -237,6 +246,7 @@ void rp_par_patch_free(rp_parallel *p) {
     free(pp->xch);
     free(pp->kv_out);
     free(pp->chk);
+    free(pp->now);
     free(pp);
     p->pp = NULL;
     memset(&p->hooks, 0, sizeof p->hooks);
