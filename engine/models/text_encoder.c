@@ -21,6 +21,7 @@
 
 #include "../attention/attention.h"
 #include "../ops.h"
+#include "../parallel/parallel.h"
 
 #define TE_LN_EPS 1e-5f
 
@@ -253,7 +254,7 @@ static rp_status encode_one(const rp_te *m, const rp_ctx *ctx, const char *promp
         const te_layer *ly = &m->layers[i];
         /* attention branch; padded keys are masked, padded queries still run
          * (their rows are discarded at the output) */
-        rp_layernorm(w->h, w->xs, ly->ln1_w, ly->ln1_b, L, D, TE_LN_EPS);
+        rp_layernorm(w->h, w->xs, ly->ln1_w, ly->ln1_b, L, D, rp_par_te_norm_eps(ctx, TE_LN_EPS));
         rp_linear(ctx, w->qkv, w->h, &ly->qkv, L);
         rp_split_qkv_heads(w->q, w->k, w->v, w->qkv, 1, L, H, Dh);
         RP_TRY(rp_attention(ctx, w->att, w->q, w->k, w->v, w->mask, 1, H, L, L, Dh, scale, err));

@@ -144,6 +144,13 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                            "the last pipeline stage does not store its patches' fresh K/V at the "
                                            "second asynchronous step, and reads them a step old",
                                            "pipefusion > 1 and warmup_steps + 2 <= steps; DiT, SD3, FLUX"},
+    /* A fault in the text encoder on one rank: the dp ranks' items differ, so only the
+     * encoder's probe (every rank encodes the same fixed prompts: pipeline.c) holds it to
+     * the bits. */
+    [RP_INJECT_TE_NORM_EPS_RANK] = {"te-norm-eps-rank",
+                                    "the last rank's text encoder takes its attention LayerNorm's epsilon 1e-6 "
+                                    "instead of 1e-5",
+                                    "world > 1; SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
@@ -151,7 +158,7 @@ const char *rp_inject_names(void) {
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
-           "patch-stale-rows pipefusion-skip-refresh";
+           "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -279,6 +286,12 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             return 0;
         }
         return 1;
+    case RP_INJECT_TE_NORM_EPS_RANK:
+        if (fam == RP_FAMILY_DIT) {
+            if (why && cap) snprintf(why, cap, "%s needs a text encoder: DiT is class-conditional", n);
+            return 0;
+        }
+        return world > 1 ? 1 : no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
     case RP_INJECT_PATCH_STALE_ROWS:
         if (d->patch <= 1) return no(why, cap, "%s needs patch > 1 (got patch=%d)", n, d->patch);
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "

@@ -81,6 +81,9 @@
  *                         + 2 <= steps               them a step old: both break the approximate
  *                                                    strategy's staleness contract (stale_check.c),
  *                                                    which the image bound alone let pass
+ *   te-norm-eps-rank      world > 1    SD3, FLUX     the last rank's text encoder takes its attention
+ *                                                    LayerNorm's epsilon 1e-6, not 1e-5: the probe
+ *                                                    every rank encodes (pipeline.c) names it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -134,6 +137,7 @@ typedef enum rp_inject_id {
     RP_INJECT_DP_GATHER_ROW,
     RP_INJECT_PATCH_STALE_ROWS,
     RP_INJECT_PIPEFUSION_SKIP_REFRESH,
+    RP_INJECT_TE_NORM_EPS_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

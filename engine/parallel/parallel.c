@@ -283,6 +283,10 @@ float rp_par_max_period(const rp_ctx *ctx, float max_period) {
     return last_rank_fault(ctx, RP_INJECT_TEMB_PERIOD_RANK) ? max_period + 1.0f : max_period;
 }
 
+float rp_par_te_norm_eps(const rp_ctx *ctx, float eps) {
+    return last_rank_fault(ctx, RP_INJECT_TE_NORM_EPS_RANK) ? eps / 10.0f : eps;
+}
+
 void rp_par_nondet(const rp_ctx *ctx, float *x, size_t n) {
     if (!n || !rp_par_fault(ctx, RP_INJECT_NONDET_DP_RANK) || ctx->par->at.dp != ctx->par->deg.dp - 1) return;
     /* the fault's randomness is the clock, as a timing-dependent reduction's is: not a

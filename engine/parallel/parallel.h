@@ -540,6 +540,9 @@ const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp);
 /* temb-period-rank: a sinusoidal embedding's max_period (max_period, or max_period + 1 on
  * the last rank when injected). */
 float rp_par_max_period(const rp_ctx *ctx, float max_period);
+/* te-norm-eps-rank: the text encoder's LayerNorm epsilon (eps, or eps / 10 on the last rank
+ * when injected). */
+float rp_par_te_norm_eps(const rp_ctx *ctx, float eps);
 /* vae-decode-rank: 1 when this rank's decoded images go to 8 bits by truncation instead of
  * rounding (the last dp group, whose leader decodes its images, when injected), else 0. */
 int rp_par_rgb8_truncates(const rp_ctx *ctx);

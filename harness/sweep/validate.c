@@ -705,7 +705,7 @@ const char *rp_validate_describe_rules(void) {
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
            "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew\n"
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
-           "                patch-stale-rows pipefusion-skip-refresh,\n"
+           "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
@@ -715,5 +715,6 @@ const char *rp_validate_describe_rules(void) {
            "                cfg_parallel 2 and steps >= 2, dp-image-order and dp-latents-order\n"
            "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU,\n"
            "                ring-reverse-rank ring >= 3, dp-gather-row dp > 1 and steps >= 2,\n"
-           "                patch-stale-rows and pipefusion-skip-refresh steps after warmup)\n";
+           "                patch-stale-rows and pipefusion-skip-refresh steps after warmup,\n"
+           "                te-norm-eps-rank a text encoder: SD3 or FLUX)\n";
 }
