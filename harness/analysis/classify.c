@@ -1395,11 +1395,25 @@ static double teacher_layer_env(const void *ctx, const rp_trace_rec *base, int k
 }
 
 /* Evidence 2: the first evaluation, layer by layer. */
+/* 1 when the case's traces and its reference's record the same items: a batch run one
+ * item per forward (batch_forward per-item) traces its first item only (pipeline.c), a
+ * joint one every item, so their layers cannot be compared record by record (audit 7: a
+ * per-item case against a joint reference was "pos_embed breaks the envelope xinf"). */
+static int traces_comparable(const cls *x) {
+    return !x->have_rc || !strcmp(x->c.batch_forward, x->rc.batch_forward);
+}
+
 static void cls_layers(cls *x) {
     cJSON *layers = cJSON_AddArrayToObject(x->ev, "layers");
     cJSON *envl = cJSON_AddArrayToObject(x->envj, "layers");
     if (!x->have_rtr || !x->have_ctr || !x->have_tbtr) {
         cJSON_AddStringToObject(x->ev, "layers_note", "no trace to compare (the case's, the reference's or the twins')");
+        return;
+    }
+    if (!traces_comparable(x)) {
+        cJSON_AddStringToObject(x->ev, "layers_note", "the case and its reference trace other items (batch_forward "
+                                "per-item traces the first item, joint every item): layers not compared, the "
+                                "steps are");
         return;
     }
     /* a layout whose ranks never all reach a layer (pipefusion's stages) records none */
@@ -1537,7 +1551,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
      * step with a layer beyond it is the step break when no step's output broke earlier;
      * at the break the first such layer is named. */
     rp_store_path(p, sizeof p, td, RP_ART_TRACE);
-    if (x->have_bttr && rp_cls_trace_load(p, &x->cttr, &e) == RP_OK) {
+    if (x->have_bttr && traces_comparable(x) && rp_cls_trace_load(p, &x->cttr, &e) == RP_OK) {
         for (int k = 0; k < N; k++) {
             if (!checked[k]) continue;
             double lr = 0, rel = 0, env = 0;
@@ -1750,7 +1764,8 @@ static void cls_shadow(cls *x) {
     shadow_twins st = {tw, n_tw};
     const rp_trace_rec *hit = NULL;
     double lr = 0, rel = 0, e = 0, layers_big = 0;
-    for (int j = 0; c.have_tr && b.have_tr && j < N; j++) {
+    const int traced = c.have_tr && b.have_tr && traces_comparable(x);
+    for (int j = 0; traced && j < N; j++) {
         if (!checked[j] || (hit && k >= 0 && j > k)) continue;
         double jr = 0, jrel = 0, je = 0;
         const rp_trace_rec *h = step_layer_break(&c.tr, c.t.mask, &b.tr, b.t.mask, j, shadow_layer_env, &st, floor,
@@ -1778,7 +1793,7 @@ static void cls_shadow(cls *x) {
         f->step_layer_ratio = lr;
         x->step_layer_rel = rel;
         x->step_layer_env = e;
-    } else if (c.have_tr && b.have_tr) {
+    } else if (traced) {
         step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask);
     }
 out:
@@ -1840,7 +1855,8 @@ static void cls_invariant_shadow(cls *x) {
     /* the layer: the first record of that step's evaluation that differs at all */
     char layer[96] = "";
     const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
-    for (int i = 0; c.have_tr && b.have_tr && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
+    const int traced = c.have_tr && b.have_tr && traces_comparable(x);
+    for (int i = 0; traced && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
         const rp_trace_rec *r = &b.tr.recs[i];
         if (r->eval != eb) continue;
         if (rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name)) != 0.0) {
@@ -1858,7 +1874,7 @@ static void cls_invariant_shadow(cls *x) {
     f->step_after_model = 0;
     f->step_items[0] = '\0';
     snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
-    if (c.have_tr && b.have_tr) step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask); /* every layer bitwise */
+    if (traced) step_after_model(x, &c.tr, c.t.mask, &b.tr, b.t.mask); /* every layer bitwise */
 out:
     teacher_run_free(&c);
     teacher_run_free(&b);
