@@ -550,8 +550,14 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_BUG;
     }
     if (f->approx && f->have_quality && !(f->ssim >= f->bound_ssim && f->psnr >= f->bound_psnr)) {
-        snprintf(s, cap, "approximate after warmup %d, below its bound: SSIM %.4f (>= %.4g), PSNR %.2f dB (>= %.4g)",
-                 f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr);
+        /* the contract and the replicas checked the approximation itself (engine/parallel/
+         * stale_check.c): with all of them holding, what is left is its loss at these settings */
+        snprintf(s, cap, "approximate after warmup %d, below its bound: SSIM %.4f (>= %.4g), PSNR %.2f dB (>= %.4g)%s",
+                 f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr,
+                 f->replica_break < 0 ? "; every replica and staleness-contract check held: this is the "
+                                        "approximation's own loss at these settings unless a computation after "
+                                        "warmup is wrong (classify: {approx_psnr, approx_ssim} set the bound)"
+                                      : "");
         return RP_V_BUG;
     }
     if (f->repeats_differ) {
