@@ -483,6 +483,10 @@ int rp_par_stale_who(const rp_parallel *p);
  * due describe the first that failed ("kv.attn3.patch0", "read at step 4: due step 3's
  * rows for these items"): the pair's two names in the log. */
 void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *name, const char *due);
+/* rp_par_stale_pair for the K/V rows of `patch` read by attention `layer`, due from step
+ * `due`: named "kv.attn<layer>.patch<patch>", "read at step <now>: due, the rows computed at
+ * step <due> for these items" (patch.c and pipefusion.c). */
+void rp_par_stale_kv(rp_parallel *p, int layer, int patch, int due, uint64_t got, uint64_t want);
 /* The forward's folded pair into the log (STALE group), at the forward's end. */
 void rp_par_stale_flush(rp_parallel *p);
 /* Fingerprint of rows gathered from nbh blocks (b = 0 .. nbh - 1) of `rows` x D floats

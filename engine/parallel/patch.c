@@ -190,11 +190,7 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
         const int due = fresh ? p->fwd_eval : p->fwd_eval - 1;
         const uint64_t want = fresh ? pp->now[q]
                               : e->eval == due && e->gen == p->generation && e->who == who ? e->print[q] : 0;
-        char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
-        snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, q);
-        snprintf(said, sizeof said, "read at step %d: due, the rows computed at step %d for these items", p->fwd_eval,
-                 due);
-        rp_par_stale_pair(p, got, want, name, said);
+        rp_par_stale_kv(p, layer, q, due, got, want);
         pos += (size_t)Ti;
     }
     p->stale_seen |= !sync; /* the keys are not the whole fresh sequence: copies part here */

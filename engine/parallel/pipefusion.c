@@ -292,12 +292,7 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
                                              (size_t)To * D, pf->chk);
         const pf_fresh *f = &e->fresh[j];
         const int due = j <= m ? p->fwd_eval : p->fwd_eval - 1;
-        char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
-        snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, j);
-        snprintf(said, sizeof said, "read at step %d: due, the rows computed at step %d for these items", p->fwd_eval,
-                 due);
-        rp_par_stale_pair(p, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0, name,
-                          said);
+        rp_par_stale_kv(p, layer, j, due, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0);
         pos += Tp;
     }
     *ko = K;

@@ -41,6 +41,13 @@ void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *
     p->stale_held = 1;
 }
 
+void rp_par_stale_kv(rp_parallel *p, int layer, int patch, int due, uint64_t got, uint64_t want) {
+    char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
+    snprintf(name, sizeof name, "kv.attn%d.patch%d", layer, patch);
+    snprintf(said, sizeof said, "read at step %d: due, the rows computed at step %d for these items", p->fwd_eval, due);
+    rp_par_stale_pair(p, got, want, name, said);
+}
+
 void rp_par_stale_flush(rp_parallel *p) {
     if (!p->stale_held) return;
     p->stale_held = 0;
