@@ -1,6 +1,7 @@
 /* attn_own.c — the own check of the default attention variants (math, split, subquad,
- * flash; auto's pick), on every rank of the classifier's teacher runs (p->check_own), at the
- * run's first and last evaluation (rp_par_own_now).
+ * flash; auto's pick), on every rank of the classifier's teacher runs (p->check_own): whole
+ * at the evaluations rp_par_own_now names (the run's first and last, one drawn between), and
+ * one (batch, head) slice at every other evaluation (rp_par_own_slice, rotating).
  *
  * Why. Under the default numerics a rank's attention runs a variant's kernel
  * (engine/attention/) that no exact comparison executes: the invariant shadow runs the
@@ -196,15 +197,20 @@ rp_status rp_par_attn_own_check(const rp_ctx *ctx, const float *out, const float
                                 const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
                                 rp_error *err) {
     rp_parallel *p = ctx->par;
-    if (!rp_par_own_now(p) || ctx->numerics != RP_NUMERICS_DEFAULT || Tq == 0) return RP_OK;
+    if (!p || !p->check_own || ctx->numerics != RP_NUMERICS_DEFAULT || Tq == 0) return RP_OK;
+    /* the (b, h) slices recomputed: all, or one; each slice's kernel calls have the same
+     * shapes either way, so a slice's bits are the whole check's */
+    const int whole = rp_par_own_now(p), first = whole ? 0 : rp_par_own_slice(p, B * H);
+    const int last = whole ? B * H : first + 1;
+    if (first < 0) return RP_OK;
     own_plan pl;
     RP_TRY(own_plan_of(ctx, B, H, Tq, Tk, D, key_mask != NULL, &pl, err));
     rp_ctx oc = *ctx; /* the oracle's GEMMs are not themselves checked (the kernel's were) */
     oc.gemm_check = NULL;
     ctx = &oc;
-    const size_t n = (size_t)B * H * Tq * D;
+    const size_t slice = (size_t)Tq * D, n = (size_t)(last - first) * slice;
     const int kb = pl.keys > 0 ? pl.keys : 1, nkb = Tk ? (Tk + kb - 1) / kb : 0;
-    float *chk = calloc(n, sizeof(float)); /* (B, H, Tq, D) the recomputation */
+    float *chk = calloc(n, sizeof(float)); /* (last - first, Tq, D) the recomputation of the slices */
     own_work w = {malloc(sizeof(float) * ((size_t)pl.rows * (Tk > kb ? kb : Tk) + 1)),
                   malloc(sizeof(float) * ((size_t)(nkb > 1 ? nkb : 1) * pl.rows * D + 1)),
                   malloc(sizeof(float) * ((size_t)(nkb > 1 ? nkb : 1) * pl.rows + 1)),
@@ -214,18 +220,18 @@ rp_status rp_par_attn_own_check(const rp_ctx *ctx, const float *out, const float
         st = RP_FAIL(err, RP_ERR_NOMEM, "attention's own check: out of memory (%d x %d scores)", pl.rows, Tk);
         goto done;
     }
-    for (int bh = 0; Tk > 0 && bh < B * H; bh++) {
-        const size_t qo = (size_t)bh * Tq * D, ko = (size_t)bh * Tk * D;
+    for (int bh = first; Tk > 0 && bh < last; bh++) {
+        const size_t qo = (size_t)bh * slice, ko = (size_t)bh * Tk * D, co = (size_t)(bh - first) * slice;
         const uint8_t *m = key_mask ? key_mask + (size_t)(bh / H) * Tk : NULL;
         for (int i0 = 0; i0 < Tq; i0 += pl.rows) {
             const int rows = Tq - i0 < pl.rows ? Tq - i0 : pl.rows;
-            own_block(ctx, &pl, chk + qo + (size_t)i0 * D, q + qo + (size_t)i0 * D, k + ko, v + ko, m, rows, Tk, D,
+            own_block(ctx, &pl, chk + co + (size_t)i0 * D, q + qo + (size_t)i0 * D, k + ko, v + ko, m, rows, Tk, D,
                       scale, &w);
         }
     }
     char what[32];
     snprintf(what, sizeof what, "%s attention", rp_attn_kind_name(pl.kind));
-    rp_par_own_hold(p, out, chk, n, what);
+    rp_par_own_hold(p, out + (size_t)first * slice, chk, n, what);
 done:
     free(chk); free(w.S); free(w.PV); free(w.mx); free(w.ws);
     return st;

@@ -151,6 +151,26 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                     "the last rank's text encoder takes its attention LayerNorm's epsilon 1e-6 "
                                     "instead of 1e-5",
                                     "world > 1; SD3, FLUX"},
+    /* Faults of the approximate and exchanging strategies' bookkeeping, and of a kernel at
+     * one step: each acts where no envelope or image bound tells it from the approximation
+     * or from rounding, and each has its exact check (the audit of 2026-11-29, round 7). */
+    [RP_INJECT_PIPEFUSION_BLOCK_OVERLAP] = {"pipefusion-block-overlap",
+                                            "after warmup every pipeline stage after the first starts one block "
+                                            "early, running its predecessor's last block again",
+                                            "pipefusion > 1 and warmup_steps < steps; DiT, SD3, FLUX"},
+    [RP_INJECT_CFG_STALE_HALF] = {"cfg-stale-half",
+                                  "from the second evaluation on, both cfg ranks read segment 1 of the exchange "
+                                  "from the previous evaluation",
+                                  "cfg_parallel = 2 and steps >= 2; DiT, SD3"},
+    [RP_INJECT_ATTN_SCALE_STEP_RANK] = {"attn-scale-step-rank",
+                                        "the last rank's default attention kernel takes its softmax scale one ulp "
+                                        "low at the third evaluation only",
+                                        "world > 1, ring = 1, numerics default, fp32 on the CPU, steps >= 4; DiT, "
+                                        "SD3, FLUX"},
+    [RP_INJECT_ATTN_SCALE_LATE] = {"attn-scale-late",
+                                   "after warmup the last rank's softmax scale is 1/sqrt(d+1), not 1/sqrt(d): a "
+                                   "later step of an approximate layout computed wrong from the right K/V rows",
+                                   "patch > 1 or pipefusion > 1, warmup_steps < steps; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
@@ -158,7 +178,8 @@ const char *rp_inject_names(void) {
            "rope-offset attn-scale timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order "
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
-           "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank";
+           "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap cfg-stale-half "
+           "attn-scale-step-rank attn-scale-late";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -247,6 +268,7 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         }
         return 1;
     case RP_INJECT_CFG_COMBINE_ORDER:
+    case RP_INJECT_CFG_STALE_HALF:
         if (fam == RP_FAMILY_FLUX) {
             if (why && cap)
                 snprintf(why, cap, "%s needs classifier-free guidance: FLUX has none (embedded guidance)", n);
@@ -255,7 +277,10 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         if (d->cfg != 2)
             return no(why, cap, "%s needs cfg_parallel = 2 (got cfg_parallel=%d)", n, d->cfg);
         /* rank 1's own latents are never returned: they reach rank 0 through the half it
-         * evaluates at the next step */
+         * evaluates at the next step; a stale half needs a previous evaluation */
+        if (id == RP_INJECT_CFG_STALE_HALF)
+            return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: it reads the previous evaluation's half "
+                                          "(got steps=%d)", n, l->steps);
         return l->steps >= 2 ? 1 : no(why, cap, "%s needs steps >= 2: rank 1's diverged latents reach rank 0 only "
                                       "through its next step's half (got steps=%d)", n, l->steps);
     case RP_INJECT_DP_IMAGE_ORDER:
@@ -296,6 +321,16 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         if (d->patch <= 1) return no(why, cap, "%s needs patch > 1 (got patch=%d)", n, d->patch);
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_ATTN_SCALE_LATE:
+        if (d->patch <= 1 && d->pipefusion <= 1)
+            return no(why, cap, "%s needs patch > 1 or pipefusion > 1: it acts after an approximate layout's warmup "
+                      "(got patch=%d)", n, d->patch);
+        return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
+                                              "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_PIPEFUSION_BLOCK_OVERLAP:
+        if (d->pipefusion <= 1) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
+        return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
+                                              "warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_PIPEFUSION_SKIP_REFRESH:
         if (d->pipefusion <= 1) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
         return l->warmup + 2 <= l->steps ? 1 : no(why, cap, "%s needs warmup_steps + 2 <= steps: it acts at the "
@@ -312,6 +347,10 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         }
         return 1;
     case RP_INJECT_ATTN_SCALE_ULP_RANK:
+    case RP_INJECT_ATTN_SCALE_STEP_RANK:
+        if (id == RP_INJECT_ATTN_SCALE_STEP_RANK && l->steps < 4)
+            return no(why, cap, "%s needs steps >= 4: it acts at the third evaluation, between the first and the "
+                      "last (got steps=%d)", n, l->steps);
         if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
         if (d->ring > 1) return no(why, cap, "%s acts in the default attention kernels; with ring > 1 the ring's "
                                    "own kernel runs instead (got ring=%d)", n, d->ring);

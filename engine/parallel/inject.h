@@ -84,6 +84,24 @@
  *   te-norm-eps-rank      world > 1    SD3, FLUX     the last rank's text encoder takes its attention
  *                                                    LayerNorm's epsilon 1e-6, not 1e-5: the probe
  *                                                    every rank encodes (pipeline.c) names it
+ *   pipefusion-block-     pipefusion   all           after warmup every stage after the first starts
+ *   overlap               > 1, warmup                one block early and runs its predecessor's last
+ *                         < steps                    block again: the stages' ownership check
+ *                                                    (pipefusion.c) names it
+ *   cfg-stale-half        cfg = 2,     DiT, SD3      from the second evaluation on, both ranks read
+ *                         steps >= 2                 segment 1 of the cfg exchange from the previous
+ *                                                    evaluation (a receive buffer read before the
+ *                                                    new exchange landed): the exchange's check
+ *                                                    (cfg_par.c) names it
+ *   attn-scale-late       patch or     all           attn-scale after warmup only: a step after
+ *                         pipefusion                 warmup computed wrong from the right K/V rows,
+ *                         > 1, warmup                which every contract holds; the invariant
+ *                         < steps                    shadow's first step after warmup, run with
+ *                                                    fresh keys (parallel.h fresh_kv), names it
+ *   attn-scale-step-rank  as attn-scale- all         attn-scale-ulp-rank at the third evaluation
+ *                         ulp-rank,                  only (a path keyed to the step): between the
+ *                         steps >= 4                 run's first and last, where the own check
+ *                                                    runs whole, its rotating slice sees it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -138,6 +156,10 @@ typedef enum rp_inject_id {
     RP_INJECT_PATCH_STALE_ROWS,
     RP_INJECT_PIPEFUSION_SKIP_REFRESH,
     RP_INJECT_TE_NORM_EPS_RANK,
+    RP_INJECT_PIPEFUSION_BLOCK_OVERLAP,
+    RP_INJECT_CFG_STALE_HALF,
+    RP_INJECT_ATTN_SCALE_STEP_RANK,
+    RP_INJECT_ATTN_SCALE_LATE,
     RP_INJECT_COUNT
 } rp_inject_id;
 

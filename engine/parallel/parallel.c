@@ -107,6 +107,9 @@ void rp_par_free(rp_parallel *p) {
     rp_par_pipefusion_free(p);
     rp_par_patch_free(p);
     rp_par_replica_free(p);
+    free(p->fault_kept);
+    p->fault_kept = NULL;
+    p->fault_kept_n = 0;
     for (int i = 0; i < RP_PAR_N_DEGREES + 2; i++) {
         rp_par_group *g = i < RP_PAR_N_DEGREES ? &p->group[i] : i == RP_PAR_N_DEGREES ? &p->sp : &p->replica;
         if (i < RP_PAR_N_DEGREES && g->comm && g->comm == p->sp.comm) { /* the sequence group's: freed as that */
@@ -328,6 +331,7 @@ void rp_par_generate_begin(rp_parallel *p) {
     /* the faulty path keeps the previous generation's K/V: the bug is the missing reset */
     if (p->pf && p->fault != RP_INJECT_PIPEFUSION_CACHE_LEAK) rp_par_pf_reset(p);
     if (p->pp) rp_par_pp_reset(p);
+    p->fault_kept_n = 0; /* a fault's kept value is this generation's (cfg-stale-half) */
 }
 
 /* rp_gemm_check's pair: one default GEMM and its recomputation, into the own check. */

@@ -225,6 +225,9 @@ typedef struct rp_parallel {
     rp_par_group sp;          /* the strategies that split the sequence: ulysses x ring, or patch */
     rp_par_group replica;     /* all but dp: the ranks that compute one dp group's items */
     rp_inject_id fault;       /* RP_INJECT_NONE in normal runs */
+    float *fault_kept;        /* (fault_kept_n) what a fault keeps from one call to the next
+                                 (cfg-stale-half: the previous segment 1); owned */
+    size_t fault_kept_n;
     rp_par_hooks hooks;
     /* the approximate strategies' state (owned; NULL unless initialised) */
     rp_par_pf *pf;            /* pipefusion.c */
@@ -253,8 +256,15 @@ typedef struct rp_parallel {
      * folded fingerprints wait in own_hash for a name (rp_par_own_hold), own_what says
      * which computation differed */
     int check_own;
-    int own_at[2];            /* the evaluations whose own checks run (rp_par_own_now): the run's
-                                 first and last, set with check_own (0, 0: the first only) */
+    /* 1: after warmup the approximate strategies (patch, PipeFusion) place this evaluation's
+     * fresh K/V for every patch while running their later steps' code (patch: the warmup's
+     * exchange; PipeFusion: a synchronous pass fills the cache before the patch passes), so
+     * such a step computes the exact result: the invariant shadow's check of that code
+     * (docs/classification.md §4, §12). Set by the caller for a run, like check_own. */
+    int fresh_kv;
+    int own_at[3];            /* the evaluations whose own checks run whole (rp_par_own_now): the
+                                 run's first, last and one drawn between, set with check_own
+                                 (0, 0, 0: the first only) */
     int own_held;
     uint64_t own_hash[2];
     char own_what[32];
@@ -509,12 +519,19 @@ void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, c
 rp_status rp_par_attn_own_check(const rp_ctx *ctx, const float *out, const float *q, const float *k, const float *v,
                                 const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
                                 rp_error *err);
-/* Whether the own checks run at the current evaluation: check_own, and fwd_eval one of
- * own_at. A kernel does not know the step, so a fault in one acts at every call, or at the
- * calls whose inputs trigger it: the run's first evaluation (pure noise in) and its last
- * (nearly clean latents in) are the two most different inputs a run has, at 2 / steps of
- * the cost of checking every one. */
+/* Whether the own checks run whole at the current evaluation: check_own, and fwd_eval one
+ * of own_at. A kernel does not know the step, so a fault in one acts at every call, or at
+ * the calls whose inputs trigger it: the run's first evaluation (pure noise in) and its
+ * last (nearly clean latents in) are the two most different inputs a run has; the third,
+ * drawn per case (a sweep's cases cover the middle steps between them), catches a fault
+ * keyed to the step at 3 / steps of the cost of checking every one. */
 int rp_par_own_now(const rp_parallel *p);
+/* The one (batch, head) slice, of parts = B H, whose attention the own check recomputes at
+ * an evaluation where rp_par_own_now is false: fwd_eval mod parts, so a run's evaluations
+ * rotate through the heads; -1 without check_own. Every evaluation is checked in part, at
+ * 1 / (B H) of an attention's cost: a fault at one step that acts on every head (a scale,
+ * a rescale) is seen at that step, one confined to a head when the rotation reaches it. */
+int rp_par_own_slice(const rp_parallel *p, int parts);
 /* Notes a held pair under name (rp_par_trace and rp_par_forward_end call it). */
 void rp_par_own_flush(const rp_ctx *ctx, const char *name);
 

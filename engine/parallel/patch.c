@@ -135,8 +135,9 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
     rp_comm *c = p->sp.comm;
     RP_TRY(c->ops->allgather(c, mine, chunk, all, err));
 
-    /* the keys: fresh for all (warmup), else fresh here and the previous exchange elsewhere */
-    const int sync = p->fwd_eval < pp->warmup, others = sync || e->valid;
+    /* the keys: fresh for all (warmup, and p->fresh_kv), else fresh here and the previous
+     * exchange elsewhere */
+    const int sync = p->fwd_eval < pp->warmup || p->fresh_kv, others = sync || e->valid;
     const int To = Tl + (others ? T : Ti) + Tr;
     RP_TRY(grow(&pp->kv_out, &pp->kv_cap, 2 * BH * To * D, "the attention keys", err));
     float *K = pp->kv_out, *V = pp->kv_out + BH * To * D; /* (B, H, To, D) each */

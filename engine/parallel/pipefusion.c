@@ -29,7 +29,8 @@
  *     last stage collects each patch's final tokens (rp_par_pf_tokens), so after patch
  *     M-1 its forward has the whole output.
  *   then the output is broadcast from the last stage over the pipefusion group: every
- *     stage holds the same bits for the sampler update (and the cfg / dp exchanges).
+ *     stage holds the same bits for the sampler update (and the cfg / dp exchanges);
+ *     before it, the stages check that they owned the blocks (pf_owned_check).
  * Stream messages stage s -> s + 1 on the pipefusion comm, tag TAG_STREAM: x, then c.
  *
  * The cache is per (forward slot within the evaluation, attention layer): (B, H, T, D)
@@ -50,6 +51,9 @@
 #include "parallel.h"
 
 enum { TAG_STREAM = 51 };
+/* Attention indices the ownership check counts (DiT-XL/2 28, SD3.5 2 x 38, FLUX 57):
+ * indices past it go uncounted. */
+#define RP_PF_MAX_ATTN 256
 
 /* When and for whom a patch's rows were last computed, and their fingerprint: the
  * staleness contract's due value (stale_check.c). */
@@ -85,6 +89,10 @@ struct rp_par_pf {
     size_t xch_cap;        /* floats */
     float *chk;            /* (2, B, H, T/M, D) the contract check's scratch */
     size_t chk_cap;        /* floats */
+    /* the forward's block ownership, as run (pf_owned_check): the range the model got and
+     * how many times each attention ran on this stage */
+    int ran_n, ran_a, ran_b, ran_varied, ran_passes;
+    unsigned char ran[RP_PF_MAX_ATTN]; /* by attention index */
 };
 
 /* ---- cache ---------------------------------------------------------------------------- */
@@ -149,7 +157,10 @@ static rp_status grow(float **buf, size_t *cap, size_t n, const char *what, rp_e
 /* ---- hooks ---------------------------------------------------------------------------- */
 
 static void pf_block_range(void *u, int n, int *a, int *b) {
-    const rp_par_pf *pf = ((const rp_parallel *)u)->pf;
+    const rp_parallel *p = u;
+    const rp_par_pf *pf = p->pf;
+    /* pipefusion-block-overlap: after warmup a stage s > 0 starts one block early */
+    const int early = p->fault == RP_INJECT_PIPEFUSION_BLOCK_OVERLAP && pf->patch >= 0 && pf->stage > 0;
     if (pf->layers) {
         int s0 = 0, all = 0;
         for (int s = 0; s < pf->P; s++) {
@@ -158,13 +169,26 @@ static void pf_block_range(void *u, int n, int *a, int *b) {
         }
         assert(all == n && "pipefusion_layers must cover the blocks (validation checks it)");
         (void)all;
-        *a = s0;
+        *a = s0 - early;
         *b = s0 + pf->layers[pf->stage];
         return;
     }
     const int base = n / pf->P, extra = n % pf->P, s = pf->stage;
     *a = s * base + (s < extra ? s : extra);
     *b = *a + base + (s < extra);
+    *a -= early;
+}
+
+/* The block_range hook: the stage's range, noted for the ownership check as the model
+ * gets it. */
+static void pf_block_range_noted(void *u, int n, int *a, int *b) {
+    rp_par_pf *pf = ((rp_parallel *)u)->pf;
+    pf_block_range(u, n, a, b);
+    if (pf->ran_passes++ == 0) {
+        pf->ran_n = n, pf->ran_a = *a, pf->ran_b = *b;
+    } else {
+        pf->ran_varied |= pf->ran_n != n || pf->ran_a != *a || pf->ran_b != *b;
+    }
 }
 
 /* ENTER on stage s > 0: the stream(s) from stage s - 1; LEAVE on s < P - 1: to stage s + 1. */
@@ -191,7 +215,8 @@ static rp_status pf_stream(void *u, int where, int block, float *x, size_t rows_
 /* Warmup under ring attention: this ring rank holds image tokens [r Ti, (r + 1) Ti) of the
  * R Ti, but its cache (T = Ti tokens) is its shard of every pipeline patch, the tokens the
  * later steps give it: [j R Tpr + r Tpr, + Tpr) at j Tpr, Tpr = Ti / M. So the image K/V is
- * allgathered over the ring and those runs are kept. */
+ * allgathered over the ring and those runs are kept, each fingerprinted as it arrived for
+ * the staleness contract (the rows its owner computed at this evaluation). */
 static rp_status ring_warmup_store(rp_parallel *p, pf_kv *e, const float *k, const float *v, int Tk, int Tl,
                                    int Ti, rp_error *err) {
     rp_par_pf *pf = p->pf;
@@ -205,8 +230,13 @@ static rp_status ring_warmup_store(rp_parallel *p, pf_kv *e, const float *k, con
     }
     rp_comm *c = p->ring.comm;
     RP_TRY(c->ops->allgather(c, mine, chunk, all, err));
+    RP_TRY(grow(&pf->chk, &pf->chk_cap, 2 * BH * Tpr * D, "the staleness check", err));
+    const int who = rp_par_stale_who(p);
     for (int j = 0; j < M; j++) {
         const int g = (j * R + r) * Tpr, q = g / Ti, o = g % Ti; /* a run lies in one rank's block */
+        const float *run = all + (size_t)q * chunk + (size_t)o * D;
+        e->fresh[j] = (pf_fresh){rp_par_kv_print(run, run + piece, BH, (size_t)Tpr, (size_t)D, (size_t)Ti * D, pf->chk),
+                                 p->fwd_eval, p->generation, who};
         for (size_t bh = 0; bh < BH; bh++) {
             const float *ks = all + (size_t)q * chunk + (bh * Ti + o) * D;
             memcpy(e->k + (bh * Ti + (size_t)j * Tpr) * D, ks, sizeof(float) * Tpr * D);
@@ -230,6 +260,7 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
     if (T % M)
         return RP_FAIL(err, RP_ERR_INVALID, "pipefusion: %d image tokens are not divisible by num_pipeline_patch = %d",
                        T, M);
+    if (layer < RP_PF_MAX_ATTN && pf->ran[layer] < 255) pf->ran[layer]++;
     pf_kv *e = NULL;
     RP_TRY(cache_at(pf, p->fwd_slot, layer, B, H, T, D, &e, err));
     const size_t BH = (size_t)B * H;
@@ -238,17 +269,16 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         memset(e->valid, 1, (size_t)M);
         return RP_OK;
     }
-    /* The staleness contract (stale_check.c; not under ring, whose cache holds shards): the
-     * rows computed now, patch by patch, before they are stored */
-    const int Tp = T / M, check = p->ring.size == 1, who = rp_par_stale_who(p);
-    if (check) {
-        RP_TRY(grow(&pf->chk, &pf->chk_cap, 2 * BH * Tp * D, "the staleness check", err));
-        for (int j = m < 0 ? 0 : m; j < (m < 0 ? M : m + 1); j++) {
-            const size_t row = (size_t)Tl + (m < 0 ? (size_t)j * Tp : 0);
-            e->fresh[j] = (pf_fresh){rp_par_kv_print(k + row * D, v + row * D, BH, (size_t)Tp, (size_t)D,
-                                                     (size_t)Tk * D, pf->chk),
-                                     p->fwd_eval, p->generation, who};
-        }
+    /* The staleness contract (stale_check.c): the rows computed now, patch by patch, before
+     * they are stored (under ring: this rank's shard of patch m; its warmup shards were
+     * fingerprinted as they arrived, ring_warmup_store) */
+    const int Tp = T / M, who = rp_par_stale_who(p);
+    RP_TRY(grow(&pf->chk, &pf->chk_cap, 2 * BH * Tp * D, "the staleness check", err));
+    for (int j = m < 0 ? 0 : m; j < (m < 0 ? M : m + 1); j++) {
+        const size_t row = (size_t)Tl + (m < 0 ? (size_t)j * Tp : 0);
+        e->fresh[j] = (pf_fresh){rp_par_kv_print(k + row * D, v + row * D, BH, (size_t)Tp, (size_t)D, (size_t)Tk * D,
+                                                 pf->chk),
+                                 p->fwd_eval, p->generation, who};
     }
     /* pipefusion-skip-refresh: the last stage does not store its patches' fresh K/V at the
      * step after the first asynchronous one, so it reads them a step old */
@@ -286,12 +316,13 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
     }
     /* the contract: patch j's rows as placed are those computed for these items in this
      * generation at this step (j <= m: this step's passes) or at the previous one (j > m) */
-    for (int j = 0, pos = Tl; check && j < M; j++) {
+    for (int j = 0, pos = Tl; j < M; j++) {
         if (!e->valid[j]) continue;
         const uint64_t got = rp_par_kv_print(K + (size_t)pos * D, V + (size_t)pos * D, BH, (size_t)Tp, (size_t)D,
                                              (size_t)To * D, pf->chk);
         const pf_fresh *f = &e->fresh[j];
-        const int due = j <= m ? p->fwd_eval : p->fwd_eval - 1;
+        /* with fresh_kv the synchronous pass before the patch passes made every patch's */
+        const int due = j <= m || p->fresh_kv ? p->fwd_eval : p->fwd_eval - 1;
         rp_par_stale_kv(p, layer, j, due, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0);
         pos += Tp;
     }
@@ -336,7 +367,7 @@ rp_status rp_par_pipefusion_init(rp_parallel *p, int num_patches, const int *lay
     pf->layers = ly;
     pf->patch = -1;
     p->pf = pf;
-    p->hooks = (rp_par_hooks){p, pf_block_range, pf_stream, pf_kv_hook};
+    p->hooks = (rp_par_hooks){p, pf_block_range_noted, pf_stream, pf_kv_hook};
     return RP_OK;
 }
 
@@ -388,6 +419,55 @@ rp_status rp_par_pf_tokens(rp_parallel *p, float *full, const float *patch, int 
     return RP_OK;
 }
 
+/* The ownership check of one forward: the stages' block ranges, as their models got them,
+ * tile [0, n) in stage order, each the same in every pass, and every attention ran on one
+ * stage only, once per pass. A stage running a neighbour's block again, or none of its
+ * own, is otherwise only an image worse than the approximation (audit of 2026-11-29,
+ * round 7: 22 dB and still `approx`). One small allgather over the pipefusion group; the
+ * verdict is a STALE pair (stale_check.c) on every stage. */
+static rp_status pf_owned_check(rp_parallel *p, int passes, rp_error *err) {
+    rp_par_pf *pf = p->pf;
+    enum { HDR = 4, W = HDR + RP_PF_MAX_ATTN };
+    const int P = pf->P;
+    int32_t mine[W];
+    int32_t *all = malloc(sizeof(int32_t) * (size_t)W * P); /* (P, W) every stage's note */
+    if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "pipefusion: out of memory for the ownership check");
+    mine[0] = pf->ran_n, mine[1] = pf->ran_a, mine[2] = pf->ran_b, mine[3] = pf->ran_varied || pf->ran_passes != passes;
+    for (int l = 0; l < RP_PF_MAX_ATTN; l++) mine[HDR + l] = pf->ran[l];
+    rp_comm *cm = p->pipefusion.comm;
+    /* int32 bits carried in float slots: the comm copies bytes */
+    rp_status st = cm->ops->allgather(cm, (const float *)(const void *)mine, W, (float *)(void *)all, err);
+    if (st != RP_OK) {
+        free(all);
+        return st;
+    }
+    char due[128] = ""; /* rp_par_stale_pair keeps what fits */
+    for (int s = 0; s < P && !due[0]; s++) {
+        const int32_t *r = all + (size_t)s * W;
+        const int32_t prev_b = s ? all[(size_t)(s - 1) * W + 2] : 0, n = all[0];
+        if (r[3])
+            snprintf(due, sizeof due, "stage %d changed its blocks or missed a pass at step %d; due: %d passes, one "
+                     "range", s, p->fwd_eval, passes);
+        else if (r[0] != n || r[1] != prev_b || r[2] <= r[1] || (s == P - 1 && r[2] != n))
+            snprintf(due, sizeof due, "stage %d runs blocks [%d, %d) of %d at step %d; due: from %d%s", s, r[1], r[2],
+                     r[0], p->fwd_eval, prev_b, s == P - 1 ? ", to the last" : "");
+    }
+    for (int l = 0; l < RP_PF_MAX_ATTN && !due[0]; l++) {
+        int sum = 0, on = 0;
+        for (int s = 0; s < P; s++) {
+            const int32_t c = all[(size_t)s * W + HDR + l];
+            sum += c, on += c > 0;
+        }
+        if (sum && (sum != passes || on != 1))
+            snprintf(due, sizeof due, "attention %d ran %d times on %d stages at step %d; due: once a pass (%d) on one",
+                     l, sum, on, p->fwd_eval, passes);
+    }
+    free(all);
+    /* equal fingerprints when the ownership held, different ones (and the reason) when not */
+    rp_par_stale_pair(p, due[0] ? 1 : 0, 0, "pipefusion.blocks", due[0] ? due : "the blocks tile the model");
+    return RP_OK;
+}
+
 rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
                             rp_error *err) {
     rp_parallel *p = ctx->par;
@@ -396,16 +476,22 @@ rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user,
     rp_ctx quiet = *ctx;
     quiet.trace = NULL; /* the stages run different blocks: no collective trace (header) */
     rp_status st = RP_OK;
-    if (p->fwd_eval < pf->warmup) {
+    pf->ran_passes = pf->ran_varied = 0;
+    memset(pf->ran, 0, sizeof pf->ran);
+    const int sync = p->fwd_eval < pf->warmup, fill = !sync && p->fresh_kv;
+    const int passes = sync ? 1 : pf->M + fill;
+    if (sync || fill) { /* fill: this evaluation's K/V of every patch into the cache first */
         pf->patch = -1;
         st = fn(user, &quiet, out, err);
-    } else {
+    }
+    if (!sync) {
         for (int m = 0; m < pf->M && st == RP_OK; m++) {
             pf->patch = m;
             st = fn(user, &quiet, out, err);
         }
     }
     pf->patch = -1;
+    if (st == RP_OK) st = pf_owned_check(p, passes, err);
     if (st != RP_OK) return st;
     rp_comm *cm = p->pipefusion.comm;
     /* the contract of the hand-over: every stage gets the last stage's output, so the last

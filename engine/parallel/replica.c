@@ -147,7 +147,13 @@ void rp_par_own_hold(rp_parallel *p, const float *a, const float *b, size_t n, c
 }
 
 int rp_par_own_now(const rp_parallel *p) {
-    return p && p->check_own && (p->fwd_eval == p->own_at[0] || p->fwd_eval == p->own_at[1]);
+    return p && p->check_own &&
+           (p->fwd_eval == p->own_at[0] || p->fwd_eval == p->own_at[1] || p->fwd_eval == p->own_at[2]);
+}
+
+int rp_par_own_slice(const rp_parallel *p, int parts) {
+    if (!p || !p->check_own || parts < 1 || p->fwd_eval < 0) return -1;
+    return p->fwd_eval % parts;
 }
 
 void rp_par_own_flush(const rp_ctx *ctx, const char *name) {

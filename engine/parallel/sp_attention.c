@@ -545,8 +545,11 @@ static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const flo
     rp_parallel *p = ctx->par;
     rp_device *dev = p ? p->stage_dev : NULL;
     if (!dev) {
-        /* attn-scale-ulp-rank: the last rank's kernel gets its softmax scale one ulp low */
-        const int skew = p && p->fault == RP_INJECT_ATTN_SCALE_ULP_RANK && p->rank == p->world - 1;
+        /* attn-scale-ulp-rank: the last rank's kernel gets its softmax scale one ulp low;
+         * attn-scale-step-rank: the same at the third evaluation only */
+        const int skew = p && p->rank == p->world - 1 &&
+                         (p->fault == RP_INJECT_ATTN_SCALE_ULP_RANK ||
+                          (p->fault == RP_INJECT_ATTN_SCALE_STEP_RANK && p->fwd_eval == 2));
         RP_TRY(rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, skew ? nextafterf(scale, 0.0f) : scale,
                             err));
         return rp_par_attn_own_check(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
@@ -590,14 +593,20 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
 
+/* attn-scale: the last rank's softmax scale is 1/sqrt(d+1); attn-scale-late: the same after
+ * an approximate layout's warmup only. */
+static int attn_scale_skewed(const rp_parallel *p) {
+    if (!p || p->rank != p->world - 1) return 0;
+    return p->fault == RP_INJECT_ATTN_SCALE || (p->fault == RP_INJECT_ATTN_SCALE_LATE && p->fwd_eval >= p->stale_from);
+}
+
 /* rp_par_attention on host buffers (the whole algorithm above). */
 static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
                                     const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead,
                                     int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
     assert(Trep >= 0 && Tlead >= 0 && Tlead + Trep <= T);
-    if (p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1)
-        scale = (float)(1.0 / sqrt((double)D + 1.0));
+    if (attn_scale_skewed(p)) scale = (float)(1.0 / sqrt((double)D + 1.0));
     const int invariant = ctx->numerics == RP_NUMERICS_INVARIANT;
     if (invariant) {
         RP_TRY(rp_attn_canon_check(ctx, err));
@@ -734,7 +743,7 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
     if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
     const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
     const int hooked = p && p->hooks.kv;
-    const int skew = p && p->fault == RP_INJECT_ATTN_SCALE && p->rank == p->world - 1;
+    const int skew = attn_scale_skewed(p);
     if (!exchange && !hooked) {
         if (skew) scale = (float)(1.0 / sqrt((double)D + 1.0));
         return rp_d_attention(ctx, out, q, k, v, key_mask, B, H, T, T, D, scale, err);

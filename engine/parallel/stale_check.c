@@ -14,7 +14,11 @@
  * generation and the items they belong to) and again as they are placed into an
  * attention's keys, and hand both here (rp_par_stale_pair); a forward's checks fold into
  * one pair of the STALE group of the replica log (replica.c), compared at the run's end
- * like the own check's: no communication. */
+ * like the own check's: no communication.
+ *
+ * The group holds the layouts' other exact contracts too, through the same pair: a
+ * PipeFusion forward's block ownership (pipefusion.c, pf_owned_check) and the cfg
+ * exchange's segments (cfg_par.c). */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>

@@ -103,6 +103,11 @@ int rp_cls_exact_steps(const rp_case *c) {
     return approx ? c->warmup_steps : c->steps;
 }
 
+int rp_cls_shadow_steps(const rp_case *c) {
+    const int exact = rp_cls_exact_steps(c);
+    return exact < c->steps ? exact + 1 : exact;
+}
+
 int rp_cls_teacher_mask(int steps, int exact_steps, int teacher_steps, int multistep, unsigned char *mask) {
     assert(steps >= 1 && mask && exact_steps >= 0);
     /* a multistep sampler's step depends on the one before: a step run alone would be
@@ -166,9 +171,10 @@ int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref) {
 
 int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
     assert(c && out);
-    /* an approximate layout (PipeFusion, patch) is exact through its warmup steps: its shadow
-     * is compared there (cls_invariant_shadow) */
-    if (!strcmp(c->numerics, "invariant") || rp_cls_exact_steps(c) < 1 || rp_device_name_is_cuda(c->device))
+    /* an approximate layout (PipeFusion, patch) is exact through its warmup steps, and its
+     * first step after them with fresh keys: its shadow is compared there
+     * (cls_invariant_shadow, rp_cls_shadow_steps) */
+    if (!strcmp(c->numerics, "invariant") || rp_cls_shadow_steps(c) < 1 || rp_device_name_is_cuda(c->device))
         return 0;
     *out = *c;
     snprintf(out->numerics, sizeof out->numerics, "invariant");
@@ -289,10 +295,14 @@ static layer_key key_of(const char *name) {
     if (!strncmp(name, "text_encoder", 12)) return (layer_key){-2, 0, 0};
     if (!strcmp(name, "timestep")) return (layer_key){-1, 0, 0};
     if (!strcmp(name, "guidance")) return (layer_key){-1, 0, 1};
-    /* after the model's last layer: the step's coefficients (a WORLD replica), then the
-     * stage a step break with no layer names (step_after_model), which they would explain */
-    if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 2};
-    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 3};
+    /* which blocks each pipeline stage runs: the shape of the whole forward */
+    if (!strcmp(name, "pipefusion.blocks")) return (layer_key){-1, 0, 2};
+    /* after the model's last layer: the cfg exchange of its outputs, the step's
+     * coefficients (a WORLD replica), then the stage a step break with no layer names
+     * (step_after_model), which they would explain */
+    if (!strncmp(name, "cfg.segment", 11)) return (layer_key){3, 0, 2};
+    if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 3};
+    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 4};
     for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
         if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
     if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};
@@ -453,7 +463,7 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         !(leak && f->replica_later)) {
         snprintf(s, cap, "%s: %s at step %d: %s%s",
                  f->replica_own     ? "a recomputation differs"
-                 : f->replica_stale ? "the staleness contract is broken"
+                 : f->replica_stale ? "the layout's contract is broken"
                                     : "replicas differ",
                  f->replica_tensor, f->replica_break, f->replica_msg,
                  replica_bug ? ""
@@ -554,7 +564,7 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
          * stale_check.c): with all of them holding, what is left is its loss at these settings */
         snprintf(s, cap, "approximate after warmup %d, below its bound: SSIM %.4f (>= %.4g), PSNR %.2f dB (>= %.4g)%s",
                  f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr,
-                 f->replica_break < 0 ? "; every replica and staleness-contract check held: this is the "
+                 f->replica_break < 0 ? "; every replica and layout-contract check held: this is the "
                                         "approximation's own loss at these settings unless a computation after "
                                         "warmup is wrong (classify: {approx_psnr, approx_ssim} set the bound)"
                                       : "");
@@ -1616,7 +1626,7 @@ static void cls_replicas(cls *x) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
                 const int gather = g && !strcmp(g, "gather"); /* rank 0's gathered copy, a host copy */
-                const int stale = g && !strcmp(g, "stale");   /* copies of K/V rows, made on the host */
+                const int stale = g && !strcmp(g, "stale");   /* the layout's contracts, checked on the host */
                 f->replica_host = g && (!strcmp(g, "world") || gather || stale);
                 f->replica_gather = gather;
                 f->replica_stale = stale;
@@ -1632,8 +1642,8 @@ static void cls_replicas(cls *x) {
                              what && what[0] ? what : "attention", WHAT[i]);
                 else if (stale) /* what: the contract's due value */
                     snprintf(f->replica_msg, sizeof f->replica_msg,
-                             "rank %d used other bits than its approximate strategy's staleness contract names (%s; "
-                             "exact in any precision, %s)", rb, what && what[0] ? what : "?", WHAT[i]);
+                             "rank %d used other bits than its layout's contract names (%s; exact in any "
+                             "precision, %s)", rb, what && what[0] ? what : "?", WHAT[i]);
                 else if (gather)
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank 0's gathered copy differs from what rank %d, dp group %d's leader, holds "
@@ -1845,7 +1855,7 @@ static void cls_invariant_shadow(cls *x) {
     }
     cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
     int compared = 0;
-    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, rp_cls_exact_steps(&x->c), &compared) : -2;
+    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, rp_cls_shadow_steps(&x->c), &compared) : -2;
     if (k == -2) {
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
         goto out;
@@ -1858,14 +1868,17 @@ static void cls_invariant_shadow(cls *x) {
     cJSON_AddNumberToObject(sj, "first_difference", k);
     if (k < 0) goto out;
     put(sj, "rel", x->invariant_rel);
-    /* the layer: the first record of that step's evaluation that differs at all */
+    /* the layer: the first record of that step's evaluation that differs at all, among the
+     * ones the case traced (a PipeFusion stage traces none: then no layer is named) */
     char layer[96] = "";
     const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
-    const int traced = c.have_tr && b.have_tr && traces_comparable(x);
+    int case_recs = 0;
+    for (int i = 0; c.have_tr && i < c.tr.n; i++) case_recs += c.tr.recs[i].eval == ec;
+    const int traced = c.have_tr && b.have_tr && traces_comparable(x) && case_recs > 0;
     for (int i = 0; traced && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
-        const rp_trace_rec *r = &b.tr.recs[i];
-        if (r->eval != eb) continue;
-        if (rp_cls_layer_rel(r, trace_find(&c.tr, ec, r->name)) != 0.0) {
+        const rp_trace_rec *r = &b.tr.recs[i], *cr = trace_find(&c.tr, ec, r->name);
+        if (r->eval != eb || !cr) continue;
+        if (rp_cls_layer_rel(r, cr) != 0.0) {
             snprintf(layer, sizeof layer, "%s", r->name);
             break;
         }

@@ -97,6 +97,11 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
  * warmup (a warmup-exact strategy with warmup_steps < steps): only the warmup steps, since
  * after them the layout differs by design. */
 int rp_cls_exact_steps(const rp_case *c);
+/* The steps of c's invariant shadow that must be bitwise its reference's: the exact steps,
+ * and for an approximate layout also the first step after its warmup, which the shadow runs
+ * with fresh keys (rp_parallel.fresh_kv): the strategy's later-step code computing the exact
+ * result. One step, contiguous with the warmup, so a multistep sampler's history holds. */
+int rp_cls_shadow_steps(const rp_case *c);
 
 /* mask (steps): which steps a teacher run evaluates. teacher_steps 0 or >= steps: all;
  * else that many spread evenly from the first to the last step (k = round(j (steps-1) /
@@ -277,9 +282,11 @@ typedef struct rp_cls_facts {
                                  shadows), which a leak would have reached */
     int replica_own;          /* 1: the own group: a rank's result of the layout's own arithmetic
                                  against its recomputation from the same inputs (no other copy) */
-    int replica_stale;        /* 1: the stale group: K/V rows an approximate strategy used against
-                                 the ones its staleness contract names (host copies: a BUG in
-                                 fast mode too; engine/parallel/stale_check.c) */
+    int replica_stale;        /* 1: the stale group, the layout's contracts: K/V rows an
+                                 approximate strategy used against the ones its staleness
+                                 contract names, a pipeline's block ownership, the cfg exchange's
+                                 segments (host checks: a BUG in fast mode too;
+                                 engine/parallel/stale_check.c) */
     int replica_gather;       /* 1: the gather group: rank 0's gathered copy of a dp group's rows
                                  against what the group's leader holds (a host copy: first, as
                                  every comparison of the stored trajectory reads that copy) */

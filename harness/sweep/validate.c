@@ -705,7 +705,8 @@ const char *rp_validate_describe_rules(void) {
            "                dp-image-order vae-decode-rank temb-period-rank nondet-dp-rank\n"
            "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew\n"
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
-           "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank,\n"
+           "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank\n"
+           "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
@@ -716,5 +717,8 @@ const char *rp_validate_describe_rules(void) {
            "                >= 2 items per dp group, weight-leak-rank dp > 1 on the CPU,\n"
            "                ring-reverse-rank ring >= 3, dp-gather-row dp > 1 and steps >= 2,\n"
            "                patch-stale-rows and pipefusion-skip-refresh steps after warmup,\n"
-           "                te-norm-eps-rank a text encoder: SD3 or FLUX)\n";
+           "                te-norm-eps-rank a text encoder: SD3 or FLUX, pipefusion-block-overlap\n"
+           "                steps after warmup, cfg-stale-half as cfg-combine-order,\n"
+           "                attn-scale-step-rank as attn-scale-ulp-rank with steps >= 4,\n"
+           "                attn-scale-late patch or pipefusion with steps after warmup)\n";
 }

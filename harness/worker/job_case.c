@@ -472,6 +472,9 @@ typedef struct run_spec {
                                  (rp_cls_decode_as); NULL: c's */
     int untraced;             /* with teacher_ref: the steps only, no layer trace (a run whose
                                  evidence is its steps' bits) */
+    int fresh_kv;             /* with teacher_ref, an approximate layout's invariant shadow: also its
+                                 first step after warmup, with fresh keys (rp_parallel.fresh_kv,
+                                 rp_cls_shadow_steps) */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -537,18 +540,27 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         const int every =
             rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-        int upto = rp_cls_exact_steps(c); /* the mask's last step + 1 */
+        /* an approximate layout's invariant shadow: its first step after warmup too, with
+         * fresh keys (rp_cls_shadow_steps) */
+        J->par.fresh_kv = s->fresh_kv;
+        int upto = s->fresh_kv ? rp_cls_shadow_steps(c) : rp_cls_exact_steps(c); /* the mask's last step + 1 */
         if (s->leak_steps && s->leak_steps < upto) upto = s->leak_steps;
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
                                                      rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
                                                          J->sk == RP_SAMPLER_DPMPP_2M, tmask);
         if (s->untraced) trace.record_evals = 0;
-        /* the own checks at the run's first and last evaluation (rp_par_own_now) */
+        /* the own checks whole at the run's first and last evaluation and one between them
+         * drawn from the case's id (rp_par_own_now): a sweep's cases cover the middle steps */
         int evals = 0;
         for (int k = 0; st == RP_OK && k < c->steps; k++) evals += tmask[k] != 0;
+        char id[32];
+        rp_case_id(c, id);
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the id */
+        for (const char *q = id; *q; q++) h = (h ^ (uint8_t)*q) * 0x100000001b3ull;
         J->par.own_at[0] = 0;
         J->par.own_at[1] = evals > 0 ? evals - 1 : 0;
+        J->par.own_at[2] = evals > 2 ? 1 + (int)(h % (uint64_t)(evals - 2)) : 0;
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
@@ -594,7 +606,8 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     else if (st == RP_OK && J->par.rank == 0)
         st = write_outputs(s->out_dir, c, &gathered, &trace, &J->par, J->dev_name, t, t_run, err);
     J->par.check_own = 0;
-    J->par.own_at[0] = J->par.own_at[1] = 0;
+    J->par.fresh_kv = 0;
+    J->par.own_at[0] = J->par.own_at[1] = J->par.own_at[2] = 0;
     rp_gen_result_free(&gathered);
     rp_gen_result_free(&res);
     rp_trace_free(&trace);
@@ -813,7 +826,8 @@ static void job_classifier_runs(job *J) {
     rp_case ic;
     if (o->then_invariant && (teach || tref == o->out_dir) && rp_cls_invariant_shadow(J->c, &ic)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_INVARIANT_TEACHER);
-        const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref};
+        const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref,
+                             .fresh_kv = rp_par_layout_exactness(&ic.deg) == RP_PAR_WARMUP_EXACT};
         if (job_aux(J, "invariant teacher", &it, 1)) return;
     }
 }

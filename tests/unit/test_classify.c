@@ -426,12 +426,19 @@ START_TEST(test_invariant_shadow) {
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     c = ref;
     c.pipefusion = 2;
-    c.warmup_steps = 0; /* approximate from its first step: no shadow */
-    ck_assert(!rp_cls_invariant_shadow(&c, &sh));
-    c.warmup_steps = 2; /* exact through its warmup: a shadow (compared there), paired with the serial one's */
+    c.steps = 10;
+    c.warmup_steps = 0; /* approximate from its first step: a shadow of that step, run with fresh keys */
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_int_eq(rp_cls_exact_steps(&c), 0);
+    ck_assert_int_eq(rp_cls_shadow_steps(&c), 1);
+    c.warmup_steps = 2; /* exact through its warmup: a shadow (compared there and at the first step after
+                         * them, with fresh keys), paired with the serial one's */
     ck_assert(rp_cls_invariant_shadow(&c, &sh));
     ck_assert_int_eq(sh.pipefusion, 2);
+    ck_assert_int_eq(rp_cls_shadow_steps(&c), 3);
     ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    c.warmup_steps = 10; /* warmup covers every step: exact throughout, nothing after it */
+    ck_assert_int_eq(rp_cls_shadow_steps(&c), 10);
     c = ref;
     snprintf(c.device, sizeof c.device, "cuda");
     ck_assert(!rp_cls_invariant_shadow(&c, &sh));

@@ -53,9 +53,11 @@ static void free_inputs(inputs *in) {
 /* Runs ctx's attention, then its own check (scale_kernel: the scale the kernel gets;
  * scale: the one the check is given; flip >= 0: that output value moved one ulp up before
  * the check), and returns the report of the pair. */
-static rp_par_replica_report run_pair(rp_ctx *ctx, const inputs *in, int masked, int B, int H, int Tq, int Tk, int D,
-                                      float scale_kernel, float scale, long flip) {
+static rp_par_replica_report run_pair_at(rp_ctx *ctx, const inputs *in, int masked, int B, int H, int Tq, int Tk,
+                                         int D, float scale_kernel, float scale, long flip, int eval) {
     rp_parallel p = one_rank();
+    p.fwd_eval = eval;
+    p.own_at[1] = 9, p.own_at[2] = 5; /* whole at evaluations 0, 5 and 9; a slice elsewhere */
     ctx->par = &p;
     rp_error err;
     float *out = malloc(sizeof(float) * B * H * Tq * D + 1);
@@ -70,6 +72,12 @@ static rp_par_replica_report run_pair(rp_ctx *ctx, const inputs *in, int masked,
     ctx->par = NULL;
     free(out);
     return rep;
+}
+
+/* run_pair_at at the first evaluation, where the check runs whole. */
+static rp_par_replica_report run_pair(rp_ctx *ctx, const inputs *in, int masked, int B, int H, int Tq, int Tk, int D,
+                                      float scale_kernel, float scale, long flip) {
+    return run_pair_at(ctx, in, masked, B, H, Tq, Tk, D, scale_kernel, scale, flip, 0);
 }
 
 typedef struct variant {
@@ -91,6 +99,15 @@ static const variant VARIANTS[] = {
 };
 #define NV ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
 
+/* The default context running variant v's kernel and tiles. */
+static rp_ctx variant_ctx(const variant *v) {
+    rp_ctx ctx = rp_ctx_default();
+    ctx.attn.kind = v->kind;
+    ctx.attn.q_chunk = v->qc;
+    ctx.attn.kv_chunk = v->kc;
+    return ctx;
+}
+
 /* Every variant, shape and setting: the recomputation equals the kernel's bits. */
 START_TEST(test_own_equals_kernel) {
     static const int SHAPES[][5] = {{2, 3, 37, 41, 16}, {2, 2, 20, 11, 8}, {3, 1, 1, 64, 24}, {2, 2, 9, 1, 4}};
@@ -101,10 +118,7 @@ START_TEST(test_own_equals_kernel) {
         for (int v = 0; v < NV; v++)
             for (int setting = 0; setting < 4; setting++)   /* fp32, bf16, reduce_split, 3 threads */
                 for (int masked = 0; masked < 2; masked++) {
-                    rp_ctx ctx = rp_ctx_default();
-                    ctx.attn.kind = VARIANTS[v].kind;
-                    ctx.attn.q_chunk = VARIANTS[v].qc;
-                    ctx.attn.kv_chunk = VARIANTS[v].kc;
+                    rp_ctx ctx = variant_ctx(&VARIANTS[v]);
                     if (setting == 1) ctx.precision = RP_PREC_BF16;
                     if (setting == 2) ctx.reduce_split = 1;
                     if (setting == 3) ctx.threads = 3;
@@ -130,10 +144,7 @@ START_TEST(test_own_tells_a_difference) {
     const float scale = 1.0f / sqrtf((float)D);
     for (int v = 0; v < NV; v++)
         for (int bf16 = 0; bf16 < 2; bf16++) {
-            rp_ctx ctx = rp_ctx_default();
-            ctx.attn.kind = VARIANTS[v].kind;
-            ctx.attn.q_chunk = VARIANTS[v].qc;
-            ctx.attn.kv_chunk = VARIANTS[v].kc;
+            rp_ctx ctx = variant_ctx(&VARIANTS[v]);
             if (bf16) ctx.precision = RP_PREC_BF16;
             rp_par_replica_report rep = run_pair(&ctx, &in, 0, B, H, Tq, Tk, D, scale, scale, B * H * Tq * D - 5);
             ck_assert_int_eq(rep.first.eval, 0);
@@ -156,6 +167,59 @@ START_TEST(test_own_tells_a_difference) {
                              rep.first.eval == 0);
             free(good);
             free(bad);
+        }
+    free_inputs(&in);
+}
+END_TEST
+
+/* Between the whole checks, evaluation e recomputes the (b, h) slice e mod B H alone: its
+ * bits are the whole check's (every variant, masked or not), one ulp of that slice is
+ * seen, and, at the evaluation after, the scale one ulp low (a fault on every head) is
+ * seen through the next slice. One ulp in another slice is not: a slice is all it checks. */
+START_TEST(test_own_slice_between) {
+    const int B = 2, H = 3, Tq = 17, Tk = 21, D = 8, BH = B * H;
+    inputs in = make_inputs(B, H, Tq, Tk, D, 0x511ceu);
+    const float scale = 1.0f / sqrtf((float)D);
+    const long per = (long)Tq * D;
+    for (int v = 0; v < NV; v++)
+        for (int masked = 0; masked < 2; masked++) {
+            rp_ctx ctx = variant_ctx(&VARIANTS[v]);
+            for (int e = 1; e < 9; e++) {
+                if (e == 5) continue; /* whole there */
+                const int sl = e % BH;
+                rp_par_replica_report rep = run_pair_at(&ctx, &in, masked, B, H, Tq, Tk, D, scale, scale, -1, e);
+                if (rep.checked != 1 || rep.first.eval != -1)
+                    ck_abort_msg("%s masked %d eval %d: checked %ld, first eval %d", VARIANTS[v].name, masked, e,
+                                 rep.checked, rep.first.eval);
+                rep = run_pair_at(&ctx, &in, masked, B, H, Tq, Tk, D, scale, scale, sl * per + 3, e);
+                ck_assert_msg(rep.first.eval == e && rep.first.group == RP_PAR_RG_OWN,
+                              "%s eval %d: one ulp in slice %d unseen", VARIANTS[v].name, e, sl);
+                ck_assert_str_eq(rep.first.other, VARIANTS[v].name);
+                rep = run_pair_at(&ctx, &in, masked, B, H, Tq, Tk, D, scale, scale, ((sl + 1) % BH) * per + 3, e);
+                ck_assert_int_eq(rep.first.eval, -1);
+            }
+            if (!masked) { /* evaluations 10..15: every slice once; seen exactly where it changed */
+                const size_t n = (size_t)BH * per;
+                float *good = malloc(sizeof(float) * n), *bad = malloc(sizeof(float) * n);
+                rp_error err;
+                ck_assert_int_eq(rp_attention(&ctx, good, in.q, in.k, in.v, NULL, B, H, Tq, Tk, D, scale, &err), RP_OK);
+                ck_assert_int_eq(rp_attention(&ctx, bad, in.q, in.k, in.v, NULL, B, H, Tq, Tk, D,
+                                              nextafterf(scale, 0.0f), &err), RP_OK);
+                int any = 0;
+                for (int e = 10; e < 10 + BH; e++) {
+                    const size_t at = (size_t)(e % BH) * per;
+                    const int changed = memcmp(good + at, bad + at, sizeof(float) * per) != 0;
+                    const rp_par_replica_report rep =
+                        run_pair_at(&ctx, &in, 0, B, H, Tq, Tk, D, nextafterf(scale, 0.0f), scale, -1, e);
+                    if ((rep.first.eval == e) != changed)
+                        ck_abort_msg("%s eval %d: slice changed %d, own check differs %d", VARIANTS[v].name, e,
+                                     changed, rep.first.eval == e);
+                    any |= changed;
+                }
+                ck_assert_msg(any, "%s: a scale one ulp low changed no slice", VARIANTS[v].name);
+                free(good);
+                free(bad);
+            }
         }
     free_inputs(&in);
 }
@@ -332,6 +396,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_own_equals_kernel);
     tcase_add_test(tc, test_own_tells_a_difference);
+    tcase_add_test(tc, test_own_slice_between);
     tcase_add_test(tc, test_own_off);
     tcase_add_test(tc, test_gemm_check_equals);
     tcase_add_test(tc, test_gemm_check_tells);

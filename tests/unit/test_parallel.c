@@ -966,6 +966,148 @@ START_TEST(replica_copies_are_compared) {
 }
 END_TEST
 
+/* ---- the layouts' exact contracts (STALE group) ------------------------------------------ */
+
+/* A fault and where its contract breaks first (eval -1: nowhere). */
+typedef struct contract_case {
+    rp_inject_id fault;
+    int eval;
+    const char *name;
+} contract_case;
+
+/* Rank 0's report of the run's replica log against the case's expectation (other ranks: 0). */
+static int contract_verdict(rp_parallel *par, int rank, const contract_case *cc) {
+    rp_error err = {0};
+    rp_par_replica_report rep;
+    if (rp_par_replica_collect(par, "test/cpu", &rep, &err) != RP_OK) {
+        fprintf(stderr, "rank %d: collect: %s\n", rank, err.msg);
+        return 1;
+    }
+    if (rank != 0) return 0;
+    const int ok = cc->eval < 0 ? rep.first.eval == -1
+                                : rep.first.eval == cc->eval && rep.first.group == RP_PAR_RG_STALE &&
+                                      !strcmp(rep.first.name, cc->name);
+    if (!ok)
+        fprintf(stderr, "fault %s: first difference eval %d group %d name %s (%s); expected eval %d %s\n",
+                rp_inject_name(cc->fault), rep.first.eval, (int)rep.first.group, rep.first.name, rep.first.other,
+                cc->eval, cc->name ? cc->name : "");
+    return !ok;
+}
+
+/* The cfg exchange: 2 ranks exchange segments whose every value says (evaluation, rank,
+ * index); a correct exchange returns them in rank order, bitwise, and its check holds;
+ * cfg-combine-order (rank 1 swaps them at every evaluation) breaks it at evaluation 0,
+ * cfg-stale-half (segment 1 of the previous evaluation) at evaluation 1. */
+static const contract_case CFG_CASES[] = {
+    {RP_INJECT_NONE, -1, NULL},
+    {RP_INJECT_CFG_COMBINE_ORDER, 0, "cfg.segment0"},
+    {RP_INJECT_CFG_STALE_HALF, 1, "cfg.segment1"},
+};
+
+static int cfg_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const contract_case *cc = arg;
+    rp_error err = {0};
+    rp_parallel par;
+    const rp_par_degrees d = {.dp = 1, .cfg = 2, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 1};
+    (void)world;
+    if (rp_par_init(&par, c, &d, cc->fault, &err) != RP_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, err.msg);
+        return 1;
+    }
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    rp_par_generate_begin(&par);
+    enum { N = 6 };
+    float mine[N], both[2 * N];
+    int bad = 0;
+    for (int e = 0; e < 3 && !bad; e++) {
+        par.fwd_eval = e;
+        for (int i = 0; i < N; i++) mine[i] = (float)(100 * e + 10 * par.cfg.rank + i);
+        if (rp_par_cfg_exchange(&ctx, mine, N, both, &err) != RP_OK) {
+            fprintf(stderr, "rank %d: exchange: %s\n", rank, err.msg);
+            bad = 1;
+        }
+        for (int sg = 0; cc->fault == RP_INJECT_NONE && sg < 2; sg++)
+            for (int i = 0; i < N; i++)
+                if (both[sg * N + i] != (float)(100 * e + 10 * sg + i)) bad = 1;
+    }
+    bad |= contract_verdict(&par, rank, cc);
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(cfg_exchange_contract) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int failed = spawn(2, cfg_rank_main, &CFG_CASES[_i]);
+    ck_assert_msg(failed == 0, "case %d (%s): %d ranks failed", _i, rp_inject_name(CFG_CASES[_i].fault), failed);
+}
+END_TEST
+
+/* A stand-in PipeFusion model: 4 blocks, each one attention over 4 image tokens (B = H = 1,
+ * D = 2); it runs the blocks its stage's range gives through the K/V hook, as a model's
+ * forward does (one pass per pipeline patch after warmup). */
+enum { PF_BLOCKS = 4, PF_T = 4, PF_D = 2 };
+
+static rp_status pf_stand_in(void *user, const rp_ctx *ctx, float *out, rp_error *err) {
+    (void)user;
+    int a, b, m = -1, M = 1;
+    rp_par_block_range(ctx, PF_BLOCKS, &a, &b);
+    rp_par_pf_patch(ctx->par, &m, &M);
+    const int Tk = m < 0 ? PF_T : PF_T / M;
+    float k[PF_T * PF_D], v[PF_T * PF_D];
+    for (int i = a; i < b; i++) {
+        for (int j = 0; j < Tk * PF_D; j++) k[j] = (float)(i + j), v[j] = (float)(i - j);
+        const float *ko, *vo;
+        int tko;
+        RP_TRY(ctx->par->hooks.kv(ctx->par->hooks.user, i, k, v, 1, 1, Tk, PF_D, &ko, &vo, &tko, err));
+    }
+    out[0] = (float)b;
+    return RP_OK;
+}
+
+/* Block ownership: 2 stages, 2 pipeline patches, warmup 1, 3 evaluations; the stages' ranges
+ * tile the blocks, and pipefusion-block-overlap (stage 1 starts a block early after warmup)
+ * breaks it at evaluation 1, the first asynchronous one. */
+static const contract_case PF_CASES[] = {
+    {RP_INJECT_NONE, -1, NULL},
+    {RP_INJECT_PIPEFUSION_BLOCK_OVERLAP, 1, "pipefusion.blocks"},
+};
+
+static int pf_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const contract_case *cc = arg;
+    rp_error err = {0};
+    rp_parallel par;
+    const rp_par_degrees d = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 1};
+    (void)world;
+    if (rp_par_init(&par, c, &d, cc->fault, &err) != RP_OK ||
+        rp_par_pipefusion_init(&par, 2, NULL, 0, 1, &err) != RP_OK) {
+        fprintf(stderr, "rank %d: %s\n", rank, err.msg);
+        return 1;
+    }
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    rp_par_generate_begin(&par);
+    int bad = 0;
+    for (int e = 0; e < 3 && !bad; e++) {
+        float out[1] = {0};
+        if (rp_par_forward(&ctx, e, pf_stand_in, NULL, out, 1, &err) != RP_OK) {
+            fprintf(stderr, "rank %d: forward %d: %s\n", rank, e, err.msg);
+            bad = 1;
+        }
+        bad |= out[0] != (float)PF_BLOCKS; /* the last stage's output, broadcast */
+    }
+    bad |= contract_verdict(&par, rank, cc);
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(pipefusion_block_ownership) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int failed = spawn(2, pf_rank_main, &PF_CASES[_i]);
+    ck_assert_msg(failed == 0, "case %d (%s): %d ranks failed", _i, rp_inject_name(PF_CASES[_i].fault), failed);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("parallel");
     TCase *tc = tcase_create("layout");
@@ -986,6 +1128,8 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
     tcase_add_loop_test(tc, dp_gather_is_checked, 0, 4);
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
+    tcase_add_loop_test(tc, cfg_exchange_contract, 0, (int)(sizeof CFG_CASES / sizeof *CFG_CASES));
+    tcase_add_loop_test(tc, pipefusion_block_ownership, 0, (int)(sizeof PF_CASES / sizeof *PF_CASES));
     tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
     return s;

@@ -540,7 +540,8 @@ START_TEST(inject_rules) {
                    "bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
                    "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
-                     "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank)");
+                     "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -730,7 +731,8 @@ START_TEST(inject_registry) {
                      "norm-eps-rank bf16-layer-rank cfg-combine-order dp-image-order vae-decode-rank temb-period-rank "
                      "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
-                     "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank)");
+                     "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late)");
 }
 END_TEST
 
