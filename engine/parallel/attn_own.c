@@ -1,7 +1,8 @@
 /* attn_own.c — the own check of the default attention variants (math, split, subquad,
  * flash; auto's pick), on every rank of the classifier's teacher runs (p->check_own): whole
  * at the evaluations rp_par_own_now names (the run's first and last, one drawn between), and
- * one (batch, head) slice at every other evaluation (rp_par_own_slice, rotating).
+ * one (batch, head) slice of one call at every other evaluation (rp_par_own_slice, rotating
+ * through the forward's calls and the heads).
  *
  * Why. Under the default numerics a rank's attention runs a variant's kernel
  * (engine/attention/) that no exact comparison executes: the invariant shadow runs the

@@ -347,6 +347,8 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
     p->fwd_slot = eval == p->fwd_eval ? p->fwd_slot + 1 : 0;
     p->fwd_eval = eval;
     p->stale_seen = 0;
+    if (p->own_call > 0) p->own_calls_last = p->own_call; /* the own check's rotation (replica.c) */
+    p->own_call = 0;
     /* The own check of the default GEMMs (ops.h rp_gemm_check) at the evaluations the own
      * checks run (rp_par_own_now: the run's first and last), at the price of one forward's
      * GEMMs more each. */

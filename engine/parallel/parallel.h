@@ -265,6 +265,8 @@ typedef struct rp_parallel {
     int own_at[3];            /* the evaluations whose own checks run whole (rp_par_own_now): the
                                  run's first, last and one drawn between, set with check_own
                                  (0, 0, 0: the first only) */
+    int own_call;             /* default attention calls so far in this forward (rp_par_own_slice) */
+    int own_calls_last;       /* how many the previous forward made (0: none yet) */
     int own_held;
     uint64_t own_hash[2];
     char own_what[32];
@@ -526,12 +528,16 @@ rp_status rp_par_attn_own_check(const rp_ctx *ctx, const float *out, const float
  * drawn per case (a sweep's cases cover the middle steps between them), catches a fault
  * keyed to the step at 3 / steps of the cost of checking every one. */
 int rp_par_own_now(const rp_parallel *p);
-/* The one (batch, head) slice, of parts = B H, whose attention the own check recomputes at
- * an evaluation where rp_par_own_now is false: fwd_eval mod parts, so a run's evaluations
- * rotate through the heads; -1 without check_own. Every evaluation is checked in part, at
- * 1 / (B H) of an attention's cost: a fault at one step that acts on every head (a scale,
- * a rescale) is seen at that step, one confined to a head when the rotation reaches it. */
-int rp_par_own_slice(const rp_parallel *p, int parts);
+/* Called once per default attention call at an evaluation where rp_par_own_now is false:
+ * the one (batch, head) slice, of parts = B H, that this call's own check recomputes, or -1
+ * (this call is not checked; always without check_own). Two calls a forward are checked:
+ * the first (where a fault acting on every call is then named) and the evaluation's index
+ * modulo the previous forward's number of calls, one slice of each, so a run's evaluations
+ * rotate through the layers and the heads. Every evaluation is checked in part, at 2 / (B H
+ * L) of its attention's cost: a fault at one step that acts on every call of a kernel (a
+ * scale, a rescale) is seen at that step; one confined to a layer or a head, when the
+ * rotation reaches it. */
+int rp_par_own_slice(rp_parallel *p, int parts);
 /* Notes a held pair under name (rp_par_trace and rp_par_forward_end call it). */
 void rp_par_own_flush(const rp_ctx *ctx, const char *name);
 

@@ -151,9 +151,11 @@ int rp_par_own_now(const rp_parallel *p) {
            (p->fwd_eval == p->own_at[0] || p->fwd_eval == p->own_at[1] || p->fwd_eval == p->own_at[2]);
 }
 
-int rp_par_own_slice(const rp_parallel *p, int parts) {
+int rp_par_own_slice(rp_parallel *p, int parts) {
     if (!p || !p->check_own || parts < 1 || p->fwd_eval < 0) return -1;
-    return p->fwd_eval % parts;
+    const int calls = p->own_calls_last > 0 ? p->own_calls_last : 1, c = p->own_call++;
+    if (c == 0) return p->fwd_eval % parts; /* the first attention: a fault on every call is named there */
+    return c == p->fwd_eval % calls ? p->fwd_eval / calls % parts : -1;
 }
 
 void rp_par_own_flush(const rp_ctx *ctx, const char *name) {

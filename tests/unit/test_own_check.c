@@ -225,6 +225,26 @@ START_TEST(test_own_slice_between) {
 }
 END_TEST
 
+/* The rotation between the whole checks: the first call of a forward (slice: the
+ * evaluation's index modulo B H) and the call the index modulo the previous forward's calls
+ * names (slice: the index over the calls, modulo B H); none without check_own. */
+START_TEST(test_own_slice_rotates) {
+    rp_parallel p = one_rank();
+    p.fwd_eval = 7;
+    p.own_calls_last = 3;                    /* calls 0, 1, 2: call 0 slice 7 mod 4 = 3; call 7 mod 3 = 1, slice 7 / 3 mod 4 = 2 */
+    ck_assert_int_eq(rp_par_own_slice(&p, 4), 3);
+    ck_assert_int_eq(rp_par_own_slice(&p, 4), 2);
+    ck_assert_int_eq(rp_par_own_slice(&p, 4), -1);
+    p.own_call = 0;
+    p.own_calls_last = 0;                    /* the first forward: its first call */
+    ck_assert_int_eq(rp_par_own_slice(&p, 5), 7 % 5);
+    ck_assert_int_eq(rp_par_own_slice(&p, 5), -1);
+    p.own_call = 0;
+    p.check_own = 0;
+    ck_assert_int_eq(rp_par_own_slice(&p, 5), -1);
+}
+END_TEST
+
 /* Off: without check_own, under numerics invariant (the canonical attention has its own
  * exact comparison, the invariant shadow), and for a call with no query rows. */
 START_TEST(test_own_off) {
@@ -397,6 +417,7 @@ int main(void) {
     tcase_add_test(tc, test_own_equals_kernel);
     tcase_add_test(tc, test_own_tells_a_difference);
     tcase_add_test(tc, test_own_slice_between);
+    tcase_add_test(tc, test_own_slice_rotates);
     tcase_add_test(tc, test_own_off);
     tcase_add_test(tc, test_gemm_check_equals);
     tcase_add_test(tc, test_gemm_check_tells);
