@@ -1855,7 +1855,9 @@ static void cls_invariant_shadow(cls *x) {
     }
     cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
     int compared = 0;
-    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, rp_cls_shadow_steps(&x->c), &compared) : -2;
+    /* every step both ran: the case's shadow runs only the steps that must be bitwise (its
+     * exact ones, and an approximate layout's fresh-key ones: rp_cls_shadow_steps) */
+    const int k = traj_same_shape(&c.t, &x->cm) ? shadow_first_difference(&c.t, &b.t, x->c.steps, &compared) : -2;
     if (k == -2) {
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
         goto out;

@@ -97,10 +97,11 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
  * warmup (a warmup-exact strategy with warmup_steps < steps): only the warmup steps, since
  * after them the layout differs by design. */
 int rp_cls_exact_steps(const rp_case *c);
-/* The steps of c's invariant shadow that must be bitwise its reference's: the exact steps,
- * and for an approximate layout also the first step after its warmup, which the shadow runs
- * with fresh keys (rp_parallel.fresh_kv): the strategy's later-step code computing the exact
- * result. One step, contiguous with the warmup, so a multistep sampler's history holds. */
+/* The steps [0, n) of c's invariant shadow that must be bitwise its reference's: the exact
+ * steps, and for an approximate layout also the first step after its warmup, which the
+ * shadow runs with fresh keys (rp_parallel.fresh_kv): the strategy's later-step code
+ * computing the exact result; contiguous with the warmup, so a multistep sampler's history
+ * holds. (The worker adds the last step for a first-order sampler: job_case.c.) */
 int rp_cls_shadow_steps(const rp_case *c);
 
 /* mask (steps): which steps a teacher run evaluates. teacher_steps 0 or >= steps: all;

@@ -545,10 +545,17 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         J->par.fresh_kv = s->fresh_kv;
         int upto = s->fresh_kv ? rp_cls_shadow_steps(c) : rp_cls_exact_steps(c); /* the mask's last step + 1 */
         if (s->leak_steps && s->leak_steps < upto) upto = s->leak_steps;
+        const int multistep = rp_family_ops_of(J->fam)->cond == RP_COND_CLASS && J->sk == RP_SAMPLER_DPMPP_2M;
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
-                                                     rp_family_ops_of(J->fam)->cond == RP_COND_CLASS &&
-                                                         J->sk == RP_SAMPLER_DPMPP_2M, tmask);
+                                                     multistep, tmask);
+        /* and its last step, where a fault keyed to a later step or timestep acts: with fresh
+         * keys a step carries no strategy state, so it runs alone (not after a multistep
+         * sampler's gap, whose step reads the one before) */
+        if (st == RP_OK && s->fresh_kv && !multistep && !s->leak_steps && !tmask[c->steps - 1]) {
+            tmask[c->steps - 1] = 1;
+            trace.record_evals++;
+        }
         if (s->untraced) trace.record_evals = 0;
         /* the own checks whole at the run's first and last evaluation and one between them
          * drawn from the case's id (rp_par_own_now): a sweep's cases cover the middle steps */
