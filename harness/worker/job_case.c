@@ -21,6 +21,7 @@
 #include "engine/parallel/parallel.h"
 #include "engine/pipeline/model_cache.h"
 #include "engine/pipeline/pipeline.h"
+#include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/samplers/samplers.h"
 #include "engine/trace.h"
@@ -563,8 +564,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         for (int k = 0; st == RP_OK && k < c->steps; k++) evals += tmask[k] != 0;
         char id[32];
         rp_case_id(c, id);
-        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the id */
-        for (const char *q = id; *q; q++) h = (h ^ (uint8_t)*q) * 0x100000001b3ull;
+        const uint64_t h = rp_fnv1a64(id);
         J->par.own_at[0] = 0;
         J->par.own_at[1] = evals > 0 ? evals - 1 : 0;
         J->par.own_at[2] = evals > 2 ? 1 + (int)(h % (uint64_t)(evals - 2)) : 0;

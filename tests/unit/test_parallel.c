@@ -975,15 +975,18 @@ typedef struct contract_case {
     const char *name;
 } contract_case;
 
-/* Rank 0's report of the run's replica log against the case's expectation (other ranks: 0). */
-static int contract_verdict(rp_parallel *par, int rank, const contract_case *cc) {
+/* A rank's end: bad, or rank 0's report of the run's replica log against the case's
+ * expectation (other ranks: their collect); par is freed. */
+static int contract_end(rp_parallel *par, int rank, const contract_case *cc, int bad) {
     rp_error err = {0};
     rp_par_replica_report rep;
-    if (rp_par_replica_collect(par, "test/cpu", &rep, &err) != RP_OK) {
+    const rp_status st = rp_par_replica_collect(par, "test/cpu", &rep, &err);
+    rp_par_free(par);
+    if (st != RP_OK) {
         fprintf(stderr, "rank %d: collect: %s\n", rank, err.msg);
         return 1;
     }
-    if (rank != 0) return 0;
+    if (bad || rank != 0) return bad;
     const int ok = cc->eval < 0 ? rep.first.eval == -1
                                 : rep.first.eval == cc->eval && rep.first.group == RP_PAR_RG_STALE &&
                                       !strcmp(rep.first.name, cc->name);
@@ -992,6 +995,13 @@ static int contract_verdict(rp_parallel *par, int rank, const contract_case *cc)
                 rp_inject_name(cc->fault), rep.first.eval, (int)rep.first.group, rep.first.name, rep.first.other,
                 cc->eval, cc->name ? cc->name : "");
     return !ok;
+}
+
+/* Case i of a contract test: 2 Gloo ranks run fn on it; none may fail. */
+static void contract_spawn(rank_fn fn, const contract_case *cc, int i) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int failed = spawn(2, fn, cc);
+    ck_assert_msg(failed == 0, "case %d (%s): %d ranks failed", i, rp_inject_name(cc->fault), failed);
 }
 
 /* The cfg exchange: 2 ranks exchange segments whose every value says (evaluation, rank,
@@ -1031,16 +1041,10 @@ static int cfg_rank_main(int rank, int world, rp_comm *c, const void *arg) {
             for (int i = 0; i < N; i++)
                 if (both[sg * N + i] != (float)(100 * e + 10 * sg + i)) bad = 1;
     }
-    bad |= contract_verdict(&par, rank, cc);
-    rp_par_free(&par);
-    return bad;
+    return contract_end(&par, rank, cc, bad);
 }
 
-START_TEST(cfg_exchange_contract) {
-    if (!rp_comm_available(RP_COMM_GLOO)) return;
-    const int failed = spawn(2, cfg_rank_main, &CFG_CASES[_i]);
-    ck_assert_msg(failed == 0, "case %d (%s): %d ranks failed", _i, rp_inject_name(CFG_CASES[_i].fault), failed);
-}
+START_TEST(cfg_exchange_contract) { contract_spawn(cfg_rank_main, &CFG_CASES[_i], _i); }
 END_TEST
 
 /* A stand-in PipeFusion model: 4 blocks, each one attention over 4 image tokens (B = H = 1,
@@ -1096,16 +1100,10 @@ static int pf_rank_main(int rank, int world, rp_comm *c, const void *arg) {
         }
         bad |= out[0] != (float)PF_BLOCKS; /* the last stage's output, broadcast */
     }
-    bad |= contract_verdict(&par, rank, cc);
-    rp_par_free(&par);
-    return bad;
+    return contract_end(&par, rank, cc, bad);
 }
 
-START_TEST(pipefusion_block_ownership) {
-    if (!rp_comm_available(RP_COMM_GLOO)) return;
-    const int failed = spawn(2, pf_rank_main, &PF_CASES[_i]);
-    ck_assert_msg(failed == 0, "case %d (%s): %d ranks failed", _i, rp_inject_name(PF_CASES[_i].fault), failed);
-}
+START_TEST(pipefusion_block_ownership) { contract_spawn(pf_rank_main, &PF_CASES[_i], _i); }
 END_TEST
 
 static Suite *suite(void) {
