@@ -117,7 +117,7 @@ static int run_once(const runner *r) {
     if (r->ours == 2) {
         rp_error err = {0};
         if (rp_cuda_gemm_invariant(0, 1, r->M, r->N, r->K, alpha, (const float *)r->A, r->K, (const float *)r->B, r->K,
-                                   beta, r->C, r->N, r->st, &err) != RP_OK) {
+                                   beta, r->C, r->N, 0, r->st, &err) != RP_OK) {
             fprintf(stderr, "cuda_gemm: rp_cuda_gemm_invariant %dx%dx%d: %s\n", r->M, r->N, r->K, err.msg);
             return 1;
         }

@@ -98,8 +98,8 @@ static int cmp_double(const void *a, const void *b) {
 /* ---- options ------------------------------------------------------------------------- */
 
 typedef struct opts {
-    const char *model, *precision, *mode, *attention, *weights, *device;
-    int warmup, iters, batch, res, check;
+    const char *model, *precision, *mode, *attention, *weights, *device, *numerics;
+    int warmup, iters, batch, res, check, blocks;
     double peak;
     uint64_t seed;
 } opts;
@@ -380,8 +380,8 @@ static void print_device_notes(rp_device *d) {
                d->last_attn.reason[0] ? " | auto: " : "", d->last_attn.reason);
 }
 
-static void print_result(const opts *o, rp_device *d, const char *family, int B, int res, int L, double macs_img,
-                         double macs_engine, const timing *tm) {
+static void print_result(const opts *o, rp_device *d, rp_numerics num, const char *family, int B, int res, int L,
+                         double macs_img, double macs_engine, const timing *tm) {
     const double macs = macs_img * B, tflops = 2.0 * macs / (tm->median_ms * 1e-3) / 1e12,
                  tflops_best = 2.0 * macs / (tm->min_ms * 1e-3) / 1e12;
     cJSON *j = cJSON_CreateObject();
@@ -393,6 +393,7 @@ static void print_result(const opts *o, rp_device *d, const char *family, int B,
     cJSON_AddStringToObject(j, "mode", o->mode);
     cJSON_AddStringToObject(j, "attention", o->attention);
     cJSON_AddStringToObject(j, "attention_ran", d->last_attn.kind);
+    cJSON_AddStringToObject(j, "numerics", rp_numerics_name(num));
     cJSON_AddStringToObject(j, "weights", o->weights);
     cJSON_AddNumberToObject(j, "batch", B);
     cJSON_AddNumberToObject(j, "res", res);
@@ -418,12 +419,46 @@ static void print_result(const opts *o, rp_device *d, const char *family, int B,
     }
     cJSON_AddStringToObject(j, "repro", rp_git_revision());
     char *s = cJSON_PrintUnformatted(j);
-    printf("# %s %s: batch %d, %.1f GMAC/image, median %.2f ms (min %.2f), %.1f TFLOP/s = %.3f of %.0f peak\n",
-           o->model, o->precision, B, macs_img / 1e9, tm->median_ms, tm->min_ms, tflops, tflops / o->peak, o->peak);
+    printf("# %s %s numerics %s: batch %d, %.1f GMAC/image, median %.2f ms (min %.2f), %.1f TFLOP/s = %.3f of %.0f "
+           "peak\n", o->model, o->precision, rp_numerics_name(num), B, macs_img / 1e9, tm->median_ms, tm->min_ms,
+           tflops, tflops / o->peak, o->peak);
     printf("RESULT %s\n", s ? s : "{}");
     fflush(stdout);
     free(s);
     cJSON_Delete(j);
+}
+
+/* Times rf under the numerics --numerics names (default, invariant, or both in this order) and
+ * prints each result; with both, the ratio of the medians, invariant / default, measured in
+ * this one process. Invariant numerics: the invariant GEMM and canonical attention, inputs
+ * rounded to bf16 when --precision is bf16 (ctx->precision, the host rule), else fp32. */
+static int time_numerics(const run_fn *rf, rp_ctx *ctx, const opts *o, rp_device *d, const char *family, int B,
+                         int res, int L, double macs_img, double macs_engine) {
+    const int both = !strcmp(o->numerics, "both");
+    double median[2] = {0, 0};
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        const rp_numerics num = k ? RP_NUMERICS_INVARIANT : RP_NUMERICS_DEFAULT;
+        if (!both && strcmp(o->numerics, rp_numerics_name(num))) continue;
+        rp_d_unmirror_all(ctx); /* each pass's first forward mirrors the weights (time_forward checks it) */
+        ctx->numerics = num;
+        ctx->precision = num == RP_NUMERICS_INVARIANT && !strcmp(o->precision, "bf16") ? RP_PREC_BF16 : RP_PREC_FP32;
+        timing tm;
+        rc = time_forward(rf, ctx, o, &tm);
+        if (rc) break;
+        print_device_notes(d);
+        print_result(o, d, num, family, B, res, L, macs_img, macs_engine, &tm);
+        median[k] = tm.median_ms;
+        if (tm.nonfinite) {
+            fprintf(stderr, PFX "%zu non-finite output values\n", tm.nonfinite);
+            rc = 1;
+        }
+        if (tm.check_failed) rc = 1;
+    }
+    if (rc == 0 && both)
+        printf("# %s %s: invariant / default median forward time = %.3f (%.2f / %.2f ms, this process)\n", o->model,
+               o->precision, median[1] / median[0], median[1], median[0]);
+    return rc;
 }
 
 /* ---- DiT ------------------------------------------------------------------------------------- */
@@ -515,17 +550,7 @@ static int bench_dit(const opts *o, rp_device *d) {
                     : !strcmp(o->attention, "auto")  ? RP_ATTN_AUTO
                                                      : RP_ATTN_MATH;
     run_fn rf = {dit_fwd, &r, out_n};
-    timing tm;
-    int rc = time_forward(&rf, &ctx, o, &tm);
-    if (rc == 0) {
-        print_device_notes(d);
-        print_result(o, d, "dit", B, res, -1, macs_img, 0, &tm);
-        if (tm.nonfinite) {
-            fprintf(stderr, PFX "%zu non-finite output values\n", tm.nonfinite);
-            rc = 1;
-        }
-        if (tm.check_failed) rc = 1;
-    }
+    const int rc = time_numerics(&rf, &ctx, o, d, "dit", B, res, -1, macs_img, 0);
     rp_d_unmirror_all(&ctx); /* before the host block it mirrors is freed */
     dit_run_free(&r);
     rp_dit_free(m);
@@ -554,6 +579,7 @@ static rp_flux *flux_build(const char *name, const opts *o, int shared, int quie
     rp_st_file *w = NULL;
     rp_flux *m = NULL;
     if (rp_flux_preset(name, &cfg, &err) != RP_OK) goto fail;
+    if (o->blocks > 0 && rp_flux_set_depth(&cfg, o->blocks, o->blocks, &err) != RP_OK) goto fail;
     rp_flux_param_specs(&cfg, &l);
     if ((quiet ? rp_st_synthetic(&l, o->seed, name, &w, &err) : make_weights(&l, o, shared, name, &w, &err)) != RP_OK)
         goto fail;
@@ -632,17 +658,7 @@ static int bench_flux(const opts *o, rp_device *d) {
                     : !strcmp(o->attention, "auto")  ? RP_ATTN_AUTO
                                                      : RP_ATTN_MATH;
     run_fn rf = {flux_fwd, &r, out_n};
-    timing tm;
-    int rc = time_forward(&rf, &ctx, o, &tm);
-    if (rc == 0) {
-        print_device_notes(d);
-        print_result(o, d, "flux", B, res, L, macs_img, macs_engine, &tm);
-        if (tm.nonfinite) {
-            fprintf(stderr, PFX "%zu non-finite output values\n", tm.nonfinite);
-            rc = 1;
-        }
-        if (tm.check_failed) rc = 1;
-    }
+    const int rc = time_numerics(&rf, &ctx, o, d, "flux", B, res, L, macs_img, macs_engine);
     rp_d_unmirror_all(&ctx);
     flux_run_free(&r);
     rp_flux_free(m);
@@ -703,7 +719,7 @@ static int usage(const char *msg) {
             "usage: cuda_models --model dit-xl-2-256|flux-dev [--precision fp32|tf32|bf16|fp16]\n"
             "         [--mode deterministic|fast] [--attention math|split|flash|auto] [--warmup N] [--iters N]\n"
             "         [--peak TFLOPS] [--batch B] [--res PX] [--weights full|shared] [--device cuda|cuda:NAME|host-check]\n"
-            "         [--check] [--seed S]\n");
+            "         [--check] [--seed S] [--numerics default|invariant|both] [--blocks N (FLUX: N double + N single)]\n");
     return 2;
 }
 
@@ -733,12 +749,19 @@ int main(int argc, char **argv) {
     o.peak = rp_arg_double(&a, "peak", 989.0);
     o.seed = (uint64_t)rp_arg_int(&a, "seed", 0);
     o.check = rp_arg_flag(&a, "check");
+    o.numerics = rp_arg_str(&a, "numerics", "default");
+    o.blocks = (int)rp_arg_int(&a, "blocks", 0);
     if (rp_args_finish(&a, &err) != RP_OK) return usage(err.msg);
     static const char *const precs[] = {"fp32", "tf32", "bf16", "fp16", NULL};
     static const char *const modes[] = {"deterministic", "fast", NULL};
     static const char *const attns[] = {"math", "split", "flash", "auto", NULL};
     static const char *const wts[] = {"full", "shared", NULL};
+    static const char *const nums[] = {"default", "invariant", "both", NULL};
     if (!one_of(o.precision, precs)) return usage("--precision must be fp32, tf32, bf16 or fp16");
+    if (!one_of(o.numerics, nums)) return usage("--numerics must be default, invariant or both");
+    if (strcmp(o.numerics, "default") && strcmp(o.precision, "fp32") && strcmp(o.precision, "bf16"))
+        return usage("--numerics invariant rounds its inputs to fp32 or bf16 only: --precision fp32 or bf16");
+    if (o.blocks < 0) return usage("--blocks must be >= 0");
     if (!one_of(o.mode, modes)) return usage("--mode must be deterministic or fast");
     if (!one_of(o.attention, attns)) return usage("--attention must be math, split, flash or auto");
     if (o.weights && !one_of(o.weights, wts)) return usage("--weights must be full or shared");

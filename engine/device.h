@@ -104,6 +104,11 @@ typedef struct rp_device_ops {
     void (*attention)(rp_device *d, const rp_ctx *ctx, float *out, const float *q, const float *k,
                       const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
                       rp_d_attn_note *note);
+    /* the canonical attention of numerics invariant [rp_attention_canonical: seg (nseg) key
+     * segments, the first nsplit split; seg NULL = one segment]; its bits are the CPU's */
+    void (*attention_canonical)(rp_device *d, const rp_ctx *ctx, float *out, const float *q, const float *k,
+                                const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D,
+                                float scale, const int *seg, int nseg, int nsplit, rp_d_attn_note *note);
 } rp_device_ops;
 
 /* The state every device shares; an implementation embeds it first. */
@@ -224,8 +229,14 @@ void rp_d_timestep_embedding(const rp_ctx *ctx, float *out, const float *t, int 
 void rp_d_conv2d(const rp_ctx *ctx, float *out, const float *in, const float *w, const float *b, int N, int IC,
                  int H, int W, int OC, int k, int s, int pad);
 /* rp_attention on the device; without a device rp_attention itself (its status then
- * returned through rp_d_check's err: the host path records it in *err directly). */
+ * returned through rp_d_check's err: the host path records it in *err directly). Under
+ * numerics invariant, as rp_attention: the canonical attention over one segment. */
 rp_status rp_d_attention(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                          const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err);
+/* rp_attention_canonical on the device (its segments: engine/attention/attention.h); without
+ * a device rp_attention_canonical itself (status as rp_d_attention's). */
+rp_status rp_d_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                   const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                   const int *seg, int nseg, int nsplit, rp_error *err);
 
 #endif

@@ -158,6 +158,26 @@ const char *rp_cuda_attn_last_desc(const rp_cuda_attn *a);
 /* "math" | "split" | "flash" ("?" otherwise). */
 const char *rp_cuda_attn_variant_name(rp_cuda_attn_variant v);
 
+/* ---- numerics invariant: the canonical attention (attention_canonical.cu) ---------------- */
+
+#define RP_CUDA_CANON_MAX_SEG 4 /* key segments a call may name (the models use 1 or 3) */
+
+/* engine/attention/attention.h rp_attention_canonical on device memory, bit for bit the CPU's
+ * for the same inputs on every GPU: the keys of each (b, h) cut into canonical blocks per
+ * segment (seg (nseg) lengths summing to Tk, the first nsplit ones split into Bk(n)-key
+ * blocks, the rest into 64-key blocks from their start; seg NULL = one split segment of Tk),
+ * one partial per query row and block, folded in block order, every operation an explicit
+ * fp32 round-to-nearest one (the sequence is written out at the top of the .cu file).
+ * bf16 = 1 rounds q, k, v and p to bf16 as the CPU's precision bf16 does. Shapes and the mask
+ * as rp_cuda_attention's contract; no handle, no scratch: asynchronous on `stream`.
+ * Errors: RP_ERR_INVALID for sizes, segments or NULL tensors; RP_ERR_UNSUPPORTED when B x H
+ * exceeds 65535, the head dim needs more shared memory than the device has (D above ~1500),
+ * or the launch fails. */
+rp_status rp_cuda_attention_canonical(float *out, const float *q, const float *k, const float *v,
+                                      const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D,
+                                      float scale, const int *seg, int nseg, int nsplit, int bf16,
+                                      cudaStream_t stream, rp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

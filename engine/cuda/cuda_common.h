@@ -62,6 +62,20 @@ static inline rp_status rp_cuda_rows_grid(const char *op, long long rows, long l
 #define RP_CUDA_COL_LOOP(c, cols) RP_GRID_COLS_FOR(c, cols, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x)
 #define RP_CUDA_ROW_LOOP(r, rows) RP_GRID_ROWS_FOR(r, rows, blockIdx.y, gridDim.y)
 
+/* rp_f32_to_bf16 (engine/gemm.c) on the device, bit for bit: NaN becomes the canonical quiet
+ * NaN 0x7FC0, everything else round-to-nearest-even by adding 0x7FFF + lsb and truncating. */
+static __device__ __forceinline__ unsigned short rp_cuda_f32_to_bf16(float x) {
+    const unsigned int u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
+    const unsigned int bias = ((u >> 16) & 1u) + 0x7fffu;
+    return (unsigned short)((u + bias) >> 16);
+}
+
+/* x rounded to a bf16 value held in fp32 (rp_bf16_round's element). */
+static __device__ __forceinline__ float rp_cuda_bf16_round(float x) {
+    return __uint_as_float((unsigned int)rp_cuda_f32_to_bf16(x) << 16);
+}
+
 /* fastmath.h's rp_expf, operation for operation, each fp32 operation an explicit
  * round-to-nearest intrinsic so nvcc cannot contract a multiply-add into an FMA:
  * bitwise the CPU's value for every input (<= 2 ulp of exp). */

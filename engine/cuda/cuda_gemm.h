@@ -269,12 +269,13 @@ rp_status rp_cuda_convert_f32(void *dst, int ld_dst, rp_cuda_prec to, const floa
 /* The invariant GEMM on the device (gemm_invariant.cu): rp_gemm_invariant's contract
  * (engine/ops.h) on device pointers — every element one fmaf chain over k = 0 .. K-1, then
  * alpha * acc [+ beta * C] rounded as written — so its bits are the CPU's for the same
- * inputs on every GPU. No cuBLASLt, no ctx: asynchronous on `stream`. Bad sizes or leading
- * dimensions: RP_ERR_INVALID; a failed launch: RP_ERR_UNSUPPORTED. Not yet called by the
- * engine (a CUDA case with numerics invariant is refused at validation). */
+ * inputs on every GPU. bf16 = 1: op(A) and op(B) rounded to bf16 first (rp_gemm's bf16 under
+ * numerics invariant). No cuBLASLt, no ctx: asynchronous on `stream`. Bad sizes or leading
+ * dimensions: RP_ERR_INVALID; a failed launch: RP_ERR_UNSUPPORTED. The CUDA device's GEMM
+ * under numerics invariant (device_cuda.c). */
 rp_status rp_cuda_gemm_invariant(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
-                                 const float *B, int ldb, float beta, float *C, int ldc, cudaStream_t stream,
-                                 rp_error *err);
+                                 const float *B, int ldb, float beta, float *C, int ldc, int bf16,
+                                 cudaStream_t stream, rp_error *err);
 
 #ifdef __cplusplus
 }

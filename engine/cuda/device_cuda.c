@@ -12,7 +12,11 @@
  * has no CUDA kernel (an error naming it), auto picks as PyTorch's SDPA does on a GPU
  * (choose_auto below). Attention inputs stay fp32 in every precision: the
  * bf16 and fp16 modes round the GEMM operands only (say so when comparing with a
- * framework that runs attention in half precision). */
+ * framework that runs attention in half precision).
+ * Numerics invariant (ctx->numerics): every GEMM is rp_cuda_gemm_invariant and the attention
+ * the canonical kernel (rp_cuda_attention_canonical), both the CPU's bits; ctx->precision
+ * bf16 rounds their inputs as the CPU does. The other kernels are per row or per item
+ * already, so a layout cannot move their bits. */
 #ifdef REPRO_HAVE_CUDA
 
 #include "device_cuda.h"
@@ -174,9 +178,21 @@ static void gemm_any(rp_device *d, int split, int tA, int tB, int M, int N, int 
     else RUN(rp_cuda_gemm(CD->gemm, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, err));
 }
 
+/* Under numerics invariant every GEMM is rp_cuda_gemm_invariant (the CPU's bits; bf16 as
+ * ctx->precision asks, the host rule: rp_precision_for_host), never cuBLASLt; validation
+ * refuses reduce_split with it. */
+static int invariant(const rp_ctx *ctx) { return ctx->numerics == RP_NUMERICS_INVARIANT; }
+
+static void gemm_invariant(rp_device *d, const rp_ctx *ctx, int tA, int tB, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    RUN(rp_cuda_gemm_invariant(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                               ctx->precision == RP_PREC_BF16, CD->stream, err));
+}
+
 static void cd_gemm(rp_device *d, const rp_ctx *ctx, int tA, int tB, int M, int N, int K, float alpha,
                     const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    gemm_any(d, ctx->reduce_split, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_mirror(d, B));
+    if (invariant(ctx)) gemm_invariant(d, ctx, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else gemm_any(d, ctx->reduce_split, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, in_mirror(d, B));
 }
 
 static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, const float *in, const rp_linear_w *w,
@@ -190,8 +206,9 @@ static void cd_linear(rp_device *d, const rp_ctx *ctx, float *out, int ldo, cons
     /* weights read through a mirror never change while mirrored: their 16-bit copy is
      * made once (rp_cuda_gemm_const; bitwise the per-call conversion) and dropped when
      * the block is released (cd_release) */
-    gemm_any(d, ctx->reduce_split, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo,
-             in_mirror(d, w->weight));
+    if (invariant(ctx)) gemm_invariant(d, ctx, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo);
+    else gemm_any(d, ctx->reduce_split, 0, 1, M, w->out, w->in, 1.0f, in, w->in, w->weight, w->in, beta, out, ldo,
+                  in_mirror(d, w->weight));
 }
 
 /* ---- normalisation and elementwise --------------------------------------------------------------- */
@@ -398,6 +415,19 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
     }
 }
 
+static void cd_attention_canonical(rp_device *d, const rp_ctx *ctx, float *out, const float *q, const float *k,
+                                   const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D,
+                                   float scale, const int *seg, int nseg, int nsplit, rp_d_attn_note *note) {
+    const int bf16 = ctx->precision == RP_PREC_BF16;
+    RUN(rp_cuda_attention_canonical(out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, bf16,
+                                    CD->stream, err));
+    snprintf(note->kind, sizeof note->kind, "canonical");
+    snprintf(note->desc, sizeof note->desc, "cuda-canonical D%d %s (numerics invariant: the CPU's bits)", D,
+             bf16 ? "bf16" : "fp32");
+    note->reason[0] = '\0';
+    if (ctx->trace) rp_trace_note_once(ctx->trace, "cuda.attention", note->desc);
+}
+
 static const rp_device_ops CUDA_OPS = {
     .kind = "cuda",
     .destroy = cd_destroy,
@@ -433,6 +463,7 @@ static const rp_device_ops CUDA_OPS = {
     .timestep_embedding = cd_timestep_embedding,
     .conv2d = cd_conv2d,
     .attention = cd_attention,
+    .attention_canonical = cd_attention_canonical,
 };
 
 int rp_device_is_cuda(const rp_device *d) { return d && d->ops == &CUDA_OPS; }

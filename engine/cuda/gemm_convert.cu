@@ -15,13 +15,6 @@
 
 namespace {
 
-__device__ __forceinline__ unsigned short f32_to_bf16_rne(float x) {
-    unsigned int u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
-    unsigned int bias = ((u >> 16) & 1u) + 0x7fffu;
-    return (unsigned short)((u + bias) >> 16);
-}
-
 __device__ __forceinline__ unsigned short f32_to_f16_rne(float x) {
     return __half_as_ushort(__float2half_rn(x));
 }
@@ -40,7 +33,7 @@ __global__ void convert_kernel(unsigned short *__restrict__ dst, long long ldd,
         unsigned short h = 0;
         if (c < cols) {
             const float x = src[r * lds + c];
-            h = kBf16 ? f32_to_bf16_rne(x) : f32_to_f16_rne(x);
+            h = kBf16 ? rp_cuda_f32_to_bf16(x) : f32_to_f16_rne(x);
         }
         dst[i] = h;
     }

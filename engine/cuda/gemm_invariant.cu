@@ -6,39 +6,82 @@
 // the CPU's fmaf is, and the epilogue's products and sum are explicit round-to-nearest
 // intrinsics so nvcc cannot contract them into an FMA: the bits are those of the CPU's
 // rp_gemm_invariant for the same inputs, on every GPU, whatever M, the tiling or the launch.
-// That is the GEMM half of issue 19 on the GPU; the engine does not call it yet (a CUDA case
-// with numerics invariant is refused at validation until the canonical attention has its
-// device kernel too).
+// The CUDA device's GEMM and nn.Linear under numerics invariant (engine/cuda/device_cuda.c).
 //
-// Tiling (speed only): a block of 256 threads computes a BM x BN tile of C; each thread a
-// TM x TN micro-tile in registers. K advances in slices of BK staged in shared memory; a
-// slice's k run in order, and the accumulators carry across slices, so every element's
-// chain stays k = 0 .. K-1. The last slice runs only its kn <= BK real k, so the chain has
-// exactly K links, as the contract writes it.
+// Tiling (speed only): a block of 256 threads computes a BM x BN = 128 x 128 tile of C; each
+// thread an 8 x 8 micro-tile in registers (rows ty*4 .. +3 and 64 + ty*4 .. +3, likewise the
+// columns, so a warp's shared-memory reads are consecutive 16-byte vectors). K advances in
+// slices of BK = 8 staged in shared memory (op(A) and op(B) stored k-major, rows padded by 4
+// floats against bank conflicts when a slice is stored from row-major memory); a slice's k run
+// in order and the accumulators carry across slices, so every element's chain stays
+// k = 0 .. K-1. The last slice runs only its kn <= BK real k, so the chain has exactly K
+// links, as the contract writes it. Rows and columns past M and N are computed on zeros and
+// never stored.
 //
-// bf16 is the caller's, as on the CPU (rp_gemm rounds the inputs, then the product is this
-// one on the rounded values).
+// bf16 = 1 rounds every op(A) and op(B) element to bf16 as it is staged (rp_cuda_bf16_round,
+// bitwise rp_f32_to_bf16), as the CPU's rp_gemm rounds its inputs before rp_gemm_invariant:
+// the product is then this one on the rounded values, bitwise the CPU's bf16 invariant GEMM.
 #include <cuda_runtime.h>
 
+#include "engine/cuda/cuda_common.h"
 #include "engine/cuda/cuda_gemm.h"
 
 namespace {
 
-constexpr int BM = 64, BN = 64, BK = 16;  // the block's tile of C, and the k slice
-constexpr int TM = 4, TN = 4;             // each thread's micro-tile
+constexpr int BM = 128, BN = 128, BK = 8;  // the block's tile of C, and the k slice
+constexpr int TM = 8, TN = 8;               // each thread's micro-tile
+constexpr int PAD = 4;                      // floats after each staged k row
 constexpr int THREADS = (BM / TM) * (BN / TN);
 static_assert(THREADS == 256, "one block is 16 x 16 threads");
+static_assert(BM * BK == 4 * THREADS && BN * BK == 4 * THREADS, "each thread stages 4 values of each slice");
 
-// op(A)[i][k] with A (M, K) row-major at lda, or A (K, M) when tA.
-__device__ __forceinline__ float op_at(const float *X, int t, long long ld, int r, int k) {
-    return t ? X[(long long)k * ld + r] : X[(long long)r * ld + k];
+// op(X)[r][k] of the stored X: (rows, K) row-major at ld when kmajor == 0, (K, rows) when 1.
+__device__ __forceinline__ float op_at(const float *X, int kmajor, long long ld, int r, int k, int bf16) {
+    const float x = kmajor ? X[(long long)k * ld + r] : X[(long long)r * ld + k];
+    return bf16 ? rp_cuda_bf16_round(x) : x;
 }
+
+// Stages rows [r0, r0 + 128) x k [k0, k0 + kn) of op(X) into S[k][r] (zeros past rows / kn),
+// 4 values a thread, in the order that reads memory with unit stride.
+__device__ __forceinline__ void stage(float (*S)[BM + PAD], const float *X, int kmajor, long long ld, int r0,
+                                      int rows, int k0, int kn, int bf16) {
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        const int e = threadIdx.x + q * THREADS;
+        const int k = kmajor ? e / BM : e % BK, r = kmajor ? e % BM : e / BK;
+        S[k][r] = (r0 + r < rows && k < kn) ? op_at(X, kmajor, ld, r0 + r, k0 + k, bf16) : 0.0f;
+    }
+}
+
+// The 8 values a thread takes from a staged k row: [4 t, 4 t + 4) and [64 + 4 t, 64 + 4 t + 4).
+__device__ __forceinline__ void take8(float v[8], const float *row, int t) {
+    const float4 lo = *reinterpret_cast<const float4 *>(row + 4 * t);
+    const float4 hi = *reinterpret_cast<const float4 *>(row + 64 + 4 * t);
+    v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
+    v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
+}
+
+// One link of every chain of the thread's micro-tile: acc[r][c] = fma(op(A)[i_r][k], op(B)[k][j_c], acc).
+__device__ __forceinline__ void chain_step(float (&acc)[TM][TN], const float *a_row, const float *b_row, int tx,
+                                           int ty) {
+    float a[TM], b[TN];
+    take8(a, a_row, ty);
+    take8(b, b_row, tx);
+#pragma unroll
+    for (int r = 0; r < TM; r++)
+#pragma unroll
+        for (int c = 0; c < TN; c++) acc[r][c] = __fmaf_rn(a[r], b[c], acc[r][c]);
+}
+
+// A thread's micro-tile row or column u (0..7) -> its offset in the block's tile.
+__device__ __forceinline__ int tile_at(int t, int u) { return (u < 4 ? 0 : 64) + 4 * t + (u & 3); }
 
 __global__ void __launch_bounds__(THREADS)
 invariant_kernel(int tA, int tB, int M, int N, int K, float alpha, const float *__restrict__ A, long long lda,
-                 const float *__restrict__ B, long long ldb, float beta, float *__restrict__ C, long long ldc) {
-    __shared__ float As[BK][BM];  // As[k][i] = op(A)[i0 + i][k0 + k]
-    __shared__ float Bs[BK][BN];  // Bs[k][j] = op(B)[k0 + k][j0 + j]
+                 const float *__restrict__ B, long long ldb, float beta, float *__restrict__ C, long long ldc,
+                 int bf16) {
+    __shared__ __align__(16) float As[BK][BM + PAD]; // As[k][i] = op(A)[i0 + i][k0 + k]
+    __shared__ __align__(16) float Bs[BK][BN + PAD]; // Bs[k][j] = op(B)[k0 + k][j0 + j]
     const int i0 = blockIdx.y * BM, j0 = blockIdx.x * BN;
     const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
     float acc[TM][TN];
@@ -48,37 +91,26 @@ invariant_kernel(int tA, int tB, int M, int N, int K, float alpha, const float *
         for (int c = 0; c < TN; c++) acc[r][c] = 0.0f;
     for (int k0 = 0; k0 < K; k0 += BK) {
         const int kn = K - k0 < BK ? K - k0 : BK;
-        // stage the slice; out-of-range entries are never read by a live chain (kn, and the
-        // stores below skip rows and columns past M and N), zero keeps them finite
-        for (int e = threadIdx.x; e < BK * BM; e += THREADS) {
-            const int k = tA ? e / BM : e % BK, i = tA ? e % BM : e / BK;  // unit stride in memory
-            As[k][i] = (i0 + i < M && k < kn) ? op_at(A, tA, lda, i0 + i, k0 + k) : 0.0f;
-        }
-        for (int e = threadIdx.x; e < BK * BN; e += THREADS) {
-            const int k = tB ? e % BK : e / BN, j = tB ? e / BK : e % BN;
-            Bs[k][j] = (j0 + j < N && k < kn) ? op_at(B, !tB, ldb, j0 + j, k0 + k) : 0.0f;
-        }
+        // op(A) is k-major in memory when A is stored (K, M); op(B)[k][j] is B (K, N) row-major
+        // (k-major over j) unless tB, where B is stored (N, K)
+        stage(As, A, tA, lda, i0, M, k0, kn, bf16);
+        stage(Bs, B, !tB, ldb, j0, N, k0, kn, bf16);
         __syncthreads();
-        for (int k = 0; k < kn; k++) {  // in order: the chain
-            float a[TM], b[TN];
+        if (kn == BK) { // in order: the chain (a whole slice, unrolled)
 #pragma unroll
-            for (int r = 0; r < TM; r++) a[r] = As[k][ty + r * (BM / TM)];
-#pragma unroll
-            for (int c = 0; c < TN; c++) b[c] = Bs[k][tx + c * (BN / TN)];
-#pragma unroll
-            for (int r = 0; r < TM; r++)
-#pragma unroll
-                for (int c = 0; c < TN; c++) acc[r][c] = __fmaf_rn(a[r], b[c], acc[r][c]);
+            for (int k = 0; k < BK; k++) chain_step(acc, As[k], Bs[k], tx, ty);
+        } else {
+            for (int k = 0; k < kn; k++) chain_step(acc, As[k], Bs[k], tx, ty);
         }
         __syncthreads();
     }
 #pragma unroll
     for (int r = 0; r < TM; r++) {
-        const int i = i0 + ty + r * (BM / TM);
+        const int i = i0 + tile_at(ty, r);
         if (i >= M) continue;
 #pragma unroll
         for (int c = 0; c < TN; c++) {
-            const int j = j0 + tx + c * (BN / TN);
+            const int j = j0 + tile_at(tx, c);
             if (j >= N) continue;
             float *cij = C + (long long)i * ldc + j;
             const float v = __fmul_rn(alpha, acc[r][c]);
@@ -91,7 +123,7 @@ invariant_kernel(int tA, int tB, int M, int N, int K, float alpha, const float *
 
 extern "C" rp_status rp_cuda_gemm_invariant(int transA, int transB, int M, int N, int K, float alpha,
                                             const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                                            int ldc, cudaStream_t stream, rp_error *err) {
+                                            int ldc, int bf16, cudaStream_t stream, rp_error *err) {
     if (M < 0 || N < 0 || K < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "invariant GEMM: negative size (M %d, N %d, K %d)", M, N, K);
     if (ldc < N || (transA ? lda < M : lda < K) || (transB ? ldb < K : ldb < N))
@@ -104,7 +136,7 @@ extern "C" rp_status rp_cuda_gemm_invariant(int transA, int transB, int M, int N
     if (grid.y > 65535u)
         return RP_FAIL(err, RP_ERR_INVALID, "invariant GEMM: M %d needs more than 65535 row tiles", M);
     invariant_kernel<<<grid, THREADS, 0, stream>>>(transA != 0, transB != 0, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                                                  ldc);
+                                                  ldc, bf16 != 0);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "invariant GEMM: launch: %s", cudaGetErrorString(e));

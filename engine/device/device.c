@@ -299,8 +299,22 @@ rp_status rp_d_attention(const rp_ctx *ctx, float *out, const float *q, const fl
                          const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
     rp_device *d = ctx->dev;
     if (!d) return rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+    if (ctx->numerics == RP_NUMERICS_INVARIANT) /* its own order, as rp_attention's */
+        return rp_d_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
     if (d->status != RP_OK) return RP_OK; /* reported by the next rp_d_check */
     d->ops->attention(d, ctx, out, MF(q), MF(k), MF(v), (const uint8_t *)map(d, key_mask), B, H, Tq, Tk, D, scale,
                       &d->last_attn);
+    return RP_OK;
+}
+
+rp_status rp_d_attention_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                   const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                   const int *seg, int nseg, int nsplit, rp_error *err) {
+    rp_device *d = ctx->dev;
+    if (!d)
+        return rp_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, err);
+    if (d->status != RP_OK) return RP_OK; /* reported by the next rp_d_check */
+    d->ops->attention_canonical(d, ctx, out, MF(q), MF(k), MF(v), (const uint8_t *)map(d, key_mask), B, H, Tq, Tk,
+                                D, scale, seg, nseg, nsplit, &d->last_attn);
     return RP_OK;
 }

@@ -319,6 +319,21 @@ static void hc_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
     note->reason[0] = '\0';
 }
 
+static void hc_attention_canonical(rp_device *d, const rp_ctx *ctx, float *out, const float *q, const float *k,
+                                   const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D,
+                                   float scale, const int *seg, int nseg, int nsplit, rp_d_attn_note *note) {
+    ENTER("attention_canonical", ARGS("out", "q", "k", "v", "key_mask"), ARGS(out, q, k, v, key_mask),
+          ARGS(0, 0, 0, 0, 1));
+    rp_error e;
+    rp_error_clear(&e);
+    rp_status st = rp_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, &e);
+    leave(d);
+    if (st != RP_OK) rp_device_fail(d, st, &e);
+    snprintf(note->kind, sizeof note->kind, "canonical");
+    snprintf(note->desc, sizeof note->desc, "host-check canonical");
+    note->reason[0] = '\0';
+}
+
 static const rp_device_ops HOST_CHECK_OPS = {
     .kind = "host-check",
     .destroy = hc_destroy,
@@ -354,6 +369,7 @@ static const rp_device_ops HOST_CHECK_OPS = {
     .timestep_embedding = hc_timestep_embedding,
     .conv2d = hc_conv2d,
     .attention = hc_attention,
+    .attention_canonical = hc_attention_canonical,
 };
 
 rp_device *rp_device_host_check_create(void) {

@@ -34,10 +34,13 @@
  *   last. The replicated QUERY rows keep each block's partial and merge them in block
  *   order 0 .. R - 1, then the replicated block, so every ring rank computes the same
  *   bits for them (they must stay identical copies). out = O / l.
- * Numerics invariant (ctx->numerics; host path only — a device or a K/V hook is refused):
- * the canonical attention of attention.h over the key segments of the single process's
+ * Numerics invariant (ctx->numerics; a K/V hook under ulysses / ring is refused): the
+ * canonical attention of attention.h over the key segments of the single process's
  * sequence [all lead | all second | replicated] (zero-length ones dropped). Plain and
- * Ulysses see those keys in that order and call rp_attention_canonical with the segments.
+ * Ulysses see those keys in that order and call the canonical attention with the segments
+ * (attend_canonical: on the host, or on a host-staged forward's device, whose kernel is the
+ * CPU's bit for bit). The ring's partials and fold below run on the host in a device
+ * forward too: the same arithmetic as the device kernel's, not a second one.
  * The ring computes, for each arriving shard of ring rank src (ring ranks hold consecutive
  * sp shards: sp rank = ring rank * ulysses + ulysses rank, parallel.c), the partials of
  * all its query rows (sharded and replicated alike) against the shard's lead piece — the
@@ -540,6 +543,33 @@ static rp_status kv_hook(const rp_ctx *ctx, int layer, const float *k, const flo
  * host-staged device forward (p->stage_dev) the computation itself runs on that device: q,
  * k, v (and the mask) go up, out comes back, so the parallel layout's data movement is the
  * host's and its arithmetic the device's (no own check: the oracle is the host's). */
+/* One attention on `dev` from host buffers (a host-staged device forward): q, k, v (and the
+ * mask) go up, out comes back. seg: the canonical attention over those key segments
+ * (numerics invariant), else the device's attention. */
+static rp_status staged(const rp_ctx *ctx, rp_device *dev, float *out, const float *q, const float *k,
+                        const float *v, const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                        const int *seg, int nseg, int nsplit, rp_error *err) {
+    rp_ctx dc = *ctx;
+    dc.dev = dev;
+    dc.par = NULL;
+    const size_t nq = (size_t)B * H * Tq * D, nk = (size_t)B * H * Tk * D;
+    const size_t nm = key_mask ? ((size_t)B * Tk + sizeof(float) - 1) / sizeof(float) : 0;
+    float *buf = rp_d_alloc(&dc, 2 * nq + 2 * nk + nm, err); /* q, k, v, out, mask */
+    if (!buf) return RP_ERR_NOMEM;
+    float *dq = buf, *dk = dq + nq, *dv = dk + nk, *dout = dv + nk, *dm = dout + nq;
+    rp_d_upload(&dc, dq, q, nq);
+    rp_d_upload(&dc, dk, k, nk);
+    rp_d_upload(&dc, dv, v, nk);
+    if (key_mask && dev->status == RP_OK) dev->ops->upload(dev, dm, key_mask, (size_t)B * Tk);
+    const uint8_t *mask = key_mask ? (const uint8_t *)dm : NULL;
+    if (seg) rp_d_attention_canonical(&dc, dout, dq, dk, dv, mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, err);
+    else rp_d_attention(&dc, dout, dq, dk, dv, mask, B, H, Tq, Tk, D, scale, err);
+    rp_d_download(&dc, out, dout, nq);
+    rp_status st = rp_d_check(&dc, err);
+    rp_d_free(&dc, buf);
+    return st;
+}
+
 static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                         const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
@@ -554,23 +584,19 @@ static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const flo
                             err));
         return rp_par_attn_own_check(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
     }
-    rp_ctx dc = *ctx;
-    dc.dev = dev;
-    dc.par = NULL;
-    const size_t nq = (size_t)B * H * Tq * D, nk = (size_t)B * H * Tk * D;
-    const size_t nm = key_mask ? ((size_t)B * Tk + sizeof(float) - 1) / sizeof(float) : 0;
-    float *buf = rp_d_alloc(&dc, 2 * nq + 2 * nk + nm, err); /* q, k, v, out, mask */
-    if (!buf) return RP_ERR_NOMEM;
-    float *dq = buf, *dk = dq + nq, *dv = dk + nk, *dout = dv + nk, *dm = dout + nq;
-    rp_d_upload(&dc, dq, q, nq);
-    rp_d_upload(&dc, dk, k, nk);
-    rp_d_upload(&dc, dv, v, nk);
-    if (key_mask && dev->status == RP_OK) dev->ops->upload(dev, dm, key_mask, (size_t)B * Tk);
-    rp_d_attention(&dc, dout, dq, dk, dv, key_mask ? (const uint8_t *)dm : NULL, B, H, Tq, Tk, D, scale, err);
-    rp_d_download(&dc, out, dout, nq);
-    rp_status st = rp_d_check(&dc, err);
-    rp_d_free(&dc, buf);
-    return st;
+    return staged(ctx, dev, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
+}
+
+/* The canonical attention (numerics invariant) over the key segments seg (nseg, the first
+ * nsplit split): on the host, or in a host-staged device forward on that device, whose kernel
+ * gives the CPU's bits (tests/gpu/test_cuda_attention_canonical.c), so both are one arithmetic. */
+static rp_status attend_canonical(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
+                                  const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                                  const int *seg, int nseg, int nsplit, rp_error *err) {
+    rp_device *dev = ctx->par ? ctx->par->stage_dev : NULL;
+    if (!dev)
+        return rp_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, err);
+    return staged(ctx, dev, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, err);
 }
 
 /* Without ulysses / ring (or with patch parallelism, whose attention is the K/V hook's:
@@ -588,7 +614,7 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
         /* the keys' segments: a hook's keys (patch, pipefusion) hold the whole image in its
          * warmup, in the single rank's order, so the canonical blocks are the serial run's */
         const int seg[3] = {Tlead, Tk - Tlead - Trep, Trep};
-        return rp_attention_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, 2, err);
+        return attend_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, 2, err);
     }
     return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
 }
@@ -612,10 +638,10 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
         RP_TRY(rp_attn_canon_check(ctx, err));
         /* a K/V hook's keys go to the canonical attention where the whole sequence is on the
          * rank (patch; pipefusion without ulysses / ring): exact through the warmup */
-        if (p && ((p->hooks.kv && p->sp.size > 1 && p->deg.patch == 1) || p->stage_dev))
-            return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant has no %s path (the canonical "
-                           "attention runs on the host, over the whole sequence's keys)", layer,
-                           p->stage_dev ? "device" : "pipefusion with ulysses / ring (K/V hook)");
+        if (p && p->hooks.kv && p->sp.size > 1 && p->deg.patch == 1)
+            return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant has no pipefusion with "
+                           "ulysses / ring path (the canonical attention takes a K/V hook's keys over the whole "
+                           "sequence)", layer);
     }
     if (!p || p->sp.size == 1 || p->deg.patch > 1)
         return plain(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
@@ -685,7 +711,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
     if (st != RP_OK) goto done;
     if (invariant) { /* the gathered sequence is the single process's order */
         const int seg[3] = {u * Tlead, u * Tsec, Trep};
-        if (R == 1) st = rp_attention_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, 2, err);
+        if (R == 1) st = attend_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, 2, err);
         else st = ring_canonical(ctx, O, Q, KK, VV, B, Hu, u * Ts, u * Tlead, Trep, D, scale, err);
     } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
@@ -729,23 +755,25 @@ done:
 }
 
 /* With a device (ctx->dev): no exchange and no K/V hook -> the device's attention on the
- * device buffers directly; otherwise host-staged: q, k, v come down, the host algorithm
- * above moves them (collectives on host buffers, the hooks' caches on the host) and each
- * attention it computes runs on the device (attend; ring: its block GEMMs, ring_gemm),
- * then out goes up. */
+ * device buffers directly (numerics invariant: its canonical attention over the sequence's
+ * segments); otherwise host-staged: q, k, v come down, the host algorithm above moves them
+ * (collectives on host buffers, the hooks' caches on the host) and each attention it
+ * computes runs on the device (attend, attend_canonical; ring: its block GEMMs, ring_gemm;
+ * the invariant ring's partials on the host), then out goes up. */
 rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float *q, const float *k,
                            const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
                            int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
-    if (ctx->dev && ctx->numerics == RP_NUMERICS_INVARIANT)
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "attention %d: numerics invariant runs on the host only (the device "
-                       "has no canonical attention)", layer);
     if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
     const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
     const int hooked = p && p->hooks.kv;
     const int skew = attn_scale_skewed(p);
     if (!exchange && !hooked) {
         if (skew) scale = (float)(1.0 / sqrt((double)D + 1.0));
+        if (ctx->numerics == RP_NUMERICS_INVARIANT) { /* the serial sequence's segments, as plain() */
+            const int seg[3] = {Tlead, T - Tlead - Trep, Trep};
+            return rp_d_attention_canonical(ctx, out, q, k, v, key_mask, B, H, T, T, D, scale, seg, 3, 2, err);
+        }
         return rp_d_attention(ctx, out, q, k, v, key_mask, B, H, T, T, D, scale, err);
     }
     RP_TRY(rp_d_check(ctx, err)); /* the forward's earlier ops, before their results are read */

@@ -653,9 +653,10 @@ static int parse(int argc, char **argv, gen_opts *o, rp_ctx *ctx, rp_sampler_kin
     if (strcmp(o->device_s, "cpu") && strcmp(o->device_s, "host-check") && !cuda)
         return usage_error("--device: '%s' is not cpu, cuda, cuda:<name>, cuda:#<ordinal> or host-check",
                            o->device_s);
-    if (ctx->numerics == RP_NUMERICS_INVARIANT && cuda)
-        return usage_error("--numerics invariant: the layout-invariant kernels exist for the CPU engine only "
-                           "(got --device %s)", o->device_s);
+    if (ctx->numerics == RP_NUMERICS_INVARIANT && cuda && strcmp(o->precision_s, "fp32") &&
+        strcmp(o->precision_s, "bf16"))
+        return usage_error("--numerics invariant on --device %s: the invariant kernels round their inputs to fp32 or "
+                           "bf16 only (got --precision %s)", o->device_s, o->precision_s);
     if (o->gpu_mode_s && !cuda) return usage_error("--gpu-mode needs --device cuda (got --device %s)", o->device_s);
     if (o->gpu_mode_s && strcmp(o->gpu_mode_s, "deterministic") && strcmp(o->gpu_mode_s, "fast"))
         return usage_error("--gpu-mode: '%s' is not deterministic or fast", o->gpu_mode_s);

@@ -408,10 +408,12 @@ static rp_status check_sequence(const rp_case *c, const model_facts *m, int h, i
  * is refused with the reason, rather than run and reported as a difference. */
 static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, int w, rp_error *err) {
     if (strcmp(c->numerics, "invariant")) return RP_OK;
-    if (rp_device_name_is_cuda(c->device))
-        return INVALID("numerics=invariant with device=%s: the layout-invariant kernels exist for the CPU engine "
-                       "only (the CUDA GEMMs and attention have no fixed-order variant yet); use device=cpu",
-                       c->device);
+    /* on a GPU the invariant GEMM and canonical attention compute the CPU's bits from fp32 or
+     * bf16-rounded inputs; tf32 and fp16 are cuBLASLt's input roundings, which they do not have */
+    if (rp_device_name_is_cuda(c->device) && strcmp(c->precision, "fp32") && strcmp(c->precision, "bf16"))
+        return INVALID("numerics=invariant with device=%s and precision=%s: the invariant kernels round their "
+                       "inputs as the CPU does, to fp32 or bf16 only; use precision fp32 or bf16", c->device,
+                       c->precision);
     if (strcmp(c->attention, "math"))
         return INVALID("numerics=invariant with attention=%s: invariant numerics has its own attention order "
                        "(canonical key blocks merged in one fixed order), so another variant would be ignored; "
@@ -667,7 +669,7 @@ const char *rp_validate_describe_rules(void) {
            "  attention     math split subquad flash auto; chunk sizes >= 0, none for math,\n"
            "                no kv chunk for split; device_profile a preset or spec\n"
            "  threads >= 0; reduce_split 0|1; mode deterministic|fast;\n"
-           "  numerics      default|invariant; invariant: device cpu, attention math,\n"
+           "  numerics      default|invariant; invariant: attention math, fp32 or bf16,\n"
            "                reduce_split 0, pipefusion only without ulysses / ring (pipefusion and patch:\n"
            "                exact through warmup only), and a ring rank's share of the image (FLUX:\n"
            "                and text) tokens a whole number of canonical key blocks\n"

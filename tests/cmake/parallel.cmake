@@ -88,6 +88,14 @@ if(REPRO_HAVE_GLOO)
   set_tests_properties(parallel.dit.device_check PROPERTIES
     LABELS parallel TIMEOUT 600
     ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
+  # the same under numerics invariant (issue 19: the device's invariant GEMM and canonical
+  # attention, and the staged paths), and every exact layout bitwise the single rank
+  add_test(NAME parallel.dit.device_check_invariant
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/parallel-scratch/dit-device-check-invariant dit invariant)
+  set_tests_properties(parallel.dit.device_check_invariant PROPERTIES
+    LABELS parallel TIMEOUT 600
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1")
   # the same for sd3.5-medium-tiny (MMDiT-X: attn2's buffers and its image-only attention)
   add_test(NAME parallel.sd3x.device_check
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/parallel/device_check.sh $<TARGET_FILE:repro>

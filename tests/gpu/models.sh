@@ -34,30 +34,8 @@ m=$src/matrices/gpu_engine.yaml
 [ -f "$m" ] || fail "$m is missing"
 rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
 
-# ---- is there a GPU, and a CUDA build to use it? ----
-if command -v nvidia-smi >/dev/null 2>&1; then
-    nvidia-smi -L >"$scratch/nvidia-smi.txt" 2>&1 || true
-    if ! grep -q '^GPU ' "$scratch/nvidia-smi.txt"; then
-        echo "SKIP: nvidia-smi -L lists no GPU: $(head -c 300 "$scratch/nvidia-smi.txt")"
-        exit 77
-    fi
-    cat "$scratch/nvidia-smi.txt"
-fi
-"$repro" env >"$scratch/env.json" 2>&1 || fail "repro env exited $?"
-ngpu=$("$py" - "$scratch/env.json" <<'EOF'
-import json, sys
-e = json.load(open(sys.argv[1]))
-if not (e.get("build") or {}).get("cuda"):
-    print("nocuda")
-else:
-    print(len([g for g in e.get("gpus") or [] if "name" in g]))
-EOF
-)
-case $ngpu in
-nocuda) echo "SKIP: this repro was built without CUDA (no nvcc at configure time)"; exit 77 ;;
-0) echo "SKIP: no CUDA device visible to repro (repro env lists no GPU; CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; exit 77 ;;
-''|*[!0-9]*) fail "cannot read the GPU count from repro env: $ngpu" ;;
-esac
+# ---- is there a GPU, and a CUDA build to use it? ($ngpu, or exit 77) ----
+. "$src/tests/gpu/gpu_detect.sh"
 echo "repro sees $ngpu GPU(s)"
 if [ "$ngpu" -lt 2 ]; then
     echo "note: only $ngpu GPU visible: the cuda+nccl layouts (one GPU per rank) are SKIPPED; cuda+gloo with" \

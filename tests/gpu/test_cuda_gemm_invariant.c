@@ -5,7 +5,9 @@
  * Shapes: 1x1x1, tile edges (M, N not multiples of 64, K not a multiple of 16, K > 16
  * slices), an nn.Linear-like 8 x 3072 x 768, every (transA, transB), alpha 1 and not,
  * beta 0 (C starts as NaN: never read) and not, ldc > N (the padding never written),
- * K = 0; then the layout invariance itself on the device: rows [off, off + m) computed
+ * K = 0, fp32 and bf16 (the device rounds op(A) and op(B) as it stages them; the CPU's
+ * reference is rp_gemm under numerics invariant and precision bf16, which rounds its inputs
+ * first); then the layout invariance itself on the device: rows [off, off + m) computed
  * alone are the same bits as in the whole call. Exits 77 ("SKIP: ...") without a CUDA
  * build or device, 1 on any failure. */
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ctx.h"
 #include "engine/ops.h"
 
 #ifndef REPRO_HAVE_CUDA
@@ -38,7 +41,7 @@ static float *to_device(const float *h, size_t n) {
 static const float C_PAD = 12345.0f; /* C's columns [N, ldc): never written */
 
 /* One case: the device's C against the CPU's, bitwise; returns 1 when they agree. */
-static int check_case(int tA, int tB, int M, int N, int K, float alpha, float beta, uint64_t seed) {
+static int check_case(int tA, int tB, int M, int N, int K, float alpha, float beta, int bf16, uint64_t seed) {
     const int lda = (tA ? M : K) + 3, ldb = (tB ? K : N) + 1, ldc = N + 2;
     const size_t na = (size_t)(tA ? K : M) * lda, nb = (size_t)(tB ? N : K) * ldb, nc = (size_t)M * ldc;
     float *A = xmalloc(sizeof(float) * na), *B = xmalloc(sizeof(float) * nb);
@@ -50,21 +53,28 @@ static int check_case(int tA, int tB, int M, int N, int K, float alpha, float be
         for (int j = 0; j < ldc; j++)
             Cref[(size_t)i * ldc + j] = j >= N ? C_PAD : beta == 0.0f ? NAN : rng_unif(&s);
     float *dA = to_device(A, na), *dB = to_device(B, nb), *dC = to_device(Cref, nc);
-    rp_gemm_invariant(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, Cref, ldc, 1);
+    if (bf16) {
+        rp_ctx ctx = rp_ctx_default();
+        ctx.numerics = RP_NUMERICS_INVARIANT;
+        ctx.precision = RP_PREC_BF16;
+        rp_gemm(&ctx, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, Cref, ldc);
+    } else {
+        rp_gemm_invariant(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, Cref, ldc, 1);
+    }
     rp_error err = {0};
-    const rp_status st = rp_cuda_gemm_invariant(tA, tB, M, N, K, alpha, dA, lda, dB, ldb, beta, dC, ldc, 0, &err);
+    const rp_status st = rp_cuda_gemm_invariant(tA, tB, M, N, K, alpha, dA, lda, dB, ldb, beta, dC, ldc, bf16, 0, &err);
     CHECK(st == RP_OK, "M %d N %d K %d: %s", M, N, K, err.msg);
     CU(cudaMemcpy(Cgpu, dC, sizeof(float) * nc, cudaMemcpyDeviceToHost));
     int ok = st == RP_OK, shown = 0;
     for (size_t e = 0; e < nc; e++) {
         if (!memcmp(&Cgpu[e], &Cref[e], sizeof(float))) continue;
         if (shown++ < 3)
-            printf("  (%d, %d, %d) tA %d tB %d alpha %g beta %g: C[%zu][%zu] gpu %a cpu %a\n", M, N, K, tA, tB,
-                   (double)alpha, (double)beta, e / (size_t)ldc, e % (size_t)ldc, (double)Cgpu[e], (double)Cref[e]);
+            printf("  (%d, %d, %d) tA %d tB %d alpha %g beta %g bf16 %d: C[%zu][%zu] gpu %a cpu %a\n", M, N, K, tA,
+                   tB, (double)alpha, (double)beta, bf16, e / (size_t)ldc, e % (size_t)ldc, (double)Cgpu[e], (double)Cref[e]);
         ok = 0;
     }
-    CHECK(ok, "(%d, %d, %d) tA %d tB %d alpha %g beta %g: not bitwise the CPU's rp_gemm_invariant", M, N, K, tA, tB,
-          (double)alpha, (double)beta);
+    CHECK(ok, "(%d, %d, %d) tA %d tB %d alpha %g beta %g bf16 %d: not bitwise the CPU's invariant GEMM", M, N, K, tA,
+          tB, (double)alpha, (double)beta, bf16);
     CU(cudaFree(dA));
     CU(cudaFree(dB));
     CU(cudaFree(dC));
@@ -83,13 +93,13 @@ static void check_row_shards(int M, int N, int K) {
     for (size_t i = 0; i < nb; i++) B[i] = rng_unif(&s);
     float *dA = to_device(A, na), *dB = to_device(B, nb), *dC = to_device(NULL, nc);
     rp_error err = {0};
-    CHECK(rp_cuda_gemm_invariant(0, 1, M, N, K, 1.0f, dA, K, dB, K, 0.0f, dC, N, 0, &err) == RP_OK, "%s", err.msg);
+    CHECK(rp_cuda_gemm_invariant(0, 1, M, N, K, 1.0f, dA, K, dB, K, 0.0f, dC, N, 0, 0, &err) == RP_OK, "%s", err.msg);
     CU(cudaMemcpy(full, dC, sizeof(float) * nc, cudaMemcpyDeviceToHost));
     static const int OFF[][2] = {{0, 1}, {1, 3}, {5, 64}, {63, 2}, {64, 65}};
     for (size_t t = 0; t < sizeof OFF / sizeof OFF[0]; t++) {
         const int off = OFF[t][0], m = OFF[t][1];
         if (off + m > M) continue;
-        CHECK(rp_cuda_gemm_invariant(0, 1, m, N, K, 1.0f, dA + (size_t)off * K, K, dB, K, 0.0f, dC, N, 0, &err) ==
+        CHECK(rp_cuda_gemm_invariant(0, 1, m, N, K, 1.0f, dA + (size_t)off * K, K, dB, K, 0.0f, dC, N, 0, 0, &err) ==
                   RP_OK, "%s", err.msg);
         CU(cudaMemcpy(part, dC, sizeof(float) * (size_t)m * N, cudaMemcpyDeviceToHost));
         CHECK(!memcmp(part, full + (size_t)off * N, sizeof(float) * (size_t)m * N),
@@ -111,15 +121,15 @@ int main(void) {
     int cases = 0, agree = 0;
     for (size_t sh = 0; sh < sizeof SHAPES / sizeof SHAPES[0]; sh++)
         for (int t = 0; t < 4; t++)
-            for (int ab = 0; ab < 2; ab++) {
+            for (int ab = 0; ab < 4; ab++) { /* bit 0: alpha, beta; bit 1: bf16 */
                 cases++;
-                agree += check_case(t >> 1, t & 1, SHAPES[sh][0], SHAPES[sh][1], SHAPES[sh][2], ab ? 0.5f : 1.0f,
-                                    ab ? 0.75f : 0.0f, 1000 + 17 * sh + 3 * t + ab);
+                agree += check_case(t >> 1, t & 1, SHAPES[sh][0], SHAPES[sh][1], SHAPES[sh][2], ab & 1 ? 0.5f : 1.0f,
+                                    ab & 1 ? 0.75f : 0.0f, ab >> 1, 1000 + 17 * sh + 3 * t + ab);
             }
-    printf("%d of %d cases bitwise the CPU's rp_gemm_invariant\n", agree, cases);
+    printf("%d of %d cases (fp32 and bf16) bitwise the CPU's invariant GEMM\n", agree, cases);
     check_row_shards(200, 96, 300);
     rp_error err = {0};
-    CHECK(rp_cuda_gemm_invariant(0, 0, 2, 2, 2, 1.0f, NULL, 1, NULL, 2, 0.0f, NULL, 2, 0, &err) == RP_ERR_INVALID &&
+    CHECK(rp_cuda_gemm_invariant(0, 0, 2, 2, 2, 1.0f, NULL, 1, NULL, 2, 0.0f, NULL, 2, 0, 0, &err) == RP_ERR_INVALID &&
               strstr(err.msg, "leading dimension"),
           "lda 1 < K 2 not refused (%s)", err.msg);
     return finish("OK");

@@ -5,9 +5,14 @@
 # is unreadable outside a device op, every pointer argument checked to lie in a device
 # block), and the two runs' latents files must be byte for byte identical (cmp).
 #
-#   device_check.sh REPRO SCRATCH [FAMILY]
+#   device_check.sh REPRO SCRATCH [FAMILY] [NUMERICS]
 #     FAMILY  dit (default: dit-tiny) | sd3x (sd3.5-medium-tiny, MMDiT-X: its attn2 buffers and
 #             image-only attention on the device path)
+#     NUMERICS  default (default) | invariant: every case runs numerics invariant, so the
+#             device path is the invariant one (the device's invariant GEMM and canonical
+#             attention, the staged canonical attention of ulysses, the ring's host partials);
+#             then also every exact layout's latents must be bitwise the single rank's (what
+#             a GPU must give, checked here through the same wiring)
 #
 # Layouts (ranks through `repro launch`, Gloo on loopback, one GEMM thread per rank, 2 items,
 # 3 steps): a single rank, dp 2, cfg_parallel 2, ulysses 2, ring 2, patch 2 and pipefusion 2
@@ -23,7 +28,7 @@
 #     reach the worker, so the comparison would prove nothing.
 # Label parallel (CPU only; not gpu). ctest: parallel.dit.device_check.
 set -u
-repro=$1 scratch=$2 fam=${3:-dit}
+repro=$1 scratch=$2 fam=${3:-dit} numerics=${4:-default}
 here=$(cd "$(dirname "$0")" && pwd)
 # runs left by an earlier run (another kernel set, another build) are not this one's
 # references: start empty
@@ -39,6 +44,11 @@ dit)  base='"model":"dit-tiny","sampler":"ddim","cfg":4'
 sd3x) base='"model":"sd3.5-medium-tiny","sampler":"euler","cfg":4'
       items='[{"seed":3,"prompt":"a red fox in the snow"},{"seed":8,"prompt":""}]' ;;
 *) fail "unknown family $fam" ;;
+esac
+case $numerics in
+default) ;;
+invariant) base="$base"',"numerics":"invariant"' ;;
+*) fail "unknown numerics $numerics" ;;
 esac
 steps=3
 quiet=0
@@ -85,6 +95,17 @@ while IFS='|' read -r name ranks extra; do
         "$repro" diff "out-$name/latents.safetensors" "out-$name-hc/latents.safetensors" | sed 's/^/    /'
         bad=1
     fi
+    case $numerics:$name in
+    invariant:dp2 | invariant:cfg2 | invariant:ulysses2 | invariant:ring2)
+        if "$repro" diff out-single/latents.safetensors "out-$name-hc/latents.safetensors" | grep -qx 'max_abs 0' &&
+            cmp -s out-single/image-0.png "out-$name-hc/image-0.png"; then
+            echo "ok: $name: invariant numerics on the host-check device: latents and image bitwise the single rank's"
+        else
+            echo "FAIL: $name: invariant numerics on the host-check device is not the single rank's run:"
+            "$repro" diff out-single/latents.safetensors "out-$name-hc/latents.safetensors" | sed 's/^/    /'
+            bad=1
+        fi ;;
+    esac
     for img in out-"$name"/image-*.png; do
         [ -f "$img" ] || continue
         b=$(basename "$img")

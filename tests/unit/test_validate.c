@@ -607,7 +607,10 @@ START_TEST(invariant_rules) {
     c = dit();
     snprintf(c.numerics, sizeof c.numerics, "invariant");
     snprintf(c.device, sizeof c.device, "cuda");
-    EXPECT_PREFIX(c, &env, "numerics=invariant with device=cuda: ");
+    snprintf(c.precision, sizeof c.precision, "tf32"); /* the invariant kernels round to fp32 or bf16 only */
+    EXPECT_PREFIX(c, &env, "numerics=invariant with device=cuda and precision=tf32: ");
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    EXPECT_VALID(c, &env);
     c = dit();
     gloo(&c);
     snprintf(c.numerics, sizeof c.numerics, "invariant");
