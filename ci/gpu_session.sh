@@ -5,7 +5,9 @@
 #   . .devdeps/activate.sh && sh ci/gpu_session.sh OUT STEP[:SECONDS]...
 #
 # Configures and builds the CUDA targets in /tmp/repro-gpu-build (outside the tree, so a
-# warm machine's next call reuses it), then runs each STEP under its own time limit
+# warm machine's next call reuses it; REPRO_GPU_BUILD=DIR uses a build carried there instead,
+# e.g. this machine's build/ when its CUDA matches the GPU machine's and the call must not
+# spend minutes building), then runs each STEP under its own time limit
 # (default 120 s), appending to OUT/session.log and writing OUT/<step>.log; a step that fails
 # or times out is reported and the next one still runs. Exit: the number of failed steps.
 # STEPs:
@@ -13,6 +15,8 @@
 #                 canonical attention bitwise the CPU's
 #   bench         bench/cuda_models --numerics both: DiT-XL/2 256 px (batch 2) and FLUX-dev
 #                 1024 px at 2 double + 2 single blocks, fp32 and bf16: invariant / default
+#   shadow        tests/gpu/shadow.yaml: the classifier's invariant shadow on the GPU (no false
+#                 alarm on clean layouts; a one-rank norm epsilon BUG)
 #   inv-FAMILY    tests/gpu/invariant.sh for one family (dit, sd3, flux, ditxl): every exact
 #                 layout bitwise its serial run on the GPU
 #   models        tests/gpu/models.sh (the default numerics against the CPU)
@@ -20,12 +24,17 @@ set -u
 out=$1
 shift
 src=$(cd "$(dirname "$0")/.." && pwd)
-b=/tmp/repro-gpu-build
+b=${REPRO_GPU_BUILD:-/tmp/repro-gpu-build}
+case $b in /*) ;; *) b=$src/$b ;; esac
 log=$out/session.log
 mkdir -p "$out"
 say() { echo "$*" | tee -a "$log"; }
 t0=$(date +%s)
 say "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+if [ -x "$b/repro" ] && ! "$b/repro" env >/dev/null 2>"$out/prebuilt.err"; then
+    say "the build in $b does not run here ($(head -c 300 "$out/prebuilt.err")): building in /tmp/repro-gpu-build"
+    b=/tmp/repro-gpu-build
+fi
 if [ ! -x "$b/repro" ]; then
     export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
     gen=
@@ -45,9 +54,10 @@ for arg in "$@"; do
     t1=$(date +%s)
     case $step in
     unit) cmd="$b/tests/test_cuda_gemm_invariant && $b/tests/test_cuda_attention_canonical" ;;
-    bench) cmd="for p in fp32 bf16; do $b/bench/cuda_models --model dit-xl-2-256 --precision \$p --numerics both \
---attention auto --warmup 2 --iters 5 && $b/bench/cuda_models --model flux-dev --blocks 2 --precision \$p \
---numerics both --attention auto --warmup 1 --iters 3 || exit 1; done" ;;
+    bench) cmd="for p in fp32 bf16; do $b/bench/cuda_models --model dit-xl-2-256 --weights shared --precision \$p \
+--numerics both --attention auto --warmup 2 --iters 5 && $b/bench/cuda_models --model flux-dev --blocks 2 \
+--precision \$p --numerics both --attention auto --warmup 1 --iters 3 || exit 1; done" ;;
+    shadow) cmd="$b/repro --matrix $src/tests/gpu/shadow.yaml --results $b/gpu-scratch/shadow --progress plain" ;;
     inv-*) cmd="sh $src/tests/gpu/invariant.sh $b/repro $b/gpu-scratch/$step $src ${step#inv-}" ;;
     models) cmd="sh $src/tests/gpu/models.sh $b/repro $b/gpu-scratch/models $src" ;;
     *) say "unknown step $step"; failed=$((failed + 1)); continue ;;

@@ -21,12 +21,14 @@
 // or reorder any of them; rp_cuda_expf is rp_expf operation for operation (cuda_common.h).
 //
 // Work: one thread block of 256 threads per (tile of QR query rows, (b, h)); per canonical block,
-// three phases separated by barriers: the scores (a thread per (row, key); the QR rows of a key
-// share its k row: a broadcast), the row statistics and fold factors (a thread per row, in the
-// CPU's lane order), and P V with the fold (a thread per (row, d): v rows read with d across the
-// lanes). q, the scores and the running O sit in shared memory; a block's keys and values are
-// staged there too when D <= 128, else read from global memory. Speed only: no phase or mapping
-// changes any value's sequence of operations.
+// three phases separated by barriers: the scores (a thread per 4 rows x 2 keys), the row
+// statistics (8 threads per row, thread q holding the CPU's lane q: the keys j = q mod 8, and
+// lane 0 the max's tail; the lanes combined through shuffles in the CPU's order), and P V with
+// the fold (a thread per 4 rows x 4 d strided by D/4, or 4 rows x 1 d when D is not a multiple
+// of 4). q, the
+// scores and the running O sit in shared memory; a block's keys and values are staged there too
+// when D <= 128 (keys at a row stride of D + 1 against bank conflicts), else read from global
+// memory. Speed only: no phase or mapping changes any value's sequence of operations.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -54,12 +56,19 @@ __device__ __forceinline__ int canon_block(int n) {
 
 __device__ __forceinline__ float maybe_bf16(float x, int bf16) { return bf16 ? rp_cuda_bf16_round(x) : x; }
 
+constexpr int RT = 4;  // rows of a thread's micro-tile (scores and P V)
+constexpr int KT = 2;  // keys of a thread's score micro-tile
+constexpr int LANES = 8; // the CPU's lanes of a row's max and sum (rp_attn_rowmax, rp_attn_exp_sum)
+
 // Shared memory layout (floats): q (QR, D + 1) | S (QR, BK_MAX + 1) | O (QR, D) | m, l, a, c (QR)
-// | [K (BK_MAX, D) | V (BK_MAX, D) when staged].
+// | [K (BK_MAX, D + 1) | V (BK_MAX, D) when staged].
 __host__ __device__ inline size_t smem_floats(int QR, int D, int staged) {
     return (size_t)QR * (D + 1) + (size_t)QR * (BK_MAX + 1) + (size_t)QR * D + 4 * (size_t)QR +
-           (staged ? 2 * (size_t)BK_MAX * D : 0);
+           (staged ? (size_t)BK_MAX * (D + 1) + (size_t)BK_MAX * D : 0);
 }
+
+// The value of lane i of this thread's group of 8 (the threads of one row).
+__device__ __forceinline__ float lane(float x, int i) { return __shfl_sync(0xffffffffu, x, i, LANES); }
 
 __global__ void __launch_bounds__(THREADS)
 canonical_kernel(float *__restrict__ out, const float *__restrict__ q, const float *__restrict__ k,
@@ -69,16 +78,21 @@ canonical_kernel(float *__restrict__ out, const float *__restrict__ q, const flo
     const int bh = blockIdx.y, b = bh / H, r0 = blockIdx.x * QR;
     const int nr = Tq - r0 < QR ? Tq - r0 : QR;
     const int tid = threadIdx.x;
+    const int LQ = D + 1, LS = BK_MAX + 1;       // row strides of q and S
     float *qs = sm;                              // (QR, D + 1)
-    float *S = qs + (size_t)QR * (D + 1);        // (QR, BK_MAX + 1): scores, then p
-    float *Os = S + (size_t)QR * (BK_MAX + 1);   // (QR, D): the running O
+    float *S = qs + (size_t)QR * LQ;             // (QR, BK_MAX + 1): scores, then p
+    float *Os = S + (size_t)QR * LS;             // (QR, D): the running O
     float *mrow = Os + (size_t)QR * D, *lrow = mrow + QR, *arow = lrow + QR, *crow = arow + QR; // (QR) each
-    float *Ks = crow + QR, *Vs = Ks + (size_t)BK_MAX * D; // (BK_MAX, D) each, when staged
+    float *Ks = crow + QR, *Vs = Ks + (size_t)BK_MAX * (D + 1); // (BK_MAX, D + 1), (BK_MAX, D) when staged
     const float *qb = q + ((size_t)bh * Tq + r0) * D;     // (nr, D)
     const float *kb = k + (size_t)bh * Tk * D, *vb = v + (size_t)bh * Tk * D; // (Tk, D)
     const unsigned char *mb = key_mask ? key_mask + (size_t)b * Tk : nullptr; // (Tk)
+    const int LK = staged ? D + 1 : D;           // the row stride of the keys read in phase 1
+    const int round_kv = bf16 && !staged;        // staged keys and values are rounded as staged
+    const int DT = D % 4 ? 1 : 4;                // d of a thread's P V micro-tile
+    const int n_rg = (QR + RT - 1) / RT;         // row groups
 
-    for (int e = tid; e < nr * D; e += THREADS) qs[(e / D) * (D + 1) + e % D] = maybe_bf16(qb[e], bf16);
+    for (int e = tid; e < nr * D; e += THREADS) qs[(e / D) * LQ + e % D] = maybe_bf16(qb[e], bf16);
     if (tid < QR) {
         mrow[tid] = -INFINITY;
         lrow[tid] = 0.0f;
@@ -89,11 +103,11 @@ canonical_kernel(float *__restrict__ out, const float *__restrict__ q, const flo
         const int bk = s >= sg.nsplit ? BK_MAX : canon_block(sg.len[s]);
         for (int c0 = 0; c0 < sg.len[s]; c0 += bk, first = 0) {
             const int n = sg.len[s] - c0 < bk ? sg.len[s] - c0 : bk, kj = j0 + c0; // the block: keys [kj, kj + n)
-            const float *Kb, *Vb; // (n, D), rounded when bf16 (staged: here; else as read)
+            const float *Kb, *Vb; // (n, LK) and (n, D), rounded when bf16 (staged: here; else as read)
             __syncthreads();      // the previous block's readers of Ks, Vs and S are done
             if (staged) {
                 for (int e = tid; e < n * D; e += THREADS) {
-                    Ks[e] = maybe_bf16(kb[(size_t)kj * D + e], bf16);
+                    Ks[(e / D) * LK + e % D] = maybe_bf16(kb[(size_t)kj * D + e], bf16);
                     Vs[e] = maybe_bf16(vb[(size_t)kj * D + e], bf16);
                 }
                 Kb = Ks;
@@ -102,66 +116,120 @@ canonical_kernel(float *__restrict__ out, const float *__restrict__ q, const flo
                 Kb = kb + (size_t)kj * D;
                 Vb = vb + (size_t)kj * D;
             }
-            const int round_kv = bf16 && !staged;
             __syncthreads();
-            // scores: thread (r, j), r fastest (the rows of a warp read one k row)
-            for (int e = tid; e < QR * n; e += THREADS) {
-                const int r = e % QR, j = e / QR;
-                if (r >= nr) continue;
-                const float *qr = qs + r * (D + 1), *kr = Kb + (size_t)j * D;
-                float acc = 0.0f;
-                for (int d = 0; d < D; d++) acc = __fmaf_rn(qr[d], maybe_bf16(kr[d], round_kv), acc);
-                acc = __fmul_rn(acc, scale);
-                S[r * (BK_MAX + 1) + j] = (mb && !mb[kj + j]) ? -INFINITY : acc;
+            // scores: a thread per RT rows x KT keys, each s an fma chain over d from +0
+            for (int t = tid; t < n_rg * ((n + KT - 1) / KT); t += THREADS) {
+                const int rg = t % n_rg, j = (t / n_rg) * KT;
+                float acc[RT][KT];
+#pragma unroll
+                for (int u = 0; u < RT; u++)
+#pragma unroll
+                    for (int w = 0; w < KT; w++) acc[u][w] = 0.0f;
+                const float *qr = qs + (size_t)rg * RT * LQ, *kr = Kb + (size_t)j * LK;
+                const int kw = n - j < KT ? n - j : KT; // keys of this tile (the last may have 1)
+                for (int d = 0; d < D; d++) {
+                    float kv[KT];
+#pragma unroll
+                    for (int w = 0; w < KT; w++) kv[w] = w < kw ? maybe_bf16(kr[(size_t)w * LK + d], round_kv) : 0.0f;
+#pragma unroll
+                    for (int u = 0; u < RT; u++) {
+                        const float qv = qr[u * LQ + d]; // rows past QR: never stored below
+#pragma unroll
+                        for (int w = 0; w < KT; w++) acc[u][w] = __fmaf_rn(qv, kv[w], acc[u][w]);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < RT; u++) {
+                    const int r = rg * RT + u;
+                    if (r >= nr) continue;
+#pragma unroll
+                    for (int w = 0; w < KT; w++) {
+                        if (w >= kw) continue;
+                        const float sc = __fmul_rn(acc[u][w], scale);
+                        S[r * LS + j + w] = (mb && !mb[kj + j + w]) ? -INFINITY : sc;
+                    }
+                }
             }
             __syncthreads();
-            // row statistics, p in place, the fold's factors: one thread per row
-            if (tid < nr) {
-                float *sr = S + tid * (BK_MAX + 1);
-                float m8[8];
-                for (int l = 0; l < 8; l++) m8[l] = -INFINITY;
-                int j = 0;
-                for (; j + 8 <= n; j += 8)
-                    for (int l = 0; l < 8; l++) m8[l] = sr[j + l] > m8[l] ? sr[j + l] : m8[l];
-                for (; j < n; j++) m8[0] = sr[j] > m8[0] ? sr[j] : m8[0];
-                float mbk = m8[0];
-                for (int l = 1; l < 8; l++) mbk = m8[l] > mbk ? m8[l] : mbk;
-                float lb = 0.0f;
+            // row statistics: LANES threads per row; lane l holds keys j = l mod 8 in order
+            for (int t = tid; t < ((QR + 3) / 4) * 4 * LANES; t += THREADS) { // whole warps
+                const int r = t / LANES, l = t % LANES;
+                const int live = r < nr;
+                float *sr = S + (size_t)(live ? r : 0) * LS;
+                const int n8 = n - n % 8;
+                float m = -INFINITY; // rp_attn_rowmax's m8[l]: keys l, l + 8, .. < n8, then lane 0 the tail
+                for (int j = l; j < n8; j += LANES) m = sr[j] > m ? sr[j] : m;
+                if (l == 0)
+                    for (int j = n8; j < n; j++) m = sr[j] > m ? sr[j] : m;
+                float mbk = lane(m, 0);
+                for (int i = 1; i < LANES; i++) {
+                    const float mi = lane(m, i);
+                    mbk = mi > mbk ? mi : mbk;
+                }
+                float part = 0.0f; // rp_attn_exp_sum's s8[l]: keys j = l mod 8, in order
                 if (mbk == -INFINITY) {
-                    for (j = 0; j < n; j++) sr[j] = 0.0f;
+                    if (live)
+                        for (int j = l; j < n; j += LANES) sr[j] = 0.0f;
                 } else {
-                    float s8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-                    for (j = 0; j < n; j++) sr[j] = rp_cuda_expf(__fsub_rn(sr[j], mbk));
-                    for (j = 0; j + 8 <= n; j += 8)
-                        for (int l = 0; l < 8; l++) s8[l] = __fadd_rn(s8[l], sr[j + l]);
-                    for (; j < n; j++) s8[j & 7] = __fadd_rn(s8[j & 7], sr[j]);
-                    lb = __fadd_rn(__fadd_rn(__fadd_rn(s8[0], s8[1]), __fadd_rn(s8[2], s8[3])),
-                                   __fadd_rn(__fadd_rn(s8[4], s8[5]), __fadd_rn(s8[6], s8[7])));
+                    for (int j = l; j < n; j += LANES) {
+                        const float p = rp_cuda_expf(__fsub_rn(sr[j], mbk));
+                        part = __fadd_rn(part, p);
+                        if (live) sr[j] = bf16 ? rp_cuda_bf16_round(p) : p; // P V's input; l_b took the fp32 p
+                    }
                 }
-                if (bf16)
-                    for (j = 0; j < n; j++) sr[j] = rp_cuda_bf16_round(sr[j]);
+                const float lb = __fadd_rn(__fadd_rn(__fadd_rn(lane(part, 0), lane(part, 1)),
+                                                     __fadd_rn(lane(part, 2), lane(part, 3))),
+                                           __fadd_rn(__fadd_rn(lane(part, 4), lane(part, 5)),
+                                                     __fadd_rn(lane(part, 6), lane(part, 7))));
+                if (!live || l) continue;
                 if (first) { // the first block initialises the state (the CPU copies it)
-                    mrow[tid] = mbk;
-                    lrow[tid] = lb;
+                    mrow[r] = mbk;
+                    lrow[r] = lb;
                 } else {
-                    const float m = mrow[tid], mn = mbk > m ? mbk : m;
+                    const float mo = mrow[r], mn = mbk > mo ? mbk : mo;
                     const int empty = mn == -INFINITY;
-                    const float a = empty ? 1.0f : rp_cuda_expf(__fsub_rn(m, mn));
+                    const float a = empty ? 1.0f : rp_cuda_expf(__fsub_rn(mo, mn));
                     const float c = empty ? 0.0f : rp_cuda_expf(__fsub_rn(mbk, mn));
-                    lrow[tid] = __fadd_rn(__fmul_rn(a, lrow[tid]), __fmul_rn(c, lb));
-                    mrow[tid] = mn;
-                    arow[tid] = a;
-                    crow[tid] = c;
+                    lrow[r] = __fadd_rn(__fmul_rn(a, lrow[r]), __fmul_rn(c, lb));
+                    mrow[r] = mn;
+                    arow[r] = a;
+                    crow[r] = c;
                 }
             }
             __syncthreads();
-            // O_b = P V and the fold: thread (r, d), d fastest
-            for (int e = tid; e < nr * D; e += THREADS) {
-                const int r = e / D, d = e % D;
-                const float *pr = S + r * (BK_MAX + 1);
-                float ob = 0.0f;
-                for (int j = 0; j < n; j++) ob = __fmaf_rn(pr[j], maybe_bf16(Vb[(size_t)j * D + d], round_kv), ob);
-                Os[e] = first ? ob : __fadd_rn(__fmul_rn(arow[r], Os[e]), __fmul_rn(crow[r], ob));
+            // O_b = P V and the fold: a thread per RT rows x DT d (d = dg + x D/DT: a warp's lanes read
+            // consecutive v), each O_b an fma chain over j from +0
+            for (int t = tid; t < n_rg * (D / DT); t += THREADS) {
+                const int ND = D / DT, dg = t % ND, rg = t / ND;
+                float ob[RT][4];
+#pragma unroll
+                for (int u = 0; u < RT; u++)
+#pragma unroll
+                    for (int x = 0; x < 4; x++) ob[u][x] = 0.0f;
+                const float *pr = S + (size_t)rg * RT * LS;
+                for (int j = 0; j < n; j++) {
+                    float vv[4];
+#pragma unroll
+                    for (int x = 0; x < 4; x++)
+                        vv[x] = x < DT ? maybe_bf16(Vb[(size_t)j * D + dg + x * ND], round_kv) : 0.0f;
+#pragma unroll
+                    for (int u = 0; u < RT; u++) {
+                        const float p = pr[u * LS + j]; // rows past nr: never stored below
+#pragma unroll
+                        for (int x = 0; x < 4; x++) ob[u][x] = __fmaf_rn(p, vv[x], ob[u][x]);
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < RT; u++) {
+                    const int r = rg * RT + u;
+                    if (r >= nr) continue;
+#pragma unroll
+                    for (int x = 0; x < 4; x++) {
+                        if (x >= DT) continue;
+                        float *o = Os + (size_t)r * D + dg + x * ND;
+                        *o = first ? ob[u][x] : __fadd_rn(__fmul_rn(arow[r], *o), __fmul_rn(crow[r], ob[u][x]));
+                    }
+                }
             }
         }
     }

@@ -132,11 +132,12 @@ const char *rp_cls_effective_precision(const rp_case *c);
 int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
 
 /* The invariant shadow of case c (docs/classification.md §12): c with numerics=invariant,
- * attention math (no chunk sizes or profile) and reduce_split 0, its layout, precision,
- * threads and fault unchanged; into *out. Returns 0 (out untouched) when c has none: it
+ * attention math (no chunk sizes or profile) and reduce_split 0, its layout, precision
+ * (on a CUDA device: fp32, as that device has no fp32 shadow), threads and fault unchanged;
+ * into *out. Returns 0 (out untouched) when c has none: it
  * already runs invariant numerics, is approximate (pipefusion, patch) with no exact step
- * (warmup_steps 0; with warmup, only its exact steps are compared) or runs on a CUDA
- * device (no invariant kernels there). Whether the shadow validates (a ring shard of
+ * (warmup_steps 0; with warmup, only its exact steps are compared), or runs on a CUDA
+ * device in tf32 / fp16 or an approximate layout there. Whether the shadow validates (a ring shard of
  * whole canonical key blocks) is the caller's check (harness/sweep/validate.h). */
 int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
 

@@ -8,7 +8,8 @@
  * Cases: every block size the segments give (Bk 1 for an odd split segment, 2 .. 64, a whole
  * segment's 64-key blocks with a shorter last one), the models' segment lists (DiT and the
  * VAE: one; FLUX: text then image; SD3: image then whole text; empty segments), head dims of
- * the models (64, 72, 128) and the VAE's 512 (the kernel's unstaged path), key masks with a
+ * the models (64, 72, 128), 30 (not a multiple of 4) and the VAE's 512 and 200 (keys and
+ * values read from global memory), key masks with a
  * fully masked row, Tk = 0, a NaN key, fp32 and bf16; then the invariance on the device itself:
  * query rows computed alone are the whole call's bits. Exits 77 ("SKIP: ...") without a CUDA
  * build or device, 1 on any failure. */
@@ -126,6 +127,8 @@ int main(void) {
         {"whole segment only (150 keys: 64 64 22)", 1, 1, 40, 150, 64, 3, 2, {0, 0, 150}, 0, 0},
         {"key mask, item 1 fully masked", 2, 2, 21, 96, 64, 0, 0, {0}, 1, 0},
         {"VAE mid-block: one head, D 512", 1, 1, 64, 64, 512, 0, 0, {0}, 0, 0},
+        {"head dim 30 (not a multiple of 4)", 1, 2, 21, 80, 30, 0, 0, {0}, 0, 0},
+        {"head dim 200 (keys read from global)", 1, 1, 17, 96, 200, 3, 2, {16, 80, 0}, 0, 0},
         {"no keys (Tk 0): zeros", 1, 2, 7, 0, 64, 0, 0, {0}, 0, 0},
         {"a NaN key", 1, 1, 9, 64, 64, 0, 0, {0}, 0, 1},
         {"Tq 1, Tk 1", 1, 1, 1, 1, 64, 0, 0, {0}, 0, 0},

@@ -5,7 +5,7 @@
  * Shapes: 1x1x1, tile edges (M, N not multiples of 64, K not a multiple of 16, K > 16
  * slices), an nn.Linear-like 8 x 3072 x 768, every (transA, transB), alpha 1 and not,
  * beta 0 (C starts as NaN: never read) and not, ldc > N (the padding never written),
- * K = 0, fp32 and bf16 (the device rounds op(A) and op(B) as it stages them; the CPU's
+ * K = 0, a product large enough for the 128-row tiles, fp32 and bf16 (the device rounds op(A) and op(B) as it stages them; the CPU's
  * reference is rp_gemm under numerics invariant and precision bf16, which rounds its inputs
  * first); then the layout invariance itself on the device: rows [off, off + m) computed
  * alone are the same bits as in the whole call. Exits 77 ("SKIP: ...") without a CUDA
@@ -126,8 +126,16 @@ int main(void) {
                 agree += check_case(t >> 1, t & 1, SHAPES[sh][0], SHAPES[sh][1], SHAPES[sh][2], ab & 1 ? 0.5f : 1.0f,
                                     ab & 1 ? 0.75f : 0.0f, ab >> 1, 1000 + 17 * sh + 3 * t + ab);
             }
+    /* a product large enough for the 128-row tiles (306 of them: on a GPU of up to 153 SMs, the
+     * H100 / H200 have 132; the shapes above take 64-tiles on any GPU of 13 SMs or more): nn.Linear's
+     * transposes and their opposite, fp32 and bf16 */
+    for (int t = 0; t < 4; t++) {
+        cases++;
+        agree += check_case(t & 1, t & 1 ? 0 : 1, 2100, 2200, 70, 1.0f, 0.0f, t >> 1, 4000 + t);
+    }
     printf("%d of %d cases (fp32 and bf16) bitwise the CPU's invariant GEMM\n", agree, cases);
     check_row_shards(200, 96, 300);
+    check_row_shards(2100, 2200, 70); /* the whole call in 128-tiles, the rows alone in 64-tiles */
     rp_error err = {0};
     CHECK(rp_cuda_gemm_invariant(0, 0, 2, 2, 2, 1.0f, NULL, 1, NULL, 2, 0.0f, NULL, 2, 0, 0, &err) == RP_ERR_INVALID &&
               strstr(err.msg, "leading dimension"),

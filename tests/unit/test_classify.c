@@ -439,8 +439,28 @@ START_TEST(test_invariant_shadow) {
     ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
     c.warmup_steps = 10; /* warmup covers every step: exact throughout, nothing after it */
     ck_assert_int_eq(rp_cls_shadow_steps(&c), 10);
-    c = ref;
-    snprintf(c.device, sizeof c.device, "cuda");
+    /* on a GPU: an exact layout in fp32 or bf16 has one, paired only with a reference on the
+     * same device (a CPU reference's other kernels differ from the GPU's) */
+    rp_case gref = ref;
+    snprintf(gref.device, sizeof gref.device, "cuda");
+    c = gref;
+    c.dp = 2;
+    snprintf(c.inject, sizeof c.inject, "norm-eps-rank");
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_str_eq(sh.device, "cuda");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &gref));
+    ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
+    snprintf(c.precision, sizeof c.precision, "bf16"); /* its shadow at fp32 (no fp32 shadow on a GPU) */
+    snprintf(gref.precision, sizeof gref.precision, "bf16");
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_str_eq(sh.precision, "fp32");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &gref));
+    snprintf(c.precision, sizeof c.precision, "tf32"); /* the invariant kernels take fp32 or bf16 */
+    ck_assert(!rp_cls_invariant_shadow(&c, &sh));
+    c = gref;
+    c.pipefusion = 2;
+    c.steps = 10;
+    c.warmup_steps = 2; /* approximate: its fresh-key step has not run on a GPU */
     ck_assert(!rp_cls_invariant_shadow(&c, &sh));
     c = ref;
     snprintf(c.numerics, sizeof c.numerics, "invariant"); /* its own pair needs none */
