@@ -1,6 +1,7 @@
 /* cuda_check.h — what the GPU tests (tests/gpu/) share: a failure counter with CHECK
  * (records and goes on), CU (a CUDA runtime call of the test itself: failing is fatal,
- * nothing after it can be trusted), xmalloc (host memory or exit), require_device (skip,
+ * nothing after it can be trusted), xmalloc (host memory or exit), to_device (a device copy
+ * or exit), require_device (skip,
  * exit 77, without a GPU) and finish (the exit code from the counter). Include after
  * <cuda_runtime.h>, <stdio.h> and <stdlib.h>; one test program per translation unit. */
 #ifndef REPRO_TESTS_CUDA_CHECK_H
@@ -34,6 +35,14 @@ static void *xmalloc(size_t n) {
         exit(1);
     }
     return p;
+}
+
+/* A device copy of h (bytes long; h NULL: uninitialised), or exit. */
+static inline void *to_device(const void *h, size_t bytes) {
+    void *d = NULL;
+    CU(cudaMalloc(&d, bytes ? bytes : 1));
+    if (h && bytes) CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
 }
 
 /* Exits 77 (ctest's skip code) when no CUDA device is visible. */

@@ -34,13 +34,6 @@ int main(void) {
 #include "tests/common/cuda_check.h"
 #include "tests/common/test_rng.h"
 
-static void *to_device(const void *h, size_t bytes) {
-    void *d = NULL;
-    CU(cudaMalloc(&d, bytes ? bytes : 1));
-    if (h && bytes) CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static int same(float a, float b) { return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a); }
 
 typedef struct tcase {

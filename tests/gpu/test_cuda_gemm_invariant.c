@@ -31,13 +31,6 @@ int main(void) {
 #include "tests/common/cuda_check.h"
 #include "tests/common/test_rng.h"
 
-static float *to_device(const float *h, size_t n) {
-    float *d = NULL;
-    CU(cudaMalloc((void **)&d, sizeof(float) * (n ? n : 1)));
-    if (h && n) CU(cudaMemcpy(d, h, sizeof(float) * n, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static const float C_PAD = 12345.0f; /* C's columns [N, ldc): never written */
 
 /* One case: the device's C against the CPU's, bitwise; returns 1 when they agree. */
@@ -52,7 +45,8 @@ static int check_case(int tA, int tB, int M, int N, int K, float alpha, float be
     for (int i = 0; i < M; i++)
         for (int j = 0; j < ldc; j++)
             Cref[(size_t)i * ldc + j] = j >= N ? C_PAD : beta == 0.0f ? NAN : rng_unif(&s);
-    float *dA = to_device(A, na), *dB = to_device(B, nb), *dC = to_device(Cref, nc);
+    float *dA = to_device(A, sizeof(float) * na), *dB = to_device(B, sizeof(float) * nb),
+          *dC = to_device(Cref, sizeof(float) * nc);
     if (bf16) {
         rp_ctx ctx = rp_ctx_default();
         ctx.numerics = RP_NUMERICS_INVARIANT;
@@ -91,7 +85,8 @@ static void check_row_shards(int M, int N, int K) {
     uint64_t s = 77;
     for (size_t i = 0; i < na; i++) A[i] = rng_unif(&s);
     for (size_t i = 0; i < nb; i++) B[i] = rng_unif(&s);
-    float *dA = to_device(A, na), *dB = to_device(B, nb), *dC = to_device(NULL, nc);
+    float *dA = to_device(A, sizeof(float) * na), *dB = to_device(B, sizeof(float) * nb),
+          *dC = to_device(NULL, sizeof(float) * nc);
     rp_error err = {0};
     CHECK(rp_cuda_gemm_invariant(0, 1, M, N, K, 1.0f, dA, K, dB, K, 0.0f, dC, N, 0, 0, &err) == RP_OK, "%s", err.msg);
     CU(cudaMemcpy(full, dC, sizeof(float) * nc, cudaMemcpyDeviceToHost));
