@@ -89,8 +89,10 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
     snprintf(twin->numerics, sizeof twin->numerics, "default");
     if (TWINS[k].split) twin->reduce_split = !ref->reduce_split;
     if (TWINS[k].threads) twin->threads = ref->threads >= 2 ? 1 : 2;
-    if (TWINS[k].attention) /* another exact algorithm: the keys summed in other chunks */
-        snprintf(twin->attention, sizeof twin->attention, "%s", strcmp(ref->attention, "math") ? "math" : "subquad");
+    if (TWINS[k].attention) /* another exact algorithm: the keys summed in other chunks (on a GPU,
+                             * which has no sub-quadratic kernel, flash's tiles) */
+        snprintf(twin->attention, sizeof twin->attention, "%s",
+                 strcmp(ref->attention, "math") ? "math" : rp_device_name_is_cuda(ref->device) ? "flash" : "subquad");
     twin->expect[0] = '\0';
     snprintf(twin->name, sizeof twin->name, "twin %s: %.90s", TWINS[k].name, ref->name);
     if (perturb_noise) *perturb_noise = TWINS[k].noise;

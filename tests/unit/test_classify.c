@@ -282,6 +282,10 @@ START_TEST(test_twin_list) {
     rp_cls_twin_case(&ref, RP_CLS_TWIN_ATTENTION, &tw, &noise);
     ck_assert_str_eq(tw.attention, "subquad");
     ck_assert(noise == 0 && tw.reduce_split == ref.reduce_split && tw.threads == ref.threads);
+    snprintf(ref.device, sizeof ref.device, "cuda"); /* no subquad kernel on a GPU: flash's tiles */
+    rp_cls_twin_case(&ref, RP_CLS_TWIN_ATTENTION, &tw, &noise);
+    ck_assert_str_eq(tw.attention, "flash");
+    snprintf(ref.device, sizeof ref.device, "cpu");
     snprintf(ref.attention, sizeof ref.attention, "flash");
     rp_cls_twin_case(&ref, RP_CLS_TWIN_ATTENTION, &tw, &noise);
     ck_assert_str_eq(tw.attention, "math");
