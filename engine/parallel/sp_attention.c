@@ -539,10 +539,6 @@ static rp_status kv_hook(const rp_ctx *ctx, int layer, const float *k, const flo
     return RP_OK;
 }
 
-/* rp_attention on host buffers, then (rp_par_own_now) its own check (attn_own.c); during a
- * host-staged device forward (p->stage_dev) the computation itself runs on that device: q,
- * k, v (and the mask) go up, out comes back, so the parallel layout's data movement is the
- * host's and its arithmetic the device's (no own check: the oracle is the host's). */
 /* One attention on `dev` from host buffers (a host-staged device forward): q, k, v (and the
  * mask) go up, out comes back. seg: the canonical attention over those key segments
  * (numerics invariant), else the device's attention. */
@@ -570,6 +566,10 @@ static rp_status staged(const rp_ctx *ctx, rp_device *dev, float *out, const flo
     return st;
 }
 
+/* rp_attention on host buffers, then (rp_par_own_now) its own check (attn_own.c); during a
+ * host-staged device forward (p->stage_dev) the computation itself runs on that device
+ * (staged), so the parallel layout's data movement is the host's and its arithmetic the
+ * device's (no own check: the oracle is the host's). */
 static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
                         const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
