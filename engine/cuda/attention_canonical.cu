@@ -27,8 +27,9 @@
 // the fold (a thread per 4 rows x 4 d strided by D/4, or 4 rows x 1 d when D is not a multiple
 // of 4). q, the
 // scores and the running O sit in shared memory; a block's keys and values are staged there too
-// when D <= 128 (keys at a row stride of D + 1 against bank conflicts), else read from global
-// memory. Speed only: no phase or mapping changes any value's sequence of operations.
+// when D <= 128 (keys at a row stride of D + 1 against bank conflicts) and the device's shared
+// memory takes it (32 rows a block, else 16 or 8), else read from global memory (8 rows). Speed
+// only: no tiling changes any value's sequence of operations.
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -243,10 +244,11 @@ canonical_kernel(float *__restrict__ out, const float *__restrict__ q, const flo
 
 }  // namespace
 
-extern "C" rp_status rp_cuda_attention_canonical(float *out, const float *q, const float *k, const float *v,
-                                                 const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D,
-                                                 float scale, const int *seg, int nseg, int nsplit, int bf16,
-                                                 cudaStream_t stream, rp_error *err) {
+/* The checks and the launch shared by both entry points: rows = QR, staged as chosen. */
+static rp_status canonical_run(float *out, const float *q, const float *k, const float *v,
+                               const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D, float scale,
+                               const int *seg, int nseg, int nsplit, int bf16, int rows, int staged,
+                               cudaStream_t stream, rp_error *err) {
     if (B < 1 || H < 1 || D < 1 || Tq < 0 || Tk < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: B %d, H %d, D %d must be >= 1, Tq %d, Tk %d >= 0",
                        B, H, D, Tq, Tk);
@@ -270,6 +272,11 @@ extern "C" rp_status rp_cuda_attention_canonical(float *out, const float *q, con
         sg.n = nseg;
         sg.nsplit = nsplit;
     }
+    if (rows != 8 && rows != 16 && rows != 32)
+        return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: %d query rows a block (8, 16 or 32)", rows);
+    if (staged && D > STAGE_MAX_D)
+        return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: keys staged in shared memory only up to head dim "
+                       "%d (got %d)", STAGE_MAX_D, D);
     if (Tq == 0) return RP_OK;
     if (!out || !q || (Tk > 0 && (!k || !v)))
         return RP_FAIL(err, RP_ERR_INVALID, "canonical attention: a NULL tensor (out %p, q %p, k %p, v %p)",
@@ -277,17 +284,43 @@ extern "C" rp_status rp_cuda_attention_canonical(float *out, const float *q, con
     if ((long long)B * H > 65535)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "canonical attention: B x H = %lld (b, h) pairs, more than a grid's "
                        "65535", (long long)B * H);
-    const int QR = D <= STAGE_MAX_D ? 32 : 8, staged = D <= STAGE_MAX_D;
-    const size_t bytes = sizeof(float) * smem_floats(QR, D, staged);
+    const size_t bytes = sizeof(float) * smem_floats(rows, D, staged);
     int dev = 0, optin = 0;
     RP_CUDA_TRY(err, cudaGetDevice(&dev));
     RP_CUDA_TRY(err, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     if (bytes > (size_t)optin)
-        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "canonical attention: head dim %d needs %zu bytes of shared memory "
-                       "per block, the device allows %d", D, bytes, optin);
+        return RP_FAIL(err, RP_ERR_UNSUPPORTED, "canonical attention: head dim %d with %d rows a block%s needs %zu "
+                       "bytes of shared memory per block, the device allows %d", D, rows,
+                       staged ? " and the keys staged" : "", bytes, optin);
     RP_CUDA_TRY(err, cudaFuncSetAttribute(canonical_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    const dim3 grid((unsigned)((Tq + QR - 1) / QR), (unsigned)(B * H));
+    const dim3 grid((unsigned)((Tq + rows - 1) / rows), (unsigned)(B * H));
     RP_CUDA_LAUNCHED(err, (canonical_kernel<<<grid, THREADS, bytes, stream>>>(out, q, k, v, key_mask, H, Tq, Tk, D,
-                                                                            QR, scale, sg, bf16 != 0, staged)));
+                                                                            rows, scale, sg, bf16 != 0, staged)));
     return RP_OK;
+}
+
+extern "C" rp_status rp_cuda_attention_canonical(float *out, const float *q, const float *k, const float *v,
+                                                 const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D,
+                                                 float scale, const int *seg, int nseg, int nsplit, int bf16,
+                                                 cudaStream_t stream, rp_error *err) {
+    /* the largest tiling this device's shared memory takes (H100 / H200: 32 rows, keys staged,
+     * up to D 128); the bits are the same with any */
+    int dev = 0, optin = 0;
+    RP_CUDA_TRY(err, cudaGetDevice(&dev));
+    RP_CUDA_TRY(err, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int rows = 32, staged = D <= STAGE_MAX_D;
+    while (staged && rows > 8 && sizeof(float) * smem_floats(rows, D, 1) > (size_t)optin) rows /= 2;
+    if (staged && sizeof(float) * smem_floats(rows, D, 1) > (size_t)optin) staged = 0;
+    if (!staged) rows = 8;
+    return canonical_run(out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, bf16, rows, staged, stream,
+                         err);
+}
+
+extern "C" rp_status rp_cuda_attention_canonical_tiled(float *out, const float *q, const float *k, const float *v,
+                                                       const unsigned char *key_mask, int B, int H, int Tq, int Tk,
+                                                       int D, float scale, const int *seg, int nseg, int nsplit,
+                                                       int bf16, int rows, int staged, cudaStream_t stream,
+                                                       rp_error *err) {
+    return canonical_run(out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, seg, nseg, nsplit, bf16, rows, staged, stream,
+                         err);
 }

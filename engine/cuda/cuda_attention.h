@@ -171,12 +171,21 @@ const char *rp_cuda_attn_variant_name(rp_cuda_attn_variant v);
  * bf16 = 1 rounds q, k, v and p to bf16 as the CPU's precision bf16 does. Shapes and the mask
  * as rp_cuda_attention's contract; no handle, no scratch: asynchronous on `stream`.
  * Errors: RP_ERR_INVALID for sizes, segments or NULL tensors; RP_ERR_UNSUPPORTED when B x H
- * exceeds 65535, the head dim needs more shared memory than the device has (D above ~1500),
- * or the launch fails. */
+ * exceeds 65535, the head dim needs more shared memory than the device has (8 rows with keys
+ * read from global memory: D above ~3600 on an H100, ~730 at 48 KiB), or the launch fails. */
 rp_status rp_cuda_attention_canonical(float *out, const float *q, const float *k, const float *v,
                                       const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D,
                                       float scale, const int *seg, int nseg, int nsplit, int bf16,
                                       cudaStream_t stream, rp_error *err);
+
+/* The same with the tiling forced, for tests: rows (8, 16 or 32) query rows a block, staged = 1
+ * stages each key block in shared memory (head dims up to 128). rp_cuda_attention_canonical
+ * picks the largest the device's shared memory takes; every tiling gives the same bits.
+ * RP_ERR_UNSUPPORTED when the device's shared memory cannot hold the tiling. */
+rp_status rp_cuda_attention_canonical_tiled(float *out, const float *q, const float *k, const float *v,
+                                            const unsigned char *key_mask, int B, int H, int Tq, int Tk, int D,
+                                            float scale, const int *seg, int nseg, int nsplit, int bf16, int rows,
+                                            int staged, cudaStream_t stream, rp_error *err);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,9 @@
  * VAE: one; FLUX: text then image; SD3: image then whole text; empty segments), head dims of
  * the models (64, 72, 128), 30 (not a multiple of 4) and the VAE's 512 and 200 (keys and
  * values read from global memory), key masks with a
- * fully masked row, Tk = 0, a NaN key, fp32 and bf16; then the invariance on the device itself:
+ * fully masked row, Tk = 0, a NaN key, fp32 and bf16, each with every tiling the kernel can take
+ * (32, 16 or 8 query rows a block, keys staged or read from global memory); then the invariance
+ * on the device itself:
  * query rows computed alone are the whole call's bits. Exits 77 ("SKIP: ...") without a CUDA
  * build or device, 1 on any failure. */
 #include <math.h>
@@ -86,6 +88,22 @@ static void check_case(const tcase *t, int bf16, uint64_t seed) {
           bf16 ? "bf16" : "fp32", bad, nq);
     if (!bad) printf("ok   %-44s %s (B %d H %d Tq %d Tk %d D %d)\n", t->what, bf16 ? "bf16" : "fp32", t->B, t->H,
                      t->Tq, t->Tk, t->D);
+    /* every tiling the kernel can take (the device picks by its shared memory: smaller GPUs
+     * take 16 or 8 rows a block, or keys read from global memory): the same bits */
+    static const int TILINGS[][2] = {{32, 1}, {16, 1}, {8, 1}, {32, 0}, {8, 0}};
+    for (size_t ti = 0; ti < sizeof TILINGS / sizeof TILINGS[0]; ti++) {
+        const int rows = TILINGS[ti][0], staged = TILINGS[ti][1];
+        if (staged && t->D > 128) continue;
+        CU(cudaMemset(dout, 0xff, sizeof(float) * nq)); /* NaN: a value not written shows */
+        CHECK(rp_cuda_attention_canonical_tiled(dout, dq, dk, dv, dm, t->B, t->H, t->Tq, t->Tk, t->D, scale, seg,
+                                                t->nseg, t->nsplit, bf16, rows, staged, 0, &err) == RP_OK,
+              "%s, %d rows%s: %s", t->what, rows, staged ? " staged" : "", err.msg);
+        CU(cudaMemcpy(got, dout, sizeof(float) * nq, cudaMemcpyDeviceToHost));
+        int diff = 0;
+        for (size_t e = 0; e < nq; e++) diff += !same(got[e], ref[e]);
+        CHECK(!diff, "%s %s, %d rows a block%s: %d values not the CPU's bits", t->what, bf16 ? "bf16" : "fp32", rows,
+              staged ? ", keys staged" : ", keys from global memory", diff);
+    }
     /* rows [r0, r0 + n) of every (b, h) alone: the sharded query rows of a dp / sp rank */
     const int r0 = t->Tq / 3, n = t->Tq - r0 < 5 ? t->Tq - r0 : 5;
     if (n > 0 && t->B * t->H == 1 && !t->mask) {
