@@ -550,21 +550,28 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         if (st == RP_OK)
             trace.record_evals = rp_cls_teacher_mask(c->steps, upto, every || s->leak_steps ? 0 : J->o->teacher_steps,
                                                      multistep, tmask);
-        /* and its last step, where a fault keyed to a later step or timestep acts: with fresh
-         * keys a step carries no strategy state, so it runs alone (not after a multistep
+        char id[32];
+        rp_case_id(c, id);
+        const uint64_t h = rp_fnv1a64(id);
+        /* and its last step, where a fault keyed to a later step or timestep acts, and one step
+         * between the first after warmup and the last drawn from the case's id (a sweep's
+         * cases cover the middle steps, as the own checks' middle evaluation does): with fresh
+         * keys a step carries no strategy state, so each runs alone (not after a multistep
          * sampler's gap, whose step reads the one before) */
-        if (st == RP_OK && s->fresh_kv && !multistep && !s->leak_steps && !tmask[c->steps - 1]) {
-            tmask[c->steps - 1] = 1;
-            trace.record_evals++;
+        if (st == RP_OK && s->fresh_kv && !multistep && !s->leak_steps) {
+            const int mid = c->steps - 1 - upto; /* steps strictly between upto - 1 and the last */
+            const int extra[2] = {c->steps - 1, mid > 0 ? upto + (int)((h >> 17) % (uint64_t)mid) : -1};
+            for (int i = 0; i < 2; i++)
+                if (extra[i] >= 0 && !tmask[extra[i]]) {
+                    tmask[extra[i]] = 1;
+                    trace.record_evals++;
+                }
         }
         if (s->untraced) trace.record_evals = 0;
         /* the own checks whole at the run's first and last evaluation and one between them
          * drawn from the case's id (rp_par_own_now): a sweep's cases cover the middle steps */
         int evals = 0;
         for (int k = 0; st == RP_OK && k < c->steps; k++) evals += tmask[k] != 0;
-        char id[32];
-        rp_case_id(c, id);
-        const uint64_t h = rp_fnv1a64(id);
         J->par.own_at[0] = 0;
         J->par.own_at[1] = evals > 0 ? evals - 1 : 0;
         J->par.own_at[2] = evals > 2 ? 1 + (int)(h % (uint64_t)(evals - 2)) : 0;
