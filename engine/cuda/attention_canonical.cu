@@ -25,9 +25,8 @@
 // statistics (8 threads per row, thread q holding the CPU's lane q: the keys j = q mod 8, and
 // lane 0 the max's tail; the lanes combined through shuffles in the CPU's order), and P V with
 // the fold (a thread per 4 rows x 4 d strided by D/4, or 4 rows x 1 d when D is not a multiple
-// of 4). q, the
-// scores and the running O sit in shared memory; a block's keys and values are staged there too
-// when D <= 128 (keys at a row stride of D + 1 against bank conflicts) and the device's shared
+// of 4). q, the scores and the running O sit in shared memory; a block's keys and values are
+// staged there too when D <= 128 (keys at a row stride of D + 1 against bank conflicts) and the device's shared
 // memory takes it (32 rows a block, else 16 or 8), else read from global memory (8 rows). Speed
 // only: no tiling changes any value's sequence of operations.
 #include <cuda_runtime.h>
