@@ -696,10 +696,13 @@ static int job_rank0_says(job *J, int yes) {
  * step 0 starts from the same x_T as a free run, so its first evaluation is the free run's,
  * and its one-step errors are what the envelope needs; its free trajectory (amplified
  * rounding) is not evidence. A twin that moves the noise runs free when free_noise (its
- * teacher run would repeat the reference's own). Returns 1 when a run failed. */
-static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise) {
+ * teacher run would repeat the reference's own). A failed twin is recorded in its aux.json
+ * (the classifier reports it) and the others still run: no twin rests on another, and
+ * nothing after them rests on the twins (a GPU reference once lost its invariant shadow to
+ * a twin whose attention the device has no kernel for). */
+static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise) {
     char dir[4200], tdir[4200];
-    int kinds[RP_CLS_TWIN_KINDS], failed = 0;
+    int kinds[RP_CLS_TWIN_KINDS];
     const int nk = rp_cls_twin_list(c, n, kinds);
     for (int i = 0; i < nk; i++) {
         const int k = kinds[i];
@@ -709,17 +712,13 @@ static int job_twins(job *J, const rp_case *c, int n, const char *prefix, int fr
         rp_store_twin_dir(dir, sizeof dir, prefix, rp_cls_twin_name(k));
         if (noise && free_noise) {
             const run_spec tw = {.c = &tc, .out_dir = dir, .perturb_noise = noise};
-            if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) {
-                failed = 1; /* recorded in its aux.json; the other twins do not need it */
-                continue;
-            }
+            if (job_aux(J, rp_cls_twin_name(k), &tw, 1)) continue; /* its own teacher run too */
         }
         if (!rp_cls_twin_other_math(k)) continue; /* the noise alone */
         rp_store_subdir(tdir, sizeof tdir, dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = &tc, .out_dir = tdir, .teacher_ref = J->o->out_dir};
-        failed |= job_aux(J, "teacher", &tt, 1);
+        (void)job_aux(J, "teacher", &tt, 1);
     }
-    return failed;
 }
 
 /* What the case's relation to the reference in ref_dir spares (rank 0 decides, from the
@@ -760,10 +759,7 @@ static void job_classifier_runs(job *J) {
         rp_comm *c = J->par.world_comm;
         if (c->ops->barrier(c, &e) != RP_OK) return;
     }
-    /* a failed twin is recorded in its aux.json (the classifier reports it); the evidence
-     * below does not rest on the twins, so it still runs (a GPU reference once lost its
-     * invariant shadow to a twin whose attention the device has no kernel for) */
-    (void)job_twins(J, J->c, o->then_twins, o->out_dir, 1);
+    job_twins(J, J->c, o->then_twins, o->out_dir, 1);
     const char *tref = o->then_twins >= 0 ? o->out_dir : o->then_teacher;
     const int rank0 = J->par.rank == 0;
     const int other = tref && tref != o->out_dir; /* a case against its reference */
@@ -838,7 +834,7 @@ static void job_classifier_runs(job *J) {
             if (job_aux(J, "shadow leak check", &sl, 1)) return;
         }
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW);
-        if (tref == o->out_dir) (void)job_twins(J, &sc, o->then_twins, dir, 0); /* failures: as above */
+        if (tref == o->out_dir) job_twins(J, &sc, o->then_twins, dir, 0);
     }
     /* The invariant shadow: the layout teacher-forced under invariant numerics, where an
      * exact layout is bitwise the serial run (the reference makes its own from its own
