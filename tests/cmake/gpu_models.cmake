@@ -5,19 +5,15 @@
 # 2 ranks on one GPU (identical or drift vs the single-GPU run). Label gpu; exits 77 (skipped)
 # without a CUDA build or a visible GPU. Registered in every build (the script says why it
 # skips); the multi-rank cases need Gloo for the store, as every multi-rank case does.
-add_test(NAME gpu.models
-         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gpu/models.sh $<TARGET_FILE:repro>
-                 ${CMAKE_BINARY_DIR}/gpu-scratch/models ${CMAKE_SOURCE_DIR})
-set_tests_properties(gpu.models PROPERTIES
-  LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 3600
-  ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1;REPRO_PYTHON=${REPRO_PYTHON}")
 # numerics invariant on the GPU (tests/gpu/invariant.sh, issue 19): the CPU's invariant
 # matrices (dit-tiny, sd3-tiny, flux-tiny; fp32 and bf16; dp, cfg, ulysses, ring, USP at
 # batches of 1, 3, 8) with every case on GPU 0: every exact layout bitwise its serial run, the
 # planted faults BUG. Label gpu; 77 without a CUDA build or a visible GPU.
-add_test(NAME gpu.invariant
-         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gpu/invariant.sh $<TARGET_FILE:repro>
-                 ${CMAKE_BINARY_DIR}/gpu-scratch/invariant ${CMAKE_SOURCE_DIR})
-set_tests_properties(gpu.invariant PROPERTIES
-  LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 3600
-  ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1;REPRO_PYTHON=${REPRO_PYTHON}")
+foreach(script models invariant)
+  add_test(NAME gpu.${script}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/gpu/${script}.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/gpu-scratch/${script} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(gpu.${script} PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 3600
+    ENVIRONMENT "REPRO_CACHE=${CMAKE_BINARY_DIR}/test-cache;OPENBLAS_NUM_THREADS=1;OMP_NUM_THREADS=1;REPRO_PYTHON=${REPRO_PYTHON}")
+endforeach()
