@@ -42,11 +42,17 @@ typedef struct rp_device rp_device;
 /* The activations the ops table names, as cuda_ops.h's rp_cuda_act. */
 typedef enum rp_d_act { RP_D_GELU_TANH = 0, RP_D_GELU_ERF, RP_D_SILU } rp_d_act;
 
-/* What the attention op ran (for the trace). */
+/* What the attention op ran (for the trace). Under attention auto a device that chooses by
+ * its own rules (cuda: PyTorch SDPA's GPU dispatch) names the framework path in backend and
+ * the tiles in q_chunk / kv_chunk (0: none or the kernel's default), and rp_d_attention
+ * records that choice as the CPU selector records its own (rp_attn_note_choice); a device
+ * whose op runs rp_attention (host-check) leaves backend "": rp_attention recorded it. */
 typedef struct rp_d_attn_note {
     char kind[24];    /* "math" | "split" | "flash" (what ran) */
     char desc[160];   /* the device's one-line description */
     char reason[320]; /* for auto: why; else "" */
+    char backend[24]; /* for auto on a device that chose: "sdpa-flash", ...; else "" */
+    int q_chunk, kv_chunk;
 } rp_d_attn_note;
 
 /* One device's implementation. Every op: device pointers (shapes as in the CPU op

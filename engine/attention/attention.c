@@ -88,12 +88,9 @@ static int note_present(const rp_trace *t, const char *key, const char *value) {
     return 0;
 }
 
-/* Records auto's choice once per run. The first choice goes under
- * "attention.auto*"; a call whose choice differs (another shape: e.g. a model
- * with cross-attention of another length) adds "attention.auto.mixed" = "yes"
- * and "attention.auto.<B>x<H>x<Tq>x<Tk>x<D>" = "<variant> <backend> q=.. kv=..",
- * once per distinct shape, so the notes stay bounded by the shapes, not the calls. */
-static void note_choice(rp_trace *t, const rp_attn_choice *c, int B, int H, int Tq, int Tk, int D) {
+/* Contract in attention.h. A call whose choice differs is e.g. a model with cross-attention
+ * of another length, or a GPU model after the CPU's prompt encoder. */
+void rp_attn_note_choice(rp_trace *t, const rp_attn_choice *c, int B, int H, int Tq, int Tk, int D) {
     if (!t) return;
     char summary[96], key[96], v[32];
     snprintf(summary, sizeof summary, "%s %s q=%d kv=%d", rp_attn_kind_name(c->kind), c->backend,
@@ -167,7 +164,7 @@ rp_status rp_attention(const rp_ctx *ctx, float *out, const float *q, const floa
         const rp_device_profile p = rp_attn_profile_of(ctx);
         rp_attn_choice c;
         RP_TRY(rp_attn_auto_choose(&p, &ctx->attn, B, H, Tq, Tk, D, key_mask != NULL, &c, err));
-        note_choice(ctx->trace, &c, B, H, Tq, Tk, D);
+        rp_attn_note_choice(ctx->trace, &c, B, H, Tq, Tk, D);
         return run_variant(ctx, c.kind, c.q_chunk, c.kv_chunk, out, q, k, v, key_mask, B, H, Tq, Tk,
                            D, scale, err);
     }

@@ -211,6 +211,15 @@ rp_status rp_attn_auto_choose(const rp_device_profile *p, const rp_attn_cfg *ove
  * CLIs resolve it once). */
 rp_device_profile rp_attn_profile_of(const rp_ctx *ctx);
 
+/* Records auto's choice c for a call of shape (B, H, Tq, Tk, D) in t (NULL: nothing), the
+ * one record every device's auto writes, so a trace says what ran wherever the attention
+ * ran (the CPU selector above; a GPU device's own SDPA rules, engine/cuda/device_cuda.c).
+ * The run's first choice goes under "attention.auto*"; a later call whose choice differs
+ * adds "attention.auto.mixed" = "yes" and "attention.auto.<B>x<H>x<Tq>x<Tk>x<D>" =
+ * "<variant> <backend> q=.. kv=..", once per shape, so the notes stay bounded by the shapes,
+ * not the calls. */
+void rp_attn_note_choice(struct rp_trace *t, const rp_attn_choice *c, int B, int H, int Tq, int Tk, int D);
+
 /* Parses "math" | "split" | "subquad" | "flash" | "auto"; RP_ERR_INVALID otherwise. */
 rp_status rp_attn_kind_parse(const char *s, rp_attn_kind *out, rp_error *err);
 

@@ -366,11 +366,17 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
             o.kv_chunk = ctx->attn.kv_chunk;
         }
         break;
-    case RP_ATTN_AUTO:
+    case RP_ATTN_AUTO: {
         choose_auto(CD, D, key_mask != NULL, &var, &o);
         if (var != RP_CUDA_ATTN_FLASH) o.tf32 = tf32;
         snprintf(note->reason, sizeof note->reason, "%s", CD->auto_reason);
+        /* the framework path is the reason's first word ("sdpa-flash: ...") */
+        const int path_len = (int)strcspn(CD->auto_reason, ":");
+        snprintf(note->backend, sizeof note->backend, "%.*s", path_len, CD->auto_reason);
+        note->q_chunk = o.q_chunk;
+        note->kv_chunk = o.kv_chunk;
         break;
+    }
     default: {
         rp_error e;
         rp_error_clear(&e);

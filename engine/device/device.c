@@ -5,6 +5,7 @@
 #include "device.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,8 +303,22 @@ rp_status rp_d_attention(const rp_ctx *ctx, float *out, const float *q, const fl
     if (ctx->numerics == RP_NUMERICS_INVARIANT) /* its own order, as rp_attention's */
         return rp_d_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
     if (d->status != RP_OK) return RP_OK; /* reported by the next rp_d_check */
+    d->last_attn.backend[0] = '\0';
     d->ops->attention(d, ctx, out, MF(q), MF(k), MF(v), (const uint8_t *)map(d, key_mask), B, H, Tq, Tk, D, scale,
                       &d->last_attn);
+    const rp_d_attn_note *n = &d->last_attn;
+    if (ctx->attn.kind == RP_ATTN_AUTO && n->backend[0] && d->status == RP_OK) {
+        /* the device chose: the trace's "attention.auto*" say what ran here, as on the CPU */
+        rp_attn_choice c;
+        rp_error e;
+        memset(&c, 0, sizeof c);
+        if (rp_attn_kind_parse(n->kind, &c.kind, &e) != RP_OK) c.kind = RP_ATTN_MATH;
+        c.q_chunk = n->q_chunk;
+        c.kv_chunk = n->kv_chunk;
+        snprintf(c.backend, sizeof c.backend, "%s", n->backend);
+        snprintf(c.reason, sizeof c.reason, "%s: %s", d->name, n->reason);
+        rp_attn_note_choice(ctx->trace, &c, B, H, Tq, Tk, D);
+    }
     return RP_OK;
 }
 
