@@ -144,7 +144,8 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
 /* 1 when the invariant shadows of c and its reference ref exist, are an invariant pair
  * and are not the same case: c's layout (or fault) teacher-forced under invariant numerics
  * must then be bitwise ref's, so any difference is a BUG with no envelope. 0 also when
- * the two differ only where the shadow normalises (attention variant, reduce_split). */
+ * the two differ only where the shadow normalises (attention variant, reduce_split) or in
+ * the OpenBLAS kernel set, which no invariant kernel calls. */
 int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
 
 /* How a case c's images decoded from its reference ref's final latents are held to ref's

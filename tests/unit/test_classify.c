@@ -424,6 +424,13 @@ START_TEST(test_invariant_shadow) {
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     snprintf(c.inject, sizeof c.inject, "attn-scale"); /* a fault: the shadows differ */
     ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    /* another OpenBLAS kernel set alone: no invariant kernel calls the BLAS, so the shadows
+     * are the same operations; another thread count picks our own kernels' partitions */
+    c = ref;
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
+    ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
+    c.threads = ref.threads + 1;
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
     c = ref;
     c.dp = 2;
     snprintf(c.precision, sizeof c.precision, "bf16"); /* another precision: not a pair */
