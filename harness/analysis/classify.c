@@ -177,20 +177,26 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
      * first step after them with fresh keys: its shadow is compared there
      * (cls_invariant_shadow, rp_cls_shadow_steps) */
     if (!strcmp(c->numerics, "invariant") || rp_cls_shadow_steps(c) < 1) return 0;
-    /* on a GPU: the device's invariant kernels (the CPU's bits, engine/cuda/) take fp32 or bf16
-     * inputs, and only exact layouts there (the fresh-key step of an approximate one has not
-     * run on a GPU); the pair needs a reference on the same device string (same_but_layout),
-     * so a GPU case against a CPU reference has none (their other kernels differ) */
+    /* on a GPU: cases in fp32 or bf16 (the launch's device is made for the case's GEMM
+     * precision, and the invariant kernels have run only on devices made for those two) and
+     * only exact layouts (the fresh-key step of an approximate one has not run on a GPU); the
+     * pair needs a reference on the same device string (same_but_layout), so a GPU case
+     * against a CPU reference has none (their other kernels differ) */
     if (rp_device_name_is_cuda(c->device) &&
         ((strcmp(c->precision, "fp32") && strcmp(c->precision, "bf16")) || !layout_exact(c)))
         return 0;
     *out = *c;
     snprintf(out->numerics, sizeof out->numerics, "invariant");
-    /* a GPU case has no fp32 shadow (its device is made for one GEMM precision), but the
-     * invariant kernels take their precision from the case, not the device: a bf16 GPU case's
-     * shadow runs at fp32, where a fault of less than bf16's rounding (a one-rank epsilon)
-     * changes bits for certain instead of by the chance of a rounding boundary */
-    if (rp_device_name_is_cuda(c->device)) snprintf(out->precision, sizeof out->precision, "fp32");
+    /* at fp32, whatever the case's precision: the shadow holds the layout's own code (the
+     * shards, exchanges, norms and embeddings each rank runs), none of which depends on the
+     * GEMMs' precision, and at fp32 a layout fault of less than bf16's rounding (a one-rank
+     * epsilon, a one-pass variance) changes bits for certain, where at bf16 only a value
+     * sitting at a rounding boundary would show it; so a layout fault the fp32 case's shadow
+     * flags, the bf16 case's flags too. (A bf16 rounding path is default-numerics code:
+     * rp_gemm's own check and the bf16 evidence hold it, docs/classification.md §7, §9.) The
+     * invariant kernels take their precision from the case, not the device, so this holds on
+     * a GPU too. */
+    snprintf(out->precision, sizeof out->precision, "fp32");
     /* the attention variant and the split reduction are rounding choices of the default
      * numerics; the invariant kernels have one order of their own */
     snprintf(out->attention, sizeof out->attention, "math");

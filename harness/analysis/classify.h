@@ -132,8 +132,8 @@ const char *rp_cls_effective_precision(const rp_case *c);
 int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
 
 /* The invariant shadow of case c (docs/classification.md §12): c with numerics=invariant,
- * attention math (no chunk sizes or profile) and reduce_split 0, its layout, precision
- * (on a CUDA device: fp32, as that device has no fp32 shadow), threads and fault unchanged;
+ * precision fp32 (a layout fault below bf16's rounding still moves fp32 bits), attention
+ * math (no chunk sizes or profile) and reduce_split 0, its layout, threads and fault unchanged;
  * into *out. Returns 0 (out untouched) when c has none: it
  * already runs invariant numerics, is approximate (pipefusion, patch) with no exact step
  * (warmup_steps 0; with warmup, only its exact steps are compared), or runs on a CUDA

@@ -431,9 +431,19 @@ START_TEST(test_invariant_shadow) {
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     c.threads = ref.threads + 1;
     ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    /* a bf16 case's shadow runs at fp32, as the fp32 case's does: the same layout code at a
+     * resolution where a fault below bf16's rounding still moves bits; so a bf16 case pairs
+     * with an fp32 reference (both shadows fp32) and with a bf16 one */
     c = ref;
     c.dp = 2;
-    snprintf(c.precision, sizeof c.precision, "bf16"); /* another precision: not a pair */
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    ck_assert(rp_cls_invariant_shadow(&c, &sh));
+    ck_assert_str_eq(sh.precision, "fp32");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    rp_case bref = ref;
+    snprintf(bref.precision, sizeof bref.precision, "bf16");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &bref));
+    c.dp = 1; /* only the precision differs: the shadows are one case, nothing to compare */
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     c = ref;
     c.pipefusion = 2;
@@ -461,7 +471,7 @@ START_TEST(test_invariant_shadow) {
     ck_assert_str_eq(sh.device, "cuda");
     ck_assert(rp_cls_invariant_shadow_pair(&c, &gref));
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
-    snprintf(c.precision, sizeof c.precision, "bf16"); /* its shadow at fp32 (no fp32 shadow on a GPU) */
+    snprintf(c.precision, sizeof c.precision, "bf16"); /* its shadow at fp32, as on the CPU */
     snprintf(gref.precision, sizeof gref.precision, "bf16");
     ck_assert(rp_cls_invariant_shadow(&c, &sh));
     ck_assert_str_eq(sh.precision, "fp32");
