@@ -321,16 +321,20 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *        envelope, the trajectory does not start at the run's own noise, a layer or a
  *        checked step breaks the envelope, the reference's final
  *        latents decoded with the case's layout give another image, the final latents the
- *        run returned are not its last step's, or an approximate case below its bound — the
- *        summary names the earliest of these;
+ *        run returned are not its last step's — the summary names the earliest of these;
  *   NONDETERMINISTIC: repeats differ, or the two fresh runs (made when the leak check, the
  *        invariant shadow or the replica check differed) differ from each other;
  *   BUG (deterministic mode) or NONDETERMINISTIC (fast mode): the leak check differs while
  *        a fresh rerun is bitwise the case's run (or was not made);
- *   identical (the reference itself, or bitwise equal to it); approx (an approximate case
- *   within its bound, not bitwise); drift.
+ *   identical (the reference itself, or bitwise equal to it); approx (an approximate case,
+ *   not bitwise: within its quality bound, or below it — its exact checks all held, so the
+ *   loss is the approximation's; the case then fails its matrix, rp_cls_below_bound); drift.
  * summary (cap bytes) gets one line of the evidence that decided it. */
 rp_verdict rp_cls_decide(const rp_cls_facts *f, char *summary, size_t cap);
+
+/* 1 when f is an approximate case whose images are below the matrix's quality bound
+ * (classify: {approx_ssim, approx_psnr}): a requirement that fails the case, not a BUG. */
+int rp_cls_below_bound(const rp_cls_facts *f);
 
 /* Whether verdict v meets the expected label: the same verdict, or identical for an
  * expected drift, or identical / drift for an expected approx. */

@@ -4,11 +4,12 @@
  *   identical         bitwise equal to the reference
  *   drift             differences explained by rounding (every local error inside
  *                     the rounding envelope)
- *   approx            an approximate strategy (pipefusion/patch after warmup) within
- *                     its declared quality bound
- *   BUG               the initial noise, a layer or a step breaks the envelope, an
- *                     approximate case is below its bound, or (deterministic mode) a
- *                     step recomputed after the case's run in its worker gives other bits
+ *   approx            an approximate strategy (pipefusion/patch after warmup) whose exact
+ *                     checks all held; below its declared quality bound it fails the
+ *                     sweep ("pass": false), as a requirement, not as a fault
+ *   BUG               the initial noise, a layer or a step breaks the envelope, or
+ *                     (deterministic mode) a step recomputed after the case's run in its
+ *                     worker gives other bits
  *   MISMATCH          item i matches reference item j != i (a permutation / wrong assignment)
  *   CONFIG_ERROR      validation rejected the case (or a rank exited 3)
  *   CRASH             a rank died (in the case's run or in one of the classifier's runs of it)

@@ -551,9 +551,15 @@ START_TEST(test_decide) {
     f.have_quality = 1;
     f.ssim = 0.95, f.psnr = 30, f.bound_ssim = 0.9, f.bound_psnr = 25;
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_APPROX);
-    f.psnr = 20;
+    ck_assert(!rp_cls_below_bound(&f));
+    f.psnr = 20; /* below the bound, every exact check held: the approximation's loss, a failed
+                  * requirement (rp_cls_below_bound), not a BUG */
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_APPROX);
+    ck_assert(strstr(s, "below the quality bound"));
+    ck_assert(rp_cls_below_bound(&f));
+    f.step_break = 4; /* an exact check that broke still decides */
     ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
-    ck_assert(strstr(s, "below its bound"));
+    f.step_break = -1;
     f.approx = 0;
     /* determinism: promised -> the leak is a BUG; fast mode -> reported as NONDETERMINISTIC */
     f.leak_differs = 1;
