@@ -311,12 +311,16 @@ static void cd_conv2d(rp_device *d, const rp_ctx *ctx, float *out, const float *
  * capability is >= 8.0, D % 8 == 0, D <= 128 (our kernel's limit; PyTorch's is 256) and
  * there is no mask (its flash kernel takes none); else mem-efficient (cutlass, SM >= 5.0,
  * D % 4 == 0 for fp32), which is the same online-softmax order with its own tiles (64 x 64
- * for D <= 64, 32 x 128 above) — our flash kernel with those tiles; else math. */
-static void choose_auto(cuda_dev *c, int D, int masked, rp_cuda_attn_variant *v, rp_cuda_attn_opts *o) {
+ * for D <= 64, 32 x 128 above) — our flash kernel with those tiles; else math. *path names
+ * the framework path ("sdpa-flash", "sdpa-mem-efficient", "sdpa-math"), as the CPU selector's
+ * rp_attn_choice.backend does. */
+static void choose_auto(cuda_dev *c, int D, int masked, rp_cuda_attn_variant *v, rp_cuda_attn_opts *o,
+                        const char **path) {
     memset(o, 0, sizeof *o);
     const int cc = c->info.cc_major * 10 + c->info.cc_minor;
     if (cc >= 80 && D % 8 == 0 && D <= RP_CUDA_ATTN_FLASH_MAX_D && !masked) {
         *v = RP_CUDA_ATTN_FLASH;
+        *path = "sdpa-flash";
         o->q_chunk = D <= 64 ? 128 : 64;
         o->kv_chunk = 64;
         rp_cuda_attn_used u;
@@ -327,6 +331,7 @@ static void choose_auto(cuda_dev *c, int D, int masked, rp_cuda_attn_variant *v,
                  RP_CUDA_ATTN_FLASH_MAX_D);
     } else if (cc >= 50 && D % 4 == 0 && D <= RP_CUDA_ATTN_FLASH_MAX_D) {
         *v = RP_CUDA_ATTN_FLASH;
+        *path = "sdpa-mem-efficient";
         o->q_chunk = D <= 64 ? 64 : 32;
         o->kv_chunk = D <= 64 ? 64 : 128;
         snprintf(c->auto_reason, sizeof c->auto_reason,
@@ -334,6 +339,7 @@ static void choose_auto(cuda_dev *c, int D, int masked, rp_cuda_attn_variant *v,
                  cc, D, masked ? ", key mask" : "", o->q_chunk, o->kv_chunk);
     } else {
         *v = RP_CUDA_ATTN_MATH;
+        *path = "sdpa-math";
         snprintf(c->auto_reason, sizeof c->auto_reason, "sdpa-math: no fused kernel for sm_%d, head dim %d", cc, D);
     }
 }
@@ -367,12 +373,11 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
         }
         break;
     case RP_ATTN_AUTO: {
-        choose_auto(CD, D, key_mask != NULL, &var, &o);
+        const char *path = "";
+        choose_auto(CD, D, key_mask != NULL, &var, &o, &path);
         if (var != RP_CUDA_ATTN_FLASH) o.tf32 = tf32;
         snprintf(note->reason, sizeof note->reason, "%s", CD->auto_reason);
-        /* the framework path is the reason's first word ("sdpa-flash: ...") */
-        const int path_len = (int)strcspn(CD->auto_reason, ":");
-        snprintf(note->backend, sizeof note->backend, "%.*s", path_len, CD->auto_reason);
+        snprintf(note->backend, sizeof note->backend, "%s", path);
         note->q_chunk = o.q_chunk;
         note->kv_chunk = o.kv_chunk;
         break;
