@@ -12,6 +12,7 @@ typedef struct inject_entry {
     const char *name;
     const char *description;
     const char *scope;
+    int stages_only; /* acts on a pipeline stage > 0 only (rp_inject_stages_only) */
 } inject_entry;
 
 /* Indexed by rp_inject_id; the order is the order of rp_inject_names(). */
@@ -157,7 +158,7 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
     [RP_INJECT_PIPEFUSION_BLOCK_OVERLAP] = {"pipefusion-block-overlap",
                                             "after warmup every pipeline stage after the first starts one block "
                                             "early, running its predecessor's last block again",
-                                            "pipefusion > 1 and warmup_steps < steps; DiT, SD3, FLUX"},
+                                            "pipefusion > 1 and warmup_steps < steps; DiT, SD3, FLUX", 1},
     [RP_INJECT_CFG_STALE_HALF] = {"cfg-stale-half",
                                   "from the second evaluation on, both cfg ranks read segment 1 of the exchange "
                                   "from the previous evaluation",
@@ -171,6 +172,15 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                    "after warmup the last rank's softmax scale is 1/sqrt(d+1), not 1/sqrt(d): a "
                                    "later step of an approximate layout computed wrong from the right K/V rows",
                                    "patch > 1 or pipefusion > 1, warmup_steps < steps; DiT, SD3, FLUX"},
+    /* A fault in what one stage hands the next, which no contract names: the stream's bits
+     * are the sender's, only the wrong pass's. The serial emulation (one stage over the
+     * same patches, harness/analysis/classify.h) has no hand-over, so the case's own run
+     * differs from it at the first asynchronous step. */
+    [RP_INJECT_PIPEFUSION_STREAM_STALE] = {"pipefusion-stream-stale",
+                                           "after warmup every pipeline stage after the first keeps the text stream "
+                                           "it received for the previous pipeline patch (a receive buffer reused), "
+                                           "with the image stream of the right one",
+                                           "pipefusion > 1 and warmup_steps < steps; SD3", 1},
 };
 
 const char *rp_inject_names(void) {
@@ -179,7 +189,7 @@ const char *rp_inject_names(void) {
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
            "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap cfg-stale-half "
-           "attn-scale-step-rank attn-scale-late";
+           "attn-scale-step-rank attn-scale-late pipefusion-stream-stale";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -193,6 +203,11 @@ rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
 const char *rp_inject_name(rp_inject_id id) {
     assert(id >= 0 && id < RP_INJECT_COUNT);
     return INJECTIONS[id].name;
+}
+
+int rp_inject_stages_only(rp_inject_id id) {
+    assert(id >= 0 && id < RP_INJECT_COUNT);
+    return INJECTIONS[id].stages_only;
 }
 
 const char *rp_inject_description(rp_inject_id id) {
@@ -228,7 +243,8 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
     case RP_INJECT_RING_NO_RESCALE:
         return d->ring > 1 ? 1 : no(why, cap, "%s needs ring > 1 (got ring=%d)", n, d->ring);
     case RP_INJECT_PIPEFUSION_CACHE_LEAK:
-        return d->pipefusion > 1 ? 1 : no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
+        return l->pipeline ? 1 : no(why, cap, "%s needs PipeFusion's pipeline (pipefusion > 1; got pipefusion=%d)", n,
+                                    d->pipefusion);
     case RP_INJECT_ROPE_OFFSET:
         if (fam != RP_FAMILY_FLUX) {
             if (why && cap)
@@ -322,17 +338,24 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_ATTN_SCALE_LATE:
-        if (d->patch <= 1 && d->pipefusion <= 1)
+        if (d->patch <= 1 && !l->pipeline)
             return no(why, cap, "%s needs patch > 1 or pipefusion > 1: it acts after an approximate layout's warmup "
                       "(got patch=%d)", n, d->patch);
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_PIPEFUSION_BLOCK_OVERLAP:
+    case RP_INJECT_PIPEFUSION_STREAM_STALE:
         if (d->pipefusion <= 1) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
+        if (id == RP_INJECT_PIPEFUSION_STREAM_STALE && fam != RP_FAMILY_SD3) {
+            if (why && cap)
+                snprintf(why, cap, "%s applies to SD3 only: the stages hand on its separate text stream (%s has "
+                         "none)", n, rp_family_name(fam));
+            return 0;
+        }
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_PIPEFUSION_SKIP_REFRESH:
-        if (d->pipefusion <= 1) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
+        if (!l->pipeline) return no(why, cap, "%s needs pipefusion > 1 (got pipefusion=%d)", n, d->pipefusion);
         return l->warmup + 2 <= l->steps ? 1 : no(why, cap, "%s needs warmup_steps + 2 <= steps: it acts at the "
                                                    "second step after warmup (got warmup_steps=%d)", n, l->warmup);
     case RP_INJECT_RING_REVERSE_RANK: /* with two ring ranks the previous one is the next one */

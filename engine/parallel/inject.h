@@ -15,7 +15,8 @@
  *   ulysses-head-order    ulysses > 1  all           heads permuted after the all-to-all
  *   ring-no-rescale       ring > 1     all           partial softmax results merged without
  *                                                    the running-max correction
- *   pipefusion-cache-leak pipefusion>1 all           K/V activation cache not reset between calls
+ *   pipefusion-cache-leak pipeline     all           K/V activation cache not reset between calls
+ *                         (4)
  *   rope-offset           sequence     FLUX          RoPE positions shifted by one on ranks > 0
  *                         split (1)
  *   attn-scale            world > 1    all           softmax scale 1/sqrt(d+1) on one rank
@@ -102,12 +103,21 @@
  *                         ulp-rank,                  only (a path keyed to the step): between the
  *                         steps >= 4                 run's first and last, where the own check
  *                                                    runs whole, its rotating slice sees it
+ *   pipefusion-stream-    pipefusion   SD3           after warmup every stage after the first keeps
+ *   stale                 > 1, warmup                the text stream it received for the previous
+ *                         < steps                    pipeline patch (a reused receive buffer): no
+ *                                                    contract holds what a stage hands on; the case
+ *                                                    against its serial emulation (one stage, the
+ *                                                    same patches: classify.h) names it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
  * (2) precision fp32 on the CPU: in a bf16 case every GEMM is bf16 already, and a cuda
  *     device runs its GEMMs in its own precision (ctx->precision is the CPU's knob).
  * (3) on the CPU: a device computes with its own copy of the weights, made at load.
+ * (4) PipeFusion's pipeline: pipefusion > 1, or its serial emulation (pipefusion 1 with
+ *     num_pipeline_patch >= 2), whose one stage runs the same cache; so do
+ *     pipefusion-skip-refresh (its one stage is the last) and attn-scale-late.
  * norm-eps-rank to nondet-dp-rank are the classes a per-layer comparison of rank 0's view
  * missed (issue 17): a small systematic error (norm-eps-rank: ~10x the rounding envelope in
  * fp32), a silent bf16 layer, one rank's private copy of a replicated tensor
@@ -160,6 +170,7 @@ typedef enum rp_inject_id {
     RP_INJECT_CFG_STALE_HALF,
     RP_INJECT_ATTN_SCALE_STEP_RANK,
     RP_INJECT_ATTN_SCALE_LATE,
+    RP_INJECT_PIPEFUSION_STREAM_STALE,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -173,6 +184,8 @@ typedef struct rp_inject_layout {
     int on_device;      /* 1: the models run on a device (cuda) with its own GEMM precision */
     int invariant;      /* 1: numerics invariant (the canonical kernels replace the default ring's) */
     int warmup;         /* warmup_steps (pipefusion, patch) */
+    int pipeline;       /* PipeFusion's pipeline patches, 0: none (pipefusion 1 with patches: its
+                           serial emulation, which runs the pipeline's code on one stage) */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID
@@ -185,6 +198,11 @@ const char *rp_inject_name(rp_inject_id id);
 /* One-line description of the fault, and of where it applies (for help texts). */
 const char *rp_inject_description(rp_inject_id id);
 const char *rp_inject_scope(rp_inject_id id);
+
+/* 1 when the fault acts on a pipeline stage after the first only (its code sits behind
+ * `stage > 0`): PipeFusion's serial emulation, one stage running the same source, never
+ * reaches it, so that emulation runs without it (harness/analysis/classify.h). */
+int rp_inject_stages_only(rp_inject_id id);
 
 /* Space-separated list of every injection name. */
 const char *rp_inject_names(void);

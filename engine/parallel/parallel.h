@@ -353,7 +353,8 @@ rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error 
 
 /* ---- the approximate strategies (pipefusion.c, patch.c) ------------------------------- */
 
-/* Pipefusion on p (pipefusion degree > 1): num_patches pipeline patches (M >= the degree),
+/* Pipefusion on p (pipefusion degree >= 1; 1: the serial emulation, one stage running every
+ * block over the patches): num_patches pipeline patches (M >= the degree),
  * layers (n_layers == degree: blocks per stage; 0: even split), warmup steps. Installs the
  * hooks. RP_ERR_INVALID for counts that do not fit or with patch parallelism. With ulysses
  * / ring each stage's sp group shards every pipeline patch (pipefusion.c). */

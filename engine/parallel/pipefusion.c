@@ -9,7 +9,8 @@
  * is a different token set, so warmup allgathers the image K/V over the ring to fill it.
  *
  * P stages (the pipefusion group, stage s = its rank), M = num_pipeline_patch >= P
- * pipeline patches. Stage s runs blocks [a_s, b_s): pipefusion_layers, or an even split
+ * pipeline patches. P = 1 is the serial emulation (one stage, every block, the M patches):
+ * what PipeFusion with these patches computes at any P, bit for bit. Stage s runs blocks [a_s, b_s): pipefusion_layers, or an even split
  * of the n blocks with the remainder on the first stages (FLUX numbers its double then
  * single blocks, as the hooks do).
  *
@@ -89,6 +90,9 @@ struct rp_par_pf {
     size_t xch_cap;        /* floats */
     float *chk;            /* (2, B, H, T/M, D) the contract check's scratch */
     size_t chk_cap;        /* floats */
+    float *kept;           /* (2, rows_c, W) pipefusion-stream-stale: the previous pass's text stream, then
+                              this one's */
+    size_t kept_cap;       /* floats */
     /* the forward's block ownership, as run (pf_owned_check): the range the model got and
      * how many times each attention ran on this stage */
     int ran_n, ran_a, ran_b, ran_varied, ran_passes;
@@ -195,13 +199,23 @@ static void pf_block_range_noted(void *u, int n, int *a, int *b) {
 static rp_status pf_stream(void *u, int where, int block, float *x, size_t rows_x, float *c, size_t rows_c, int W,
                            rp_error *err) {
     rp_parallel *p = u;
-    const rp_par_pf *pf = p->pf;
+    rp_par_pf *pf = p->pf;
     rp_comm *cm = p->pipefusion.comm;
     const size_t nx = sizeof(float) * rows_x * W, nc = c ? sizeof(float) * rows_c * W : 0;
     (void)block;
     if (where == RP_PAR_STREAM_ENTER && pf->stage > 0) {
         RP_TRY(cm->ops->recv(cm, x, nx, pf->stage - 1, TAG_STREAM, err));
         if (nc) RP_TRY(cm->ops->recv(cm, c, nc, pf->stage - 1, TAG_STREAM, err));
+        /* pipefusion-stream-stale: from the second patch pass of an asynchronous step on,
+         * the text stream received for the previous pass is used (a receive buffer reused) */
+        if (nc && p->fault == RP_INJECT_PIPEFUSION_STREAM_STALE && pf->patch >= 0) {
+            const size_t n = rows_c * (size_t)W;
+            RP_TRY(grow(&pf->kept, &pf->kept_cap, 2 * n, "the kept stream", err));
+            float *prev = pf->kept, *now = pf->kept + n;
+            memcpy(now, c, nc);
+            if (pf->patch > 0) memcpy(c, prev, nc);
+            memcpy(prev, now, nc);
+        }
     } else if (where == RP_PAR_STREAM_LEAVE && pf->stage < pf->P - 1) {
         RP_TRY(cm->ops->send(cm, x, nx, pf->stage + 1, TAG_STREAM, err));
         if (nc) RP_TRY(cm->ops->send(cm, c, nc, pf->stage + 1, TAG_STREAM, err));
@@ -337,7 +351,10 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
 rp_status rp_par_pipefusion_init(rp_parallel *p, int num_patches, const int *layers, int n_layers,
                                  int warmup_steps, rp_error *err) {
     const int P = p->deg.pipefusion;
-    if (P < 2) return RP_FAIL(err, RP_ERR_INVALID, "pipefusion: degree %d (needs >= 2)", P);
+    /* P = 1: the serial emulation, one stage running every block over the M patches; with
+     * the patches fixed, every stage count does the same arithmetic (the stages only pass
+     * each patch's residual stream on, bit for bit), so it is what any P must return */
+    if (P < 1) return RP_FAIL(err, RP_ERR_INVALID, "pipefusion: degree %d (needs >= 1)", P);
     if (num_patches < P)
         return RP_FAIL(err, RP_ERR_INVALID, "pipefusion: num_pipeline_patch = %d < pipefusion = %d (one patch per "
                        "stage at least)", num_patches, P);
@@ -384,6 +401,7 @@ void rp_par_pipefusion_free(rp_parallel *p) {
     free(pf->kv_out);
     free(pf->xch);
     free(pf->chk);
+    free(pf->kept);
     free(pf);
     p->pf = NULL;
     memset(&p->hooks, 0, sizeof p->hooks);
@@ -434,9 +452,11 @@ static rp_status pf_owned_check(rp_parallel *p, int passes, rp_error *err) {
     if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "pipefusion: out of memory for the ownership check");
     mine[0] = pf->ran_n, mine[1] = pf->ran_a, mine[2] = pf->ran_b, mine[3] = pf->ran_varied || pf->ran_passes != passes;
     for (int l = 0; l < RP_PF_MAX_ATTN; l++) mine[HDR + l] = pf->ran[l];
-    rp_comm *cm = p->pipefusion.comm;
+    rp_comm *cm = p->pipefusion.comm; /* NULL for one stage (a group of one has no comm) */
     /* int32 bits carried in float slots: the comm copies bytes */
-    rp_status st = cm->ops->allgather(cm, (const float *)(const void *)mine, W, (float *)(void *)all, err);
+    rp_status st = RP_OK;
+    if (cm) st = cm->ops->allgather(cm, (const float *)(const void *)mine, W, (float *)(void *)all, err);
+    else memcpy(all, mine, sizeof mine);
     if (st != RP_OK) {
         free(all);
         return st;
@@ -493,12 +513,12 @@ rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user,
     pf->patch = -1;
     if (st == RP_OK) st = pf_owned_check(p, passes, err);
     if (st != RP_OK) return st;
-    rp_comm *cm = p->pipefusion.comm;
+    rp_comm *cm = p->pipefusion.comm; /* NULL for one stage: nothing to hand over */
     /* the contract of the hand-over: every stage gets the last stage's output, so the last
      * stage's own copy comes back from the broadcast as it went in (stale_check.c) */
     const int last = pf->stage == pf->P - 1;
     const uint64_t sent = last ? rp_par_fingerprint(out, n_out) : 0;
-    st = cm->ops->broadcast(cm, out, sizeof(float) * n_out, pf->P - 1, err);
+    if (cm) st = cm->ops->broadcast(cm, out, sizeof(float) * n_out, pf->P - 1, err);
     if (st == RP_OK && last)
         rp_par_stale_pair(p, rp_par_fingerprint(out, n_out), sent, "pipefusion.output",
                           "after the broadcast: due, what the last stage sent");

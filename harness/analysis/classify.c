@@ -101,7 +101,7 @@ void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noi
 /* ---- teacher steps --------------------------------------------------------------------------- */
 
 int rp_cls_exact_steps(const rp_case *c) {
-    const int approx = rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT && c->warmup_steps < c->steps;
+    const int approx = rp_case_exactness(c) == RP_PAR_WARMUP_EXACT && c->warmup_steps < c->steps;
     return approx ? c->warmup_steps : c->steps;
 }
 
@@ -128,6 +128,26 @@ int rp_cls_teacher_mask(int steps, int exact_steps, int teacher_steps, int multi
     return n;
 }
 
+/* ---- the serial emulation ---------------------------------------------------------------------- */
+
+int rp_cls_emulation(const rp_case *c, rp_case *out) {
+    assert(c && out);
+    /* on a GPU the ranks are devices and the emulation another count of them: not run yet */
+    if (c->pipefusion < 2 || rp_device_name_is_cuda(c->device)) return 0;
+    *out = *c;
+    out->num_pipeline_patch = rp_case_pipeline_patches(c);
+    out->pipefusion = 1;
+    out->n_pipefusion_layers = 0;
+    memset(out->pipefusion_layers, 0, sizeof out->pipefusion_layers);
+    /* the same source on one stage: a fault behind `stage > 0` is never reached there */
+    rp_inject_id id;
+    rp_error e;
+    if (rp_inject_parse(c->inject, &id, &e) == RP_OK && rp_inject_stages_only(id)) out->inject[0] = '\0';
+    out->expect[0] = '\0';
+    snprintf(out->name, sizeof out->name, "emulation: %.100s", c->name);
+    return 1;
+}
+
 /* ---- numbers ------------------------------------------------------------------------------- */
 
 double rp_cls_unit_roundoff(const char *precision) {
@@ -143,7 +163,7 @@ const char *rp_cls_effective_precision(const rp_case *c) {
 }
 
 /* 1 when c's layout uses only exact strategies (strategy.h: no approximate one). */
-static int layout_exact(const rp_case *c) { return rp_par_layout_exactness(&c->deg) == RP_PAR_EXACT; }
+static int layout_exact(const rp_case *c) { return rp_case_exactness(c) == RP_PAR_EXACT; }
 
 /* 1 when c and ref are the same case but for the layout and what layouts may change (the
  * threads, the backend, the kernel set, the injected fault). */
@@ -549,13 +569,23 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         leak_summary(f, s, cap);
         return RP_V_BUG;
     }
+    if (f->step_break >= 0 && f->step_emulation && !nondeterministic) {
+        snprintf(s, cap, "%s differs from the case's serial emulation's at step %d (the same case on one stage over "
+                 "the same %d pipeline patches: with the patches fixed, PipeFusion's arithmetic does not depend on "
+                 "the stage count, so any difference is a bug)",
+                 !strcmp(f->step_layer, "vae.decode") ? "the decoded image"
+                 : f->step_layer[0]                  ? "the returned latents"
+                                                     : "the step's output",
+                 f->step_break, f->emulation_patches);
+        return RP_V_BUG;
+    }
     if (f->step_break >= 0 && f->step_invariant && !nondeterministic) {
         snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow (the layout "
                  "teacher-forced under invariant numerics, where an exact layout is bitwise the serial run: any "
                  "difference is a bug)", f->step_layer[0] ? f->step_layer : "the step's output", f->step_break);
         return RP_V_BUG;
     }
-    if (f->step_break >= 0 && !f->step_invariant) {
+    if (f->step_break >= 0 && !f->step_invariant && !f->step_emulation) {
         const char *how = f->step_shadow ? "teacher-forced at fp32, the layout's shadow" : "teacher-forced";
         char items[96] = "";
         if (f->step_items[0]) snprintf(items, sizeof items, ", in %s only", f->step_items);
@@ -593,9 +623,12 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_NONDETERMINISTIC;
     }
     if (f->fresh_differs) {
-        snprintf(s, cap, "the invariant shadow differs from the reference's%s, and two fresh runs of the case alone "
+        snprintf(s, cap, "%s, and two fresh runs of the case alone "
                  "differ from each other (max-abs %.3g): the runs are nondeterministic%s, and an exact comparison of "
-                 "two of them is no evidence of a bug", f->step_invariant ? "" : " (or another exact rerun)",
+                 "two of them is no evidence of a bug",
+                 f->step_invariant    ? "the invariant shadow differs from the reference's"
+                 : f->step_emulation ? "the case differs from its serial emulation"
+                                     : "an exact rerun differs",
                  f->fresh_max_abs,
                  f->promised ? " although the mode is deterministic" : " (fast mode: reported, not failed)");
         return RP_V_NONDETERMINISTIC;
@@ -613,6 +646,10 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         return RP_V_IDENTICAL;
     }
     if (f->approx) {
+        char em[160] = "";
+        if (f->emulation_equal)
+            snprintf(em, sizeof em, "; bitwise its serial emulation (one stage, %d patches): the loss is the "
+                     "patches', not the stage count's", f->emulation_patches);
         if (rp_cls_below_bound(f))
             /* every exact check of the approximation held (the replicas, the staleness contract,
              * the block ownership, the invariant shadow over the warmup and fresh-key steps), so
@@ -621,13 +658,13 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
             snprintf(s, cap, "approximate after warmup %d, below the quality bound: SSIM %.4f (>= %.4g), PSNR %.2f "
                      "dB (>= %.4g); no exact check of the layout broke (replicas, staleness contract, invariant "
                      "shadow where it ran): the approximation's own loss at these settings, not evidence of a fault "
-                     "(classify: {approx_psnr, approx_ssim} set the bound)",
-                     f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr);
+                     "(classify: {approx_psnr, approx_ssim} set the bound)%s",
+                     f->warmup, f->ssim, f->bound_ssim, f->psnr, f->bound_psnr, em);
         else if (f->have_quality)
-            snprintf(s, cap, "approximate after warmup %d, within its bound: SSIM %.4f, PSNR %.2f dB", f->warmup,
-                     f->ssim, f->psnr);
+            snprintf(s, cap, "approximate after warmup %d, within its bound: SSIM %.4f, PSNR %.2f dB%s", f->warmup,
+                     f->ssim, f->psnr, em);
         else
-            snprintf(s, cap, "approximate after warmup %d (no images to hold to the bound)", f->warmup);
+            snprintf(s, cap, "approximate after warmup %d (no images to hold to the bound)%s", f->warmup, em);
         return RP_V_APPROX;
     }
     snprintf(s, cap, "every %s within the rounding envelope%s",
@@ -1055,6 +1092,7 @@ typedef struct cls {
     rp_cls_facts f;
     double layer_rel, layer_env, step_layer_rel, step_layer_env;
     double invariant_rel;    /* the invariant shadow's relative L2 at its first differing step */
+    double emulation_rel;    /* the case's first differing row against its emulation's */
     rp_case rc;              /* the reference's case (have_rc) */
     int have_rc;
     double largest;          /* the largest ratio any checked evidence reached (margins) */
@@ -1694,8 +1732,10 @@ static void cls_replicas(cls *x) {
     const char *other = f->layer_break >= 0 ? f->layer_name : f->step_layer;
     const int other_step = f->noise_break || f->layer_break >= 0 ? 0 : f->step_break;
     if (other_step < 0 || f->replica_break < other_step) f->replica_first = 1;
-    else if (f->replica_break == other_step && !f->noise_break) {
-        const layer_key a = key_of(f->replica_tensor), b = key_of(other[0] ? other : "~");
+    else if (f->replica_break == other_step && !f->noise_break && !other[0]) {
+        f->replica_first = 1; /* the other names the step's output as a whole: the tensor is inside it */
+    } else if (f->replica_break == other_step && !f->noise_break) {
+        const layer_key a = key_of(f->replica_tensor), b = key_of(other);
         f->replica_first = a.stage != b.stage ? a.stage < b.stage
                            : a.block != b.block ? a.block < b.block
                                                 : a.sub < b.sub;
@@ -1928,6 +1968,71 @@ out:
     teacher_run_free(&b);
 }
 
+/* Evidence 13: the serial emulation (rp_cls_emulation; <case>/emulation, made by the runner
+ * after the case's own run). The case's own run against it, step by step, bitwise: with the
+ * patches fixed a PipeFusion case's result does not depend on its stage count, so the first
+ * trajectory row that differs is a bug's step (its input, the row before, was bitwise the
+ * same), however far inside the approximation's loss and in any precision; latents and
+ * trajectory equal but images not is the decode path's. It becomes the case's step break
+ * when no earlier one exists. */
+static void cls_emulation(cls *x) {
+    char d[PATHLEN], p[PATHLEN], why[256];
+    if (x->f.is_reference || x->f.identical) return;
+    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_EMULATION);
+    rp_store_path(p, sizeof p, d, RP_ART_AUX);
+    if (!rp_is_file(p)) return; /* none made (none is, or the runner could not) */
+    cJSON *ej = cJSON_AddObjectToObject(x->ev, "emulation");
+    if (rp_cls_aux_status(d, why, sizeof why) != RP_V_COUNT) {
+        cJSON_AddStringToObject(ej, "note", "the emulation did not run to its end: not compared");
+        cJSON_AddStringToObject(ej, "reason", why);
+        return;
+    }
+    traj e;
+    rp_error err;
+    rp_store_path(p, sizeof p, d, RP_ART_LATENTS);
+    if (traj_load(p, "trajectory", &e, &err) != RP_OK || !traj_same_shape(&e, &x->cm)) {
+        if (e.x) traj_free(&e);
+        cJSON_AddStringToObject(ej, "note", "the emulation's trajectory is unreadable or of another shape: not compared");
+        return;
+    }
+    rp_case ec;
+    rp_store_path(p, sizeof p, d, RP_ART_CASE);
+    if (rp_case_load(p, &ec, &err) == RP_OK) cJSON_AddNumberToObject(ej, "num_pipeline_patch", ec.num_pipeline_patch);
+    const size_t row = (size_t)e.B * e.per;
+    int r = 0;
+    while (r < e.rows && !memcmp(e.x + (size_t)r * row, x->cm.x + (size_t)r * row, sizeof(float) * row)) r++;
+    x->f.emulation_patches = rp_case_pipeline_patches(&x->c);
+    double max_abs;
+    image_summary im = {0};
+    rp_error ie;
+    const int latents = r == e.rows && latents_equal(d, x->in->case_dir, &max_abs);
+    const int images = latents && images_compare(d, x->in->case_dir, x->B, &im, &ie) == RP_OK && im.identical;
+    cJSON_Delete(im.arr);
+    x->f.emulation_equal = latents && images;
+    cJSON_AddBoolToObject(ej, "bitwise", x->f.emulation_equal);
+    if (x->f.emulation_equal) {
+        traj_free(&e);
+        return;
+    }
+    const int in_rows = r < e.rows; /* else every row is equal: the returned latents or images differ */
+    const int k = !in_rows ? x->N : r > 0 ? r - 1 : 0;
+    const double rel = in_rows ? rp_cls_rel_l2(e.x + (size_t)r * row, x->cm.x + (size_t)r * row, row) : NAN;
+    traj_free(&e);
+    cJSON_AddNumberToObject(ej, "first_difference", k);
+    cJSON_AddStringToObject(ej, "what", in_rows ? (r ? "trajectory" : "initial noise")
+                                        : latents ? "decoded images" : "returned latents");
+    put(ej, "rel", rel);
+    rp_cls_facts *f = &x->f;
+    if (f->step_break >= 0 && f->step_break < k) return; /* an earlier break stands */
+    f->step_break = k;
+    f->step_ratio = INFINITY;
+    f->step_shadow = f->step_invariant = f->step_after_model = 0;
+    f->step_emulation = 1;
+    f->step_items[0] = '\0';
+    snprintf(f->step_layer, sizeof f->step_layer, "%s", in_rows ? "" : latents ? "vae.decode" : "latents");
+    x->emulation_rel = rel;
+}
+
 /* 1 when a and b decode with the same arithmetic (precision, numerics, attention, threads,
  * kernels, device, VAE and its weights). The VAE decodes one item at a time and takes no
  * part in any parallel layout, so the same latents then give bitwise the same images. */
@@ -2125,6 +2230,9 @@ static void cls_first(cls *x) {
         first_step_at(x, f->leak_step, f->loop_differs ? "self check"
                                        : f->leak_fp32  ? "leak check (fp32 shadow)"
                                                        : "leak check");
+    } else if (f->step_break >= 0 && f->step_emulation) {
+        fs = first_step_at(x, f->step_break, "emulation");
+        put(fs, "rel", x->emulation_rel);
     } else if (f->step_break >= 0 && f->step_invariant) {
         fs = first_step_at(x, f->step_break, "invariant shadow");
         put(fs, "rel", x->invariant_rel);
@@ -2154,6 +2262,9 @@ static void cls_first(cls *x) {
     } else if (f->trajectory_break >= 0) {
         first_layer_at(x, "trajectory", 0);
     } else if (leak) { /* the later runs' layers are the leak's effect */
+    } else if (f->step_break >= 0 && f->step_layer[0] && f->step_emulation) {
+        fl = first_layer_at(x, f->step_layer, f->step_break);
+        cJSON_AddStringToObject(fl, "what", "emulation");
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_invariant) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
         cJSON_AddStringToObject(fl, "what", f->step_after_model ? "invariant shadow, after the model: every traced "
@@ -2421,7 +2532,7 @@ static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     if (v == RP_V_BUG)
         cJSON_AddBoolToObject(j, "by_ratio",
                               !exact_first && (f->noise_break || f->layer_break >= 0 ||
-                                               (f->step_break >= 0 && !f->step_invariant)));
+                                               (f->step_break >= 0 && !f->step_invariant && !f->step_emulation)));
     /* the schema's order: evidence and metrics last */
     cJSON *ev = cJSON_DetachItemFromObject(j, "evidence"), *mt = cJSON_DetachItemFromObject(j, "metrics");
     if (ev) cJSON_AddItemToObject(j, "evidence", ev);
@@ -2496,9 +2607,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     x->ev = cJSON_AddObjectToObject(x->j, "evidence");
     x->mt = cJSON_AddObjectToObject(x->j, "metrics");
     x->floor = rp_cls_unit_roundoff(rp_cls_effective_precision(&x->c));
-    rp_par_degrees deg;
-    rp_case_degrees(&x->c, &deg);
-    const int warmup_exact = rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT;
+    const int warmup_exact = rp_case_exactness(&x->c) == RP_PAR_WARMUP_EXACT;
     x->f.approx = rp_cls_exact_steps(&x->c) < x->c.steps;
     x->f.warmup = x->c.warmup_steps;
     x->f.promised = !strcmp(x->c.mode, "deterministic");
@@ -2525,6 +2634,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         }
         if (st == RP_OK && !x->f.invariant) cls_shadow(x);
         if (st == RP_OK) cls_invariant_shadow(x);
+        if (st == RP_OK) cls_emulation(x);
         if (st == RP_OK) cls_replicas(x);
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) st = cls_final_latents(x, err);

@@ -148,6 +148,17 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
  * the OpenBLAS kernel set, which no invariant kernel calls. */
 int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
 
+/* The serial emulation of c, a PipeFusion case with stages (pipefusion > 1), into *out:
+ * the same case on one stage over the same pipeline patches (pipefusion 1,
+ * num_pipeline_patch M, no stage sizes) and the same injected fault — the same source run
+ * with one stage. With the patches fixed, the stages only hand each patch's residual
+ * stream on and broadcast the output, bit for bit: every GEMM, attention and norm sees the
+ * same rows in the same order at any stage count, so c's own run must be bitwise its
+ * emulation's at every step and in every precision (docs/classification.md §13). Returns
+ * 0 (out untouched) when c has no stages, or runs on a CUDA device (not yet run there).
+ * Whether the emulation validates is the caller's check. */
+int rp_cls_emulation(const rp_case *c, rp_case *out);
+
 /* How a case c's images decoded from its reference ref's final latents are held to ref's
  * images (docs/classification.md §8): bitwise when they decode with the same arithmetic (or
  * are an invariant pair), within one 8-bit level when c's decoder computes in fp32, and by no
@@ -247,6 +258,12 @@ typedef struct rp_cls_facts {
                                  case's layout run at fp32 from the same latents) */
     int step_invariant;       /* that step differs in the case's invariant shadow (its layout
                                  teacher-forced under invariant numerics): exact evidence */
+    int step_emulation;       /* that step of the case's own run differs from its serial
+                                 emulation's (rp_cls_emulation), from the same input: exact
+                                 evidence */
+    int emulation_patches;    /* M of the emulation compared (0: none was) */
+    int emulation_equal;      /* the case's latents, trajectory and images are bitwise its
+                                 emulation's */
     int teacher_missing;      /* exact steps could not be checked (no teacher run) */
     /* approximate strategies */
     int approx;               /* the case is approximate after warmup */

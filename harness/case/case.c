@@ -165,10 +165,25 @@ int rp_case_world(const rp_case *c) {
     return rp_par_world(&d);
 }
 
+int rp_case_pipeline_patches(const rp_case *c) {
+    if (c->pipefusion > 1) return c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion;
+    return c->num_pipeline_patch >= 2 ? c->num_pipeline_patch : 0;
+}
+
+rp_par_exactness rp_case_exactness(const rp_case *c) {
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    return rp_case_pipeline_patches(c) ? RP_PAR_WARMUP_EXACT : rp_par_layout_exactness(&d);
+}
+
 void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap) {
     rp_par_degrees d;
     rp_case_degrees(c, &d);
     rp_par_tags_text(&d, buf, cap);
+    if (c->pipefusion == 1 && rp_case_pipeline_patches(c)) { /* the serial emulation: one stage, M patches */
+        if (cap && !strcmp(buf, "1")) buf[0] = '\0';
+        rp_appendf(buf, cap, "%spf1/M%d", buf[0] ? " " : "", c->num_pipeline_patch);
+    }
 }
 
 static cJSON *u64_json(uint64_t v) {

@@ -114,6 +114,18 @@ void rp_case_degrees(const rp_case *c, rp_par_degrees *d);
 /* world size implied by the degrees */
 int rp_case_world(const rp_case *c);
 
+/* The pipeline patches M the case runs PipeFusion's patch loop over (pipefusion.c), or 0
+ * when it runs none: with pipefusion > 1, num_pipeline_patch or (0) the degree; with
+ * pipefusion = 1, num_pipeline_patch when >= 2 — PipeFusion's serial emulation, one stage
+ * running every block over the M patches, whose arithmetic is any stage count's with the
+ * same patches (docs/classification.md §13). */
+int rp_case_pipeline_patches(const rp_case *c);
+
+/* Whether the case is exact at every step or only through its warmup steps: its layout's
+ * (strategy.h), or warmup-exact when it runs a pipeline's patches (rp_case_pipeline_patches)
+ * on one stage. */
+rp_par_exactness rp_case_exactness(const rp_case *c);
+
 /* "dp2 ulysses2" — the degrees that are not 1 (and pipeline options), or "1". */
 void rp_case_degrees_text(const rp_case *c, char *buf, size_t cap);
 

@@ -62,8 +62,8 @@ static void field(const cJSON *j, const char *a, const char *b, char *out, size_
 /* The margins of one precision: the largest ratio a case labelled drift reached, and the
  * smallest largest-ratio of a case labelled BUG that a ratio decided (each case's largest
  * ratio over its checked evidence: BUG by a ratio exactly when it exceeds the factor).
- * BUGs decided by exact evidence (replicas, decoded images, the invariant shadow, the leak check)
- * have no ratio and are counted apart. */
+ * BUGs decided by exact evidence (replicas, decoded images, the invariant shadow, the serial
+ * emulation, the leak check) have no ratio and are counted apart. */
 typedef struct margin {
     char precision[16];
     double drift_max, bug_min, factor;
@@ -123,7 +123,7 @@ static void margins_print(const margin *m, int nm) {
         if (g->n_bug)
             printf(" bug min x%.3g (%s, %d cases by a ratio): %.3gx above it;", g->bug_min, g->bug_id, g->n_bug,
                    g->bug_min / g->factor);
-        if (g->n_exact) printf(" %d BUG case(s) by exact evidence (replicas, images, invariant shadow, leak, MISMATCH);", g->n_exact);
+        if (g->n_exact) printf(" %d BUG case(s) by exact evidence (replicas, images, invariant shadow, emulation, leak, MISMATCH);", g->n_exact);
         printf("\n");
     }
 }

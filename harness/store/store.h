@@ -86,6 +86,8 @@ typedef enum rp_store_sub {
     RP_SUB_SELF,              /* self/: every step again from the case's own trajectory */
     RP_SUB_FRESH_SELF,        /* fresh-self/: the same as a fresh launch's first call (the self
                                  check differed) */
+    RP_SUB_EMULATION,         /* emulation/: a PipeFusion case's serial emulation (one stage,
+                                 the same patches; rp_cls_emulation) */
     RP_SUB_COUNT
 } rp_store_sub;
 

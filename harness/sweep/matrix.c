@@ -1452,7 +1452,7 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
          * resets dp and the sequence degrees but not pipefusion or patch) */
         rp_par_degrees rdeg;
         rp_case_degrees(&tmp->c, &rdeg);
-        if (rp_par_layout_exactness(&rdeg) != RP_PAR_EXACT) {
+        if (rp_case_exactness(&tmp->c) != RP_PAR_EXACT) {
             char nm[sizeof sw[i].c.name];
             rp_case_display_name(sw[i].c.name, 0, nm, sizeof nm);
             st = fail_mark(x, mk, RP_ERR_INVALID, "field 'reference': the reference of case '%s' is an approximate "

@@ -755,6 +755,28 @@ static int fresh_runs_exact(runner *r, int i, const char *tmp) {
     return fresh_runs_fp32(r, i, tmp);
 }
 
+/* The case's serial emulation (rp_cls_emulation) into tmp/emulation when it has one that
+ * validates here (one whose injected fault cannot be planted on one stage has none): a
+ * plain launch of the derived case with its own world, after the case's own launch; the
+ * classifier compares the two runs bitwise (its evidence 13). Returns 1 when cancelled. */
+static int emulation_run(runner *r, int i, const char *tmp) {
+    rp_case ec;
+    if (!rp_cls_emulation(&r->m->cases[i].c, &ec)) return 0;
+    rp_validate_env env = r->host;
+    env.world = rp_case_world(&ec);
+    rp_error e;
+    if (rp_case_validate(&ec, &env, &e) != RP_OK) return 0;
+    char dir[PATHLEN], cj[PATHLEN];
+    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_EMULATION);
+    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
+    if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&ec, cj, &e) != RP_OK) {
+        rp_cls_write_aux(dir, "emulation", "CRASH", e.msg, 0);
+        return 0;
+    }
+    int ok = 0;
+    return aux_run(r, &ec, cj, dir, "emulation", NULL, &ok);
+}
+
 /* After the case's first verdict rested on its leak check (fresh_runs_needed): when the
  * check differs (rp_cls_rerun_check: a step the launch recomputed from the case's own input
  * gave other bits), the fresh runs: they tell nondeterminism from state leaked between
@@ -794,7 +816,8 @@ static int classify_runs(runner *r, int i, const char *tmp) {
  *   FRESH_EXACT  a BUG (in mode fast, the NONDETERMINISTIC it is there until two fresh runs
  *                agree) whose first evidence is an exact comparison of two computations that
  *                presumes deterministic kernels — the invariant shadow against its
- *                reference's, or a kernel-computed replica against its leader's copy (a
+ *                reference's, the case against its serial emulation, or a kernel-computed
+ *                replica against its leader's copy (a
  *                nondeterministic kernel can leave the leak check equal, absorbed by rounding,
  *                while the shadow or a copy differs). A host-computed replica (the world
  *                group) needs none: no kernel's timing reaches it. */
@@ -817,7 +840,7 @@ static int fresh_runs_needed(const char *dir) {
     const char *v = get_str(j, "verdict", "");
     const int bug = !strcmp(v, rp_verdict_name(RP_V_BUG)) || !strcmp(v, rp_verdict_name(RP_V_NONDETERMINISTIC));
     const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") ? FRESH_LEAK
-                     : bug && (!strcmp(what, "invariant shadow") ||
+                     : bug && (!strcmp(what, "invariant shadow") || !strcmp(what, "emulation") ||
                                (!strcmp(what, "replica") &&
                                 !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fs, "host_computed"))))
                          ? FRESH_EXACT
@@ -991,6 +1014,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         }
     }
     int infra = 0; /* an infrastructure failure in the fresh runs the first verdict asked for */
+    if (!cancelled && oc->status == RP_CASE_OK && r->m->cls.enabled) cancelled = emulation_run(r, i, tmp);
     if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
     if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
     if (!cancelled && res && report && runs && st == RP_OK) {

@@ -265,7 +265,7 @@ static long tokens_of(int h, int w, int p) { return (long)(h / p) * (w / p); }
 
 /* Parts the transformer splits the image sequence into under this layout. */
 static int seq_parts(const rp_case *c) {
-    int npp = c->pipefusion > 1 ? (c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion) : 1;
+    const int npp = rp_case_pipeline_patches(c) ? rp_case_pipeline_patches(c) : 1;
     return npp * c->ulysses * c->ring * c->patch;
 }
 
@@ -366,6 +366,9 @@ static rp_status check_degrees(const rp_case *c, const model_facts *m, const rp_
         return INVALID("patch=%d with ulysses=%d ring=%d pipefusion=%d: patch parallel (DistriFusion) replaces "
                        "ulysses/ring and pipefusion; use one or the other", c->patch, c->ulysses, c->ring,
                        c->pipefusion);
+    if (c->patch > 1 && rp_case_pipeline_patches(c))
+        return INVALID("patch=%d with num_pipeline_patch=%d: patch parallel (DistriFusion) replaces PipeFusion's "
+                       "pipeline; use one or the other", c->patch, c->num_pipeline_patch);
     /* the rules on the strategies' rows, in the table's order */
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
         const rp_par_strategy_info *s = rp_par_degree_strategy(i);
@@ -425,7 +428,7 @@ static rp_status check_invariant(const rp_case *c, const model_facts *m, int h, 
     /* PipeFusion and patch parallelism: exact through their warmup steps (bitwise the serial
      * run there), approximate after by design; PipeFusion's stages over ulysses / ring have
      * no canonical path for their cached keys */
-    if (c->pipefusion > 1 && c->ulysses * c->ring > 1)
+    if (rp_case_pipeline_patches(c) && c->ulysses * c->ring > 1)
         return INVALID("numerics=invariant with pipefusion=%d and ulysses x ring = %d: the canonical attention "
                        "takes PipeFusion's cached keys only where a stage holds the whole sequence (ulysses = ring "
                        "= 1)", c->pipefusion, c->ulysses * c->ring);
@@ -468,19 +471,20 @@ static rp_status check_pipeline(const rp_case *c, const model_facts *m, int h, r
     blocks_text(c, m, bt, sizeof bt);
     if (c->pipefusion == 1) {
         /* meaningless here, and a different value would change the id, not the numbers */
-        if (c->num_pipeline_patch)
-            return INVALID("num_pipeline_patch=%d: only meaningful with pipefusion > 1 (got pipefusion=1); leave it 0",
-                           c->num_pipeline_patch);
+        if (c->num_pipeline_patch == 1)
+            return INVALID("num_pipeline_patch=1 with pipefusion=1: one patch on one stage is the serial run; "
+                           "leave it 0 (or >= 2: PipeFusion's serial emulation over that many patches)");
         if (c->n_pipefusion_layers)
             return INVALID("pipefusion_layers=%s: only meaningful with pipefusion > 1 (got pipefusion=1)", lt);
-    } else {
-        const int npp = c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion;
+    }
+    if (c->pipefusion > 1 && c->n_pipefusion_layers == 0 && m->blocks < c->pipefusion)
+        return INVALID("pipefusion=%d: %s; each stage needs at least one block (pipefusion <= %d)", c->pipefusion, bt,
+                       m->blocks);
+    if (rp_case_pipeline_patches(c)) {
+        const int npp = rp_case_pipeline_patches(c);
         if (npp < c->pipefusion)
             return INVALID("num_pipeline_patch=%d with pipefusion=%d: needs at least one patch per stage "
                            "(num_pipeline_patch >= pipefusion)", npp, c->pipefusion);
-        if (c->n_pipefusion_layers == 0 && m->blocks < c->pipefusion)
-            return INVALID("pipefusion=%d: %s; each stage needs at least one block (pipefusion <= %d)", c->pipefusion,
-                           bt, m->blocks);
         if (c->n_pipefusion_layers) {
             if (c->n_pipefusion_layers != c->pipefusion)
                 return INVALID("pipefusion_layers=%s: %d stages listed for pipefusion=%d", lt, c->n_pipefusion_layers,
@@ -510,9 +514,9 @@ static rp_status check_pipeline(const rp_case *c, const model_facts *m, int h, r
     if (c->warmup_steps < 0) return INVALID("warmup_steps=%d: must be >= 0", c->warmup_steps);
     if (c->warmup_steps > c->steps)
         return INVALID("warmup_steps=%d > steps=%d: warmup steps must not exceed the steps", c->warmup_steps, c->steps);
-    if (c->pipefusion == 1 && c->patch == 1 && c->warmup_steps != 1)
-        return INVALID("warmup_steps=%d: only meaningful with pipefusion or patch parallel (both 1 here); leave it "
-                       "at 1", c->warmup_steps);
+    if (!rp_case_pipeline_patches(c) && c->patch == 1 && c->warmup_steps != 1)
+        return INVALID("warmup_steps=%d: only meaningful with pipefusion, its pipeline patches or patch parallel "
+                       "(none here); leave it at 1", c->warmup_steps);
     return RP_OK;
 }
 
@@ -579,7 +583,7 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
         .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
         .on_device = strcmp(c->device, "cpu") != 0, .invariant = !strcmp(c->numerics, "invariant"),
-        .warmup = c->warmup_steps};
+        .warmup = c->warmup_steps, .pipeline = rp_case_pipeline_patches(c)};
     rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
@@ -698,9 +702,12 @@ const char *rp_validate_describe_rules(void) {
            "                >= 1 per stage, summing to the depth (FLUX: double + single);\n"
            "                num_pipeline_patch 0 (= pipefusion) or >= pipefusion; latent height\n"
            "                divisible by num_pipeline_patch x patch_size, and with ulysses x ring\n"
-           "                = sp > 1 each pipeline patch's height a multiple of patch_size x sp\n"
+           "                = sp > 1 each pipeline patch's height a multiple of patch_size x sp;\n"
+           "                pipefusion 1 with num_pipeline_patch >= 2 is PipeFusion's serial\n"
+           "                emulation (one stage, every block, those patches)\n"
            "  patch         latent height divisible by patch x patch_size\n"
-           "  warmup_steps  0..steps; only with pipefusion or patch (else leave it 1)\n"
+           "  warmup_steps  0..steps; only with pipefusion, its pipeline patches or patch (else\n"
+           "                leave it 1)\n"
            "  inject        testing only: one of dp-rank-layout dp-shared-noise ulysses-head-order\n"
            "                ring-no-rescale pipefusion-cache-leak rope-offset attn-scale\n"
            "                timestep-skew norm-eps-rank bf16-layer-rank cfg-combine-order\n"
@@ -708,7 +715,8 @@ const char *rp_validate_describe_rules(void) {
            "                dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew\n"
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
            "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank\n"
-           "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late,\n"
+           "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late\n"
+           "                pipefusion-stream-stale,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"

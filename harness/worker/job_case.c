@@ -189,21 +189,20 @@ static rp_status write_done(const char *path, const rp_case *c, const char *id, 
         const rp_par_strategy_info *s = rp_par_member_strategy(i);
         cJSON_AddNumberToObject(lay, s->field, rp_par_degree(&c->deg, s));
     }
-    if (rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT) { /* exact only in warmup */
+    if (rp_case_exactness(c) == RP_PAR_WARMUP_EXACT) { /* exact only in warmup */
         cJSON_AddNumberToObject(lay, "warmup_steps", c->warmup_steps);
-        if (c->pipefusion > 1) {
-            cJSON_AddNumberToObject(lay, "num_pipeline_patch", c->num_pipeline_patch ? c->num_pipeline_patch
-                                                                                      : c->pipefusion);
+        if (rp_case_pipeline_patches(c)) {
+            cJSON_AddNumberToObject(lay, "num_pipeline_patch", rp_case_pipeline_patches(c));
             cJSON_AddItemToObject(lay, "pipefusion_layers",
                                   cJSON_CreateIntArray(c->pipefusion_layers, c->n_pipefusion_layers));
         }
     }
     cJSON_AddItemToObject(j, "layout", lay);
     /* steps [0, exact_steps) are exact by the layout's contract (all of them for exact layouts) */
-    cJSON_AddNumberToObject(j, "exact_steps", rp_par_layout_exactness(&par->deg) == RP_PAR_EXACT
+    cJSON_AddNumberToObject(j, "exact_steps", rp_case_exactness(c) == RP_PAR_EXACT
                                                   ? r->steps : (c->warmup_steps < r->steps ? c->warmup_steps
                                                                                            : r->steps));
-    cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_par_layout_exactness(&par->deg)));
+    cJSON_AddStringToObject(j, "exactness", rp_par_exactness_name(rp_case_exactness(c)));
     cJSON *strat = cJSON_AddArrayToObject(j, "strategies");
     const rp_par_strategy_info *used[RP_PAR_N_DEGREES];
     const int n_used = rp_par_layout_strategies(&par->deg, used);
@@ -505,17 +504,15 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     }
     {
         char v[256];
-        rp_par_degrees deg;
-    rp_case_degrees(c, &deg);
         rp_trace_note(&trace, "parallel.layout", layout_str(c, v, sizeof v));
-        rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_par_layout_exactness(&deg)));
+        rp_trace_note(&trace, "parallel.exactness", rp_par_exactness_name(rp_case_exactness(c)));
         rp_trace_note(&trace, "parallel.backend", c->backend);
         if (J->fault != RP_INJECT_NONE) rp_trace_note(&trace, "parallel.inject", c->inject);
-        if (rp_par_layout_exactness(&deg) == RP_PAR_WARMUP_EXACT) {
+        if (rp_case_exactness(c) == RP_PAR_WARMUP_EXACT) {
             snprintf(v, sizeof v, "%d", c->warmup_steps);
             rp_trace_note(&trace, "parallel.warmup_steps", v);
         }
-        if (c->pipefusion > 1) /* each stage runs its own blocks: no rank reaches every trace point */
+        if (rp_case_pipeline_patches(c)) /* the patches and stages run apart: no collective trace */
             rp_trace_note(&trace, "parallel.trace", "off: pipefusion stages run different blocks");
     }
     rp_gen_request req;
@@ -539,7 +536,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
          * timestep fault key their state by the evaluation index, so there every step runs
          * (up to the last one checked: rp_cls_teacher_mask) */
         const int every =
-            rp_par_layout_exactness(&c->deg) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
+            rp_case_exactness(c) == RP_PAR_WARMUP_EXACT || J->fault == RP_INJECT_TIMESTEP_SKEW;
         if (!(tmask = calloc((size_t)c->steps, 1))) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
         /* an approximate layout's invariant shadow: its first step after warmup too, with
          * fresh keys (rp_cls_shadow_steps) */
@@ -843,7 +840,7 @@ static void job_classifier_runs(job *J) {
     if (o->then_invariant && (teach || tref == o->out_dir) && rp_cls_invariant_shadow(J->c, &ic)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_INVARIANT_TEACHER);
         const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref,
-                             .fresh_kv = rp_par_layout_exactness(&ic.deg) == RP_PAR_WARMUP_EXACT};
+                             .fresh_kv = rp_case_exactness(&ic) == RP_PAR_WARMUP_EXACT};
         if (job_aux(J, "invariant teacher", &it, 1)) return;
     }
 }
@@ -939,8 +936,8 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     rp_par_degrees deg;
     rp_case_degrees(c, &deg);
     if ((st = rp_par_init(&J.par, comm, &deg, J.fault, &err)) != RP_OK) goto out;
-    if (c->pipefusion > 1)
-        st = rp_par_pipefusion_init(&J.par, c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion,
+    if (rp_case_pipeline_patches(c))
+        st = rp_par_pipefusion_init(&J.par, rp_case_pipeline_patches(c),
                                     c->pipefusion_layers, c->n_pipefusion_layers, c->warmup_steps, &err);
     else if (c->patch > 1)
         st = rp_par_patch_init(&J.par, c->warmup_steps, &err);

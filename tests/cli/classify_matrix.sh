@@ -146,6 +146,12 @@ for fam in ("dit", "sd3", "flux"):
         e = acc[-1]
         E = envelope(eacc[-1], floor=env.get("floor") or 0.0)
         p = float("inf") if psnr == "inf" else float(psnr) if re.match(r"^[0-9.]+$", psnr) else float("nan")
+        # with the pipeline patches fixed, PipeFusion's stages do the one-stage run's arithmetic:
+        # its serial emulation must have been made, and equal the case bit for bit
+        em = ev.get("emulation") or {}
+        if strat == "pipefusion" and j.get("verdict") != "identical" and em.get("bitwise") is not True:
+            print("  %s pipefusion warmup=%d: not bitwise its serial emulation: %s" % (fam, w, em or "none made"))
+            bad = 1
         runs.setdefault(strat, []).append((w, p, e, E, float(env.get("factor") or FACTOR)))
     for strat, rs in sorted(runs.items()):
         rs.sort()

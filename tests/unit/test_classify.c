@@ -539,6 +539,58 @@ START_TEST(test_invariant_shadow) {
 }
 END_TEST
 
+/* PipeFusion's serial emulation: the same case (and source: its fault, unless the fault sits
+ * behind `stage > 0`) on one stage over the same patches; and what its comparison decides. */
+START_TEST(test_emulation) {
+    rp_case c, e;
+    rp_case_defaults(&c);
+    ck_assert(!rp_cls_emulation(&c, &e)); /* no stages: nothing to emulate */
+    c.pipefusion = 4;
+    c.warmup_steps = 2;
+    c.n_pipefusion_layers = 4;
+    for (int i = 0; i < 4; i++) c.pipefusion_layers[i] = 1;
+    snprintf(c.expect, sizeof c.expect, "approx");
+    snprintf(c.inject, sizeof c.inject, "pipefusion-skip-refresh");
+    ck_assert(rp_cls_emulation(&c, &e));
+    ck_assert_int_eq(e.pipefusion, 1);
+    ck_assert_int_eq(e.num_pipeline_patch, 4); /* 0 meant the degree */
+    ck_assert_int_eq(rp_case_pipeline_patches(&e), 4);
+    ck_assert_int_eq(e.n_pipefusion_layers, 0);
+    ck_assert_int_eq(e.warmup_steps, 2);
+    ck_assert_str_eq(e.expect, "");
+    ck_assert_str_eq(e.inject, "pipefusion-skip-refresh"); /* its one stage is the last: it acts there */
+    ck_assert_int_eq(rp_case_exactness(&e), RP_PAR_WARMUP_EXACT); /* approximate, as the case */
+    ck_assert_int_eq(rp_cls_exact_steps(&e), 2);
+    c.num_pipeline_patch = 8;
+    snprintf(c.inject, sizeof c.inject, "pipefusion-stream-stale"); /* behind stage > 0: never reached */
+    ck_assert(rp_cls_emulation(&c, &e));
+    ck_assert_int_eq(e.num_pipeline_patch, 8);
+    ck_assert_str_eq(e.inject, "");
+    snprintf(c.device, sizeof c.device, "cuda"); /* not run on a GPU yet */
+    ck_assert(!rp_cls_emulation(&c, &e));
+
+    rp_cls_facts f;
+    char s[600];
+    rp_cls_facts_init(&f);
+    f.approx = 1;
+    f.have_quality = 1;
+    f.ssim = 0.95, f.psnr = 30, f.bound_ssim = 0.9, f.bound_psnr = 25;
+    f.emulation_patches = 2;
+    f.emulation_equal = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_APPROX);
+    ck_assert_msg(strstr(s, "bitwise its serial emulation (one stage, 2 patches)"), "%s", s);
+    f.emulation_equal = 0;
+    f.step_break = 3; /* within the images' bound, and still a bug: exact evidence */
+    f.step_ratio = INFINITY;
+    f.step_emulation = 1;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert_msg(strstr(s, "differs from the case's serial emulation's at step 3"), "%s", s);
+    f.fresh_differs = 1; /* an exact comparison of nondeterministic runs proves nothing */
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_NONDETERMINISTIC);
+    ck_assert_msg(strstr(s, "the case differs from its serial emulation"), "%s", s);
+}
+END_TEST
+
 START_TEST(test_decide) {
     rp_cls_facts f;
     char s[600];
@@ -1191,6 +1243,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_invariant_pair);
     tcase_add_test(tc, test_decode_rule);
     tcase_add_test(tc, test_invariant_shadow);
+    tcase_add_test(tc, test_emulation);
     tcase_add_test(tc, test_decide);
     tcase_add_test(tc, test_driver);
     suite_add_tcase(s, tc);

@@ -1106,6 +1106,109 @@ static int pf_rank_main(int rank, int world, rp_comm *c, const void *arg) {
 START_TEST(pipefusion_block_ownership) { contract_spawn(pf_rank_main, &PF_CASES[_i], _i); }
 END_TEST
 
+/* ---- PipeFusion's serial emulation -------------------------------------------------------- */
+
+/* With the pipeline patches fixed, PipeFusion's stages only hand each patch's streams on and
+ * broadcast the output, so its arithmetic does not depend on the stage count: 2 Gloo stages
+ * over 2 patches (warmup 1, then 2 asynchronous evaluations with stale K/V) return at every
+ * evaluation the bits of one stage over the same patches (the classifier's emulation). */
+enum { PFE_EVALS = 3, PFE_PATCHES = 2 };
+typedef struct pfe_arg {
+    const char *preset;
+    char out[64]; /* rank 0's outputs, (PFE_EVALS, n) floats */
+} pfe_arg;
+
+static rp_status model_fn(void *u, const rp_ctx *ctx, float *out, rp_error *err) { return forward(u, ctx, out, err); }
+
+/* The model's PFE_EVALS evaluations of one generation under pipefusion degree d->pipefusion
+ * on comm c into outs (PFE_EVALS, n); evaluation e's input is the model's latents plus e/2,
+ * so the K/V an asynchronous evaluation reads a step old are not its own. m->x is kept. */
+static rp_status pfe_run(rp_comm *c, const rp_par_degrees *d, model_run *m, float *outs, rp_error *err) {
+    const size_t nx = (size_t)m->B * m->C * m->H * m->W, n = out_floats(m);
+    float *x0 = malloc(sizeof(float) * nx);
+    if (!x0) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    memcpy(x0, m->x, sizeof(float) * nx);
+    rp_parallel par;
+    rp_status st = rp_par_init(&par, c, d, RP_INJECT_NONE, err);
+    if (st == RP_OK) {
+        st = rp_par_pipefusion_init(&par, PFE_PATCHES, NULL, 0, 1, err);
+        rp_ctx ctx = rp_ctx_default();
+        ctx.par = &par;
+        rp_par_generate_begin(&par);
+        for (int e = 0; st == RP_OK && e < PFE_EVALS; e++) {
+            for (size_t i = 0; i < nx; i++) m->x[i] = x0[i] + 0.5f * (float)e;
+            st = rp_par_forward(&ctx, e, model_fn, m, outs + e * n, n, err);
+        }
+        rp_par_free(&par);
+    }
+    memcpy(m->x, x0, sizeof(float) * nx);
+    free(x0);
+    return st;
+}
+
+static int pfe_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const pfe_arg *a = arg;
+    const rp_par_degrees d = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 1};
+    (void)world;
+    model_run m;
+    model_open(&m, a->preset);
+    const size_t n = out_floats(&m);
+    float *outs = malloc(sizeof(float) * n * PFE_EVALS);
+    rp_error err = {0};
+    int bad = !outs || pfe_run(c, &d, &m, outs, &err) != RP_OK;
+    if (bad) fprintf(stderr, "rank %d: %s\n", rank, err.msg);
+    if (!bad && rank == 0) {
+        FILE *f = fopen(a->out, "wb");
+        bad = !f || fwrite(outs, sizeof(float), n * PFE_EVALS, f) != n * PFE_EVALS;
+        if (f) bad |= fclose(f) != 0;
+    }
+    free(outs);
+    model_close(&m);
+    return bad;
+}
+
+START_TEST(pipefusion_emulation_is_bitwise_the_stages) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    pfe_arg a = {.preset = PRESETS[_i]};
+    snprintf(a.out, sizeof a.out, "/tmp/test-pfe-%d-%d", (int)getpid(), _i);
+    ck_assert_int_eq(spawn(2, pfe_rank_main, &a), 0);
+    model_run m;
+    model_open(&m, PRESETS[_i]);
+    const size_t n = out_floats(&m);
+    float *staged = malloc(sizeof(float) * n * PFE_EVALS), *one = malloc(sizeof(float) * n * PFE_EVALS);
+    FILE *f = fopen(a.out, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fread(staged, sizeof(float), n * PFE_EVALS, f), n * PFE_EVALS);
+    fclose(f);
+    remove(a.out);
+    rp_error err = {0};
+    rp_comm *self = NULL;
+    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
+    ck_assert_int_eq(rp_comm_create(&co, &self, &err), RP_OK);
+    const rp_par_degrees d1 = {1, 1, 1, 1, 1, 1};
+    ck_assert_msg(pfe_run(self, &d1, &m, one, &err) == RP_OK, "%s", err.msg);
+    for (int e = 0; e < PFE_EVALS; e++)
+        ck_assert_msg(!memcmp(staged + e * n, one + e * n, sizeof(float) * n),
+                      "%s: evaluation %d of 2 stages differs from one stage's", PRESETS[_i], e);
+    /* and the asynchronous evaluations are not the synchronous forward (stale K/V read) */
+    float *plain = malloc(sizeof(float) * n);
+    rp_ctx ctx = rp_ctx_default();
+    ck_assert_int_eq(forward(&m, &ctx, plain, &err), RP_OK);
+    ck_assert_msg(!memcmp(plain, one, sizeof(float) * n), "%s: the warmup evaluation is not the plain forward",
+                  PRESETS[_i]);
+    /* the last evaluation's input (+1) through the plain forward: the pipeline read stale K/V */
+    const size_t nx = (size_t)m.B * m.C * m.H * m.W;
+    for (size_t i = 0; i < nx; i++) m.x[i] += 0.5f * (PFE_EVALS - 1);
+    ck_assert_int_eq(forward(&m, &ctx, plain, &err), RP_OK);
+    ck_assert_msg(memcmp(plain, one + (PFE_EVALS - 1) * n, sizeof(float) * n), "%s: no stale K/V read", PRESETS[_i]);
+    free(plain);
+    free(staged);
+    free(one);
+    rp_comm_destroy(self);
+    model_close(&m);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("parallel");
     TCase *tc = tcase_create("layout");
@@ -1128,6 +1231,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
     tcase_add_loop_test(tc, cfg_exchange_contract, 0, (int)(sizeof CFG_CASES / sizeof *CFG_CASES));
     tcase_add_loop_test(tc, pipefusion_block_ownership, 0, (int)(sizeof PF_CASES / sizeof *PF_CASES));
+    tcase_add_loop_test(tc, pipefusion_emulation_is_bitwise_the_stages, 0, N_PRESETS);
     tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
     return s;

@@ -404,8 +404,23 @@ END_TEST
 START_TEST(pipefusion_rules) {
     rp_validate_env env = test_env();
     rp_case c = dit();
+    c.num_pipeline_patch = 1;
+    EXPECT_INVALID(c, &env,
+                   "num_pipeline_patch=1 with pipefusion=1: one patch on one stage is the serial run; leave it 0 (or "
+                   ">= 2: PipeFusion's serial emulation over that many patches)");
+    /* PipeFusion's serial emulation: one stage over the pipeline's patches, with their rules */
     c.num_pipeline_patch = 4;
-    EXPECT_INVALID(c, &env, "num_pipeline_patch=4: only meaningful with pipefusion > 1 (got pipefusion=1); leave it 0");
+    c.warmup_steps = 2;
+    EXPECT_VALID(c, &env);
+    c.num_pipeline_patch = 3;
+    EXPECT_INVALID(c, &env,
+                   "pipefusion=1 with num_pipeline_patch=3 needs latent height divisible by 3 x patch_size (2); got 16");
+    c.num_pipeline_patch = 2;
+    c.patch = 2;
+    gloo(&c);
+    EXPECT_INVALID(c, &env,
+                   "patch=2 with num_pipeline_patch=2: patch parallel (DistriFusion) replaces PipeFusion's pipeline; "
+                   "use one or the other");
     c = dit();
     c.n_pipefusion_layers = 1;
     c.pipefusion_layers[0] = 4;
@@ -486,7 +501,8 @@ START_TEST(patch_and_warmup) {
     c = dit();
     c.warmup_steps = 3;
     EXPECT_INVALID(c, &env,
-                   "warmup_steps=3: only meaningful with pipefusion or patch parallel (both 1 here); leave it at 1");
+                   "warmup_steps=3: only meaningful with pipefusion, its pipeline patches or patch parallel (none "
+                   "here); leave it at 1");
 }
 END_TEST
 
@@ -541,7 +557,7 @@ START_TEST(inject_rules) {
                    "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -735,7 +751,7 @@ START_TEST(inject_registry) {
                      "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale)");
 }
 END_TEST
 
@@ -777,6 +793,7 @@ START_TEST(inject_applicability) {
     ck_assert_str_eq(why, "rope-offset applies to FLUX only: sd3 uses absolute position embeddings, not RoPE");
     l = one;
     l.deg.pipefusion = 2;
+    l.pipeline = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_DIT, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     l.steps = 1;
@@ -788,7 +805,10 @@ START_TEST(inject_applicability) {
     l.deg.ring = 2;
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_FLUX, &l, NULL, 0), 1);
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_FLUX, &l, why, sizeof why), 0);
-    ck_assert_str_eq(why, "pipefusion-cache-leak needs pipefusion > 1 (got pipefusion=1)");
+    ck_assert_str_eq(why, "pipefusion-cache-leak needs PipeFusion's pipeline (pipefusion > 1; got pipefusion=1)");
+    l.pipeline = 2; /* the serial emulation runs the pipeline's cache on one stage */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_PIPEFUSION_CACHE_LEAK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    l.pipeline = 0;
     /* ring-lse-skew lives in the default ring merge: invariant numerics never runs it */
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_LSE_SKEW, RP_FAMILY_SD3, &l, NULL, 0), 1);
     l.invariant = 1;
