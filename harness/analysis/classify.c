@@ -132,8 +132,10 @@ int rp_cls_teacher_mask(int steps, int exact_steps, int teacher_steps, int multi
 
 int rp_cls_emulation(const rp_case *c, rp_case *out) {
     assert(c && out);
-    /* on a GPU the ranks are devices and the emulation another count of them: not run yet */
-    if (c->pipefusion < 2 || rp_device_name_is_cuda(c->device)) return 0;
+    /* on a GPU the ranks are devices and the emulation another count of them: not run yet;
+     * with no step after warmup every step is a synchronous pass, which teacher forcing and
+     * the invariant shadow hold to the serial run itself */
+    if (c->pipefusion < 2 || rp_device_name_is_cuda(c->device) || c->warmup_steps >= c->steps) return 0;
     *out = *c;
     out->num_pipeline_patch = rp_case_pipeline_patches(c);
     out->pipefusion = 1;

@@ -155,7 +155,8 @@ int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref);
  * stream on and broadcast the output, bit for bit: every GEMM, attention and norm sees the
  * same rows in the same order at any stage count, so c's own run must be bitwise its
  * emulation's at every step and in every precision (docs/classification.md §13). Returns
- * 0 (out untouched) when c has no stages, or runs on a CUDA device (not yet run there).
+ * 0 (out untouched) when c has no stages, no step after its warmup (every step synchronous:
+ * held to the serial run itself), or runs on a CUDA device (not yet run there).
  * Whether the emulation validates is the caller's check. */
 int rp_cls_emulation(const rp_case *c, rp_case *out);
 
@@ -336,7 +337,8 @@ void rp_cls_facts_init(rp_cls_facts *f);
  *        tensor while two fresh runs of the case differ from each other: NONDETERMINISTIC),
  *        the initial noise differs (bitwise against a reference made here) or breaks its
  *        envelope, the trajectory does not start at the run's own noise, a layer or a
- *        checked step breaks the envelope, the reference's final
+ *        checked step breaks the envelope, a PipeFusion case's own run differs from its
+ *        serial emulation's (rp_cls_emulation), the reference's final
  *        latents decoded with the case's layout give another image, the final latents the
  *        run returned are not its last step's — the summary names the earliest of these;
  *   NONDETERMINISTIC: repeats differ, or the two fresh runs (made when the leak check, the

@@ -566,6 +566,10 @@ START_TEST(test_emulation) {
     ck_assert(rp_cls_emulation(&c, &e));
     ck_assert_int_eq(e.num_pipeline_patch, 8);
     ck_assert_str_eq(e.inject, "");
+    c.steps = 2; /* warmup covers every step: all synchronous, nothing to emulate */
+    ck_assert(!rp_cls_emulation(&c, &e));
+    c.steps = 3;
+    ck_assert(rp_cls_emulation(&c, &e));
     snprintf(c.device, sizeof c.device, "cuda"); /* not run on a GPU yet */
     ck_assert(!rp_cls_emulation(&c, &e));
 
