@@ -480,6 +480,8 @@ typedef struct rp_par_replica_report {
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err);
 /* Frees the log (rp_par_free calls it). */
 void rp_par_replica_free(rp_parallel *p);
+/* How many fingerprints p's log holds (0 with none). */
+int rp_par_replica_logged(const rp_parallel *p);
 /* A pair of fingerprints on this rank into the log (group OWN or STALE), at the forward's
  * evaluation: a under name, b under other. */
 void rp_par_log_pair(rp_parallel *p, rp_par_rgroup g, const char *name, uint64_t a, const char *other, uint64_t b);

@@ -219,6 +219,8 @@ static void own_pairs(int n, const rp_par_rentry *log, int r, rp_par_rgroup g, r
                  rp_par_rgroup_name(g));
 }
 
+int rp_par_replica_logged(const rp_parallel *p) { return p && p->rlog ? p->rlog->n : 0; }
+
 rp_status rp_par_replica_collect(rp_parallel *p, const char *kernels, rp_par_replica_report *out, rp_error *err) {
     assert(p && out);
     memset(out, 0, sizeof *out);

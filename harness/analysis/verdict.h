@@ -57,9 +57,13 @@
  *     "local_errors": [x | null per step] (opt),  teacher-forced; null: step not run
  *     "checked_steps": [k, ...] (opt),            steps held to the envelope (approx: warmup)
  *     "teacher_note": s (opt),     no teacher run: local errors not checked
+ *     "emulation": {"num_pipeline_patch": M, "bitwise": bool, "first_difference": k,
+ *                   "what": "trajectory" | "initial noise" | "returned latents" | "decoded images",
+ *                   "rel": x} | {"note": s, "reason": s} (opt, a staged PipeFusion case: its
+ *                   own run against its serial emulation, harness/analysis/classify.h),
  *     "first_step": {"step": k, "what": "replica" | "initial noise" | "trajectory" |
- *                            "first evaluation" | "invariant shadow" | "local error" | "decode" |
- *                            "final latents" | "leak check" | "leak check (fp32 shadow)",
+ *                            "first evaluation" | "invariant shadow" | "emulation" | "local error" |
+ *                            "decode" | "final latents" | "leak check" | "leak check (fp32 shadow)",
  *                    "detail": s, "host_computed": bool (replica),
  *                    "local": x, "envelope": x, "ratio": x} (opt, BUG),
  *     "first_layer": {"name": s, "step": k, "rel": x, "envelope": x, "ratio": x} (opt),

@@ -345,7 +345,8 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
 static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *ctx, const rp_gen_result *res,
                                int steps, const unsigned char *mask, const rp_par_gather_report *gather,
                                const char *device, rp_error *err) {
-    if (par->world == 1 && !par->check_own) return RP_OK; /* one rank: only its own check's pairs */
+    /* one rank: only its own pairs (the own check's; a one-stage pipeline's contracts) */
+    if (par->world == 1 && !par->check_own && !rp_par_replica_logged(par)) return RP_OK;
     const size_t n = (size_t)res->B * res->C * res->h * res->w;
     for (int k = 0, e = 0; k <= steps; k++) { /* row 0: the initial noise (or teacher x_0) */
         if (k > 0 && mask && !mask[k - 1]) continue;
