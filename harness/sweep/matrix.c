@@ -1450,15 +1450,17 @@ static rp_status expand(pctx *x, spec *sp, rp_matrix *m) {
          * activations after warmup) has no rounding envelope, and one that a case resolves to
          * itself makes that case "the reference", compared with nothing (a reference line that
          * resets dp and the sequence degrees but not pipefusion or patch) */
-        rp_par_degrees rdeg;
-        rp_case_degrees(&tmp->c, &rdeg);
         if (rp_case_exactness(&tmp->c) != RP_PAR_EXACT) {
             char nm[sizeof sw[i].c.name];
             rp_case_display_name(sw[i].c.name, 0, nm, sizeof nm);
+            /* a one-stage pipeline (num_pipeline_patch kept) is PipeFusion's emulation: approximate too */
+            const int pipe1 = tmp->c.pipefusion == 1 && rp_case_pipeline_patches(&tmp->c);
+            char npp[48] = "";
+            if (pipe1) snprintf(npp, sizeof npp, ", num_pipeline_patch %d", tmp->c.num_pipeline_patch);
             st = fail_mark(x, mk, RP_ERR_INVALID, "field 'reference': the reference of case '%s' is an approximate "
-                           "layout (pipefusion %d, patch %d): a reference must be exact; give the reference "
-                           "pipefusion: 1 and patch: 1 (the default reference is the serial run)", nm, rdeg.pipefusion,
-                           rdeg.patch);
+                           "layout (pipefusion %d%s, patch %d): a reference must be exact; give the reference "
+                           "pipefusion: 1%s and patch: 1 (the default reference is the serial run)", nm,
+                           tmp->c.pipefusion, npp, tmp->c.patch, pipe1 ? ", num_pipeline_patch: 0" : "");
             break;
         }
         tmp->c.expect[0] = '\0';

@@ -133,6 +133,12 @@ START_TEST(approximate_reference_is_refused) {
                 "5:12: field 'reference': the reference of case 'pf2' is an approximate layout (pipefusion 2, "
                 "patch 1): a reference must be exact; give the reference pipefusion: 1 and patch: 1 (the default "
                 "reference is the serial run)");
+    /* a reference that keeps the pipeline's patches on one stage is PipeFusion's emulation */
+    parse_fails("base: {model: dit-tiny}\nseeds: [0]\ninclude:\n  - {pipefusion: 2, num_pipeline_patch: 4, "
+                "warmup_steps: 1, name: pf2}\nreference: {pipefusion: 1}\n",
+                "5:12: field 'reference': the reference of case 'pf2' is an approximate layout (pipefusion 1, "
+                "num_pipeline_patch 4, patch 1): a reference must be exact; give the reference pipefusion: 1, "
+                "num_pipeline_patch: 0 and patch: 1 (the default reference is the serial run)");
     rp_matrix m;
     parse_ok("base: {model: dit-tiny}\nseeds: [0]\ninclude:\n  - {patch: 2, warmup_steps: 1, name: p2}\n", &m);
     ck_assert_int_eq(m.n_cases, 2);
