@@ -10,9 +10,9 @@
  *
  * P stages (the pipefusion group, stage s = its rank), M = num_pipeline_patch >= P
  * pipeline patches. P = 1 is the serial emulation (one stage, every block, the M patches):
- * what PipeFusion with these patches computes at any P, bit for bit. Stage s runs blocks [a_s, b_s): pipefusion_layers, or an even split
- * of the n blocks with the remainder on the first stages (FLUX numbers its double then
- * single blocks, as the hooks do).
+ * what PipeFusion with these patches computes at any P, bit for bit. Stage s runs blocks
+ * [a_s, b_s): pipefusion_layers, or an even split of the n blocks with the remainder on the
+ * first stages (FLUX numbers its double then single blocks, as the hooks do).
  *
  * One model evaluation (rp_par_pf_forward):
  *   warmup (eval < warmup_steps): xDiT's _sync_pipeline. The whole image runs through the
