@@ -726,6 +726,18 @@ static int fresh_runs(runner *r, int i, const char *tmp) {
     return fresh_pair(r, &r->m->cases[i].c, cj, tmp, PAIR);
 }
 
+/* A derived case c of the classifier's (not the matrix's) into tmp/<sub>/case.json, the
+ * directory made: 1, with dir and cj (PATHLEN each) its directory and JSON; 0 when that
+ * failed, recorded as a CRASH of run kind in the directory's aux.json. */
+static int derived_case(const rp_case *c, const char *tmp, rp_store_sub sub, const char *kind, char *dir, char *cj) {
+    rp_error e;
+    rp_store_subdir(dir, PATHLEN, tmp, sub);
+    rp_store_path(cj, PATHLEN, dir, RP_ART_CASE);
+    if (rp_store_mkdirs(dir, &e) == RP_OK && rp_case_save(c, cj, &e) == RP_OK) return 1;
+    rp_cls_write_aux(dir, kind, "CRASH", e.msg, 0);
+    return 0;
+}
+
 /* The case at fp32 (tmp/fresh-fp32, tmp/fresh-fp32-2; its JSON in the first), after its fp32
  * shadow's leak check differed while its own agreed: the precision where those bits were
  * seen. */
@@ -734,14 +746,7 @@ static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
     rp_case c = r->m->cases[i].c;
     snprintf(c.precision, sizeof c.precision, "fp32");
     char dir[PATHLEN], cj[PATHLEN];
-    rp_error e;
-    rp_store_subdir(dir, sizeof dir, tmp, PAIR[0]);
-    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
-    if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&c, cj, &e) != RP_OK) {
-        rp_cls_write_aux(dir, "fresh", "CRASH", e.msg, 0);
-        return 0;
-    }
-    return fresh_pair(r, &c, cj, tmp, PAIR);
+    return derived_case(&c, tmp, PAIR[0], "fresh", dir, cj) ? fresh_pair(r, &c, cj, tmp, PAIR) : 0;
 }
 
 /* The fresh runs after an exact comparison decided a BUG (exact_bug_needs_fresh_runs): the
@@ -767,14 +772,9 @@ static int emulation_run(runner *r, int i, const char *tmp) {
     rp_error e;
     if (rp_case_validate(&ec, &env, &e) != RP_OK) return 0;
     char dir[PATHLEN], cj[PATHLEN];
-    rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_EMULATION);
-    rp_store_path(cj, sizeof cj, dir, RP_ART_CASE);
-    if (rp_store_mkdirs(dir, &e) != RP_OK || rp_case_save(&ec, cj, &e) != RP_OK) {
-        rp_cls_write_aux(dir, "emulation", "CRASH", e.msg, 0);
-        return 0;
-    }
     int ok = 0;
-    return aux_run(r, &ec, cj, dir, "emulation", NULL, &ok);
+    return derived_case(&ec, tmp, RP_SUB_EMULATION, "emulation", dir, cj) &&
+           aux_run(r, &ec, cj, dir, "emulation", NULL, &ok);
 }
 
 /* After the case's first verdict rested on its leak check (fresh_runs_needed): when the
