@@ -755,20 +755,32 @@ static rp_status read_prompt_embeds(const rp_gen_request *req, const flow_model_
  * WORLD replica group. The items' prompts differ between dp ranks, so without it a rank
  * whose encoder computes other bits (its attention's mask, a norm, a cached state) would
  * be judged by a rounding envelope alone; the probe's copies are the same bits by
- * construction. */
+ * construction. A case that rounds coarser than fp32 probes at fp32 first (named as an fp32
+ * case's probe) and then at its own precision (`text_encoder.bf16(...)`): a fault below
+ * bf16's rounding (one rank's norm epsilon) changes fp32 bits for certain, while at bf16
+ * only an element that sits at a rounding boundary shows it, and which prompt has one is
+ * the GEMM kernels' business (the machine's); the second probe holds the precision's own
+ * path. */
 static rp_status probe_encoder(rp_te *te, const rp_ctx *ctx, int L, const flow_model_cfg *m, rp_error *err) {
     if (!ctx->par || ctx->par->world == 1) return RP_OK;
     static const char *const PROBE[2] = {"", "a photograph of an astronaut riding a horse on the moon"};
+    static const char *const NAME[2] = {"(\"\")", "(probe sentence)"};
     float *c = malloc(sizeof(float) * ((size_t)L * m->Dctx + (size_t)m->Dpool)); /* (L, Dctx), (Dpool) */
     if (!c) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the text encoder's probe");
+    rp_ctx at32 = *ctx;
+    at32.precision = RP_PREC_FP32;
+    const rp_ctx *pass[2] = {&at32, ctx}; /* the case's own precision second, when not fp32 */
     rp_status st = RP_OK;
-    for (int i = 0; i < 2 && st == RP_OK; i++) {
-        float *pooled = c + (size_t)L * m->Dctx;
-        st = rp_te_encode(te, ctx, &PROBE[i], 1, c, NULL, pooled, err);
-        if (st != RP_OK) break;
-        rp_par_replica_note_at(ctx, 0, RP_PAR_RG_WORLD, i ? "text_encoder(probe sentence)" : "text_encoder(\"\")", c,
-                               (size_t)L * m->Dctx + (size_t)m->Dpool);
-    }
+    for (int p = 0; st == RP_OK && p < (ctx->precision == RP_PREC_FP32 ? 1 : 2); p++)
+        for (int i = 0; i < 2 && st == RP_OK; i++) {
+            float *pooled = c + (size_t)L * m->Dctx;
+            st = rp_te_encode(te, pass[p], &PROBE[i], 1, c, NULL, pooled, err);
+            char name[64];
+            snprintf(name, sizeof name, "text_encoder%s%s%s", p ? "." : "", p ? rp_precision_name(ctx->precision) : "",
+                     NAME[i]);
+            if (st == RP_OK)
+                rp_par_replica_note_at(ctx, 0, RP_PAR_RG_WORLD, name, c, (size_t)L * m->Dctx + (size_t)m->Dpool);
+        }
     free(c);
     return st;
 }

@@ -109,13 +109,24 @@ static cJSON *compare_dirs(const char *da, const char *db, int n_items, cmp_summ
 
 typedef enum cstate { CS_NONE = 0, CS_TODO, CS_RUNNING, CS_DONE } cstate;
 
+/* A case's serial emulation (rp_cls_emulation) is a job of its own: it reads nothing the case
+ * computes, so the scheduler starts it on any free slot (beside a reference that runs its
+ * twins alone, beside another emulation) rather than after the case's launch on the cores
+ * that launch held, one of them idle under a one-rank run. It runs in its side directory
+ * (emulation_side) and moves into the case's when the case reaches it (emulation_collect);
+ * a case that gets there first runs its emulation itself. */
+typedef enum estate { ES_NONE = 0, ES_TODO, ES_RUNNING, ES_DONE, ES_CANCELLED } estate;
+
 typedef struct runner {
     const rp_matrix *m;
     const rp_runner_opts *o;
     rp_sweep *s;
     unsigned char *state;       /* cstate per case */
-    int *slots;                 /* cores a running case takes */
-    pthread_t *tid;
+    unsigned char *emu;         /* (n_cases) estate of each case's emulation job */
+    int *slots;                 /* (2 n_cases) cores a job takes: case i at i, its emulation at n_cases + i */
+    int *held;                  /* (2 n_cases) cores a running job holds now (a case gives some back
+                                   while it runs or waits for its emulation) */
+    pthread_t *tid;             /* (2 n_cases) as slots */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int ncpu, free_slots, running, jobs;
@@ -157,11 +168,12 @@ static void progress_line(runner *r) {
     fmt_eta(r->finished ? el / r->finished * (r->to_run - r->finished) : -1, eta, sizeof eta);
     char names[160] = "";
     for (int i = 0; i < r->m->n_cases; i++)
-        if (r->state[i] == CS_RUNNING && strlen(names) + 3 < sizeof names) {
+        if ((r->state[i] == CS_RUNNING || r->emu[i] == ES_RUNNING) && strlen(names) + 3 < sizeof names) {
             size_t l = strlen(names);
             char nm[sizeof r->m->cases[i].c.name];
             rp_case_display_name(r->m->cases[i].c.name, 0, nm, sizeof nm);
-            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", nm);
+            snprintf(names + l, sizeof names - l, "%s%s%s", l ? ", " : "", nm,
+                     r->state[i] == CS_RUNNING ? "" : " (emulation)");
         }
     char line[320];
     snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
@@ -760,21 +772,102 @@ static int fresh_runs_exact(runner *r, int i, const char *tmp) {
     return fresh_runs_fp32(r, i, tmp);
 }
 
-/* The case's serial emulation (rp_cls_emulation) into tmp/emulation when it has one that
- * validates here (one whose injected fault cannot be planted on one stage has none): a
- * plain launch of the derived case with its own world, after the case's own launch; the
- * classifier compares the two runs bitwise (its evidence 13). Returns 1 when cancelled. */
+/* Case i's serial emulation (rp_cls_emulation) when it has one that validates here with its
+ * own world (one whose injected fault cannot be planted on one stage has none): 1 and *ec. */
+static int emulation_case(const runner *r, int i, rp_case *ec) {
+    if (!r->m->cls.enabled || !rp_cls_emulation(&r->m->cases[i].c, ec)) return 0;
+    rp_validate_env env = r->host;
+    env.world = rp_case_world(ec);
+    rp_error e;
+    return rp_case_validate(ec, &env, &e) == RP_OK;
+}
+
+/* Case i's emulation into tmp/emulation: a plain launch of the derived case; the classifier
+ * compares it with the case's run bitwise (its evidence 13). Returns 1 when cancelled. */
 static int emulation_run(runner *r, int i, const char *tmp) {
     rp_case ec;
-    if (!rp_cls_emulation(&r->m->cases[i].c, &ec)) return 0;
-    rp_validate_env env = r->host;
-    env.world = rp_case_world(&ec);
-    rp_error e;
-    if (rp_case_validate(&ec, &env, &e) != RP_OK) return 0;
+    if (!emulation_case(r, i, &ec)) return 0;
     char dir[PATHLEN], cj[PATHLEN];
     int ok = 0;
     return derived_case(&ec, tmp, RP_SUB_EMULATION, "emulation", dir, cj) &&
            aux_run(r, &ec, cj, dir, "emulation", NULL, &ok);
+}
+
+/* Where case i's emulation job runs (its run in emulation/ below, as in the case's directory):
+ * <sweep>/.tmp-<id>-emulation-<pid>, which clean_stale removes after a killed sweep. */
+static void emulation_side(const runner *r, int i, char *buf) {
+    rp_pathf(buf, PATHLEN, "%s/.tmp-%s-emulation-%ld", r->s->dir, r->m->cases[i].id, (long)getpid());
+}
+
+/* Gives back n of the cores job k holds (caller holds the mutex). */
+static void give_back_slots(runner *r, int k, int n) {
+    assert(n >= 0 && n <= r->held[k]);
+    r->held[k] -= n;
+    r->free_slots += n;
+    pthread_cond_broadcast(&r->cv);
+}
+
+/* The emulation job of case a->i (the scheduler started it: ES_RUNNING, its slots held). */
+static void *emulation_thread(void *p) {
+    case_arg *a = p;
+    runner *r = a->r;
+    const int i = a->i, k = r->m->n_cases + i;
+    char side[PATHLEN];
+    emulation_side(r, i, side);
+    (void)rp_store_remove_tree(side, NULL);
+    rp_error e;
+    int cancelled = 0;
+    if (rp_store_mkdirs(side, &e) == RP_OK) cancelled = emulation_run(r, i, side);
+    pthread_mutex_lock(&r->mu);
+    r->emu[i] = cancelled ? ES_CANCELLED : ES_DONE; /* no side directory: the case records the failed move */
+    r->running--;
+    give_back_slots(r, k, r->held[k]);
+    const int orphan = r->state[i] == CS_DONE; /* its case ended without it (its run failed) */
+    pthread_mutex_unlock(&r->mu);
+    if (orphan) (void)rp_store_remove_tree(side, NULL);
+    free(a);
+    return NULL;
+}
+
+/* Case i's emulation into tmp/emulation, after the case's launch: the job's run moved in,
+ * waited for holding no cores when it is running; or, when no job has started it, run here
+ * on the cores a one-rank run takes, the others given back. (A fresh run after it takes the
+ * case's world again without holding its cores: they may be overcommitted for that rare
+ * run.) Returns 1 when cancelled. */
+static int emulation_collect(runner *r, int i, const char *tmp) {
+    const int k = r->m->n_cases + i;
+    pthread_mutex_lock(&r->mu);
+    if (r->emu[i] == ES_NONE) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    if (r->emu[i] == ES_TODO) {
+        r->emu[i] = ES_RUNNING;
+        give_back_slots(r, i, r->held[i] > r->slots[k] ? r->held[i] - r->slots[k] : 0);
+        pthread_mutex_unlock(&r->mu);
+        const int cancelled = emulation_run(r, i, tmp);
+        pthread_mutex_lock(&r->mu);
+        r->emu[i] = ES_NONE;
+        pthread_mutex_unlock(&r->mu);
+        return cancelled;
+    }
+    give_back_slots(r, i, r->held[i]);
+    while (r->emu[i] == ES_RUNNING) pthread_cond_wait(&r->cv, &r->mu);
+    const int cancelled = r->emu[i] == ES_CANCELLED;
+    r->emu[i] = ES_NONE;
+    pthread_mutex_unlock(&r->mu);
+    char side[PATHLEN], from[PATHLEN], to[PATHLEN];
+    emulation_side(r, i, side);
+    rp_store_subdir(from, sizeof from, side, RP_SUB_EMULATION);
+    rp_store_subdir(to, sizeof to, tmp, RP_SUB_EMULATION);
+    if (!cancelled && rename(from, to) != 0) {
+        char why[PATHLEN + 64];
+        snprintf(why, sizeof why, "runner: cannot move %s into the case: %s", from, strerror(errno));
+        rp_error e;
+        if (rp_store_mkdirs(to, &e) == RP_OK) rp_cls_write_aux(to, "emulation", "CRASH", why, 0);
+    }
+    (void)rp_store_remove_tree(side, NULL);
+    return cancelled;
 }
 
 /* After the case's first verdict rested on its leak check (fresh_runs_needed): when the
@@ -1014,7 +1107,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         }
     }
     int infra = 0; /* an infrastructure failure in the fresh runs the first verdict asked for */
-    if (!cancelled && oc->status == RP_CASE_OK && r->m->cls.enabled) cancelled = emulation_run(r, i, tmp);
+    if (!cancelled && oc->status == RP_CASE_OK) cancelled = emulation_collect(r, i, tmp);
     if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
     if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
     if (!cancelled && res && report && runs && st == RP_OK) {
@@ -1050,7 +1143,10 @@ static void *case_thread(void *p) {
     if (cancelled) r->s->o[i].status = RP_CASE_PENDING;
     r->state[i] = CS_DONE;
     r->running--;
-    r->free_slots += r->slots[i];
+    r->free_slots += r->held[i];
+    r->held[i] = 0;
+    /* an emulation that finished but was never collected (the case's run failed) */
+    const int leftover = r->emu[i] == ES_DONE || r->emu[i] == ES_CANCELLED;
     if (!cancelled) {
         r->finished++;
         const rp_matrix_case *mc = &r->m->cases[i];
@@ -1064,8 +1160,63 @@ static void *case_thread(void *p) {
     }
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    if (leftover) {
+        char side[PATHLEN];
+        emulation_side(r, i, side);
+        (void)rp_store_remove_tree(side, NULL);
+    }
     free(a);
     return NULL;
+}
+
+/* ---- scheduling ------------------------------------------------------------------------------ */
+
+/* The cores (a cluster launcher: the nodes) case c takes while it runs. */
+static int slots_of(const runner *r, const rp_case *c) {
+    if (r->launcher && r->launcher->kind != RP_LAUNCHER_LOCAL) return nodes_of(r, c);
+    const int need = rp_case_world(c) * threads_of(c);
+    return need < r->ncpu ? need : r->ncpu;
+}
+
+/* Whether job k (case k, or the emulation of case k - n_cases) starts now (caller holds the
+ * mutex): nodes are never shared, whatever --jobs says; cores may be overcommitted (--jobs,
+ * and a job larger than the machine runs alone). */
+static int fits(const runner *r, int k) {
+    if (r->launcher->kind != RP_LAUNCHER_LOCAL)
+        return (r->jobs <= 0 || r->running < r->jobs) && r->slots[k] <= r->free_slots;
+    return r->jobs > 0 ? r->running < r->jobs : r->running == 0 || r->slots[k] <= r->free_slots;
+}
+
+/* Starts job k on a thread running fn, *state set to running_state and its cores held (caller
+ * holds the mutex); 1 when it started. When no thread can start and no job runs, *st says
+ * why and the sweep stops. */
+static int start_job(runner *r, int k, void *(*fn)(void *), unsigned char *state, unsigned char running_state,
+                     unsigned char *started, rp_status *st, rp_error *err) {
+    const int n = r->m->n_cases;
+    assert(k >= 0 && k < 2 * n);
+    case_arg *a = malloc(sizeof *a);
+    const unsigned char before = *state;
+    if (a) {
+        *a = (case_arg){r, k % n};
+        *state = running_state; /* before the thread runs: it reads and sets it under the mutex */
+        r->running++;
+        r->held[k] = r->slots[k];
+        r->free_slots -= r->slots[k];
+        if (pthread_create(&r->tid[k], NULL, fn, a) == 0) {
+            started[k] = 1;
+            return 1;
+        }
+        *state = before;
+        r->running--;
+        r->free_slots += r->held[k];
+        r->held[k] = 0;
+        free(a);
+    }
+    if (r->running == 0) {
+        *st = RP_FAIL(err, RP_ERR_NOMEM, "cannot start a thread for case %s", r->m->cases[k % n].id);
+        r->cancelled = 1;
+    }
+    return 0;
 }
 
 /* ---- planning ------------------------------------------------------------------------------- */
@@ -1517,14 +1668,16 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     r.o = o;
     r.s = s;
     r.state = calloc((size_t)m->n_cases, 1);
-    r.slots = calloc((size_t)m->n_cases, sizeof *r.slots);
+    r.emu = calloc((size_t)m->n_cases, 1);
+    r.slots = calloc(2 * (size_t)m->n_cases, sizeof *r.slots);
+    r.held = calloc(2 * (size_t)m->n_cases, sizeof *r.held);
     unsigned char *keep = calloc((size_t)m->n_cases, 1), *verdict = calloc((size_t)m->n_cases, 1);
-    r.tid = calloc((size_t)m->n_cases, sizeof *r.tid);
-    unsigned char *started = calloc((size_t)m->n_cases, 1);
+    r.tid = calloc(2 * (size_t)m->n_cases, sizeof *r.tid);
+    unsigned char *started = calloc(2 * (size_t)m->n_cases, 1); /* per job, as r.slots */
     FILE *out = o->out ? o->out : stdout;
     int lock_fd = -1;
     rp_status st = RP_OK;
-    if (!s->o || !r.state || !r.slots || !keep || !verdict || !r.tid || !started)
+    if (!s->o || !r.state || !r.emu || !r.slots || !r.held || !keep || !verdict || !r.tid || !started)
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     const char *root = o->results_dir ? o->results_dir : "results";
     if (st == RP_OK && rp_pathf(s->dir, PATHLEN, "%s/%s", root, m->name))
@@ -1603,11 +1756,11 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         verdict[i] = 0;
         r.state[i] = CS_TODO;
         r.to_run++;
-        if (r.launcher && r.launcher->kind != RP_LAUNCHER_LOCAL) {
-            r.slots[i] = nodes_of(&r, &m->cases[i].c);
-        } else {
-            const int need = rp_case_world(&m->cases[i].c) * threads_of(&m->cases[i].c);
-            r.slots[i] = need < r.ncpu ? need : r.ncpu;
+        r.slots[i] = slots_of(&r, &m->cases[i].c);
+        rp_case ec;
+        if (emulation_case(&r, i, &ec)) {
+            r.emu[i] = ES_TODO;
+            r.slots[m->n_cases + i] = slots_of(&r, &ec);
         }
     }
     if (st != RP_OK) goto done;
@@ -1653,30 +1806,13 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
                 todo++;
                 const int ref = m->cases[i].ref;
                 if (ref != i && (r.state[ref] == CS_TODO || r.state[ref] == CS_RUNNING)) continue;
-                /* nodes are never shared, whatever --jobs says; cores may be overcommitted */
-                const int fits = cluster ? (r.jobs <= 0 || r.running < r.jobs) && r.slots[i] <= r.free_slots
-                                 : r.jobs > 0 ? r.running < r.jobs
-                                              : (r.running == 0 || r.slots[i] <= r.free_slots);
-                if (!fits) continue;
-                case_arg *a = malloc(sizeof *a);
-                if (a) *a = (case_arg){&r, i};
-                r.state[i] = CS_RUNNING;
-                r.running++;
-                r.free_slots -= r.slots[i];
-                if (!a || pthread_create(&r.tid[i], NULL, case_thread, a) != 0) {
-                    free(a);
-                    r.state[i] = CS_TODO;
-                    r.running--;
-                    r.free_slots += r.slots[i];
-                    if (r.running == 0) { /* cannot start even one thread */
-                        st = RP_FAIL(err, RP_ERR_NOMEM, "cannot start a thread for case %s", m->cases[i].id);
-                        r.cancelled = 1;
-                    }
-                    break;
-                }
-                started[i] = 1;
-                progress_line(&r);
+                if (fits(&r, i) && start_job(&r, i, case_thread, &r.state[i], CS_RUNNING, started, &st, err))
+                    progress_line(&r);
             }
+            /* then emulations, on the cores no ready case fits in (emulation_thread) */
+            for (int i = 0; i < m->n_cases && !r.cancelled; i++)
+                if (r.emu[i] == ES_TODO && r.state[i] != CS_DONE && fits(&r, m->n_cases + i))
+                    (void)start_job(&r, m->n_cases + i, emulation_thread, &r.emu[i], ES_RUNNING, started, &st, err);
             if (r.running == 0 && (r.cancelled || todo == 0)) break;
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1688,8 +1824,8 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         if (r.line_shown) progress_say(&r, "%s: %d of %d run, %d failed, %.1f s", m->name, r.finished, r.to_run,
                                        r.failed, rp_now_s() - r.t0);
         pthread_mutex_unlock(&r.mu);
-        for (int i = 0; i < m->n_cases; i++)
-            if (started[i]) pthread_join(r.tid[i], NULL);
+        for (int k = 0; k < 2 * m->n_cases; k++)
+            if (started[k]) pthread_join(r.tid[k], NULL);
         pthread_cond_destroy(&r.cv);
         pthread_mutex_destroy(&r.mu);
         s->cancelled = r.cancelled;
@@ -1719,7 +1855,9 @@ done:
     if (lock_fd >= 0) close(lock_fd);
     free(r.state);
     rp_launcher_close(r.launcher);
+    free(r.emu);
     free(r.slots);
+    free(r.held);
     free(r.tid);
     free(keep);
     free(verdict);

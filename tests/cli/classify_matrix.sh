@@ -55,7 +55,11 @@ for fam in $fams; do
     fi
     [ $rc = 0 ] || { tail -n 20 "$scratch/$fam.err"; fail "$set-$fam: exit $rc"; }
     grep -q '^confusion: diagonal' "$scratch/$fam.out" || fail "$set-$fam: the confusion table is not diagonal"
-    dirs="$dirs $res/$(sed -n 's/^name: //p' "$m")"
+    d=$res/$(sed -n 's/^name: //p' "$m")
+    # the runner's temporaries (a case's directory in the making, an emulation job's) end with it
+    left=$(find "$d" -mindepth 1 -maxdepth 1 -name '.tmp*')
+    [ -z "$left" ] || fail "$set-$fam: temporaries left behind: $left"
+    dirs="$dirs $d"
 done
 echo "== $set: the families together"
 # shellcheck disable=SC2086 # the directories are word-split on purpose (no spaces in them)
