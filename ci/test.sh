@@ -5,7 +5,8 @@
 #                              matrix), ~16 min on 2 cores
 #   ci/test.sh -L unit         extra arguments go to ctest
 #   ci/test.sh -L sweep        the long scenario sweep whose claims faster tests cover
-#                              (matrix.shipped.dit_async_warmup, ~8 min)
+#                              (matrix.shipped.dit_async_warmup, ~8 min) and the invariant
+#                              numerics' acceptance sets (matrix.classify.invariant{,xl})
 #   ci/test.sh -L xcore        the hardware-sensitive tests under every OpenBLAS kernel set
 #                              and 1 and 2 threads (tests/cmake/xcore.cmake; hours)
 #   ci/test.sh -L corpus       the classifier's drift corpus (810 cases, ~9 min on 2 cores)

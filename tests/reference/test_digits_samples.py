@@ -41,26 +41,34 @@ import st  # noqa: E402
 
 N_SEEDS = 100
 BAR = 90            # of N_SEEDS: the issue's 90%
-JUDGE_BAR = 0.95    # the classifier's own held-out accuracy (0.979 measured)
+JUDGE_BAR = 0.95    # the classifier's own held-out accuracy (0.973 measured)
 STEPS = 20
 CFG = 4.0
 
 
-def fit_logreg(x, y, iters=1000, lr=1.0, l2=1e-4):
+def fit_logreg(x, y, iters=1000, l2=1e-4):
     """Multinomial logistic regression by full-batch gradient descent (deterministic).
-    x (N, D) float, y (N,) int -> (W (D, 10), b (10,))."""
+    x (N, D) float, y (N,) int -> (W (D, 10), b (10,), mu (D,)): the features centred on
+    their mean mu, and the step 1/L from the loss's smoothness, L = lambda_max(Xc^T Xc / N) / 2
+    + l2 (the softmax's Hessian is at most half the identity per sample), so every step lowers
+    the loss and the fit converges the same way on every machine. (A fixed step of 1.0 on the
+    uncentred glyphs oscillated: 0.979 held-out on one CPU, 0.852 on another, whose BLAS
+    rounded the oscillation differently.)"""
     n, d = x.shape
+    mu = x.mean(axis=0)
+    xc = x - mu
+    lr = 1.0 / (0.5 * np.linalg.eigvalsh(xc.T @ xc / n).max() + l2)
     w, b = np.zeros((d, 10)), np.zeros(10)
     onehot = np.eye(10)[y]
     for _ in range(iters):
-        z = x @ w + b
+        z = xc @ w + b
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
         p /= p.sum(axis=1, keepdims=True)
         g = p - onehot
-        w -= lr * (x.T @ g / n + l2 * w)
+        w -= lr * (xc.T @ g / n + l2 * w)
         b -= lr * g.mean(axis=0)
-    return w, b
+    return w, b, mu
 
 
 def features(img01):
@@ -70,8 +78,8 @@ def features(img01):
 
 
 def predict(model, img01):
-    w, b = model
-    return np.argmax(features(img01) @ w + b, axis=1)
+    w, b, mu = model
+    return np.argmax((features(img01) - mu) @ w + b, axis=1)
 
 
 def read_images(prefix, n):
