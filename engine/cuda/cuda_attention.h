@@ -191,7 +191,8 @@ rp_status rp_cuda_attention_canonical_tiled(float *out, const float *q, const fl
 }
 #endif
 
-/* ---- internal: shared by engine/cuda/attention_math.cu and attention_flash.cu (with its kernel, attention_flash_kernel.cuh) only ---- */
+/* ---- internal: shared by engine/cuda/attention_math.cu and attention_flash.cu (with its
+ * kernel header, attention_flash_kernel.cuh) only ---- */
 #if defined(__cplusplus) && defined(RP_CUDA_ATTN_INTERNAL)
 struct cublasContext;
 struct rp_cuda_attn {
