@@ -901,12 +901,17 @@ static int artifact_equal(const char *da, const char *db, rp_artifact art) {
 }
 
 /* 1 when two runs of one case (the fresh pair) agree in every bit they recorded: latents and
- * trajectory, the traced layers, and what the replica check saw. A nondeterministic kernel
- * whose ulps a bf16 rounding later absorbs leaves the latents equal but not its layer's fp32
- * trace, nor which rank's copy differed. *max_abs: the final latents' largest difference. */
+ * trajectory, the traced layers, what the replica check saw and the images, when the pair
+ * decoded (it does only after a difference in the decoded images: runner.c, fresh_pair). A
+ * nondeterministic kernel whose ulps a bf16 rounding later absorbs leaves the latents equal
+ * but not its layer's fp32 trace, nor which rank's copy differed. *max_abs: the final
+ * latents' largest difference. */
 static int runs_agree(const char *da, const char *db, double *max_abs) {
     const int eq = latents_equal(da, db, max_abs);
-    return eq && artifact_equal(da, db, RP_ART_TRACE) && artifact_equal(da, db, RP_ART_REPLICAS);
+    rp_outputs_cmp im = {.identical = 1};
+    rp_error e;
+    return eq && artifact_equal(da, db, RP_ART_TRACE) && artifact_equal(da, db, RP_ART_REPLICAS) &&
+           rp_store_compare_images(da, db, -1, NULL, &im, &e) == RP_OK && im.identical;
 }
 
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {

@@ -716,26 +716,30 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
 /* Case c (its JSON at case_json) alone twice, each in a fresh launch (tmp/<pair[0]>,
  * tmp/<pair[1]>), after a comparison of bits that presumes deterministic runs differed: the
  * two differ when the runs are nondeterministic, agree when the difference is the case's
- * own. A failed run is recorded in its aux.json for the classifier, not a failure of the
- * case. Returns 1 when cancelled. */
+ * own. They decode only when images (1) are what differed (a serial emulation's images):
+ * the pair's other bits (latents, trace, replicas: rp_cls's runs_agree) are all made before
+ * the decode, which in a tiny preset costs several times the sampling. A failed run is
+ * recorded in its aux.json for the classifier, not a failure of the case. Returns 1 when
+ * cancelled. */
 static int fresh_pair(runner *r, const rp_case *c, const char *case_json, const char *tmp,
-                      const rp_store_sub pair[2]) {
+                      const rp_store_sub pair[2], int images) {
+    static const char *const NO_IMAGES[] = {"--no-images", NULL};
     for (int k = 0; k < 2; k++) {
         char dir[PATHLEN];
         int ok = 0;
         rp_store_subdir(dir, sizeof dir, tmp, pair[k]);
-        if (aux_run(r, c, case_json, dir, "fresh", NULL, &ok)) return 1;
+        if (aux_run(r, c, case_json, dir, "fresh", images ? NULL : NO_IMAGES, &ok)) return 1;
         if (!ok) return 0;
     }
     return 0;
 }
 
 /* The case as it ran (tmp/fresh, tmp/fresh-2). */
-static int fresh_runs(runner *r, int i, const char *tmp) {
+static int fresh_runs(runner *r, int i, const char *tmp, int images) {
     static const rp_store_sub PAIR[2] = {RP_SUB_FRESH, RP_SUB_FRESH_2};
     char cj[PATHLEN];
     rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
-    return fresh_pair(r, &r->m->cases[i].c, cj, tmp, PAIR);
+    return fresh_pair(r, &r->m->cases[i].c, cj, tmp, PAIR, images);
 }
 
 /* A derived case c of the classifier's (not the matrix's) into tmp/<sub>/case.json, the
@@ -753,23 +757,23 @@ static int derived_case(const rp_case *c, const char *tmp, rp_store_sub sub, con
 /* The case at fp32 (tmp/fresh-fp32, tmp/fresh-fp32-2; its JSON in the first), after its fp32
  * shadow's leak check differed while its own agreed: the precision where those bits were
  * seen. */
-static int fresh_runs_fp32(runner *r, int i, const char *tmp) {
+static int fresh_runs_fp32(runner *r, int i, const char *tmp, int images) {
     static const rp_store_sub PAIR[2] = {RP_SUB_FRESH_FP32, RP_SUB_FRESH_FP32_2};
     rp_case c = r->m->cases[i].c;
     snprintf(c.precision, sizeof c.precision, "fp32");
     char dir[PATHLEN], cj[PATHLEN];
-    return derived_case(&c, tmp, PAIR[0], "fresh", dir, cj) ? fresh_pair(r, &c, cj, tmp, PAIR) : 0;
+    return derived_case(&c, tmp, PAIR[0], "fresh", dir, cj) ? fresh_pair(r, &c, cj, tmp, PAIR, images) : 0;
 }
 
 /* The fresh runs after an exact comparison decided a BUG (exact_bug_needs_fresh_runs): the
  * case as it ran, and a case that rounds coarser than fp32 on the CPU at fp32 too, where
  * the ulps of a timing-dependent order survive (a bf16 case's own bits can round them away,
  * while the compared values — an own check's fp32 attention, a shadow — kept them). */
-static int fresh_runs_exact(runner *r, int i, const char *tmp) {
+static int fresh_runs_exact(runner *r, int i, const char *tmp, int images) {
     const rp_case *c = &r->m->cases[i].c;
-    if (fresh_runs(r, i, tmp)) return 1;
+    if (fresh_runs(r, i, tmp, images)) return 1;
     if (!strcmp(rp_cls_effective_precision(c), "fp32") || rp_device_name_is_cuda(c->device)) return 0;
-    return fresh_runs_fp32(r, i, tmp);
+    return fresh_runs_fp32(r, i, tmp, images);
 }
 
 /* Case i's serial emulation (rp_cls_emulation) when it has one that validates here with its
@@ -883,7 +887,7 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     int step;
     double m;
     if (rp_cls_rerun_check(tmp, ref, &step, &m) == 1) {
-        if (fresh_runs(r, i, tmp)) return 1;
+        if (fresh_runs(r, i, tmp, 0)) return 1;
         /* the self check's steps as the first call of a fresh launch: differing there too,
          * no earlier call (no state carried between calls) can explain it */
         char self[PATHLEN], p[PATHLEN], dir[PATHLEN], cj[PATHLEN];
@@ -896,7 +900,7 @@ static int classify_runs(runner *r, int i, const char *tmp) {
         int ok = 0;
         return aux_run(r, &mc->c, cj, dir, "fresh self", extra, &ok);
     }
-    if (rp_cls_shadow_rerun_check(tmp, &step, &m) == 1) return fresh_runs_fp32(r, i, tmp);
+    if (rp_cls_shadow_rerun_check(tmp, &step, &m) == 1) return fresh_runs_fp32(r, i, tmp, 0);
     return 0;
 }
 
@@ -913,10 +917,13 @@ static int classify_runs(runner *r, int i, const char *tmp) {
  *                replica against its leader's copy (a
  *                nondeterministic kernel can leave the leak check equal, absorbed by rounding,
  *                while the shadow or a copy differs). A host-computed replica (the world
- *                group) needs none: no kernel's timing reaches it. */
+ *                group) needs none: no kernel's timing reaches it.
+ * *images = 1 when what differed first is a decoded image (the emulation's, first layer
+ * vae.decode): the fresh pair then decodes too (fresh_pair). */
 enum { FRESH_NONE = 0, FRESH_LEAK, FRESH_EXACT };
-static int fresh_runs_needed(const char *dir) {
+static int fresh_runs_needed(const char *dir, int *images) {
     char p[PATHLEN];
+    *images = 0;
     rp_store_subdir(p, sizeof p, dir, RP_SUB_FRESH);
     struct stat sb;
     if (stat(p, &sb) == 0) return FRESH_NONE;
@@ -932,6 +939,8 @@ static int fresh_runs_needed(const char *dir) {
      * pair shows the runs deterministic */
     const char *v = get_str(j, "verdict", "");
     const int bug = !strcmp(v, rp_verdict_name(RP_V_BUG)) || !strcmp(v, rp_verdict_name(RP_V_NONDETERMINISTIC));
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "first_layer");
+    *images = !strcmp(get_str(fl, "name", ""), "vae.decode");
     const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") ? FRESH_LEAK
                      : bug && (!strcmp(what, "invariant shadow") || !strcmp(what, "emulation") ||
                                (!strcmp(what, "replica") &&
@@ -1115,8 +1124,10 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         runs = NULL; /* owned by the result now (freed with it) */
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
-        const int fresh = st == RP_OK && r->m->cls.enabled ? fresh_runs_needed(tmp) : FRESH_NONE;
-        if (fresh && !(cancelled = fresh == FRESH_LEAK ? classify_runs(r, i, tmp) : fresh_runs_exact(r, i, tmp))) {
+        int images = 0;
+        const int fresh = st == RP_OK && r->m->cls.enabled ? fresh_runs_needed(tmp, &images) : FRESH_NONE;
+        if (fresh &&
+            !(cancelled = fresh == FRESH_LEAK ? classify_runs(r, i, tmp) : fresh_runs_exact(r, i, tmp, images))) {
             aux_infra(tmp, 0, oc);
             infra = oc->status == RP_CASE_INFRA; /* not stored: the next run computes it again */
             if (!infra) classify_now(r, i, tmp, oc);

@@ -969,7 +969,7 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
      * own input after it (rp_cls_rerun_check), so its bits are those of a fresh process */
     const run_spec main_run = {.c = c, .out_dir = o->out_dir, .teacher_ref = o->teacher_ref,
                                .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check,
-                               .decode = !o->teacher_ref && !o->leak_check};
+                               .decode = !o->teacher_ref && !o->leak_check && !o->no_images};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
     if (o->then_twins >= 0 || o->then_teacher || o->then_invariant) job_classifier_runs(&J);

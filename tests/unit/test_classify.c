@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "engine/image.h"
 #include "engine/safetensors.h"
 #include "engine/trace.h"
 #include "harness/case/case.h"
@@ -922,6 +923,25 @@ START_TEST(test_driver) {
     write_run(fd, "", x, 0.5f, NULL);
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the fresh runs agree */
     cJSON_Delete(j);
+    /* a pair that decoded (after a difference in decoded images) is compared in its images
+     * too: equal latents, one pixel apart in image 0 */
+    uint8_t rgb[4 * 4 * 3] = {0};
+    char png[900];
+    snprintf(png, sizeof png, "%s/fresh/image-0.png", d);
+    ck_assert(rp_png_write(png, rgb, 4, 4, &e) == RP_OK);
+    snprintf(png, sizeof png, "%s/fresh-2/image-0.png", d);
+    ck_assert(rp_png_write(png, rgb, 4, 4, &e) == RP_OK);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_BUG); /* the same images */
+    cJSON_Delete(j);
+    rgb[5] = 1;
+    ck_assert(rp_png_write(png, rgb, 4, 4, &e) == RP_OK);
+    ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
+    cJSON_Delete(j);
+    ck_assert(remove(png) == 0); /* one run decoded, the other not: not the same run either */
+    ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
+    cJSON_Delete(j);
+    snprintf(png, sizeof png, "%s/fresh/image-0.png", d);
+    ck_assert(remove(png) == 0);
     x[(N + 1) * B * PER - 1] += 1e-3f;
     write_run(fd, "", x, 0.5f, NULL); /* fresh-2 differs from fresh */
     ck_assert(classify(d, ref, 1, &j) == RP_V_NONDETERMINISTIC);
