@@ -33,7 +33,7 @@ static const rp_family_ops TE_FAMILY = {
 };
 
 static const rp_family_ops VAE_FAMILY = {
-    .family = RP_FAMILY_VAE, .label = "VAE", .presets = "vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae",
+    .family = RP_FAMILY_VAE, .label = "VAE", .presets = "vae-tiny vae-mini vae-digits sd-vae vae-tiny-16 vae-mini-16 sd3-vae flux-vae",
     .param_specs = vae_ops_specs,
 };
 

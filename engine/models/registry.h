@@ -6,7 +6,8 @@
  *   SD3 (MMDiT)   sd3-tiny sd3-digits sd3-medium sd3.5-large · MMDiT-X: sd3.5-medium sd3.5-medium-tiny
  *   FLUX          flux-tiny flux-dev flux-schnell flux-tiny-schnell
  *   text encoder  te-tiny te-digits te-sd3 te-flux   (the prompt encoders of the SD3/FLUX pipelines)
- *   VAE           vae-tiny vae-digits sd-vae (4 latent channels) · vae-tiny-16 sd3-vae flux-vae (16)
+ *   VAE           vae-tiny vae-mini vae-digits sd-vae (4 latent channels) · vae-tiny-16 vae-mini-16
+ *                 sd3-vae flux-vae (16)
  * The *-digits presets are the trained family: their weights are shipped files
  * (weights_cache.h, rp_weights_trained), not synthetic; they take no depth override.
  *

@@ -32,9 +32,10 @@ typedef struct rp_vae_config {
     float shift_factor;                  /* ... after which this is added (SD3/FLUX) */
 } rp_vae_config;
 
-/* "vae-tiny" (CI), "vae-digits" (trained, shipped weights, 2 levels: 8x8 -> 16x16) or
- * "sd-vae" (real shapes), 4 latent channels; "vae-tiny-16" (CI),
- * "sd3-vae" or "flux-vae" (real shapes), 16 latent channels, no post_quant_conv. */
+/* "vae-tiny" (CI), "vae-mini" (the classifier's test sets, 2 levels: 16x16 -> 32x32),
+ * "vae-digits" (trained, shipped weights, 2 levels: 8x8 -> 16x16) or "sd-vae" (real
+ * shapes), 4 latent channels; "vae-tiny-16" (CI), "vae-mini-16" (test sets), "sd3-vae" or
+ * "flux-vae" (real shapes), 16 latent channels, no post_quant_conv. */
 rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err);
 void rp_vae_param_specs(const rp_vae_config *cfg, rp_param_list *l);
 

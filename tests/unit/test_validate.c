@@ -316,7 +316,7 @@ START_TEST(image_size) {
     snprintf(c.vae, sizeof c.vae, "flux-vae");
     EXPECT_INVALID(c, &env, "vae=flux-vae: takes 16 latent channels but dit-tiny makes 4");
     snprintf(c.vae, sizeof c.vae, "vae-huge");
-    EXPECT_INVALID(c, &env, "vae=vae-huge: unknown VAE preset (known: vae-tiny vae-digits sd-vae vae-tiny-16 sd3-vae flux-vae)");
+    EXPECT_INVALID(c, &env, "vae=vae-huge: unknown VAE preset (known: vae-tiny vae-mini vae-digits sd-vae vae-tiny-16 vae-mini-16 sd3-vae flux-vae)");
 }
 END_TEST
 
