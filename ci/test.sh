@@ -2,7 +2,7 @@
 # ci/test.sh — the test command: bootstrap (with test packages), build, run ctest.
 #
 #   ci/test.sh                 every label that needs no GPU (unit, reference, cli, parallel,
-#                              matrix), ~16 min on 2 cores
+#                              matrix), ~14 min on 2 cores
 #   ci/test.sh -L unit         extra arguments go to ctest
 #   ci/test.sh -L sweep        the long scenario sweep whose claims faster tests cover
 #                              (matrix.shipped.dit_async_warmup, ~8 min) and the invariant
