@@ -103,9 +103,10 @@ rp_status rp_vae_preset(const char *name, rp_vae_config *cfg, rp_error *err) {
     } else if (!strcmp(name, "vae-mini") || !strcmp(name, "vae-mini-16")) {
         /* the classifier's test sets (tests/classify/): the decoder's whole structure (conv_in,
          * the mid block and its attention, up blocks of resnets with an upsampler, GroupNorm,
-         * conv_out) at two levels, 16x16 latents -> 32x32 images, ~1/40 of vae-tiny's work: an
-         * image fault shows in any decoder, and vae-tiny's 128x128 decode was most of those
-         * sets' run time. vae-mini has vae-tiny's latent interface, vae-mini-16 vae-tiny-16's. */
+         * conv_out) at two levels, 16x16 latents -> 32x32 images, decoding 14x faster than
+         * vae-tiny (4 dit-tiny items: 0.030 against 0.415 s on a 2-core AMD EPYC): an image fault
+         * shows in any decoder, and vae-tiny's 128x128 decode was most of those sets' run time.
+         * vae-mini has vae-tiny's latent interface, vae-mini-16 vae-tiny-16's. */
         const int c16 = !strcmp(name, "vae-mini-16");
         cfg->n_levels = 2;
         cfg->block_out[0] = 16; cfg->block_out[1] = 32;
