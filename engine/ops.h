@@ -34,6 +34,7 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
  * OpenBLAS itself is the ground truth here, not under test. */
 typedef struct rp_gemm_check {
     void (*pair)(void *user, const float *c, const float *again, size_t n);
+    int (*take)(void *user); /* whether this call is checked, asked once per call; NULL: every call */
     void *user;
 } rp_gemm_check;
 

@@ -339,6 +339,13 @@ static void own_gemm_pair(void *user, const float *c, const float *again, size_t
     rp_par_own_hold(user, c, again, n, "GEMM");
 }
 
+/* rp_gemm_check's take between the whole checks: the forward's first default GEMM and one
+ * rotating call (rp_par_own_turn), as the attention's slices rotate. */
+static int own_gemm_take(void *user) {
+    rp_parallel *p = user;
+    return rp_par_own_turn(&p->own_gemm_call, p->own_gemm_calls_last, p->fwd_eval) >= 0;
+}
+
 rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
                          rp_error *err) {
     rp_parallel *p = ctx->par;
@@ -349,12 +356,17 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
     p->stale_seen = 0;
     if (p->own_call > 0) p->own_calls_last = p->own_call; /* the own check's rotation (replica.c) */
     p->own_call = 0;
-    /* The own check of the default GEMMs (ops.h rp_gemm_check) at the evaluations the own
-     * checks run (rp_par_own_now: the run's first and last), at the price of one forward's
-     * GEMMs more each. */
+    if (p->own_gemm_call > 0) p->own_gemm_calls_last = p->own_gemm_call;
+    p->own_gemm_call = 0;
+    /* The own check of the default GEMMs (ops.h rp_gemm_check): every call at the
+     * evaluations the own checks run whole (rp_par_own_now: the run's first, last and a drawn
+     * one), at the price of one forward's GEMMs more each; at every other evaluation two calls
+     * (the first, where a fault on every call of one step shows, and a rotating one), as the
+     * attention's slices: a fault keyed to a middle step (audit 8: one rank's product scaled by
+     * 1 + 2^-18 at evaluation 2, inside the envelope) is seen at its step. */
     rp_ctx checked;
-    if (rp_par_own_now(p) && ctx->numerics == RP_NUMERICS_DEFAULT && !ctx->dev) {
-        p->own_gemm = (rp_gemm_check){.pair = own_gemm_pair, .user = p};
+    if (p->check_own && p->fwd_eval >= 0 && ctx->numerics == RP_NUMERICS_DEFAULT && !ctx->dev) {
+        p->own_gemm = (rp_gemm_check){.pair = own_gemm_pair, .take = rp_par_own_now(p) ? NULL : own_gemm_take, .user = p};
         checked = *ctx;
         checked.gemm_check = &p->own_gemm;
         ctx = &checked;

@@ -267,6 +267,8 @@ typedef struct rp_parallel {
                                  (0, 0, 0: the first only) */
     int own_call;             /* default attention calls so far in this forward (rp_par_own_slice) */
     int own_calls_last;       /* how many the previous forward made (0: none yet) */
+    int own_gemm_call;        /* the same for the default GEMMs (rp_par_forward's rotation) */
+    int own_gemm_calls_last;
     int own_held;
     uint64_t own_hash[2];
     char own_what[32];
@@ -541,6 +543,11 @@ int rp_par_own_now(const rp_parallel *p);
  * scale, a rescale) is seen at that step; one confined to a layer or a head, when the
  * rotation reaches it. */
 int rp_par_own_slice(rp_parallel *p, int parts);
+/* The rotation of rp_par_own_slice and of the default GEMMs' checks between the whole ones
+ * (rp_par_forward): of a forward's calls (*call counts them, reset by the caller each
+ * forward; calls_last the previous forward's count), the first is turn 0 and the one at
+ * eval modulo calls_last turn 1; every other call -1 (unchecked). */
+int rp_par_own_turn(int *call, int calls_last, int eval);
 /* Notes a held pair under name (rp_par_trace and rp_par_forward_end call it). */
 void rp_par_own_flush(const rp_ctx *ctx, const char *name);
 

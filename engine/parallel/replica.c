@@ -151,11 +151,19 @@ int rp_par_own_now(const rp_parallel *p) {
            (p->fwd_eval == p->own_at[0] || p->fwd_eval == p->own_at[1] || p->fwd_eval == p->own_at[2]);
 }
 
+int rp_par_own_turn(int *call, int calls_last, int eval) {
+    const int calls = calls_last > 0 ? calls_last : 1, c = (*call)++;
+    return c == 0 ? 0 : c == eval % calls ? 1 : -1;
+}
+
 int rp_par_own_slice(rp_parallel *p, int parts) {
     if (!p || !p->check_own || parts < 1 || p->fwd_eval < 0) return -1;
-    const int calls = p->own_calls_last > 0 ? p->own_calls_last : 1, c = p->own_call++;
-    if (c == 0) return p->fwd_eval % parts; /* the first attention: a fault on every call is named there */
-    return c == p->fwd_eval % calls ? p->fwd_eval / calls % parts : -1;
+    const int calls = p->own_calls_last > 0 ? p->own_calls_last : 1;
+    switch (rp_par_own_turn(&p->own_call, p->own_calls_last, p->fwd_eval)) {
+    case 0: return p->fwd_eval % parts; /* the first attention: a fault on every call is named there */
+    case 1: return p->fwd_eval / calls % parts;
+    default: return -1;
+    }
 }
 
 void rp_par_own_flush(const rp_ctx *ctx, const char *name) {

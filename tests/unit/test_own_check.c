@@ -371,8 +371,9 @@ START_TEST(test_gemm_check_tells) {
 }
 END_TEST
 
-/* rp_par_forward turns the GEMM check on for the run's first evaluation only, under
- * check_own and the default numerics; the model's GEMMs then land in the own check. */
+/* rp_par_forward turns the GEMM check on under check_own and the default numerics: every
+ * call at the evaluations the own checks run whole (the run's first here), the forward's
+ * first call and a rotating one at the others; the model's GEMMs then land in the own check. */
 static rp_status probe_forward(void *user, const rp_ctx *ctx, float *out, rp_error *err) {
     (void)err;
     *(int *)user = ctx->gemm_check != NULL;
@@ -380,6 +381,28 @@ static rp_status probe_forward(void *user, const rp_ctx *ctx, float *out, rp_err
     rp_gemm(ctx, 0, 0, 2, 2, 3, 1.0f, A, 3, B, 2, 0.0f, out, 2);
     return RP_OK;
 }
+
+/* The rotation between the whole checks: of a forward's calls the first (turn 0) and the
+ * one at eval modulo the previous forward's count (turn 1), the others unchecked. */
+START_TEST(test_own_turn) {
+    int call = 0, turns[5];
+    for (int i = 0; i < 5; i++) turns[i] = rp_par_own_turn(&call, 5, 7);
+    ck_assert(turns[0] == 0 && turns[1] == -1 && turns[2] == 1 && turns[3] == -1 && turns[4] == -1);
+    ck_assert_int_eq(call, 5);
+    call = 0;
+    for (int i = 0; i < 5; i++) turns[i] = rp_par_own_turn(&call, 5, 10); /* 10 mod 5 = 0: the first only */
+    ck_assert(turns[0] == 0 && turns[1] == -1 && turns[2] == -1 && turns[3] == -1 && turns[4] == -1);
+    call = 0;
+    ck_assert(rp_par_own_turn(&call, 0, 3) == 0 && rp_par_own_turn(&call, 0, 3) == -1); /* no count yet */
+    /* a run of evaluations reaches every call of a forward of 4: e mod 4 = 1, 2, 3 */
+    int seen[4] = {0};
+    for (int e = 0; e < 8; e++) {
+        call = 0;
+        for (int i = 0; i < 4; i++) seen[i] += rp_par_own_turn(&call, 4, e) >= 0;
+    }
+    ck_assert(seen[0] == 8 && seen[1] == 2 && seen[2] == 2 && seen[3] == 2);
+}
+END_TEST
 
 START_TEST(test_gemm_check_forward) {
     rp_parallel p = one_rank();
@@ -393,11 +416,13 @@ START_TEST(test_gemm_check_forward) {
     ck_assert_int_eq(p.own_held, 1);
     rp_par_own_flush(&ctx, "x_embedder");
     ck_assert_int_eq(rp_par_forward(&ctx, 1, probe_forward, &on, out, 4, &err), RP_OK);
-    ck_assert_int_eq(on, 0); /* later evaluations: unchecked */
-    ck_assert_int_eq(p.own_held, 0);
+    ck_assert_int_eq(on, 1); /* a later evaluation: its first GEMM (the only one here) */
+    ck_assert(p.own_gemm.take != NULL);
+    ck_assert_int_eq(p.own_held, 1);
+    rp_par_own_flush(&ctx, "x_embedder");
     rp_par_replica_report rep;
     ck_assert_int_eq(rp_par_replica_collect(&p, "test/cpu", &rep, &err), RP_OK);
-    ck_assert_int_eq(rep.checked, 1);
+    ck_assert_int_eq(rep.checked, 2);
     ck_assert_int_eq(rep.first.eval, -1);
     ctx.numerics = RP_NUMERICS_INVARIANT;
     ck_assert_int_eq(rp_par_forward(&ctx, 0, probe_forward, &on, out, 4, &err), RP_OK);
@@ -421,6 +446,7 @@ int main(void) {
     tcase_add_test(tc, test_own_off);
     tcase_add_test(tc, test_gemm_check_equals);
     tcase_add_test(tc, test_gemm_check_tells);
+    tcase_add_test(tc, test_own_turn);
     tcase_add_test(tc, test_gemm_check_forward);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
