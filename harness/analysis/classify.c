@@ -158,9 +158,10 @@ double rp_cls_unit_roundoff(const char *precision) {
     return ldexp(1.0, -24);
 }
 
-double rp_cls_floor(const char *precision, double factor) {
-    const double fp32 = rp_cls_unit_roundoff("fp32"), u = rp_cls_unit_roundoff(precision);
-    if (u <= fp32 || !(factor > 0)) return u;
+double rp_cls_floor(const char *precision, const char *ref_precision, double factor) {
+    const double fp32 = rp_cls_unit_roundoff("fp32"), uc = rp_cls_unit_roundoff(precision),
+                 ur = rp_cls_unit_roundoff(ref_precision ? ref_precision : precision), u = uc > ur ? uc : ur;
+    if (u <= fp32 || uc != ur || !(factor > 0)) return u;
     const double coarse = RP_CLS_COARSE_ROUNDINGS * u / factor;
     return coarse > fp32 ? coarse : fp32;
 }
@@ -2654,7 +2655,8 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     cJSON_AddStringToObject(x->j, "options_key", key);
     x->ev = cJSON_AddObjectToObject(x->j, "evidence");
     x->mt = cJSON_AddObjectToObject(x->j, "metrics");
-    x->floor = rp_cls_floor(rp_cls_effective_precision(&x->c), x->o->factor);
+    x->floor = rp_cls_floor(rp_cls_effective_precision(&x->c),
+                            x->have_rc ? rp_cls_effective_precision(&x->rc) : NULL, x->o->factor);
     const int warmup_exact = rp_case_exactness(&x->c) == RP_PAR_WARMUP_EXACT;
     x->f.approx = rp_cls_exact_steps(&x->c) < x->c.steps;
     x->f.warmup = x->c.warmup_steps;

@@ -24,9 +24,9 @@
  *   determinism   repeats must be bitwise equal, and so must a run made after another
  *                 case in the same worker process (state leaking between calls).
  * A ratio is value / max(envelope, floor) where floor (rp_cls_floor) makes factor x floor
- * the most the case's own rounding can move a value (fp32: 2^-24, the factor covering a
- * reordered sum; bf16: 8 roundings of 2^-8): below it a difference is rounding, whatever
- * the twins happened to show.
+ * the most rounding can move a value (fp32: 2^-24, the factor covering a reordered sum;
+ * case and reference both bf16: 8 roundings of 2^-8): below it a difference is rounding,
+ * whatever the twins happened to show.
  *
  * The pure functions below take loaded numbers; rp_classify_dir reads a case directory,
  * its reference's and the twins', and writes <case>/classification.json (harness/analysis/verdict.h
@@ -126,16 +126,20 @@ double rp_cls_unit_roundoff(const char *precision);
  * relative L2; a layer that amplifies its inputs' rounding up to 4x (a norm, a softmax),
  * by 8u. */
 #define RP_CLS_COARSE_ROUNDINGS 8.0
-/* The envelope's floor for values computed in `precision` and judged at `factor` (a
- * break needs value > factor x max(envelope, floor)). fp32: its unit roundoff u (a
- * reordered length-K sum moves by up to ~K u; the factor covers sqrt(K) of it over what
- * a twin shows). A coarser precision (bf16, fp16, tf32) rounds values at u but sums in
- * fp32, whose reordering moves them 2^16 (bf16) times less: RP_CLS_COARSE_ROUNDINGS u /
- * factor, never below fp32's u, so a layer must differ by more than 8 of its roundings
- * (and by factor x its twins' envelope). A floor of u itself let a bf16 layer whose twins
- * agree to 6e-8 differ by 25% unseen (audit 8: one rank's timestep rounded to bf16,
- * t_embedder 17% off). Non-positive factor: u. */
-double rp_cls_floor(const char *precision, double factor);
+/* The envelope's floor for a case whose GEMMs run `precision` against a reference whose
+ * run ref_precision (NULL: the same), judged at `factor` (a break needs value > factor x
+ * max(envelope, floor)); u is the coarser of the two unit roundoffs. fp32: u (a reordered
+ * length-K sum moves by up to ~K u; the factor covers sqrt(K) of it over what a twin
+ * shows). Both at one coarser precision (bf16, fp16, tf32), which rounds values at u but
+ * sums in fp32, whose reordering moves them 2^16 (bf16) times less: what the arithmetic
+ * may change is which values round the other way, RP_CLS_COARSE_ROUNDINGS u / factor,
+ * never below fp32's u, so a layer must differ by more than 8 of its roundings (and by
+ * factor x its twins' envelope). A floor of u there let a bf16 layer whose twins agree to
+ * 6e-8 differ by 25% unseen (audit 8: one rank's timestep rounded to bf16, t_embedder 17%
+ * off). One coarser than the other (a TF32 GPU case against an fp32 reference): u, since
+ * then every value carries the coarser rounding, which no twin of the finer side
+ * measures. Non-positive factor: u. */
+double rp_cls_floor(const char *precision, const char *ref_precision, double factor);
 /* The precision case c's GEMMs really run: its `precision`, except that an fp32 case on a
  * CUDA device in gpu_mode fast lets cuBLAS use TF32 tensor cores (engine/cuda/gemm_lt.cu):
  * "tf32". The envelope's floor follows it. */

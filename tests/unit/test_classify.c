@@ -86,12 +86,14 @@ END_TEST
 START_TEST(test_distances) {
     ck_assert(rp_cls_unit_roundoff("fp32") == 0x1p-24 && rp_cls_unit_roundoff("bf16") == 0x1p-8);
     ck_assert(rp_cls_unit_roundoff("fp16") == 0x1p-11 && rp_cls_unit_roundoff(NULL) == 0x1p-24);
-    /* the floor: fp32's own unit roundoff; a coarser precision's so that factor x floor is
-     * 8 of its roundings (bf16 at 64: 2^-11), never below fp32's */
-    ck_assert(rp_cls_floor("fp32", 64) == 0x1p-24 && rp_cls_floor("fp32", 8) == 0x1p-24);
-    ck_assert(rp_cls_floor("bf16", 64) == 0x1p-11 && rp_cls_floor("bf16", 8) == 0x1p-8);
-    ck_assert(rp_cls_floor("tf32", 64) == 0x1p-14 && rp_cls_floor("bf16", 0x1p30) == 0x1p-24);
-    ck_assert(64 * rp_cls_floor("bf16", 64) == RP_CLS_COARSE_ROUNDINGS * rp_cls_unit_roundoff("bf16"));
+    /* the floor: fp32's own unit roundoff; a coarser precision both sides run, so that
+     * factor x floor is 8 of its roundings (bf16 at 64: 2^-11), never below fp32's; one
+     * side coarser than the other: the coarser's unit roundoff */
+    ck_assert(rp_cls_floor("fp32", NULL, 64) == 0x1p-24 && rp_cls_floor("fp32", "fp32", 8) == 0x1p-24);
+    ck_assert(rp_cls_floor("bf16", "bf16", 64) == 0x1p-11 && rp_cls_floor("bf16", NULL, 8) == 0x1p-8);
+    ck_assert(rp_cls_floor("tf32", "tf32", 64) == 0x1p-14 && rp_cls_floor("bf16", "bf16", 0x1p30) == 0x1p-24);
+    ck_assert(64 * rp_cls_floor("bf16", NULL, 64) == RP_CLS_COARSE_ROUNDINGS * rp_cls_unit_roundoff("bf16"));
+    ck_assert(rp_cls_floor("tf32", "fp32", 64) == 0x1p-11 && rp_cls_floor("fp32", "bf16", 64) == 0x1p-8);
     const float a[2] = {3, 4}, b[2] = {3, 5}, z[2] = {0, 0};
     ck_assert(rp_cls_rel_l2(a, b, 2) == 1.0 / 5.0);
     ck_assert(rp_cls_rel_l2(a, a, 2) == 0 && rp_cls_rel_l2(z, z, 2) == 0);
