@@ -56,6 +56,7 @@
  * Tags on the ring comm: TAG_RING. */
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -754,6 +755,20 @@ done:
     return st;
 }
 
+/* The scale the model hands this rank's attention of `layer`, fingerprinted for the WORLD
+ * replica check: every rank of a layout attends with the one value the model's config gives
+ * (1/sqrt(head dim)), so a rank that hands another (a rounding to bf16, a constant changed on
+ * one rank) is named exactly at its first layer and step, in any precision; in bf16 such a
+ * scale moves a layer by less than the attention's rounding envelope (audit 9: 2^-9 relative,
+ * drift), and the own checks recompute with the scale they are given. Under PipeFusion the
+ * stages attend in other layers, so their WORLD logs would not line up: not noted there. */
+static void note_scale(const rp_ctx *ctx, int layer, float scale) {
+    if (!ctx->par || ctx->par->pf) return;
+    char name[48];
+    snprintf(name, sizeof name, "attention scale (layer %d)", layer);
+    rp_par_replica_note(ctx, RP_PAR_RG_WORLD, name, &scale, 1);
+}
+
 /* With a device (ctx->dev): no exchange and no K/V hook -> the device's attention on the
  * device buffers directly (numerics invariant: its canonical attention over the sequence's
  * segments); otherwise host-staged: q, k, v come down, the host algorithm above moves them
@@ -764,6 +779,7 @@ rp_status rp_par_attention(const rp_ctx *ctx, int layer, float *out, const float
                            const float *v, const uint8_t *key_mask, int B, int H, int T, int Tlead, int Trep,
                            int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
+    note_scale(ctx, layer, scale);
     if (!ctx->dev) return par_attention_host(ctx, layer, out, q, k, v, key_mask, B, H, T, Tlead, Trep, D, scale, err);
     const int exchange = p && p->sp.size > 1 && p->deg.patch <= 1;
     const int hooked = p && p->hooks.kv;

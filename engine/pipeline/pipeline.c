@@ -1111,9 +1111,12 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     for (int k = 0; k < N; k++) res->alphas_cumprod[k] = sched.alphas_cumprod[N - 1 - k];
     for (int k = 0; k < N; k++) { /* loop step k uses the schedule's index N - 1 - k */
         const int i = N - 1 - k;
+        /* the clipped posterior log-variance only where a sampler reads it (i > 0: the last
+         * step adds no noise); at i = 0 of a one-step schedule it does not exist (audit 10: the
+         * read past the schedule's arrays put heap bytes in the note, another on each rank) */
         const double coef[6] = {sched.timestep[i], sched.alphas_cumprod[i], sched.betas[i],
                                 rp_schedule_abar_prev(&sched, i), rp_schedule_sigma(&sched, i),
-                                rp_schedule_posterior_logvar_clipped(&sched, i)};
+                                i > 0 ? rp_schedule_posterior_logvar_clipped(&sched, i) : 0.0};
         note_sampler_step(ctx, k, coef, 6);
     }
 

@@ -180,6 +180,10 @@ static int layout_exact(const rp_case *c) { return rp_case_exactness(c) == RP_PA
 static int same_but_layout(const rp_case *c, const rp_case *ref) {
     rp_case a = *c; /* c with ref's layout: the rest must be the same case */
     a.deg = ref->deg;
+    /* what the classifier promises (mode fast: nondeterminism reported, not failed) is no
+     * arithmetic: a fast case's shadow pairs with a deterministic reference's (audit 9: a
+     * one-rank fault only the invariant shadow names was drift in fast mode) */
+    memcpy(a.mode, ref->mode, sizeof a.mode);
     a.threads = ref->threads;
     memcpy(a.backend, ref->backend, sizeof a.backend);
     memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
@@ -1813,13 +1817,43 @@ static double shadow_layer_env(const void *ctx, const rp_trace_rec *base, int k)
     return e;
 }
 
-/* 1 when a shadow's break at step k, naming a layer (named), should replace the break in f:
- * f's is at the same step and names its layer only by elimination (step_after_model: every
- * traced layer within its envelope, so the difference was put after the model). A layer a
- * finer comparison (the fp32 shadow's envelope, the invariant shadow's bits) sees at that
- * step is a cause shown, not inferred. */
-static int named_later(const rp_cls_facts *f, int k, int named) {
-    return named && f->step_break == k && f->step_after_model;
+/* The position of layer `name` in a forward's execution order (the reference's first
+ * evaluation's trace records are in that order; every evaluation runs the same layers), or
+ * INT_MAX when it is not there. */
+static int layer_order(const cls *x, const char *name) {
+    for (int i = 0, n = 0; x->have_rtr && name && i < x->rtr.n; i++) {
+        if (x->rtr.recs[i].eval != 0) continue;
+        if (!strcmp(x->rtr.recs[i].name, name)) return n;
+        n++;
+    }
+    return INT_MAX;
+}
+
+/* 1 when a shadow's break at step k naming layer `name` should replace what the facts hold
+ * for that step: nothing breaks earlier, and every layer named at step k so far (the first
+ * evaluation's, at k = 0; the step break's) comes later in the forward than `name`, or was
+ * named only by elimination ("after the model": every traced layer within its envelope) or
+ * not at all. The layers of one step all start from the same input, so the first one a
+ * comparison sees beyond its envelope is where the fault acts, and a finer comparison (the
+ * fp32 shadow's envelope, the invariant shadow's bits) can see it where a coarser one (the
+ * case's bf16) saw only its effect downstream (audit 10: SD3's text stream's last update
+ * skipped on one rank was named transformer_blocks.1.attn in bf16, where the fp32 shadow
+ * saw transformer_blocks.0.context). */
+static int shadow_names_earlier(const cls *x, int k, const char *name) {
+    const rp_cls_facts *f = &x->f;
+    if (!name || !name[0] || (f->step_break >= 0 && f->step_break < k)) return 0;
+    int named = 0, first = INT_MAX;
+    if (k == 0 && f->layer_break >= 0) {
+        named = 1;
+        const int o = layer_order(x, f->layer_name);
+        if (o < first) first = o;
+    }
+    if (f->step_break == k) {
+        named = 1;
+        const int o = f->step_after_model ? INT_MAX : layer_order(x, f->step_layer);
+        if (o < first) first = o;
+    }
+    return named && layer_order(x, name) < first;
 }
 
 /* Evidence 3b: the fp32 shadow of a case that rounds coarser (job_case.c). Its layout
@@ -1898,12 +1932,13 @@ static void cls_shadow(cls *x) {
     put(sj, "largest_layer_ratio", layers_big);
     if (layers_big > x->largest) x->largest = layers_big;
     cJSON_AddNumberToObject(sj, "first_break", k);
-    /* an earlier break stands, and one at the same step, unless that one names its layer only
-     * by elimination (every traced layer within the coarser precision's envelope: "after the
-     * model") while the shadow names one at fp32's resolution (audit 8: a final layer wrong on
-     * one rank in bf16 was "guidance+sampler.update") */
-    if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k && !named_later(&x->f, k, hit != NULL))) goto out;
+    /* an earlier break stands, and one at the same step, unless the shadow names a layer
+     * earlier in the forward than it does (shadow_names_earlier: audit 8's final layer wrong on
+     * one rank in bf16 was "guidance+sampler.update", by elimination) */
+    const int earlier = hit && shadow_names_earlier(x, k, hit->name);
+    if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k && !earlier)) goto out;
     rp_cls_facts *f = &x->f;
+    if (earlier && k == 0) f->layer_break = -1; /* the first evaluation named a later layer */
     f->step_break = k;
     f->step_ratio = ratio;
     f->step_shadow = 1;
@@ -1995,8 +2030,10 @@ static void cls_invariant_shadow(cls *x) {
     }
     if (layer[0]) cJSON_AddStringToObject(sj, "layer", layer);
     rp_cls_facts *f = &x->f;
-    /* an earlier (or same-step) break stands, unless named by elimination only (cls_shadow) */
-    if (f->step_break >= 0 && f->step_break <= k && !named_later(f, k, layer[0] != 0)) goto out;
+    /* an earlier (or same-step) break stands, unless this names an earlier layer (cls_shadow) */
+    const int earlier = shadow_names_earlier(x, k, layer);
+    if (f->step_break >= 0 && f->step_break <= k && !earlier) goto out;
+    if (earlier && k == 0) f->layer_break = -1; /* the first evaluation named a later layer */
     f->step_break = k;
     f->step_ratio = INFINITY;
     f->step_shadow = 0;

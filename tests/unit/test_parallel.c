@@ -622,7 +622,9 @@ static int sp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
             bad = 1;
         }
         const int merge_fault = sc->fault == RP_INJECT_RING_NO_RESCALE || sc->fault == RP_INJECT_RING_LSE_SKEW;
-        if (!bad && rank == 0 && (rep.checked != world || rep.unchecked[0])) {
+        /* one own pair per rank, and the attention's scale each rank > 0 noted as rank 0 did
+         * (the WORLD replica: rp_par_attention) */
+        if (!bad && rank == 0 && (rep.checked != 2 * world - 1 || rep.unchecked[0])) {
             fprintf(stderr, "own check: %ld pairs checked over %d ranks (%s)\n", rep.checked, world, rep.unchecked);
             bad = 1;
         } else if (!bad && rank == 0 && merge_fault != (rep.first.eval == 0 && rep.first.group == RP_PAR_RG_OWN)) {
@@ -966,6 +968,58 @@ START_TEST(replica_copies_are_compared) {
 }
 END_TEST
 
+/* The scale every rank hands its attention is a WORLD replica (rp_par_attention): on ulysses 2
+ * (u 2) or ring 2, scenario 1 has rank 1 hand a scale one ulp low at layer 1 of eval 0, which
+ * moves its output far less than any envelope, and must be named exactly: eval 0, "attention
+ * scale (layer 1)", ranks (0, 1), world; scenario 0 hands the same scale everywhere: no
+ * difference. */
+static int scale_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const int s = *(const int *)arg, ring = s >= 2;
+    const sp_case sc = {ring ? 1 : 2, ring ? 2 : 1, 0, 16, 0, RP_INJECT_NONE, 0, 0};
+    rp_error err = {0};
+    rp_parallel par;
+    const rp_par_degrees d = {1, 1, 1, sc.u, sc.R, 1};
+    if (rp_par_init(&par, c, &d, RP_INJECT_NONE, &err) != RP_OK) return 10;
+    float *q, *k, *v;
+    sp_inputs(&sc, &q, &k, &v);
+    const int Tl = sc.Timg / world;
+    float *o = malloc(sizeof(float) * SB * SH * Tl * SD);
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    par.fwd_eval = 0;
+    int bad = 0;
+    for (int layer = 0; layer < 2 && !bad; layer++) {
+        float scale = 1.0f / sqrtf((float)SD);
+        if (s % 2 == 1 && rank == 1 && layer == 1) scale = nextafterf(scale, 0.0f);
+        /* the first Tl tokens of the global sequence stand for every rank's shard: only the
+         * scale is under test here */
+        if (rp_par_attention(&ctx, layer, o, q, k, v, NULL, SB, SH, Tl, 0, 0, SD, scale, &err) != RP_OK) bad = 11;
+    }
+    rp_par_replica_report rep;
+    if (!bad && rp_par_replica_collect(&par, "test/cpu", &rep, &err) != RP_OK) bad = 12;
+    if (!bad && rank == 0) {
+        const int want = s % 2 == 1;
+        if (want && (rep.first.eval != 0 || strcmp(rep.first.name, "attention scale (layer 1)") ||
+                     rep.first.group != RP_PAR_RG_WORLD || rep.first.rank_a != 0 || rep.first.rank_b != 1))
+            bad = 13;
+        if (!want && rep.first.eval != -1) bad = 14;
+        if (bad) fprintf(stderr, "scenario %d: eval %d name %s group %d\n", s, rep.first.eval, rep.first.name,
+                         (int)rep.first.group);
+    }
+    free(q); free(k); free(v); free(o);
+    (void)world;
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(attention_scale_is_a_world_replica) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int scenario = _i;
+    const int failed = spawn(2, scale_rank_main, &scenario);
+    ck_assert_msg(failed == 0, "scenario %d: %d ranks failed", scenario, failed);
+}
+END_TEST
+
 /* ---- the layouts' exact contracts (STALE group) ------------------------------------------ */
 
 /* A fault and where its contract breaks first (eval -1: nowhere). */
@@ -1229,6 +1283,7 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
     tcase_add_loop_test(tc, dp_gather_is_checked, 0, 4);
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
+    tcase_add_loop_test(tc, attention_scale_is_a_world_replica, 0, 4);
     tcase_add_loop_test(tc, cfg_exchange_contract, 0, (int)(sizeof CFG_CASES / sizeof *CFG_CASES));
     tcase_add_loop_test(tc, pipefusion_block_ownership, 0, (int)(sizeof PF_CASES / sizeof *PF_CASES));
     tcase_add_loop_test(tc, pipefusion_emulation_is_bitwise_the_stages, 0, N_PRESETS);
