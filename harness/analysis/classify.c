@@ -242,6 +242,15 @@ int rp_cls_invariant_shadow(const rp_case *c, rp_case *out) {
     return 1;
 }
 
+int rp_cls_invariant_shadow_own(const rp_case *c, rp_case *out) {
+    rp_case s;
+    if (!strcmp(c->precision, "fp32") || !rp_cls_invariant_shadow(c, &s)) return 0;
+    snprintf(s.precision, sizeof s.precision, "%s", c->precision);
+    snprintf(s.name, sizeof s.name, "invariant shadow at %s: %.90s", c->precision, c->name);
+    *out = s;
+    return 1;
+}
+
 int rp_cls_invariant_shadow_pair(const rp_case *c, const rp_case *ref) {
     rp_case sc, sr;
     if (!rp_cls_invariant_shadow(c, &sc) || !rp_cls_invariant_shadow(ref, &sr)) return 0;
@@ -595,10 +604,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     if (f->step_break >= 0 && f->step_invariant && !nondeterministic) {
         /* the two shadows differ in layout, threads, kernel set or backend: the promise covers all */
-        snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow (the layout "
+        snprintf(s, cap, "%s differs from the reference's at step %d in the invariant shadow%s%s (the layout "
                  "teacher-forced under invariant numerics, where an exact layout is bitwise the serial run at any "
                  "thread count and kernel set: any difference is a bug)",
-                 f->step_layer[0] ? f->step_layer : "the step's output", f->step_break);
+                 f->step_layer[0] ? f->step_layer : "the step's output", f->step_break,
+                 f->invariant_at[0] ? " at " : "", f->invariant_at);
         return RP_V_BUG;
     }
     if (f->step_break >= 0 && !f->step_invariant && !f->step_emulation) {
@@ -1694,11 +1704,13 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
  * that differs. Then whether it comes before every other break: an earlier step, or at the
  * same step a tensor earlier in the forward (the initial noise first). */
 static void cls_replicas(cls *x) {
-    static const rp_store_sub RUN[] = {0, RP_SUB_TEACHER, RP_SUB_SHADOW_TEACHER, RP_SUB_INVARIANT_TEACHER};
-    static const char *const WHAT[] = {"case run", "teacher-forced run", "fp32 shadow", "invariant shadow"};
+    static const rp_store_sub RUN[] = {0, RP_SUB_TEACHER, RP_SUB_SHADOW_TEACHER, RP_SUB_INVARIANT_TEACHER,
+                                       RP_SUB_INVARIANT_OWN_TEACHER};
+    static const char *const WHAT[] = {"case run", "teacher-forced run", "fp32 shadow", "invariant shadow",
+                                       "invariant shadow at the case's precision"};
     rp_cls_facts *f = &x->f;
     cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof RUN / sizeof *RUN); i++) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
         else if (i) rp_store_subdir(d, sizeof d, x->in->case_dir, RUN[i]);
@@ -1984,19 +1996,19 @@ static int shadow_first_difference(const traj *c, const traj *b, int upto, int *
  * however far below the rounding envelope of the default numerics (a norm's epsilon on
  * one rank, a constant on one rank, anything in bf16). It becomes the case's step break
  * when no earlier one exists. */
-static void cls_invariant_shadow(cls *x) {
+static void cls_invariant_shadow_at(cls *x, rp_store_sub sub, const char *key, const char *at) {
     char d[PATHLEN];
     teacher_run c, b;
     if (x->f.is_reference || x->f.identical || x->f.invariant) return;
-    rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_INVARIANT_TEACHER);
+    rp_store_subdir(d, sizeof d, x->in->case_dir, sub);
     if (!teacher_run_load(&c, d)) return;
-    rp_store_subdir(d, sizeof d, x->base, RP_SUB_INVARIANT_TEACHER);
+    rp_store_subdir(d, sizeof d, x->base, sub);
     if (!teacher_run_load(&b, d)) {
         teacher_run_free(&c);
-        cJSON_AddStringToObject(x->ev, "invariant_shadow", "the reference made no invariant shadow: not compared");
+        cJSON_AddStringToObject(x->ev, key, "the reference made no invariant shadow: not compared");
         return;
     }
-    cJSON *sj = cJSON_AddObjectToObject(x->ev, "invariant_shadow");
+    cJSON *sj = cJSON_AddObjectToObject(x->ev, key);
     int compared = 0;
     /* every step both ran: the case's shadow runs only the steps that must be bitwise (its
      * exact ones, and an approximate layout's fresh-key ones: rp_cls_shadow_steps) */
@@ -2005,14 +2017,15 @@ static void cls_invariant_shadow(cls *x) {
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
         goto out;
     }
+    double rel = 0;
     if (k >= 0) {
         const size_t row = (size_t)c.t.B * c.t.per;
-        x->invariant_rel = rp_cls_rel_l2(b.t.x + (size_t)(k + 1) * row, c.t.x + (size_t)(k + 1) * row, row);
+        rel = rp_cls_rel_l2(b.t.x + (size_t)(k + 1) * row, c.t.x + (size_t)(k + 1) * row, row);
     }
     cJSON_AddNumberToObject(sj, "steps_compared", compared);
     cJSON_AddNumberToObject(sj, "first_difference", k);
     if (k < 0) goto out;
-    put(sj, "rel", x->invariant_rel);
+    put(sj, "rel", rel);
     /* the layer: the first record of that step's evaluation that differs at all, among the
      * ones the case traced (a PipeFusion stage traces none: then no layer is named) */
     char layer[96] = "";
@@ -2038,6 +2051,8 @@ static void cls_invariant_shadow(cls *x) {
     f->step_ratio = INFINITY;
     f->step_shadow = 0;
     f->step_invariant = 1;
+    x->invariant_rel = rel;
+    snprintf(f->invariant_at, sizeof f->invariant_at, "%s", at);
     f->step_after_model = 0;
     f->step_items[0] = '\0';
     snprintf(f->step_layer, sizeof f->step_layer, "%s", layer);
@@ -2045,6 +2060,14 @@ static void cls_invariant_shadow(cls *x) {
 out:
     teacher_run_free(&c);
     teacher_run_free(&b);
+}
+
+/* Evidence 12, both shadows: at fp32 (the layout's shared code at fp32's resolution) and,
+ * for a case coarser than fp32, at its own precision (the code that precision selects);
+ * the earliest difference (or, at one step, the earliest layer) stands. */
+static void cls_invariant_shadow(cls *x) {
+    cls_invariant_shadow_at(x, RP_SUB_INVARIANT_TEACHER, "invariant_shadow", "");
+    cls_invariant_shadow_at(x, RP_SUB_INVARIANT_OWN_TEACHER, "invariant_shadow_own", x->c.precision);
 }
 
 /* Evidence 13: the serial emulation (rp_cls_emulation; <case>/emulation, made by the runner

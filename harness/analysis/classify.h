@@ -161,6 +161,13 @@ int rp_cls_invariant_pair(const rp_case *c, const rp_case *ref);
  * device in tf32 / fp16 or an approximate layout there. Whether the shadow validates (a ring shard of
  * whole canonical key blocks) is the caller's check (harness/sweep/validate.h). */
 int rp_cls_invariant_shadow(const rp_case *c, rp_case *out);
+/* The invariant shadow at c's own precision when that is coarser than fp32 (bf16): as
+ * rp_cls_invariant_shadow but with c's precision, run beside the fp32 one. The fp32 shadow
+ * holds the layout's shared code to fp32's resolution; this one runs the code a precision
+ * selects (a branch taken in bf16 only, on one rank: audit 11's erf GELU in one rank's bf16
+ * MLPs was drift, no other evidence executing it exactly). Returns 0 (out untouched) for an
+ * fp32 case or one with no invariant shadow. */
+int rp_cls_invariant_shadow_own(const rp_case *c, rp_case *out);
 
 /* 1 when the invariant shadows of c and its reference ref exist, are an invariant pair
  * and are not the same case: c's layout (or fault) teacher-forced under invariant numerics
@@ -280,6 +287,8 @@ typedef struct rp_cls_facts {
                                  case's layout run at fp32 from the same latents) */
     int step_invariant;       /* that step differs in the case's invariant shadow (its layout
                                  teacher-forced under invariant numerics): exact evidence */
+    char invariant_at[8];     /* "" the fp32 invariant shadow; else the precision of the one
+                                 at the case's own precision (rp_cls_invariant_shadow_own) */
     int step_emulation;       /* that step of the case's own run differs from its serial
                                  emulation's (rp_cls_emulation), from the same input: exact
                                  evidence */

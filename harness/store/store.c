@@ -38,6 +38,7 @@ static const char *const SUB[RP_SUB_COUNT] = {
     [RP_SUB_SHADOW] = "shadow",
     [RP_SUB_SHADOW_TEACHER] = "shadow/teacher",
     [RP_SUB_INVARIANT_TEACHER] = "invariant/teacher",
+    [RP_SUB_INVARIANT_OWN_TEACHER] = "invariant/teacher-own",
     [RP_SUB_FRESH] = "fresh",
     [RP_SUB_FRESH_2] = "fresh-2",
     [RP_SUB_SHADOW_LEAK] = "shadow/leak",

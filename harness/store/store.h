@@ -23,6 +23,7 @@
  *   shadow/teacher/    a bf16/fp16/tf32 case's layout teacher-forced at fp32 (a reference's,
  *                      with its twins' under shadow/twins/)
  *   invariant/teacher/ the layout teacher-forced under invariant numerics (exact CPU layouts)
+ *   invariant/teacher-own/ the same at a bf16 case's own precision
  *   fresh/, fresh-2/   the case alone in fresh launches, when its leak check differed
  *   teacher-golden/, classification-golden.json   with --golden: the same against the golden
  *   each of these runs' directories holds aux.json (how the run ended) and its rank<r>.out/.err
@@ -77,6 +78,8 @@ typedef enum rp_store_sub {
     RP_SUB_SHADOW,            /* shadow/: the fp32 shadow's directory (its twins) */
     RP_SUB_SHADOW_TEACHER,    /* shadow/teacher/: the fp32 shadow's teacher run */
     RP_SUB_INVARIANT_TEACHER, /* invariant/teacher/: the invariant shadow */
+    RP_SUB_INVARIANT_OWN_TEACHER, /* invariant/teacher-own/: the invariant shadow at the case's own
+                                 precision (one coarser than fp32: rp_cls_invariant_shadow_own) */
     RP_SUB_FRESH,             /* fresh/: the case again in a fresh launch (leak or nondeterminism) */
     RP_SUB_FRESH_2,           /* fresh-2/: and once more */
     RP_SUB_SHADOW_LEAK,       /* shadow/leak/: the fp32 shadow's first steps recomputed after it */

@@ -702,7 +702,8 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     }
     if (invariant) {
         p->argv[na++] = "--then-invariant";
-        planned++;
+        rp_case own;
+        planned += 1 + rp_cls_invariant_shadow_own(&mc->c, &own); /* at fp32; at a bf16 case's own too */
     }
     if (na) {
         p->argv[na++] = "--teacher-steps";

@@ -837,9 +837,13 @@ static void job_classifier_runs(job *J) {
     /* The invariant shadow: the layout teacher-forced under invariant numerics, where an
      * exact layout is bitwise the serial run (the reference makes its own from its own
      * trajectory); the runner asks for it where both shadows exist and validate. */
-    rp_case ic;
-    if (o->then_invariant && (teach || tref == o->out_dir) && rp_cls_invariant_shadow(J->c, &ic)) {
-        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_INVARIANT_TEACHER);
+    /* At fp32, and for a coarser case at its own precision too (rp_cls_invariant_shadow_own:
+     * the code that precision selects). */
+    static const rp_store_sub SUB[2] = {RP_SUB_INVARIANT_TEACHER, RP_SUB_INVARIANT_OWN_TEACHER};
+    for (int s = 0; s < 2 && o->then_invariant && (teach || tref == o->out_dir); s++) {
+        rp_case ic;
+        if (!(s ? rp_cls_invariant_shadow_own(J->c, &ic) : rp_cls_invariant_shadow(J->c, &ic))) continue;
+        rp_store_subdir(dir, sizeof dir, o->out_dir, SUB[s]);
         const run_spec it = {.c = &ic, .out_dir = dir, .teacher_ref = tref,
                              .fresh_kv = rp_case_exactness(&ic) == RP_PAR_WARMUP_EXACT};
         if (job_aux(J, "invariant teacher", &it, 1)) return;

@@ -68,7 +68,9 @@ typedef struct rp_job_case_opts {
                                 unless the case's trajectory is bitwise REF_DIR's */
     int then_invariant;      /* --then-invariant: the invariant shadow (rp_cls_invariant_shadow) teacher-
                                 forced from OUT (a reference) or the --then-teacher REF_DIR into
-                                OUT/invariant/teacher/, unless the case's trajectory is bitwise REF_DIR's */
+                                OUT/invariant/teacher/ (and, for a bf16 case, at its own precision into
+                                OUT/invariant/teacher-own/: rp_cls_invariant_shadow_own), unless the case's
+                                trajectory is bitwise REF_DIR's */
     int then_leak;           /* --then-leak: the leak check: the case's run is the launch's first call;
                                 a later call recomputes steps from its input (for a case that differs
                                 from its reference, every step from its own latents into OUT/self/:
