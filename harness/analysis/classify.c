@@ -1868,6 +1868,17 @@ static int shadow_names_earlier(const cls *x, int k, const char *name) {
     return named && layer_order(x, name) < first;
 }
 
+/* Whether a shadow's first break, at step k (naming layer `name`, or none), becomes the
+ * case's step break: when nothing breaks at or before k, or shadow_names_earlier. The first
+ * evaluation's layer then gives way at k = 0 (it named a later one). The caller fills in
+ * the step break. */
+static int shadow_takes_step(cls *x, int k, const char *name) {
+    const int earlier = shadow_names_earlier(x, k, name);
+    if (x->f.step_break >= 0 && x->f.step_break <= k && !earlier) return 0;
+    if (earlier && k == 0) x->f.layer_break = -1;
+    return 1;
+}
+
 /* Evidence 3b: the fp32 shadow of a case that rounds coarser (job_case.c). Its layout
  * teacher-forced at fp32 from the reference's latents (<case>/shadow/teacher) against the
  * reference's own fp32 teacher run from the same latents (<base>/shadow/teacher), with the
@@ -1947,10 +1958,8 @@ static void cls_shadow(cls *x) {
     /* an earlier break stands, and one at the same step, unless the shadow names a layer
      * earlier in the forward than it does (shadow_names_earlier: audit 8's final layer wrong on
      * one rank in bf16 was "guidance+sampler.update", by elimination) */
-    const int earlier = hit && shadow_names_earlier(x, k, hit->name);
-    if (k < 0 || (x->f.step_break >= 0 && x->f.step_break <= k && !earlier)) goto out;
+    if (k < 0 || !shadow_takes_step(x, k, hit ? hit->name : NULL)) goto out;
     rp_cls_facts *f = &x->f;
-    if (earlier && k == 0) f->layer_break = -1; /* the first evaluation named a later layer */
     f->step_break = k;
     f->step_ratio = ratio;
     f->step_shadow = 1;
@@ -2044,9 +2053,7 @@ static void cls_invariant_shadow_at(cls *x, rp_store_sub sub, const char *key, c
     if (layer[0]) cJSON_AddStringToObject(sj, "layer", layer);
     rp_cls_facts *f = &x->f;
     /* an earlier (or same-step) break stands, unless this names an earlier layer (cls_shadow) */
-    const int earlier = shadow_names_earlier(x, k, layer);
-    if (f->step_break >= 0 && f->step_break <= k && !earlier) goto out;
-    if (earlier && k == 0) f->layer_break = -1; /* the first evaluation named a later layer */
+    if (!shadow_takes_step(x, k, layer)) goto out;
     f->step_break = k;
     f->step_ratio = INFINITY;
     f->step_shadow = 0;
