@@ -41,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fastmath.h"
+
 /* Scratch allocation for void ops: they have no error path in their contract
  * (ops.h), so running out of memory here is fatal. abort() rather than exit()
  * so that a core dump / debugger shows where. 64-byte aligned: the invariant
@@ -121,8 +123,16 @@ uint16_t rp_f32_to_f16(float x) {
 
 /* ---- GEMM ---------------------------------------------------------------------- */
 
+/* Integer operations only, so every clone gives the same bits; the clones matter because a
+ * bf16 GEMM rounds both operands (a weight included) at every call. */
+RP_SIMD_CLONES
 void rp_bf16_round(float *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = rp_bf16_to_f32(rp_f32_to_bf16(src[i]));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = f32_bits(src[i]);
+        uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u /* rp_f32_to_bf16's NaN */
+                                                      : (u + ((u >> 16) & 1u) + 0x7fffu) & 0xffff0000u;
+        dst[i] = bits_f32(r);
+    }
 }
 
 /* Rounds a (rows, cols) matrix with leading dimension ld to bf16 values held in

@@ -97,8 +97,10 @@ static inline __attribute__((always_inline)) void dots_vec(float S[QT][KC], cons
         for (int c = 0; c < NV; c++) *(vfu *)&S[r][c * VL] = a[r][c];
 }
 
-/* S[r][0 .. bk) = dot(q_r, k_j) for nr <= QT rows, any bk: the same fmaf chains, scalar. */
-static void dots_any(float S[QT][KC], const float *q, int nr, const float *kt, int bk, int D) {
+/* S[r][0 .. bk) = dot(q_r, k_j) for nr <= QT rows, any bk: the same fmaf chains, scalar.
+ * Inlined into each clone of tile_chunk, so fmaf is the clone's FMA instruction rather than
+ * a libm call (same bits: fmaf is correctly rounded either way). */
+static inline __attribute__((always_inline)) void dots_any(float S[QT][KC], const float *q, int nr, const float *kt, int bk, int D) {
     for (int r = 0; r < nr; r++)
         for (int j = 0; j < bk; j++) S[r][j] = 0.0f;
     for (int d = 0; d < D; d++) {
@@ -160,8 +162,8 @@ static inline __attribute__((always_inline)) void pv_vec(float *O, size_t ldo, c
         }
 }
 
-/* The same for nr <= QT rows, scalar. */
-static void pv_any(float *O, size_t ldo, const float *P, int nr, const float *v, int bk, int D) {
+/* The same for nr <= QT rows, scalar (inlined like dots_any). */
+static inline __attribute__((always_inline)) void pv_any(float *O, size_t ldo, const float *P, int nr, const float *v, int bk, int D) {
     for (int r = 0; r < nr; r++) {
         float *o = O + r * ldo;
         for (int d = 0; d < D; d++) o[d] = 0.0f;

@@ -240,9 +240,8 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
 }
 
 /* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row),
- * through the same rp_sampler_step, so the reference's own config reproduces its trajectory
- * bit for bit (Euler ancestral: to rounding, as its VE state is rebuilt from the VP latent
- * every step). */
+ * through the same restart and rp_sampler_step, so the reference's own config reproduces its
+ * trajectory bit for bit, every sampler (rp_sample starts each step from the stored latent). */
 static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
                              const rp_noise_src *noise, const float *teacher, const unsigned char *mask, size_t n,
                              float *trajectory, double *timesteps, rp_error *err) {
@@ -420,6 +419,17 @@ static rp_status decode_all(const rp_gen_request *req, const rp_ctx *ctx, rp_gen
     free(img);
     rp_d_unmirror_all(ctx); /* the device copy of the weights goes with them */
     rp_vae_free(vae);
+    return st;
+}
+
+/* decode_all with the request's decoder arithmetic (req->decode_ctx, else ctx). Its thread
+ * count is process state (OpenBLAS's, rp_ctx_apply): set for the decode and ctx's again
+ * after, so a teacher decode at the reference's thread count gives the reference's bits. */
+static rp_status decode_run(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_result *res, rp_error *err) {
+    const rp_ctx *dc = req->decode_ctx ? req->decode_ctx : ctx;
+    if (dc->threads != ctx->threads) rp_ctx_apply(dc);
+    const rp_status st = decode_all(req, dc, res, err);
+    if (dc->threads != ctx->threads) rp_ctx_apply(ctx);
     return st;
 }
 
@@ -977,7 +987,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     /* 6. decode */
     if (req->decode) {
         t0 = rp_now_s();
-        if ((st = decode_all(req, req->decode_ctx ? req->decode_ctx : ctx, res, err)) != RP_OK) goto fail;
+        if ((st = decode_run(req, ctx, res, err)) != RP_OK) goto fail;
         res->decode_seconds = rp_now_s() - t0;
     }
     rp_flow_schedule_free(&sched);
@@ -1152,7 +1162,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
     if (req->decode) {
         t0 = rp_now_s();
-        if ((st = decode_all(req, req->decode_ctx ? req->decode_ctx : ctx, res, err)) != RP_OK) goto fail;
+        if ((st = decode_run(req, ctx, res, err)) != RP_OK) goto fail;
         res->decode_seconds = rp_now_s() - t0;
     }
     free(y);

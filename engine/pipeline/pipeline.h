@@ -181,8 +181,9 @@ typedef struct rp_gen_request {
      * images' teacher forcing, in the same run as the steps' and through the same decode. */
     int decode_teacher_final;
     /* With decode: the decoder's arithmetic when it is not ctx's (NULL: ctx). The images'
-     * teacher forcing decodes with its reference's precision, attention and reduce_split,
-     * so its images are held bitwise whatever variant the case's transformer runs. Its par,
+     * teacher forcing decodes with its reference's precision, attention, reduce_split and
+     * threads, so its images are held bitwise whatever variant the case's transformer runs
+     * (the threads are set for the decode and restored: rp_ctx_apply). Its par,
      * dev and trace must be ctx's (the layout's decode path). */
     const rp_ctx *decode_ctx;
     /* 1: one ulp added (nextafterf towards +inf) to the first value of every item's initial

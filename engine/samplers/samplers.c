@@ -31,7 +31,6 @@ const char *rp_sampler_name(rp_sampler_kind k) {
     return "unknown";
 }
 
-int rp_sampler_resumes_exactly(rp_sampler_kind k) { return k != RP_SAMPLER_EULER_A; }
 
 double rp_sampler_default_eta(rp_sampler_kind k) { return k == RP_SAMPLER_EULER_A ? 1.0 : 0.0; }
 
@@ -277,11 +276,17 @@ rp_status rp_sample(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_de
      * latent the model sees first, x * c_in = x / sqrt(1 + sigma_max^2), is exactly the
      * x_T the other samplers start from (the noise): the same seed then feeds the same
      * first model input whatever the sampler. (sqrt(1 + sigma^2) = 1/sqrt(abar); the two
-     * starts differ by a factor sqrt(1 + 1/sigma_max^2) ~ 1 + 2e-5 at DiT's sigma_max ~ 157.) */
-    rp_sampler_state_restart(&ss, cfg, s, 0, x);
+     * starts differ by a factor sqrt(1 + 1/sigma_max^2) ~ 1 + 2e-5 at DiT's sigma_max ~ 157.)
+     * Every step starts so, from the stored VP latent x (after the carry hook): the latent
+     * the trajectory stores is the loop's whole state between steps, so a step run again
+     * from it (teacher forcing, the classifier's self check) is bitwise the loop's own step,
+     * and a fault in the loop's state between steps has nowhere to hide. Against carrying
+     * the VE state it costs two roundings a step (VE -> VP -> VE), far below the sampler's
+     * own error (tests/unit/test_samplers.c's oracle bound holds). */
     rp_status st = RP_OK;
     for (int k = 0; k < N && st == RP_OK; k++) {
         if (timesteps) timesteps[k] = s->timestep[N - 1 - k];
+        rp_sampler_state_restart(&ss, cfg, s, k, x);
         st = rp_sampler_step(cfg, s, d, noise, k, x, &ss, err);
         if (st == RP_OK && d->carry) d->carry(d->self, x, n);
         if (st == RP_OK && trajectory) memcpy(trajectory + (size_t)(k + 1) * n, x, n * sizeof(float));

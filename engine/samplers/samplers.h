@@ -206,11 +206,5 @@ rp_status rp_sampler_step(const rp_sampler_cfg *cfg, const rp_schedule *s, const
 /* Whether (kind, eta) draws ancestral noise at all. */
 int rp_sampler_is_stochastic(const rp_sampler_cfg *cfg);
 
-/* 1 when a step started from the stored (VP) latent, as teacher forcing starts it
- * (rp_sampler_state_restart), is bitwise the free run's step from the same latent: every
- * sampler but Euler ancestral, whose free run carries its VE state between steps and whose
- * restart rebuilds it from the VP view (equal to rounding). Step 0 starts from the noise
- * either way. */
-int rp_sampler_resumes_exactly(rp_sampler_kind k);
 
 #endif

@@ -166,10 +166,23 @@ double rp_cls_floor(const char *precision, const char *ref_precision, double fac
     return coarse > fp32 ? coarse : fp32;
 }
 
+double rp_cls_step_floor(const char *precision, const char *ref_precision, int same_device, double factor) {
+    const double uc = rp_cls_unit_roundoff(precision),
+                 ur = rp_cls_unit_roundoff(ref_precision ? ref_precision : precision);
+    return same_device && uc == ur ? rp_cls_unit_roundoff("fp32") : rp_cls_floor(precision, ref_precision, factor);
+}
+
 const char *rp_cls_effective_precision(const rp_case *c) {
     if (!strcmp(c->precision, "fp32") && !strncmp(c->device, "cuda", 4) && !strcmp(c->gpu_mode, "fast"))
         return "tf32";
     return c->precision;
+}
+
+/* 1 when c and ref run on one device: both on the host, or both on the same CUDA device string
+ * (another GPU, another kernel set of its own). */
+static int same_device(const rp_case *c, const rp_case *ref) {
+    const int gc = rp_device_name_is_cuda(c->device), gr = rp_device_name_is_cuda(ref->device);
+    return gc == gr && (!gc || !strcmp(c->device, ref->device));
 }
 
 /* 1 when c's layout uses only exact strategies (strategy.h: no approximate one). */
@@ -956,20 +969,6 @@ int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
 
 static int same_dir(const char *a, const char *b);
 
-/* Whether case_dir's sampler restarts a step from the stored latent exactly (1; 0 when its
- * free state between steps is more than that, Euler ancestral's VE state), -1 when the case
- * cannot be read. */
-static int resumes_exactly(const char *case_dir) {
-    char p[PATHLEN];
-    rp_case cc;
-    rp_error e;
-    rp_sampler_kind sk = RP_SAMPLER_DDIM;
-    rp_store_path(p, sizeof p, case_dir, RP_ART_CASE);
-    if (rp_case_load(p, &cc, &e) != RP_OK) return -1;
-    (void)rp_sampler_parse(cc.sampler, &sk, &e); /* the flow samplers are not DiT kinds: exact */
-    return rp_sampler_resumes_exactly(sk);
-}
-
 /* rp_cls_rerun_check over the teacher-forced run in run_dir, whose inputs are the case's own
  * trajectory (own) or ref_dir's. */
 static int rerun_rows(const char *case_dir, const char *run_dir, int own, const char *ref_dir, int *step,
@@ -988,11 +987,8 @@ static int rerun_rows(const char *case_dir, const char *run_dir, int own, const 
     if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
     const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
     const size_t row = (size_t)c.B * c.per;
-    /* a sampler whose free state between steps is more than the stored latent: step 0 only */
-    const int exact_resume = resumes_exactly(case_dir);
-    if (exact_resume < 0) goto out;
-    const int rows = exact_resume ? c.rows : 2;
-    for (int k = 0; k + 1 < rows; k++) {
+    /* every sampler's step restarts exactly from its stored latent (rp_sample) */
+    for (int k = 0; k + 1 < c.rows; k++) {
         if (t.mask && t.mask[k] == 0.0f) continue;
         if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
         if (res < 0) res = 0;
@@ -1028,13 +1024,11 @@ int rp_cls_fresh_self_check(const char *case_dir, int *step, double *max_abs) {
 }
 
 /* The first differing row of two teacher trajectories over the steps both ran (k + 1 for
- * step k; only step 0 when the sampler's state between steps is more than the stored
- * latent): 1 with *step, *max_abs; 0 when every shared step agrees; -1 when none is shared. */
-static int teacher_rows_differ(const traj *a, const traj *b, int exact_resume, int *step, double *max_abs) {
+ * step k): 1 with *step, *max_abs; 0 when every shared step agrees; -1 when none is shared. */
+static int teacher_rows_differ(const traj *a, const traj *b, int *step, double *max_abs) {
     const size_t row = (size_t)a->B * a->per;
-    const int rows = exact_resume ? a->rows : 2;
     int res = -1;
-    for (int k = 0; k + 1 < rows; k++) {
+    for (int k = 0; k + 1 < a->rows; k++) {
         if ((a->mask && a->mask[k] == 0.0f) || (b->mask && b->mask[k] == 0.0f)) continue;
         if (res < 0) res = 0;
         const float *x = a->x + (size_t)(k + 1) * row, *y = b->x + (size_t)(k + 1) * row;
@@ -1059,8 +1053,7 @@ int rp_cls_shadow_rerun_check(const char *case_dir, int *step, double *max_abs) 
     rp_store_subdir(d, sizeof d, case_dir, RP_SUB_SHADOW_LEAK);
     rp_store_path(p, sizeof p, d, RP_ART_TEACHER);
     if (!rp_is_file(p) || traj_load(p, "teacher", &b, &e) != RP_OK || !traj_same_shape(&a, &b)) goto out;
-    const int exact_resume = resumes_exactly(case_dir);
-    if (exact_resume >= 0) res = teacher_rows_differ(&a, &b, exact_resume, step, max_abs);
+    res = teacher_rows_differ(&a, &b, step, max_abs);
 out:
     traj_free(&a);
     traj_free(&b);
@@ -1114,7 +1107,8 @@ typedef struct cls {
     rp_case c;
     char cid[17], rid[17];
     char base[PATHLEN];      /* the twins' reference */
-    double floor;            /* unit roundoff of the case's precision */
+    double floor;            /* a layer's floor (rp_cls_floor) */
+    double step_floor;       /* a step output's (rp_cls_step_floor) */
     int N, B;                /* steps, items */
     size_t per;              /* floats per item */
     traj cm, rm, tb;         /* trajectories: case, reference (compared with), twins' base */
@@ -1508,6 +1502,10 @@ static void items_of(cls *x, const float *ref, const float *got, int k, double e
 static void step_after_model(cls *x, const rp_trace *ct, const float *cmask, const rp_trace *bt, const float *bmask) {
     rp_cls_facts *f = &x->f;
     if (f->step_break < 0 || f->step_layer[0] || !step_layers_compared(ct, cmask, bt, bmask, f->step_break)) return;
+    /* a batch run one item per forward traces its first item only (pipeline.c): the other
+     * items' layers were never compared, so elimination names nothing there (audit 12: a
+     * per-item timestep rounded on one rank's later items was named the guidance combine) */
+    if (x->B > 1 && !strcmp(x->c.batch_forward, "per-item")) return;
     f->step_after_model = 1;
     snprintf(f->step_layer, sizeof f->step_layer, "%s", x->c.cfg > 1 ? "guidance+sampler.update" : "sampler.update");
 }
@@ -1660,10 +1658,10 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         if (checked[k]) cJSON_AddItemToArray(ch, cJSON_CreateNumber(k));
     double ratio = 0;
     for (int k = 0; k < N; k++) {
-        const double r = rp_cls_ratio(x->local[k], x->env_step[k], x->floor);
+        const double r = rp_cls_ratio(x->local[k], x->env_step[k], x->step_floor);
         if (checked[k] && isfinite(r) && r > x->largest) x->largest = r;
     }
-    x->f.step_break = rp_cls_first_break(x->local, x->env_step, checked, N, x->floor, x->o->factor, &ratio);
+    x->f.step_break = rp_cls_first_break(x->local, x->env_step, checked, N, x->step_floor, x->o->factor, &ratio);
     x->f.step_ratio = ratio;
     free(v);
     free(ran);
@@ -1683,7 +1681,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
                                                        &x->largest, &lr, &rel, &env);
             if (!hit || (x->f.step_break >= 0 && x->f.step_break < k) || x->f.step_layer[0]) continue;
             x->f.step_break = k; /* k <= an output break: the earliest evidence */
-            x->f.step_ratio = rp_cls_ratio(x->local[k], x->env_step[k], x->floor);
+            x->f.step_ratio = rp_cls_ratio(x->local[k], x->env_step[k], x->step_floor);
             snprintf(x->f.step_layer, sizeof x->f.step_layer, "%s", hit->name);
             x->f.step_layer_ratio = lr;
             x->step_layer_rel = rel;
@@ -1692,9 +1690,10 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
         step_after_model(x, &x->cttr, x->ct.mask, &x->bttr, x->bt.mask);
     }
     if (x->f.step_break >= 0)
-        items_of(x, x->rm.x, x->ct.x, x->f.step_break, x->env_step[x->f.step_break], x->floor, x->f.step_items);
+        items_of(x, x->rm.x, x->ct.x, x->f.step_break, x->env_step[x->f.step_break], x->step_floor,
+                 x->f.step_items);
     if (x->f.layer_break >= 0) /* a first evaluation's layer: which items' step 0 it reached */
-        items_of(x, x->rm.x, x->ct.x, 0, x->env_step[0], x->floor, x->f.layer_items);
+        items_of(x, x->rm.x, x->ct.x, 0, x->env_step[0], x->step_floor, x->f.layer_items);
     free(checked);
     return RP_OK;
 }
@@ -2164,8 +2163,9 @@ rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref) {
 int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out) {
     *out = *c;
     if (rp_device_name_is_cuda(c->device) || strcmp(c->device, ref->device) || strcmp(c->blas_core, ref->blas_core) ||
-        c->threads != ref->threads || strcmp(c->vae, ref->vae) || c->weight_seed != ref->weight_seed)
+        strcmp(c->vae, ref->vae) || c->weight_seed != ref->weight_seed)
         return 0;
+    out->threads = ref->threads; /* set for the decode alone (pipeline.c decode_run) */
     snprintf(out->precision, sizeof out->precision, "%s", ref->precision);
     snprintf(out->numerics, sizeof out->numerics, "%s", ref->numerics);
     snprintf(out->attention, sizeof out->attention, "%s", ref->attention);
@@ -2730,15 +2730,21 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
     x->f.promised = !strcmp(x->c.mode, "deterministic");
     cJSON_AddStringToObject(x->ev, "exactness", warmup_exact ? "warmup-exact" : "exact");
     x->f.invariant = x->have_rc && !x->f.approx && rp_cls_invariant_pair(&x->c, &x->rc);
-    if (x->f.invariant) x->floor = 0.0; /* any difference breaks */
+    x->step_floor = x->floor;
+    if (x->f.invariant) x->floor = x->step_floor = 0.0; /* any difference breaks */
     cJSON_AddBoolToObject(x->ev, "invariant", x->f.invariant);
     cls_status(x);
     if (x->f.failed == RP_V_COUNT) {
         x->f.is_reference = !in->ref_label && same_dir(in->case_dir, in->ref_dir);
         x->ref_local = !in->twin_base_dir || same_dir(in->twin_base_dir, in->ref_dir);
+        /* the twins ran beside the reference, on its device: a case on that device too */
+        if (!x->f.invariant && x->have_rc && x->ref_local)
+            x->step_floor = rp_cls_step_floor(rp_cls_effective_precision(&x->c), rp_cls_effective_precision(&x->rc),
+                                              same_device(&x->c, &x->rc), x->o->factor);
         x->envj = cJSON_AddObjectToObject(x->ev, "envelope");
         put(x->envj, "factor", x->o->factor);
         put(x->envj, "floor", x->floor);
+        put(x->envj, "step_floor", x->step_floor);
         st = cls_load(x, err);
         if (st == RP_OK) st = cls_twins(x, err);
         if (st == RP_OK) {

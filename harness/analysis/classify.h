@@ -140,6 +140,17 @@ double rp_cls_unit_roundoff(const char *precision);
  * then every value carries the coarser rounding, which no twin of the finer side
  * measures. Non-positive factor: u. */
 double rp_cls_floor(const char *precision, const char *ref_precision, double factor);
+/* The floor of a step's output (its local error) against the same reference: a sampler's
+ * state is fp32 whatever precision the GEMMs round at, and every correct rounding between
+ * the model's output and the step's (the guidance combine, the update, their scalar
+ * coefficients) is fp32's, so what a coarser precision may move reaches the step only
+ * through the model's output, by the amount the twins measure there (their teacher runs
+ * flip its roundings). So: fp32's u when the case and its reference run on the same device
+ * (same_device) at one precision; otherwise rp_cls_floor, since then no twin measures the
+ * other side's roundings (another device's kernels, another precision). With the layer
+ * floor applied to steps, a bf16 rounding of every guided value (audit 12: the cfg exchange
+ * rounded to bf16, the step's local error 5e4 x its twins') stayed under 8 bf16 roundings. */
+double rp_cls_step_floor(const char *precision, const char *ref_precision, int same_device, double factor);
 /* The precision case c's GEMMs really run: its `precision`, except that an fp32 case on a
  * CUDA device in gpu_mode fast lets cuBLAS use TF32 tensor cores (engine/cuda/gemm_lt.cu):
  * "tf32". The envelope's floor follows it. */
@@ -202,9 +213,10 @@ typedef enum rp_cls_decode_rule {
 rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
 
 /* The case whose decoder arithmetic the images' teacher forcing of c (against ref) uses:
- * c with ref's precision, numerics, attention (variant, chunks, device profile) and
- * reduce_split, when c's process can compute that way (the same kernel set, threads, VAE
- * and weights, on the host: a CUDA device is made for one precision); else c. The layout's
+ * c with ref's precision, numerics, attention (variant, chunks, device profile),
+ * reduce_split and threads, when c's process can compute that way (the same kernel set, VAE
+ * and weights, on the host: a CUDA device is made for one precision, and the kernel set is
+ * picked when the process loads OpenBLAS; the thread count is set for the decode); else c. The layout's
  * decode path (which rank decodes which item, how images come back) stays c's. Returns 1
  * when that changed c's decoder arithmetic. */
 int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out);

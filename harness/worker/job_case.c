@@ -587,6 +587,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
             dctx.attn = a.attn;
             dctx.device = a.device;
             dctx.reduce_split = a.reduce_split;
+            dctx.threads = a.threads;
             req.decode_ctx = &dctx;
         }
     }

@@ -94,6 +94,11 @@ START_TEST(test_distances) {
     ck_assert(rp_cls_floor("tf32", "tf32", 64) == 0x1p-14 && rp_cls_floor("bf16", "bf16", 0x1p30) == 0x1p-24);
     ck_assert(64 * rp_cls_floor("bf16", NULL, 64) == RP_CLS_COARSE_ROUNDINGS * rp_cls_unit_roundoff("bf16"));
     ck_assert(rp_cls_floor("tf32", "fp32", 64) == 0x1p-11 && rp_cls_floor("fp32", "bf16", 64) == 0x1p-8);
+    /* a step's floor: fp32's u when both sides run one precision on one device (the sampler's
+     * state is fp32; the twins measure what the model's roundings move it by); else the layer's */
+    ck_assert(rp_cls_step_floor("bf16", "bf16", 1, 64) == 0x1p-24 && rp_cls_step_floor("fp32", "fp32", 1, 64) == 0x1p-24);
+    ck_assert(rp_cls_step_floor("bf16", "bf16", 0, 64) == rp_cls_floor("bf16", "bf16", 64));
+    ck_assert(rp_cls_step_floor("bf16", "fp32", 1, 64) == 0x1p-8 && rp_cls_step_floor("tf32", "fp32", 1, 64) == 0x1p-11);
     const float a[2] = {3, 4}, b[2] = {3, 5}, z[2] = {0, 0};
     ck_assert(rp_cls_rel_l2(a, b, 2) == 1.0 / 5.0);
     ck_assert(rp_cls_rel_l2(a, a, 2) == 0 && rp_cls_rel_l2(z, z, 2) == 0);
@@ -391,14 +396,17 @@ START_TEST(test_decode_rule) {
     ck_assert_str_eq(as.attention, ref.attention);
     ck_assert(as.reduce_split == ref.reduce_split && as.attn_kv_chunk == ref.attn_kv_chunk && as.dp == 2);
     ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_BITWISE);
-    /* ... but not across a kernel set, a thread count or a CUDA device (process state) */
+    /* ... and at the reference's thread count (set for the decode alone: audit 12's bf16 image
+     * on one rank escaped in a threads 2 case, whose rule was none) ... */
+    c.threads = ref.threads + 1;
+    ck_assert(rp_cls_decode_as(&c, &ref, &as) && as.threads == ref.threads);
+    ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_BITWISE);
+    c.threads = ref.threads;
+    /* ... but not across a kernel set or a CUDA device (process state) */
     snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
     ck_assert(!rp_cls_decode_as(&c, &ref, &as) && as.reduce_split == 1);
     ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_NONE);
     snprintf(c.blas_core, sizeof c.blas_core, "%s", ref.blas_core);
-    c.threads = ref.threads + 1;
-    ck_assert_int_eq(rp_cls_teacher_decode_rule(&c, &ref), RP_CLS_DECODE_NONE);
-    c.threads = ref.threads;
     snprintf(c.device, sizeof c.device, "cuda");
     snprintf(ref.device, sizeof ref.device, "cuda");
     ck_assert(!rp_cls_decode_as(&c, &ref, &as));
