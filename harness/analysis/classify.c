@@ -80,6 +80,16 @@ int rp_cls_twin_list(const rp_case *ref, int twins, int *out) {
     return n;
 }
 
+int rp_cls_twin_applies(int k, const rp_case *c, const rp_case *ref) {
+    assert(k >= 0 && k < RP_CLS_TWIN_KINDS);
+    if (!TWINS[k].attention) return 1;
+    return strcmp(c->attention, ref->attention) || c->attn_q_chunk != ref->attn_q_chunk ||
+           c->attn_kv_chunk != ref->attn_kv_chunk || strcmp(c->device_profile, ref->device_profile) ||
+           strcmp(c->blas_core, ref->blas_core) || strcmp(c->device, ref->device) || c->ring > 1 || c->ulysses > 1 ||
+           c->pipefusion > 1 || c->patch > 1 || ref->ring > 1 || ref->ulysses > 1 || ref->pipefusion > 1 ||
+           ref->patch > 1;
+}
+
 void rp_cls_twin_case(const rp_case *ref, int k, rp_case *twin, int *perturb_noise) {
     assert(ref && twin && k >= 0 && k < RP_CLS_TWIN_KINDS);
     *twin = *ref;
@@ -1090,6 +1100,7 @@ typedef struct twin_data {
     traj teacher;            /* rows 0 without a teacher run */
     rp_trace teacher_trace;
     int have_teacher_trace;
+    int applies;             /* its envelope is the case's (rp_cls_twin_applies) */
 } twin_data;
 
 /* Worst image metrics of the case against the reference (items with images in both). */
@@ -1372,6 +1383,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         else rp_store_twin_dir(d, sizeof d, x->base, rp_cls_twin_name(kinds[t]));
         twin_data *w = &x->tw[x->n_tw++];
         twin_load(w, d);
+        w->applies = in->n_twins > 0 || !x->have_rc || rp_cls_twin_applies(kinds[t], &x->c, &x->rc);
         if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
             w->status = RP_V_CRASH;
             snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
@@ -1381,9 +1393,11 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         cJSON_AddStringToObject(o, "status", w->status == RP_V_COUNT ? "ok" : rp_verdict_name(w->status));
         if (w->why[0]) cJSON_AddStringToObject(o, "reason", w->why);
         cJSON_AddBoolToObject(o, "teacher", w->teacher.rows > 0);
+        if (!w->applies) cJSON_AddBoolToObject(o, "applies", 0);
         cJSON_AddItemToArray(twj, o);
         if (w->status != RP_V_COUNT) continue;
         n_ok++;
+        if (!w->applies) continue;
         if (w->main.rows) { /* a free run (not a teacher-only twin) */
             rp_cls_rows_rel(x->tb.x, w->main.x, x->N + 1, x->B, x->per, v);
             env_max(x->env_acc, v, x->N + 1, NULL);
@@ -1421,7 +1435,7 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
     double env = 0;
     for (int t = 0; base && t < x->n_tw; t++) {
         const twin_data *w = &x->tw[t];
-        if (w->status != RP_V_COUNT) continue;
+        if (w->status != RP_V_COUNT || !w->applies) continue;
         const rp_trace_rec *r = NULL;
         if (!teacher && w->have_trace) r = trace_find(&w->trace, 0, base->name);
         /* a teacher-only twin's first evaluation: its teacher run's step 0 (same x_T) */
@@ -2176,10 +2190,94 @@ int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out) {
     return !decoder_numerics_equal(c, out);
 }
 
+double rp_cls_one_level_fraction(double factor) { return factor * 255.0 * rp_cls_unit_roundoff("fp32"); }
+
+rp_cls_decode_rule rp_cls_own_decode_rule(const rp_case *c, const rp_case *ref) {
+    rp_case as;
+    return rp_cls_decode_as(c, ref, &as) ? rp_cls_decode_rule_of(c, ref) : RP_CLS_DECODE_NONE;
+}
+
 rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *ref) {
     rp_case as;
     (void)rp_cls_decode_as(c, ref, &as);
     return rp_cls_decode_rule_of(&as, ref);
+}
+
+/* Evidence 8's judgement of one decode: the B images in dd against the reference's, item by
+ * item under rule (a break sets image_break with what, the images' origin, in its message),
+ * into dj's "items"; with assignment, also each image against every reference image (one
+ * much closer to another item's: MISMATCH). */
+static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, const char *what, cJSON *dj,
+                              int assignment, rp_error *err) {
+    const int B = x->B;
+    uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
+    double *D = malloc(sizeof(double) * B * B);
+    int *perm = malloc(sizeof(int) * B);
+    int W = 0, H = 0;
+    rp_status st = dec && ref && D && perm ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        char pa[PATHLEN], pb[PATHLEN];
+        int w1, h1, w2, h2;
+        rp_store_image_path(pa, sizeof pa, dd, i);
+        rp_store_image_path(pb, sizeof pb, x->in->ref_dir, i);
+        st = rp_png_read(pa, &dec[i], &w1, &h1, err);
+        if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
+        if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
+            st = RP_FAIL(err, RP_ERR_SHAPE, "%s: %dx%d, the reference's %s: %dx%d", pa, w1, h1, pb, w2, h2);
+        W = w1, H = h1;
+    }
+    const size_t n = (size_t)W * H * 3;
+    cJSON *items = st == RP_OK ? cJSON_AddArrayToObject(dj, "items") : NULL;
+    for (int i = 0; i < B && st == RP_OK; i++) {
+        for (int j = 0; j < B; j++) { /* relative L2 of the pixel values */
+            double num = 0, den = 0;
+            for (size_t k = 0; k < n; k++) {
+                const double d = (double)dec[i][k] - ref[j][k];
+                num += d * d;
+                den += (double)ref[j][k] * ref[j][k];
+            }
+            D[(size_t)i * B + j] = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+        }
+        int max_abs = 0;
+        size_t changed = 0;
+        for (size_t k = 0; k < n; k++) {
+            const int d = abs((int)dec[i][k] - ref[i][k]);
+            changed += d != 0;
+            if (d > max_abs) max_abs = d;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", i);
+        cJSON_AddNumberToObject(o, "max_abs", max_abs);
+        put(o, "changed", n ? (double)changed / n : 0);
+        put(o, "rel", D[(size_t)i * B + i]);
+        cJSON_AddItemToArray(items, o);
+        const double most = rp_cls_one_level_fraction(x->o->factor);
+        const int breaks = rule == RP_CLS_DECODE_BITWISE ? max_abs > 0
+                           : rule == RP_CLS_DECODE_ONE_LEVEL
+                               ? max_abs > 1 || (n && (double)changed / n > most)
+                               : 0;
+        if (breaks && x->f.image_break < 0) {
+            char r[64];
+            if (rule == RP_CLS_DECODE_BITWISE) snprintf(r, sizeof r, "bitwise");
+            else snprintf(r, sizeof r, "one level in at most %.2g%% of the values", 100.0 * most);
+            x->f.image_break = i;
+            snprintf(x->f.image_msg, sizeof x->f.image_msg,
+                     "image %d: %s differ from the reference's image by up to %d levels in %.2f%% of the values "
+                     "(rule: %s, at vae.decode)",
+                     i, what, max_abs, n ? 100.0 * changed / n : 0.0, r);
+        }
+    }
+    if (st == RP_OK && assignment && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) &&
+        !x->f.mismatch) {
+        char m[400];
+        rp_cls_assignment_message(perm, B, m, sizeof m);
+        x->f.mismatch = 1;
+        snprintf(x->f.mismatch_msg, sizeof x->f.mismatch_msg, "decoded images: %s", m);
+        cJSON_AddStringToObject(dj, "assignment", x->f.mismatch_msg);
+    }
+    for (int i = 0; dec && ref && i < B; i++) free(dec[i]), free(ref[i]);
+    free(dec), free(ref), free(D), free(perm);
+    return st;
 }
 
 /* Evidence 8: the images' teacher forcing. <case>/teacher/'s images are the reference's
@@ -2226,69 +2324,19 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     rp_case as;
     if (!own && x->have_rc && rp_cls_decode_as(&x->c, &x->rc, &as))
         cJSON_AddStringToObject(dj, "decoder", "the reference's arithmetic (precision, attention, reduce_split)");
-    const int B = x->B;
-    uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
-    double *D = malloc(sizeof(double) * B * B);
-    int *perm = malloc(sizeof(int) * B);
-    int W = 0, H = 0;
-    rp_status st = dec && ref && D && perm ? RP_OK : RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < B && st == RP_OK; i++) {
-        char pa[PATHLEN], pb[PATHLEN];
-        int w1, h1, w2, h2;
-        rp_store_image_path(pa, sizeof pa, dd, i);
-        rp_store_image_path(pb, sizeof pb, x->in->ref_dir, i);
-        st = rp_png_read(pa, &dec[i], &w1, &h1, err);
-        if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
-        if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
-            st = RP_FAIL(err, RP_ERR_SHAPE, "%s: %dx%d, the reference's %s: %dx%d", pa, w1, h1, pb, w2, h2);
-        W = w1, H = h1;
+    rp_status st = judge_images(x, dd, rule, "the reference's final latents decoded with this layout", dj, 1, err);
+    /* the same latents decoded with the case's own decoder arithmetic too, when the decode
+     * above ran the reference's (rp_cls_own_decode_rule) */
+    char od[PATHLEN], po[PATHLEN];
+    rp_store_subdir(od, sizeof od, x->in->case_dir, RP_SUB_DECODE_OWN);
+    rp_store_image_path(po, sizeof po, od, 0);
+    const rp_cls_decode_rule rule_od = !own && x->have_rc ? rp_cls_own_decode_rule(&x->c, &x->rc) : RP_CLS_DECODE_NONE;
+    if (st == RP_OK && rule_od != RP_CLS_DECODE_NONE && rp_is_file(po)) {
+        cJSON *oj = cJSON_AddObjectToObject(dj, "own_arithmetic");
+        cJSON_AddStringToObject(oj, "rule", RULE[rule_od]);
+        st = judge_images(x, od, rule_od, "the reference's final latents decoded with this layout and its own decoder "
+                          "arithmetic", oj, 0, err);
     }
-    const size_t n = (size_t)W * H * 3;
-    cJSON *items = st == RP_OK ? cJSON_AddArrayToObject(dj, "items") : NULL;
-    for (int i = 0; i < B && st == RP_OK; i++) {
-        for (int j = 0; j < B; j++) { /* relative L2 of the pixel values */
-            double num = 0, den = 0;
-            for (size_t k = 0; k < n; k++) {
-                const double d = (double)dec[i][k] - ref[j][k];
-                num += d * d;
-                den += (double)ref[j][k] * ref[j][k];
-            }
-            D[(size_t)i * B + j] = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
-        }
-        int max_abs = 0;
-        size_t changed = 0;
-        for (size_t k = 0; k < n; k++) {
-            const int d = abs((int)dec[i][k] - ref[i][k]);
-            changed += d != 0;
-            if (d > max_abs) max_abs = d;
-        }
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "index", i);
-        cJSON_AddNumberToObject(o, "max_abs", max_abs);
-        put(o, "changed", n ? (double)changed / n : 0);
-        put(o, "rel", D[(size_t)i * B + i]);
-        cJSON_AddItemToArray(items, o);
-        const int breaks = rule == RP_CLS_DECODE_BITWISE     ? max_abs > 0
-                           : rule == RP_CLS_DECODE_ONE_LEVEL ? max_abs > 1
-                                                             : 0;
-        if (breaks && x->f.image_break < 0) {
-            x->f.image_break = i;
-            snprintf(x->f.image_msg, sizeof x->f.image_msg,
-                     "image %d: the reference's final latents decoded with this layout differ from the reference's "
-                     "image by up to %d levels in %.2f%% of the values (rule: %s, at vae.decode)",
-                     i, max_abs, n ? 100.0 * changed / n : 0.0,
-                     rule == RP_CLS_DECODE_BITWISE ? "bitwise" : "one level");
-        }
-    }
-    if (st == RP_OK && B >= 2 && rp_cls_assignment(D, B, RP_CLS_MISMATCH_MARGIN, perm) && !x->f.mismatch) {
-        char m[400];
-        rp_cls_assignment_message(perm, B, m, sizeof m);
-        x->f.mismatch = 1;
-        snprintf(x->f.mismatch_msg, sizeof x->f.mismatch_msg, "decoded images: %s", m);
-        cJSON_AddStringToObject(dj, "assignment", x->f.mismatch_msg);
-    }
-    for (int i = 0; dec && ref && i < B; i++) free(dec[i]), free(ref[i]);
-    free(dec), free(ref), free(D), free(perm);
     return st;
 }
 

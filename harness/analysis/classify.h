@@ -85,6 +85,18 @@ int rp_cls_twin_other_math(int k);
  * (math <-> subquad), because there the rounding of the attention's probabilities to the
  * GEMM precision varies between layouts far more than any fp32 summation order does. */
 int rp_cls_twin_list(const rp_case *ref, int twins, int *out);
+/* 1 when twin k of ref measures rounding that case c may move, so its envelope is c's. Every
+ * twin does but the attention twin, which measures another attention *algorithm* (other
+ * chunks of the keys, so other probabilities rounding the other way): it applies to c only
+ * when c's attention may run another algorithm or order than ref's (another variant, chunks,
+ * device profile, kernel set or device, or a layout that moves keys or heads between ranks:
+ * ring, Ulysses, pipefusion, patch). A case that splits only the batch (dp, cfg_parallel) or
+ * changes threads, reduce_split, the backend or the fault computes each (batch, head)
+ * slice's attention as ref does; the twins that move GEMM order hold what it moves. Taking
+ * the attention twin's envelope for such a case let a bf16 rounding of the whole guided
+ * output (audit 12: the cfg exchange in bf16, 5e4 x the case's own layout's local error at
+ * step 0) pass as x1.0 of an envelope made by subquad attention. */
+int rp_cls_twin_applies(int k, const rp_case *c, const rp_case *ref);
 /* Twin k of the reference case ref: *twin = ref with reduce_split flipped and/or threads
  * changed (1 <-> 2; 0 counts as 1), or its attention swapped (math <-> subquad), its name
  * "twin <name>: <ref name>";
@@ -201,7 +213,8 @@ int rp_cls_emulation(const rp_case *c, rp_case *out);
 
 /* How a case c's images decoded from its reference ref's final latents are held to ref's
  * images (docs/classification.md §8): bitwise when they decode with the same arithmetic (or
- * are an invariant pair), within one 8-bit level when c's decoder computes in fp32, and by no
+ * are an invariant pair), within one 8-bit level in at most rp_cls_one_level_fraction of the
+ * values when c's decoder computes in fp32, and by no
  * rule otherwise (a decoder that rounds coarser, with other arithmetic, can move a pixel by
  * several levels). The worker decodes the reference's latents only where a rule holds: the
  * images of a case under RP_CLS_DECODE_NONE are checked for assignment only, its own. */
@@ -211,6 +224,14 @@ typedef enum rp_cls_decode_rule {
     RP_CLS_DECODE_NONE
 } rp_cls_decode_rule;
 rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
+/* The most values of a decoded image the one-level rule lets change (a fraction): a decoder
+ * whose arithmetic differs from the reference's by fp32 rounding moves a value of up to 255
+ * levels by about 255 u; its 8-bit rounding flips with probability about that move (the
+ * chance that a boundary lies within it), so factor x 255 u (0.1% at factor 64) holds up to
+ * factor x of amplification, as the envelope's factor does. Measured: 0.002-0.006% changed
+ * in clean fp32 decodes with another attention variant; audit 12's DiT VAE attention at scale
+ * 1 changed 2.5%, each by one level. */
+double rp_cls_one_level_fraction(double factor);
 
 /* The case whose decoder arithmetic the images' teacher forcing of c (against ref) uses:
  * c with ref's precision, numerics, attention (variant, chunks, device profile),
@@ -220,6 +241,14 @@ rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
  * decode path (which rank decodes which item, how images come back) stays c's. Returns 1
  * when that changed c's decoder arithmetic. */
 int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out);
+/* The rule of a second decode of ref's final latents with c's layout and c's *own* decoder
+ * arithmetic, made when the images' teacher forcing ran ref's instead (rp_cls_decode_as
+ * changed it), so that the decoder code that c's own arithmetic selects runs on a judged
+ * input too: rp_cls_decode_rule_of(c, ref), one level at fp32; RP_CLS_DECODE_NONE (no such
+ * decode) when the teacher decode already ran c's arithmetic or no rule would hold one (a
+ * coarser decoder). Audit 12: the VAE's attention given scale 1 whenever the variant was not
+ * math moved images to 15 dB, and every judged decode ran math. */
+rp_cls_decode_rule rp_cls_own_decode_rule(const rp_case *c, const rp_case *ref);
 /* The rule the images' teacher forcing of c is held to: rp_cls_decode_rule_of of
  * rp_cls_decode_as(c, ref) against ref. */
 rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *ref);

@@ -47,6 +47,7 @@ static const char *const SUB[RP_SUB_COUNT] = {
     [RP_SUB_SELF] = "self",
     [RP_SUB_FRESH_SELF] = "fresh-self",
     [RP_SUB_EMULATION] = "emulation",
+    [RP_SUB_DECODE_OWN] = "decode-own",
 };
 
 const char *rp_artifact_name(rp_artifact a) {

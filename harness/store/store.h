@@ -91,6 +91,8 @@ typedef enum rp_store_sub {
                                  check differed) */
     RP_SUB_EMULATION,         /* emulation/: a PipeFusion case's serial emulation (one stage,
                                  the same patches; rp_cls_emulation) */
+    RP_SUB_DECODE_OWN,        /* decode-own/: the reference's final latents decoded with the case's
+                                 layout and its own decoder arithmetic (rp_cls_own_decode_rule) */
     RP_SUB_COUNT
 } rp_store_sub;
 

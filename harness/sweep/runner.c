@@ -696,7 +696,7 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
         if (rp_is_file(done)) {
             p->argv[na++] = "--then-teacher";
             p->argv[na++] = p->ref;
-            planned++;
+            planned += 1 + (rp_cls_own_decode_rule(&mc->c, &m->cases[mc->ref].c) != RP_CLS_DECODE_NONE);
             invariant = invariant_shadows(r, i, mc->ref);
         }
     }

@@ -476,6 +476,8 @@ typedef struct run_spec {
     int fresh_kv;             /* with teacher_ref, an approximate layout's invariant shadow: also its
                                  first step after warmup, with fresh keys (rp_parallel.fresh_kv,
                                  rp_cls_shadow_steps) */
+    int decode_only;          /* with teacher_ref and decode_ref: no step runs (the trajectory is the
+                                 reference's), only the decode of its final latents */
 } run_spec;
 
 /* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
@@ -566,6 +568,10 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
                 }
         }
         if (s->untraced) trace.record_evals = 0;
+        if (st == RP_OK && s->decode_only) {
+            memset(tmask, 0, (size_t)c->steps);
+            trace.record_evals = 0;
+        }
         /* the own checks whole at the run's first and last evaluation and one between them
          * drawn from the case's id (rp_par_own_now): a sweep's cases cover the middle steps */
         int evals = 0;
@@ -727,7 +733,8 @@ static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int f
  * (rp_cls_teacher_decode_rule: not when the decoder rounds coarser than fp32 with other
  * arithmetic; its own images are then checked for assignment only); *decode_as, the case
  * whose decoder arithmetic that decode uses (rp_cls_decode_as). */
-static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled, rp_case *decode_as) {
+static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled, int *decode_own,
+                         rp_case *decode_as) {
     char p[4200];
     rp_case rc;
     rp_error e;
@@ -735,6 +742,7 @@ static void job_relation(job *J, const char *ref_dir, int *exact_only, int *deco
     const int loaded = J->par.rank == 0 && rp_case_load(p, &rc, &e) == RP_OK;
     *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
     *decode_ruled = job_rank0_says(J, loaded && rp_cls_teacher_decode_rule(J->c, &rc) != RP_CLS_DECODE_NONE);
+    *decode_own = job_rank0_says(J, loaded && rp_cls_own_decode_rule(J->c, &rc) != RP_CLS_DECODE_NONE);
     /* the teacher decode's arithmetic (each dp group's leader decodes): rank 0's (plain data) */
     if (!job_rank0_says(J, loaded && rp_cls_decode_as(J->c, &rc, decode_as))) {
         *decode_as = *J->c;
@@ -765,9 +773,9 @@ static void job_classifier_runs(job *J) {
     const int identical = other && job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir));
     const int teach = tref && !identical;
     /* a reference's --then-twins 0 says no case needs its envelope */
-    int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0;
+    int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0, decode_own = 0;
     rp_case decode_as = *J->c;
-    if (other) job_relation(J, tref, &exact_only, &decode_ruled, &decode_as);
+    if (other) job_relation(J, tref, &exact_only, &decode_ruled, &decode_own, &decode_as);
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
      * at the end of the teacher run (its images). Not needed when the case's own decode
@@ -805,6 +813,17 @@ static void job_classifier_runs(job *J) {
                              .decode_as = &decode_as, .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS,
                              .check_own = teach && other};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
+    }
+    /* The teacher decode ran the reference's decoder arithmetic (bitwise rule); the code the
+     * case's own arithmetic selects in the decoder (its attention variant, reduce_split) then
+     * ran only on the case's own latents, which no rule holds. So the reference's final
+     * latents are decoded once more with the case's layout and arithmetic, no step run
+     * (rp_cls_own_decode_rule: one level at fp32). */
+    if (images && decode_own) {
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_DECODE_OWN);
+        const run_spec od = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = 1, .untraced = 1,
+                             .decode_only = 1};
+        if (job_aux(J, "own decode", &od, 0)) return;
     }
     /* The fp32 shadow of a case that rounds coarser (bf16, fp16, tf32): the same layout
      * teacher-forced at fp32 from the same (reference) latents. A layout's bug does not

@@ -305,6 +305,23 @@ START_TEST(test_twin_list) {
     ck_assert_str_eq(tw.attention, "math");
     ck_assert(rp_cls_twin_other_math(0) && rp_cls_twin_other_math(1) && !rp_cls_twin_other_math(2));
     ck_assert(rp_cls_twin_other_math(RP_CLS_TWIN_ATTENTION));
+    /* whose envelope a case takes: every twin's, but the attention twin's only where the case's
+     * attention may run another algorithm or order than the reference's */
+    rp_case c = ref;
+    c.dp = 2, c.cfg_parallel = 2, c.threads = 2, c.reduce_split = 1;
+    snprintf(c.backend, sizeof c.backend, "gloo");
+    ck_assert(!rp_cls_twin_applies(RP_CLS_TWIN_ATTENTION, &c, &ref));
+    for (int t = 0; t < RP_CLS_MAX_TWINS; t++) ck_assert(rp_cls_twin_applies(t, &c, &ref));
+    c.ring = 2;
+    ck_assert(rp_cls_twin_applies(RP_CLS_TWIN_ATTENTION, &c, &ref));
+    c.ring = 1, c.ulysses = 2;
+    ck_assert(rp_cls_twin_applies(RP_CLS_TWIN_ATTENTION, &c, &ref));
+    c.ulysses = 1;
+    snprintf(c.attention, sizeof c.attention, "subquad");
+    ck_assert(rp_cls_twin_applies(RP_CLS_TWIN_ATTENTION, &c, &ref));
+    c = ref;
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
+    ck_assert(rp_cls_twin_applies(RP_CLS_TWIN_ATTENTION, &c, &ref));
 }
 END_TEST
 
@@ -416,6 +433,16 @@ START_TEST(test_decode_rule) {
     snprintf(c.device, sizeof c.device, "cpu");
     snprintf(ref.device, sizeof ref.device, "cpu");
     ck_assert(!rp_cls_decode_as(&c, &ref, &as));
+    /* the own-arithmetic decode: made (at fp32: one level) only where the teacher decode took
+     * the reference's arithmetic */
+    snprintf(c.attention, sizeof c.attention, "flash"); /* c: ref at dp 2 on the host */
+    snprintf(c.precision, sizeof c.precision, "fp32");
+    snprintf(ref.precision, sizeof ref.precision, "fp32");
+    ck_assert_int_eq(rp_cls_own_decode_rule(&c, &ref), RP_CLS_DECODE_ONE_LEVEL);
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    snprintf(ref.precision, sizeof ref.precision, "bf16");
+    ck_assert_int_eq(rp_cls_own_decode_rule(&c, &ref), RP_CLS_DECODE_NONE); /* no rule holds a bf16 one */
+    ck_assert(rp_cls_one_level_fraction(64) == 64 * 255 * 0x1p-24);
 }
 END_TEST
 
