@@ -749,6 +749,9 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     /* x_embedder on the packed latents (rp_flux_pack: rp_patchify with p = 2);
      * context_embedder on the text. Both run into h (contiguous, for the trace) and are
      * then placed in their rows of xs. */
+    /* the text encoder's output as the transformer takes it (sd3.c) */
+    if (L > 0) rp_par_trace(ctx, "text_encoder", ctxin, B, L, Dctx, NULL, L);
+    if (pooled) rp_par_trace(ctx, "text_encoder.pooled", poolin, B, 1, Dpool, NULL, 1);
     rp_d_patchify(ctx, f.tok, xin, B, Cin, H, W, 2);
     rp_d_linear(ctx, f.h, f.tok, &m->x_embed, B * N);
     rp_par_trace(ctx, "x_embedder", f.h, B, N, C, NULL, N);

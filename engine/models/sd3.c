@@ -663,6 +663,10 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
      * gathered into yx (free until the first block) as a (T, D) table. Under sequence
      * parallelism the whole sequence is embedded into hx, then this rank's slice copied. */
     float *xe = Tl < T ? hx : xs; /* (B, T, D) */
+    /* the text encoder's output as the transformer takes it: the conditioning's first traced
+     * point, so a fault in the encoder is named there, not at its first consumer */
+    rp_par_trace(ctx, "text_encoder", ctxin, B, L, cfg->joint_attention_dim, NULL, L);
+    rp_par_trace(ctx, "text_encoder.pooled", poolin, B, 1, cfg->pooled_projection_dim, NULL, 1);
     rp_d_patchify(ctx, patches, xin, B, Cin, H, W, p);
     rp_d_linear(ctx, xe, patches, &m->patch_proj, (int)BT);
     {

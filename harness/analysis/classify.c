@@ -380,9 +380,11 @@ static layer_key key_of(const char *name) {
                                            {"t_embedder", "1"},     {"time_text_embed", "1"},
                                            {"y_embedder", "2"},     {"context_embedder", "2"}};
     layer_key k = {4, 0, 0};
-    /* the text encoder's probe comes first (the conditioning is made before any step), then
-     * the evaluation's inputs (the WORLD replica check's tensors) before any layer */
-    if (!strncmp(name, "text_encoder", 12)) return (layer_key){-2, 0, 0};
+    /* the text encoder comes first (the conditioning is made before any step): its probe
+     * (a WORLD replica, which names the ranks that disagree), then its output as the model
+     * takes it (the trace's "text_encoder", "text_encoder.pooled"); then the evaluation's
+     * inputs (the WORLD replica check's tensors) before any layer */
+    if (!strncmp(name, "text_encoder", 12)) return (layer_key){-2, 0, strchr(name, '(') ? 0 : 1};
     if (!strcmp(name, "timestep")) return (layer_key){-1, 0, 0};
     if (!strcmp(name, "guidance")) return (layer_key){-1, 0, 1};
     /* which blocks each pipeline stage runs: the shape of the whole forward */
