@@ -1,0 +1,8 @@
+# case sets (5 steps, gen.py's families: dit/sd3 4 items, flux 2 prompts x 2 seeds)
+C01=( 'flash|attention: flash' 'dp2 flash|dp: 2, attention: flash' )
+C02=( 'flash q8kv8|attention: flash, attn_q_chunk: 8, attn_kv_chunk: 8' 'dp2 flash q8kv8|dp: 2, attention: flash, attn_q_chunk: 8, attn_kv_chunk: 8' )
+C03=( 'dp2|dp: 2' 'dp2 t2|dp: 2, threads: 2' )
+C04S=( 'dp2|dp: 2' 'cfg2|cfg_parallel: 2' 'uly2|ulysses: 2' )
+C04F=( 'dp2|dp: 2' 'uly2|ulysses: 2' )
+C05=( 'dp2|dp: 2' 'cfg2|cfg_parallel: 2' )
+C06=( 'cfg2|cfg_parallel: 2' 'dp2|dp: 2' )
