@@ -349,7 +349,11 @@ class FluxTransformer2DModel(nn.Module):
             raise ValueError("this model has a guidance embedder; pass guidance")
         temb = self.time_text_embed(t, g, pooled_projections.to(dt))
         c = self.context_embedder(encoder_hidden_states.to(dt))
-        if acts is not None:
+        if acts is not None:  # the text states as the transformer takes them first (C: "text_encoder")
+            if encoder_hidden_states.shape[1] > 0:
+                acts["text_encoder"] = encoder_hidden_states
+            if pooled_projections is not None:
+                acts["text_encoder.pooled"] = pooled_projections
             acts["x_embedder"], acts["time_text_embed"], acts["context_embedder"] = x, temb, c
         # the tables are computed on the ids' device and used on the latents' (velocity's ids
         # are CPU tensors; a CUDA peer passes CUDA ids and keeps it all on the GPU)

@@ -17,7 +17,8 @@ API (tests/reference/* import it):
             x (B, Cin, H, W); context (B, L, Djoint); pooled (B, Dpool); t (B,) float in
             [0, 1000]; context_mask (B, L) bool/uint8 (nonzero = attend) or None (diffusers'
             default: no mask). When `acts` is a dict it is filled with the activations repro's
-            trace records, same names and layouts (see sd3.h): "pos_embed", "time_text_embed",
+            trace records, same names and layouts (see sd3.h): "text_encoder" (context as
+            given), "text_encoder.pooled" (pooled as given), "pos_embed", "time_text_embed",
             "context_embedder", "transformer_blocks.N.attn", ".attn.context", ".ff",
             ".ff_context", "transformer_blocks.N", ".context", "proj_out", and ".attn2" in the
             dual-attention (MMDiT-X) blocks.
@@ -343,7 +344,8 @@ class SD3Transformer2DModel(nn.Module):
         hs = self.pos_embed(x)
         temb = self.time_text_embed(t, pooled)
         c = self.context_embedder(context)
-        if acts is not None:
+        if acts is not None:  # the text states as the transformer takes them first (C: "text_encoder")
+            acts["text_encoder"], acts["text_encoder.pooled"] = context, pooled
             acts["pos_embed"], acts["time_text_embed"], acts["context_embedder"] = hs, temb, c
         for i, block in enumerate(self.transformer_blocks):
             hs, c = block(hs, c, temb, context_mask, acts, "transformer_blocks.%d" % i)
