@@ -2288,16 +2288,18 @@ static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, c
  * the way images come back (which rank decodes which item, the gather) are judged on the
  * reference's input, apart from the sampling's drift:
  *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
- *   else, at fp32                                 every pixel within one level: a
- *       difference far below one level (rounding: ~1e-6 relative) moves an 8-bit value by
- *       at most one;
+ *   else, at fp32                                 every pixel within one level, in at
+ *       most rp_cls_one_level_fraction of the values: a difference far below one level
+ *       (rounding: ~1e-6 relative) moves an 8-bit value by at most one, and seldom;
  *   else (bf16, fp16, tf32 decoders)              no rule (rp_cls_teacher_decode_rule): the
  *       worker makes no such decode, and the case's own images are checked for assignment.
  * And each decoded image against every reference image: one much closer to another item's
  * image is a MISMATCH (images returned in the wrong order).
  * When the case's latents are bitwise the reference's, its own decode had the reference's
  * input: its own images are that decode (the launch made no teacher run), judged by the
- * same rules. */
+ * same rules. Where the teacher decode took the reference's arithmetic, <case>/decode-own/
+ * holds the same latents decoded with the case's own, judged by its rule
+ * (rp_cls_own_decode_rule). */
 static rp_status cls_decode(cls *x, rp_error *err) {
     const int fp32 = !strcmp(rp_cls_effective_precision(&x->c), "fp32");
     /* the rules of the case's own decode and of its teacher decode (rp_cls_decode_as) */
@@ -2320,12 +2322,12 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     cJSON_AddStringToObject(dj, "images", same_input ? "the case's own (its latents are bitwise the reference's)"
                                           : own      ? "the case's own (for the assignment only)"
                                                      : "the reference's final latents decoded with the case's layout");
-    static const char *const RULE[] = {"bitwise (the reference's decoder arithmetic)", "one level (fp32 rounding)",
+    static const char *const RULE[] = {"bitwise (the reference's decoder arithmetic)", "one level in few values (fp32 rounding)",
                                        "none (the decoder rounds coarser, with other arithmetic)"};
     cJSON_AddStringToObject(dj, "rule", RULE[rule]);
     rp_case as;
     if (!own && x->have_rc && rp_cls_decode_as(&x->c, &x->rc, &as))
-        cJSON_AddStringToObject(dj, "decoder", "the reference's arithmetic (precision, attention, reduce_split)");
+        cJSON_AddStringToObject(dj, "decoder", "the reference's arithmetic (precision, attention, reduce_split, threads)");
     rp_status st = judge_images(x, dd, rule, "the reference's final latents decoded with this layout", dj, 1, err);
     /* the same latents decoded with the case's own decoder arithmetic too, when the decode
      * above ran the reference's (rp_cls_own_decode_rule) */
