@@ -105,4 +105,10 @@ void rp_srun_parse_err(const char *path, long stopped_at, rp_launch_result *res,
  * report at or after byte stopped_at (as rp_srun_parse_err). */
 void rp_mpirun_parse_err(const char *path, long stopped_at, rp_launch_result *res, unsigned char *failed);
 
+/* When failed[] names no rank: each rank's status file in run_dir (rank<r>.status, written
+ * by the shell around it: its wait status, the exit code or 128 + the signal) for a rank
+ * that ended non-zero on its own (failed[r] = 1). mpirun at times reports only that "1
+ * process returned a non-zero exit code" and not which. */
+void rp_mpirun_read_status(const char *run_dir, rp_launch_result *res, unsigned char *failed);
+
 #endif

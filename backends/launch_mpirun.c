@@ -2,21 +2,26 @@
  * MPI mpirun on hosts taken from the hostfile's pool.
  *
  *   mpirun [--allow-run-as-root] -n <world> -H <a>:<k>,<b>:<k> --map-by slot
- *          --bind-to none -x NAME... /bin/sh -c 'exec "$@" >rank<r>.out 2>rank<r>.err'
- *          repro-rank <program> <args>
+ *          --bind-to none -x NAME... /bin/sh -c '"$@" >rank<r>.out 2>rank<r>.err;
+ *          echo $? >rank<r>.status; ...' repro-rank <program> <args>
  *
  * Why these: -H with hosts of our own pool and k slots each, mapped by slot, so rank r
  * runs on the (r / k)-th host; --bind-to none, as the local launcher binds nothing;
  * -x forwards the variables the ranks need (mpirun passes the environment only to
  * ranks on its own host): the job's (threads, REPRO_STORE_DIR, REPRO_RUN_DIR) and
  * REPRO_*, GLOO_*, OPENBLAS_*, OMP_*, PATH, LD_LIBRARY_PATH from the sweep's. The
- * shell only names each rank's output files as the local launcher names them; exec
- * leaves the rank itself as mpirun's child. mpirun's own options (plm_rsh_agent, the
- * network to use) come from OMPI_MCA_* variables, which it reads itself.
+ * shell names each rank's output files as the local launcher names them, and records how
+ * the rank ended in rank<r>.status (its wait status: the code, or 128 + the signal),
+ * then ends the same way itself (the signal raised again), so mpirun sees what the rank
+ * did. Open MPI signals each rank's process group, so a stop reaches the rank through
+ * the shell. mpirun's own options (plm_rsh_agent, the network to use) come from
+ * OMPI_MCA_* variables, which it reads itself.
  *
  * How it ended comes from mpirun's messages in <run dir>/mpirun.err:
  *   mpirun noticed that process rank R with PID P on node NODE exited on signal S (...)
  *   Process name: [[J,1],R]  /  Exit code: N      (the first rank to exit non-zero)
+ * and, where mpirun names no rank (it sometimes says only "1 process returned a non-zero
+ * exit code": a crash whose report lost a race in mpirun), from the ranks' status files.
  * At the deadline (or on cancel) mpirun's process group gets SIGTERM — mpirun then
  * kills its ranks on every host — and SIGKILL after the grace time. */
 #include <errno.h>
@@ -33,8 +38,10 @@ typedef struct mpirun_impl {
     char mpirun[PATH_MAX];
 } mpirun_impl;
 
-static const char RANK_SH[] = "exec \"$@\" <>/dev/null >\"$REPRO_RUN_DIR/rank$OMPI_COMM_WORLD_RANK.out\" "
-                              "2>\"$REPRO_RUN_DIR/rank$OMPI_COMM_WORLD_RANK.err\"";
+static const char RANK_SH[] = "r=\"$REPRO_RUN_DIR/rank$OMPI_COMM_WORLD_RANK\"; "
+                              "\"$@\" <>/dev/null >\"$r.out\" 2>\"$r.err\"; s=$?; "
+                              "echo $s >\"$r.status\"; "
+                              "[ $s -gt 128 ] && kill -$((s - 128)) $$; exit $s";
 
 /* 1 for the variables a rank on another host needs (see the file comment). */
 static int forwarded(const char *kv, const rp_launch_spec *spec) {
@@ -81,6 +88,24 @@ void rp_mpirun_parse_err(const char *path, long stopped_at, rp_launch_result *re
         }
     }
     fclose(f);
+}
+
+void rp_mpirun_read_status(const char *run_dir, rp_launch_result *res, unsigned char *failed) {
+    for (int r = 0; r < res->nranks; r++)
+        if (failed[r]) return; /* mpirun named the rank */
+    for (int r = 0; r < res->nranks; r++) {
+        char p[PATH_MAX + 32];
+        snprintf(p, sizeof p, "%s/rank%d.status", run_dir, r);
+        FILE *f = fopen(p, "r");
+        int s = 0;
+        const int got = f && fscanf(f, "%d", &s) == 1;
+        if (f) fclose(f);
+        if (!got || s == 0) continue;
+        failed[r] = 1;
+        res->ranks[r].exited = s <= 128;
+        if (s > 128) res->ranks[r].term_signal = s - 128;
+        else res->ranks[r].exit_code = s;
+    }
 }
 
 static rp_status mpirun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_launch_result *res, rp_error *err) {
@@ -139,6 +164,7 @@ static rp_status mpirun_launch(rp_launcher *l, const rp_launch_spec *spec, rp_la
             char log[PATH_MAX + 32];
             snprintf(log, sizeof log, "%s/mpirun.err", res->run_dir);
             rp_mpirun_parse_err(log, p.err_at_stop, res, failed);
+            rp_mpirun_read_status(res->run_dir, res, failed);
             if (rp_cluster_outcome(&p, &m->pool, idx, k, failed, res) != 0) {
                 char tail[2048];
                 rp_file_tail(log, 8, tail, sizeof tail);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/launch_cluster.h"
@@ -144,6 +145,51 @@ START_TEST(mpirun_signal_and_exit_code) {
     outcome(&res, failed, 4, 2, 0);
     ck_assert_int_eq(res.status, RP_LAUNCH_COMM_TIMEOUT);
     ck_assert_str_eq(res.ranks[3].node, "n2");
+}
+END_TEST
+
+/* mpirun at times says only that "1 process returned a non-zero exit code": the ranks'
+ * status files (the shell around each rank writes its wait status) name it. */
+START_TEST(mpirun_status_files) {
+    rp_launch_result res;
+    memset(&res, 0, sizeof res);
+    res.nranks = 2;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(res.run_dir, sizeof res.run_dir, "%s/repro-test-launcher-status-%d", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
+    ck_assert_int_eq(mkdir(res.run_dir, 0755), 0);
+    char p[sizeof res.run_dir + 32];
+    snprintf(p, sizeof p, "%s/rank1.status", res.run_dir);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("139\n", f);
+    fclose(f);
+    unsigned char failed[RP_LAUNCH_MAX_RANKS] = {0};
+    rp_mpirun_parse_err(text_file("--------------------------------------------------------------------------\n"
+                                  "Primary job  terminated normally, but 1 process returned\n"
+                                  "a non-zero exit code. Per user-direction, the job has been aborted.\n"),
+                        -1, &res, failed);
+    ck_assert_int_eq(failed[0] + failed[1], 0);
+    rp_mpirun_read_status(res.run_dir, &res, failed);
+    ck_assert_int_eq(failed[0], 0); /* no status file: killed with the job */
+    ck_assert_int_eq(failed[1], 1);
+    ck_assert_int_eq(res.ranks[1].exited, 0);
+    ck_assert_int_eq(res.ranks[1].term_signal, SIGSEGV);
+    /* mpirun's own report stands: the files are not read then */
+    memset(failed, 0, sizeof failed);
+    failed[0] = 1;
+    res.ranks[1].term_signal = 0;
+    rp_mpirun_read_status(res.run_dir, &res, failed);
+    ck_assert_int_eq(failed[1], 0);
+    /* an exit code */
+    f = fopen(p, "w");
+    fputs("3\n", f);
+    fclose(f);
+    memset(failed, 0, sizeof failed);
+    rp_mpirun_read_status(res.run_dir, &res, failed);
+    ck_assert(failed[1] == 1 && res.ranks[1].exited && res.ranks[1].exit_code == 3);
+    remove(p);
+    rmdir(res.run_dir);
 }
 END_TEST
 
@@ -289,6 +335,7 @@ int main(void) {
     tcase_add_test(tc, srun_task_ranges_and_exit_codes);
     tcase_add_test(tc, srun_failed_without_a_task);
     tcase_add_test(tc, mpirun_signal_and_exit_code);
+    tcase_add_test(tc, mpirun_status_files);
     tcase_add_test(tc, deadline_flags_every_rank);
     tcase_add_test(tc, deadline_reports_after_the_stop);
     tcase_add_test(tc, layout_and_pool);
