@@ -570,9 +570,13 @@ static rp_status staged(const rp_ctx *ctx, rp_device *dev, float *out, const flo
 /* rp_attention on host buffers, then (rp_par_own_now) its own check (attn_own.c); during a
  * host-staged device forward (p->stage_dev) the computation itself runs on that device
  * (staged), so the parallel layout's data movement is the host's and its arithmetic the
- * device's (no own check: the oracle is the host's). */
+ * device's (no own check: the oracle is the host's). The own check recomputes the model's
+ * problem, not the kernel's arguments: model_mask is the key mask the model's call came with
+ * (under sequence parallelism none: every key attended), so a layout that hands its kernel
+ * another mask (audit 13: a bf16-only path masking the last key) differs from its oracle. */
 static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const float *k, const float *v,
-                        const uint8_t *key_mask, int B, int H, int Tq, int Tk, int D, float scale, rp_error *err) {
+                        const uint8_t *key_mask, const uint8_t *model_mask, int B, int H, int Tq, int Tk, int D,
+                        float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
     rp_device *dev = p ? p->stage_dev : NULL;
     if (!dev) {
@@ -583,7 +587,7 @@ static rp_status attend(const rp_ctx *ctx, float *out, const float *q, const flo
                           (p->fault == RP_INJECT_ATTN_SCALE_STEP_RANK && p->fwd_eval == 2));
         RP_TRY(rp_attention(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, skew ? nextafterf(scale, 0.0f) : scale,
                             err));
-        return rp_par_attn_own_check(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err);
+        return rp_par_attn_own_check(ctx, out, q, k, v, model_mask, B, H, Tq, Tk, D, scale, err);
     }
     return staged(ctx, dev, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
 }
@@ -617,7 +621,7 @@ static rp_status plain(const rp_ctx *ctx, int layer, float *out, const float *q,
         const int seg[3] = {Tlead, Tk - Tlead - Trep, Trep};
         return attend_canonical(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, seg, 3, 2, err);
     }
-    return attend(ctx, out, q, kk, vv, key_mask, B, H, T, Tk, D, scale, err);
+    return attend(ctx, out, q, kk, vv, key_mask, key_mask, B, H, T, Tk, D, scale, err);
 }
 
 /* attn-scale: the last rank's softmax scale is 1/sqrt(d+1); attn-scale-late: the same after
@@ -714,7 +718,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
         const int seg[3] = {u * Tlead, u * Tsec, Trep};
         if (R == 1) st = attend_canonical(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, seg, 3, 2, err);
         else st = ring_canonical(ctx, O, Q, KK, VV, B, Hu, u * Ts, u * Tlead, Trep, D, scale, err);
-    } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, B, Hu, Tg, Tgk, D, scale, err);
+    } else if (R == 1) st = attend(ctx, O, Q, KK, VV, NULL, key_mask, B, Hu, Tg, Tgk, D, scale, err);
     else st = ring_attention(ctx, O, Q, KK, VV, B, Hu, u * Ts, Tgk - Trep, Trep, D, scale, err);
     if (st != RP_OK) goto done;
     /* all-to-all 2: head groups -> token shards (send reused: same size) */

@@ -1103,6 +1103,7 @@ typedef struct twin_data {
     rp_trace teacher_trace;
     int have_teacher_trace;
     int applies;             /* its envelope is the case's (rp_cls_twin_applies) */
+    int perturbed;           /* its own run started from perturbed noise (the noise twins) */
 } twin_data;
 
 /* Worst image metrics of the case against the reference (items with images in both). */
@@ -1360,6 +1361,59 @@ static rp_status cls_load(cls *x, rp_error *err) {
     return RP_OK;
 }
 
+/* Twin w's record of layer `name` at the first evaluation (teacher == 0) or at its teacher
+ * run's step k (teacher == 1); NULL where it has none. The first evaluation is its teacher
+ * run's step 0 where it has one (the reference's x_T, the twin's arithmetic: what a case's
+ * first evaluation is held to), else its own run's first unless that started from perturbed
+ * noise (the noise twin: no other arithmetic at all). */
+static const rp_trace_rec *twin_rec(const twin_data *w, const char *name, int teacher, int k) {
+    const int has_teacher = w->have_teacher_trace && w->teacher.rows;
+    if (!teacher && !has_teacher) return w->have_trace && !w->perturbed ? trace_find(&w->trace, 0, name) : NULL;
+    if (!teacher) k = 0;
+    if (!has_teacher) return NULL;
+    const int e = eval_of_step(w->teacher.mask, k);
+    return e >= 0 ? trace_find(&w->teacher_trace, e, name) : NULL;
+}
+
+/* A twin's first evaluation: its trace and that evaluation's index (twin_rec's choice); 0
+ * when it has none. */
+static int twin_first(const twin_data *w, const rp_trace **tr, int *eval) {
+    if (w->have_teacher_trace && w->teacher.rows) {
+        *tr = &w->teacher_trace, *eval = eval_of_step(w->teacher.mask, 0);
+        return *eval >= 0;
+    }
+    *tr = &w->trace, *eval = 0;
+    return w->have_trace && !w->perturbed;
+}
+
+/* (classify.h) */
+int rp_cls_twins_not_rounding(const rp_trace *base, int beval, const rp_trace *const *tr, const int *ev, int n,
+                              double floor, double factor, unsigned char *out, char (*why)[200]) {
+    double rel[RP_CLS_TWIN_KINDS];
+    int bad = 0;
+    assert(n <= RP_CLS_TWIN_KINDS);
+    for (int i = 0; i < base->n && n >= 2; i++) {
+        const rp_trace_rec *b = &base->recs[i];
+        if (b->eval != beval) continue;
+        for (int t = 0; t < n; t++) {
+            const rp_trace_rec *r = ev[t] >= 0 ? trace_find(tr[t], ev[t], b->name) : NULL;
+            rel[t] = r ? rp_cls_layer_rel(b, r) : NAN;
+        }
+        for (int t = 0; t < n; t++) {
+            if (out[t] || isnan(rel[t])) continue;
+            double others = 0;
+            for (int u = 0; u < n; u++)
+                if (u != t && isfinite(rel[u]) && rel[u] > others) others = rel[u];
+            const double lim = factor * (others > floor ? others : floor);
+            if (!(rel[t] > lim)) continue;
+            out[t] = 1, bad++;
+            snprintf(why[t], 200, "not a rounding of the reference: it moves %.48s by %.3g, x%.3g the other twins "
+                     "and the floor there (its knob's code path is suspect)", b->name, rel[t], rel[t] / (lim / factor));
+        }
+    }
+    return bad;
+}
+
 /* The twins against their reference: the envelope of the free trajectory and of the
  * teacher-forced steps (the base's own teacher run included: the teacher procedure's own
  * rounding, 0 for the samplers whose steps it repeats exactly). */
@@ -1386,10 +1440,30 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         twin_data *w = &x->tw[x->n_tw++];
         twin_load(w, d);
         w->applies = in->n_twins > 0 || !x->have_rc || rp_cls_twin_applies(kinds[t], &x->c, &x->rc);
+        w->perturbed = in->n_twins == 0 && TWINS[kinds[t]].noise;
         if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
             w->status = RP_V_CRASH;
             snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
         }
+    }
+    /* a twin that is no rounding of the reference leaves the envelope, loudly */
+    if (x->have_tbtr && x->n_tw <= RP_CLS_TWIN_KINDS) {
+        const rp_trace *tr[RP_CLS_TWIN_KINDS];
+        int ev[RP_CLS_TWIN_KINDS];
+        unsigned char out[RP_CLS_TWIN_KINDS] = {0};
+        char why[RP_CLS_TWIN_KINDS][200];
+        for (int t = 0; t < x->n_tw; t++)
+            if (x->tw[t].status != RP_V_COUNT || !twin_first(&x->tw[t], &tr[t], &ev[t])) ev[t] = -1;
+        rp_cls_twins_not_rounding(&x->tbtr, 0, tr, ev, x->n_tw, x->floor, x->o->factor, out, why);
+        for (int t = 0; t < x->n_tw; t++)
+            if (out[t]) {
+                x->tw[t].status = RP_V_BUG;
+                snprintf(x->tw[t].why, sizeof x->tw[t].why, "%.199s", why[t]);
+                snprintf(x->f.twin_rejected, sizeof x->f.twin_rejected, "twin %.63s: %.199s", x->tw[t].name, why[t]);
+            }
+    }
+    for (int t = 0; t < x->n_tw; t++) {
+        twin_data *w = &x->tw[t];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", w->name);
         cJSON_AddStringToObject(o, "status", w->status == RP_V_COUNT ? "ok" : rp_verdict_name(w->status));
@@ -1438,14 +1512,7 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
     for (int t = 0; base && t < x->n_tw; t++) {
         const twin_data *w = &x->tw[t];
         if (w->status != RP_V_COUNT || !w->applies) continue;
-        const rp_trace_rec *r = NULL;
-        if (!teacher && w->have_trace) r = trace_find(&w->trace, 0, base->name);
-        /* a teacher-only twin's first evaluation: its teacher run's step 0 (same x_T) */
-        if (!teacher && !w->have_trace && w->have_teacher_trace && w->teacher.rows) teacher = 1, k = 0;
-        if (teacher && w->have_teacher_trace && w->teacher.rows) {
-            const int e = eval_of_step(w->teacher.mask, k);
-            r = e >= 0 ? trace_find(&w->teacher_trace, e, base->name) : NULL;
-        }
+        const rp_trace_rec *r = twin_rec(w, base->name, teacher, k);
         const double v = r ? rp_cls_layer_rel(base, r) : 0;
         if (isfinite(v) && v > env) env = v;
     }
@@ -1832,6 +1899,34 @@ typedef struct shadow_twins {
     const teacher_run *tw;
     int n;
 } shadow_twins;
+/* The fp32 shadow's twins as the case's (rp_cls_twins_not_rounding), at fp32's floor: one that is
+ * no rounding of the base's shadow leaves tw (freed; noted in the facts). Returns how many
+ * stay. */
+static int shadow_twins_rounding(cls *x, const teacher_run *b, teacher_run *tw, const char *const *name, int n) {
+    const int be = b->have_tr ? eval_of_step(b->t.mask, 0) : -1;
+    if (be < 0 || n < 2) return n;
+    const rp_trace *tr[RP_CLS_TWIN_KINDS];
+    int ev[RP_CLS_TWIN_KINDS];
+    unsigned char out[RP_CLS_TWIN_KINDS] = {0};
+    char why[RP_CLS_TWIN_KINDS][200];
+    for (int t = 0; t < n; t++) {
+        tr[t] = &tw[t].tr;
+        ev[t] = tw[t].have_tr ? eval_of_step(tw[t].t.mask, 0) : -1;
+    }
+    rp_cls_twins_not_rounding(&b->tr, be, tr, ev, n, rp_cls_unit_roundoff("fp32"), x->o->factor, out, why);
+    int m = 0;
+    for (int t = 0; t < n; t++) {
+        if (!out[t]) {
+            tw[m++] = tw[t];
+            continue;
+        }
+        snprintf(x->f.twin_rejected, sizeof x->f.twin_rejected, "the fp32 shadow's twin %.63s: %.199s", name[t],
+                 why[t]);
+        teacher_run_free(&tw[t]);
+    }
+    return m;
+}
+
 static double shadow_layer_env(const void *ctx, const rp_trace_rec *base, int k) {
     const shadow_twins *s = ctx;
     double e = 0;
@@ -1912,13 +2007,16 @@ static void cls_shadow(cls *x) {
         teacher_run_free(&c);
         return;
     }
+    const char *tname[RP_CLS_TWIN_KINDS];
     for (int k = 0; k < x->n_tw && k < RP_CLS_TWIN_KINDS; k++) {
         char sd[PATHLEN], twd[PATHLEN];
         rp_store_subdir(sd, sizeof sd, x->base, RP_SUB_SHADOW);
         rp_store_twin_dir(twd, sizeof twd, sd, x->tw[k].name);
         rp_store_subdir(d, sizeof d, twd, RP_SUB_TEACHER);
+        tname[n_tw] = x->tw[k].name;
         if (teacher_run_load(&tw[n_tw], d)) n_tw++;
     }
+    n_tw = shadow_twins_rounding(x, &b, tw, tname, n_tw);
     const int N = x->N;
     cJSON *sj = cJSON_AddObjectToObject(x->ev, "fp32_shadow");
     double *v = malloc(sizeof(double) * (N + 1)), *loc = calloc((size_t)N, sizeof *loc);
@@ -2194,6 +2292,20 @@ int rp_cls_decode_as(const rp_case *c, const rp_case *ref, rp_case *out) {
 
 double rp_cls_one_level_fraction(double factor) { return factor * 255.0 * rp_cls_unit_roundoff("fp32"); }
 
+size_t rp_cls_one_level_count(size_t n, double factor) {
+    const double lambda = (double)n * rp_cls_one_level_fraction(factor);
+    /* P(X > k) = 1 - sum_{j <= k} pmf(j), the pmf by its recurrence from log pmf(0) = -lambda
+     * (in logs: exp(-lambda) underflows past lambda ~ 745) */
+    double logp = -lambda, cdf = 0;
+    size_t k = 0;
+    for (;; k++) {
+        if (k) logp += log(lambda / (double)k);
+        cdf += exp(logp);
+        if (1.0 - cdf < 1e-6 || k >= n) break;
+    }
+    return k;
+}
+
 rp_cls_decode_rule rp_cls_own_decode_rule(const rp_case *c, const rp_case *ref) {
     rp_case as;
     return rp_cls_decode_as(c, ref, &as) ? rp_cls_decode_rule_of(c, ref) : RP_CLS_DECODE_NONE;
@@ -2205,12 +2317,27 @@ rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *r
     return rp_cls_decode_rule_of(&as, ref);
 }
 
-/* Evidence 8's judgement of one decode: the B images in dd against the reference's, item by
- * item under rule (a break sets image_break with what, the images' origin, in its message),
+static int decodes_coarser_on_host(const rp_case *c) {
+    return strcmp(rp_cls_effective_precision(c), "fp32") && !rp_device_name_is_cuda(c->device);
+}
+
+int rp_cls_decode_shadow(const rp_case *c, const rp_case *ref) {
+    if (!decodes_coarser_on_host(c) || rp_cls_invariant_pair(c, ref) || decoder_numerics_equal(c, ref) ||
+        strcmp(c->vae, ref->vae) || c->weight_seed != ref->weight_seed)
+        return 0;
+    return !strcmp(rp_cls_effective_precision(ref), "fp32") || decodes_coarser_on_host(ref);
+}
+
+int rp_cls_decode_shadow_ref(const rp_case *c, const rp_case *ref) {
+    return rp_cls_decode_shadow(c, ref) && decodes_coarser_on_host(ref);
+}
+
+/* Evidence 8's judgement of one decode: the B images in dd against those in rd (the
+ * reference's, or its fp32 shadow's), item by item under rule (a break sets image_break with what, the images' origin, in its message),
  * into dj's "items"; with assignment, also each image against every reference image (one
  * much closer to another item's: MISMATCH). */
-static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, const char *what, cJSON *dj,
-                              int assignment, rp_error *err) {
+static rp_status judge_images(cls *x, const char *dd, const char *rd, rp_cls_decode_rule rule, const char *what,
+                              cJSON *dj, int assignment, rp_error *err) {
     const int B = x->B;
     uint8_t **dec = calloc((size_t)B, sizeof *dec), **ref = calloc((size_t)B, sizeof *ref);
     double *D = malloc(sizeof(double) * B * B);
@@ -2221,7 +2348,7 @@ static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, c
         char pa[PATHLEN], pb[PATHLEN];
         int w1, h1, w2, h2;
         rp_store_image_path(pa, sizeof pa, dd, i);
-        rp_store_image_path(pb, sizeof pb, x->in->ref_dir, i);
+        rp_store_image_path(pb, sizeof pb, rd, i);
         st = rp_png_read(pa, &dec[i], &w1, &h1, err);
         if (st == RP_OK) st = rp_png_read(pb, &ref[i], &w2, &h2, err);
         if (st == RP_OK && (w1 != w2 || h1 != h2 || (i && (w1 != W || h1 != H))))
@@ -2253,19 +2380,18 @@ static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, c
         put(o, "changed", n ? (double)changed / n : 0);
         put(o, "rel", D[(size_t)i * B + i]);
         cJSON_AddItemToArray(items, o);
-        const double most = rp_cls_one_level_fraction(x->o->factor);
+        const size_t most = rp_cls_one_level_count(n, x->o->factor);
         const int breaks = rule == RP_CLS_DECODE_BITWISE ? max_abs > 0
-                           : rule == RP_CLS_DECODE_ONE_LEVEL
-                               ? max_abs > 1 || (n && (double)changed / n > most)
-                               : 0;
+                           : rule == RP_CLS_DECODE_ONE_LEVEL ? max_abs > 1 || changed > most
+                                                             : 0;
         if (breaks && x->f.image_break < 0) {
-            char r[64];
+            char r[96];
             if (rule == RP_CLS_DECODE_BITWISE) snprintf(r, sizeof r, "bitwise");
-            else snprintf(r, sizeof r, "one level in at most %.2g%% of the values", 100.0 * most);
+            else snprintf(r, sizeof r, "one level in at most %zu of the %zu values", most, n);
             x->f.image_break = i;
             snprintf(x->f.image_msg, sizeof x->f.image_msg,
-                     "image %d: %s differ from the reference's image by up to %d levels in %.2f%% of the values "
-                     "(rule: %s, at vae.decode)",
+                     "vae.decode, image %d: %s differ from the reference's by up to %d levels in %.2f%% of the "
+                     "values (rule: %s)",
                      i, what, max_abs, n ? 100.0 * changed / n : 0.0, r);
         }
     }
@@ -2289,7 +2415,7 @@ static rp_status judge_images(cls *x, const char *dd, rp_cls_decode_rule rule, c
  * reference's input, apart from the sampling's drift:
  *   the decoder's arithmetic is the reference's  every image bitwise the reference's;
  *   else, at fp32                                 every pixel within one level, in at
- *       most rp_cls_one_level_fraction of the values: a difference far below one level
+ *       most rp_cls_one_level_count of the values: a difference far below one level
  *       (rounding: ~1e-6 relative) moves an 8-bit value by at most one, and seldom;
  *   else (bf16, fp16, tf32 decoders)              no rule (rp_cls_teacher_decode_rule): the
  *       worker makes no such decode, and the case's own images are checked for assignment.
@@ -2328,7 +2454,8 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     rp_case as;
     if (!own && x->have_rc && rp_cls_decode_as(&x->c, &x->rc, &as))
         cJSON_AddStringToObject(dj, "decoder", "the reference's arithmetic (precision, attention, reduce_split, threads)");
-    rp_status st = judge_images(x, dd, rule, "the reference's final latents decoded with this layout", dj, 1, err);
+    rp_status st = judge_images(x, dd, x->in->ref_dir, rule, "the reference's final latents decoded with this layout", dj, 1,
+                                err);
     /* the same latents decoded with the case's own decoder arithmetic too, when the decode
      * above ran the reference's (rp_cls_own_decode_rule) */
     char od[PATHLEN], po[PATHLEN];
@@ -2338,10 +2465,38 @@ static rp_status cls_decode(cls *x, rp_error *err) {
     if (st == RP_OK && rule_od != RP_CLS_DECODE_NONE && rp_is_file(po)) {
         cJSON *oj = cJSON_AddObjectToObject(dj, "own_arithmetic");
         cJSON_AddStringToObject(oj, "rule", RULE[rule_od]);
-        st = judge_images(x, od, rule_od, "the reference's final latents decoded with this layout and its own decoder "
-                          "arithmetic", oj, 0, err);
+        st = judge_images(x, od, x->in->ref_dir, rule_od,
+                          "the reference's final latents decoded with this layout and its own decoder arithmetic", oj,
+                          0, err);
     }
     return st;
+}
+
+/* Evidence 8 at fp32: the decoder's fp32 shadow (rp_cls_decode_shadow). A case that decodes
+ * coarser than fp32 with other decoder arithmetic than its reference's has no rule of its own
+ * (a bf16 decoder with other arithmetic may move a pixel by levels), so its fp32 shadow ended
+ * with a decode of the reference's final latents with the case's layout and its own decoder
+ * arithmetic at fp32 (<case>/shadow/teacher/), held to the one-level rule against the same
+ * latents decoded at fp32 with the reference's arithmetic: the reference's own images, or its
+ * fp32 shadow's. */
+static rp_status cls_decode_shadow(cls *x, rp_error *err) {
+    if (x->in->ref_label || !x->have_rc || !rp_cls_decode_shadow(&x->c, &x->rc)) return RP_OK;
+    char dd[PATHLEN], rd[PATHLEN], p0[PATHLEN];
+    rp_store_subdir(dd, sizeof dd, x->in->case_dir, RP_SUB_SHADOW_TEACHER);
+    if (rp_cls_decode_shadow_ref(&x->c, &x->rc)) rp_store_subdir(rd, sizeof rd, x->in->ref_dir, RP_SUB_SHADOW_TEACHER);
+    else rp_pathf(rd, PATHLEN, "%s", x->in->ref_dir);
+    rp_store_image_path(p0, sizeof p0, dd, 0);
+    const int have = rp_is_file(p0);
+    rp_store_image_path(p0, sizeof p0, rd, 0);
+    if (!have || !rp_is_file(p0)) return RP_OK; /* an older store, or a run that failed (its aux.json says) */
+    cJSON *dj = cJSON_AddObjectToObject(x->ev, "decode_fp32_shadow");
+    cJSON_AddStringToObject(dj, "images", "the reference's final latents decoded with this layout and its own decoder "
+                                          "arithmetic at fp32, against the reference's at fp32");
+    cJSON_AddStringToObject(dj, "rule", "one level in few values (fp32 rounding)");
+    return judge_images(x, dd, rd, RP_CLS_DECODE_ONE_LEVEL,
+                        "the reference's final latents decoded at fp32 with this layout and its own decoder "
+                        "arithmetic (the fp32 shadow)",
+                        dj, 0, err);
 }
 
 /* evidence.first_step = {"step": step, "what": what}, returned for more members. */
@@ -2678,6 +2833,9 @@ static int expected_of(const rp_case *c) { return c->expect[0] ? rp_verdict_pars
 static rp_status cls_finish(cls *x, rp_verdict *out, int *pass, rp_error *err) {
     char summary[900];
     const rp_verdict v = rp_cls_decide(&x->f, summary, sizeof summary);
+    if (x->f.twin_rejected[0]) /* the calibration's own failure, whatever the verdict */
+        snprintf(summary + strlen(summary), sizeof summary - strlen(summary), "; calibration: %s",
+                 x->f.twin_rejected);
     const int ex = expected_of(&x->c);
     /* an approximate case below the matrix's quality bound fails it whatever its label: the
      * bound is a requirement (its verdict stays approx, rp_cls_decide) */
@@ -2814,6 +2972,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         if (st == RP_OK) st = cls_assignment(x, err);
         if (st == RP_OK) st = cls_final_latents(x, err);
         if (st == RP_OK) st = cls_decode(x, err); /* after the latents' assignment: its MISMATCH names first */
+        if (st == RP_OK) st = cls_decode_shadow(x, err);
         if (st == RP_OK) {
             cls_approx(x, warmup_exact);
             cls_determinism(x);

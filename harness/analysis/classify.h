@@ -213,7 +213,7 @@ int rp_cls_emulation(const rp_case *c, rp_case *out);
 
 /* How a case c's images decoded from its reference ref's final latents are held to ref's
  * images (docs/classification.md §8): bitwise when they decode with the same arithmetic (or
- * are an invariant pair), within one 8-bit level in at most rp_cls_one_level_fraction of the
+ * are an invariant pair), within one 8-bit level in at most rp_cls_one_level_count of the
  * values when c's decoder computes in fp32, and by no
  * rule otherwise (a decoder that rounds coarser, with other arithmetic, can move a pixel by
  * several levels). The worker decodes the reference's latents only where a rule holds: the
@@ -232,6 +232,13 @@ rp_cls_decode_rule rp_cls_decode_rule_of(const rp_case *c, const rp_case *ref);
  * in clean fp32 decodes with another attention variant; audit 12's DiT VAE attention at scale
  * 1 changed 2.5%, each by one level. */
 double rp_cls_one_level_fraction(double factor);
+/* The most of n values the one-level rule lets change: the count of flips is a sum of n rare
+ * independent events, so it is held to the Poisson tail of its largest expected count,
+ * lambda = n x rp_cls_one_level_fraction(factor): the smallest k with P(X > k) < 1e-6 for
+ * X ~ Poisson(lambda). The fraction alone let a 32x32 image (3072 values, lambda 3) change
+ * 2 values, which clean decodes at another kernel set reached (the drift corpus, 2026-11-30);
+ * this lets it change 14, a 256x256 image 260 of 196608 (lambda 191). */
+size_t rp_cls_one_level_count(size_t n, double factor);
 
 /* The case whose decoder arithmetic the images' teacher forcing of c (against ref) uses:
  * c with ref's precision, numerics, attention (variant, chunks, device profile),
@@ -252,6 +259,22 @@ rp_cls_decode_rule rp_cls_own_decode_rule(const rp_case *c, const rp_case *ref);
 /* The rule the images' teacher forcing of c is held to: rp_cls_decode_rule_of of
  * rp_cls_decode_as(c, ref) against ref. */
 rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *ref);
+/* 1 when c's fp32 shadow (its layout teacher-forced at fp32, <case>/shadow/teacher/) ends
+ * with a decode of ref's final latents with c's layout and c's own decoder arithmetic at
+ * fp32, held to the one-level rule against ref's final latents decoded at fp32 with ref's
+ * arithmetic: ref's own images when ref decodes at fp32, else those its own fp32 shadow
+ * decodes (rp_cls_decode_shadow_ref). That is: c decodes coarser than fp32, on the host (where
+ * its fp32 shadow runs), with ref's VAE and weights, and its decoder arithmetic is not ref's
+ * (else its teacher decode is bitwise the reference's already). No rule holds a coarser
+ * decoder with other arithmetic (rp_cls_decode_rule_of), but a decoder's fault keyed on that
+ * arithmetic does not depend on the precision, as a layout's bug does not (§9). Audit 12: the
+ * VAE's attention given scale 1 whenever the variant was not math was BUG in fp32 and drift
+ * in bf16. */
+int rp_cls_decode_shadow(const rp_case *c, const rp_case *ref);
+/* 1 when ref's images for rp_cls_decode_shadow(c, ref) are those of its own fp32 shadow
+ * (<ref>/shadow/teacher/): ref decodes coarser than fp32 on the host. The runner then asks
+ * ref's launch for that decode. */
+int rp_cls_decode_shadow_ref(const rp_case *c, const rp_case *ref);
 
 /* ||x - ref|| / ||ref|| over n floats in double; 0 when both are zero, +inf when only ref
  * is zero or x holds a NaN/inf where ref is finite. */
@@ -260,6 +283,18 @@ double rp_cls_rel_l2(const float *ref, const float *x, size_t n);
 /* out[k] = max over items b of rp_cls_rel_l2(ref[k, b], x[k, b]) for rows k of
  * (rows, B, per) arrays. */
 void rp_cls_rows_rel(const float *ref, const float *x, int rows, int B, size_t per, double *out);
+
+/* A twin is a rounding of its reference: at the first evaluation it must sit within the
+ * envelope the other twins make there (and the floor), as any drift case does. One that
+ * moves a layer beyond factor x max(floor, every other twin's move there) ran code that
+ * is not a rounding of the reference: a bug on its knob's path, which would otherwise be
+ * calibrated in as rounding and widen every case's envelope (audit 13: a split-K fixup that
+ * scales half the sum made the reduce-split twin move the first attention by 1.08 where the
+ * others moved it 6e-7, and hid another case's bug at x3.3e4). Twins t of n (tr[t], eval
+ * ev[t]; ev[t] < 0: none) against base's records at evaluation beval: out[t] = 1 for each
+ * such twin, and why[t] says where. Returns how many. n <= RP_CLS_TWIN_KINDS. */
+int rp_cls_twins_not_rounding(const rp_trace *base, int beval, const rp_trace *const *tr, const int *ev, int n,
+                              double floor, double factor, unsigned char *out, char (*why)[200]);
 
 /* Relative difference of one layer's two trace records: the larger of the samples'
  * rel-L2 and |l2(x) - l2(ref)| / l2(ref). +inf when the shapes differ or x has a NaN. */
@@ -387,6 +422,8 @@ typedef struct rp_cls_facts {
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
     int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
     char image_msg[256];
+    char twin_rejected[300]; /* a twin left out of the envelope: not a rounding of the reference
+                                (its knob's path is suspect); "" none */
     /* the run's own outputs: its trajectory's first row against the noise it returned */
     int trajectory_break;     /* the first item whose trajectory does not start at its own
                                  noise, or -1 */

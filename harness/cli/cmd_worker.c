@@ -51,7 +51,8 @@ static void usage(FILE *f) {
             "                 env.json and done.json last); the classifier's runs of a case:\n"
             "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise,\n"
             "                 --leak-check, --no-images; after the case in the same launch:\n"
-            "                 --then-twins N, --then-teacher REF_DIR, --then-invariant, --then-leak\n"
+            "                 --then-twins N, --then-teacher REF_DIR, --then-invariant, --then-leak,\n"
+            "                 --then-shadow-decode\n"
             "                 (harness/worker/job_case.h)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
@@ -92,7 +93,7 @@ typedef struct worker_opts {
     const char *case_file, *out_dir; /* job case */
     const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
     int teacher_steps, perturb_noise, leak_check, no_images;
-    int then_twins, then_invariant, then_leak; /* job case: the classifier's runs in the same launch */
+    int then_twins, then_invariant, then_leak, then_shadow_decode; /* job case: the classifier's runs in the same launch */
     const char *then_teacher;
     int backend_given;               /* --backend was given */
 } worker_opts;
@@ -221,6 +222,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->then_teacher = rp_arg_str(&a, "then-teacher", NULL);
     o->then_invariant = rp_arg_flag(&a, "then-invariant");
     o->then_leak = rp_arg_flag(&a, "then-leak");
+    o->then_shadow_decode = rp_arg_flag(&a, "then-shadow-decode");
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
@@ -389,7 +391,7 @@ int rp_cmd_worker(int argc, char **argv) {
                                      .teacher_steps = o.teacher_steps, .perturb_noise = o.perturb_noise,
                                      .leak_check = o.leak_check, .no_images = o.no_images, .then_twins = o.then_twins,
                                      .then_teacher = o.then_teacher, .then_invariant = o.then_invariant,
-                                     .then_leak = o.then_leak};
+                                     .then_leak = o.then_leak, .then_shadow_decode = o.then_shadow_decode};
         return rp_job_case(&re, &jo);
     }
     rp_comm *c = NULL;

@@ -649,15 +649,16 @@ static int invariant_shadows(const runner *r, int j, int ref) {
  * reference); *envelope = 1 when one of them needs the rounding envelope (its twins), i.e.
  * is not an invariant pair with it (rp_cls_invariant_pair: bitwise or a bug); *invariant =
  * 1 when one of them gets an invariant shadow (invariant_shadows). */
-static int dependents(const runner *r, int i, int *envelope, int *invariant) {
+static int dependents(const runner *r, int i, int *envelope, int *invariant, int *shadow_decode) {
     const rp_matrix *m = r->m;
     int n = 0;
-    *envelope = *invariant = 0;
+    *envelope = *invariant = *shadow_decode = 0;
     for (int j = 0; j < m->n_cases; j++)
         if (j != i && m->cases[j].ref == i) {
             n++;
             if (!rp_cls_invariant_pair(&m->cases[j].c, &m->cases[i].c)) *envelope = 1;
             if (!*invariant && invariant_shadows(r, j, i)) *invariant = 1;
+            if (rp_cls_decode_shadow_ref(&m->cases[j].c, &m->cases[i].c)) *shadow_decode = 1;
         }
     return n;
 }
@@ -680,13 +681,14 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     const rp_matrix_case *mc = &m->cases[i];
     int na = 0, planned = 0;
     snprintf(p->steps, sizeof p->steps, "%d", co->teacher_steps);
-    int envelope = 0, invariant = 0;
+    int envelope = 0, invariant = 0, shadow_decode = 0;
     /* a reference's own teacher run is also its leak check (rp_cls_rerun_check) */
-    if (mc->ref == i && (dependents(r, i, &envelope, &invariant) || co->leak_check)) {
+    if (mc->ref == i && (dependents(r, i, &envelope, &invariant, &shadow_decode) || co->leak_check)) {
         const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
         snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
         p->argv[na++] = p->twins;
+        if (shadow_decode) p->argv[na++] = "--then-shadow-decode"; /* in its fp32 shadow: no run more */
         int kinds[RP_CLS_TWIN_KINDS];
         planned += twins ? rp_cls_twin_list(&mc->c, twins, kinds) + 3 : 1; /* twins, their teacher runs, its own */
     } else if (mc->ref != i) {

@@ -731,10 +731,13 @@ static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int f
  * (rp_cls_invariant_pair: bitwise or a bug, no rounding envelope needed); *decode_ruled when
  * a decode of the reference's final latents with this layout is held to a rule
  * (rp_cls_teacher_decode_rule: not when the decoder rounds coarser than fp32 with other
- * arithmetic; its own images are then checked for assignment only); *decode_as, the case
- * whose decoder arithmetic that decode uses (rp_cls_decode_as). */
+ * arithmetic; its own images are then checked for assignment only); *decode_own when the
+ * same decode is made once more with the case's own decoder arithmetic
+ * (rp_cls_own_decode_rule); *decode_shadow when its fp32 shadow ends with that decode
+ * (rp_cls_decode_shadow); *decode_as, the case whose decoder arithmetic the teacher decode
+ * uses (rp_cls_decode_as). */
 static void job_relation(job *J, const char *ref_dir, int *exact_only, int *decode_ruled, int *decode_own,
-                         rp_case *decode_as) {
+                         int *decode_shadow, rp_case *decode_as) {
     char p[4200];
     rp_case rc;
     rp_error e;
@@ -743,6 +746,7 @@ static void job_relation(job *J, const char *ref_dir, int *exact_only, int *deco
     *exact_only = job_rank0_says(J, loaded && rp_cls_invariant_pair(J->c, &rc));
     *decode_ruled = job_rank0_says(J, loaded && rp_cls_teacher_decode_rule(J->c, &rc) != RP_CLS_DECODE_NONE);
     *decode_own = job_rank0_says(J, loaded && rp_cls_own_decode_rule(J->c, &rc) != RP_CLS_DECODE_NONE);
+    *decode_shadow = job_rank0_says(J, loaded && rp_cls_decode_shadow(J->c, &rc));
     /* the teacher decode's arithmetic (each dp group's leader decodes): rank 0's (plain data) */
     if (!job_rank0_says(J, loaded && rp_cls_decode_as(J->c, &rc, decode_as))) {
         *decode_as = *J->c;
@@ -773,9 +777,9 @@ static void job_classifier_runs(job *J) {
     const int identical = other && job_rank0_says(J, rank0 && rp_cls_runs_identical(tref, o->out_dir));
     const int teach = tref && !identical;
     /* a reference's --then-twins 0 says no case needs its envelope */
-    int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0, decode_own = 0;
+    int exact_only = tref == o->out_dir && o->then_twins == 0, decode_ruled = 0, decode_own = 0, decode_shadow = 0;
     rp_case decode_as = *J->c;
-    if (other) job_relation(J, tref, &exact_only, &decode_ruled, &decode_own, &decode_as);
+    if (other) job_relation(J, tref, &exact_only, &decode_ruled, &decode_own, &decode_shadow, &decode_as);
     /* The images' teacher forcing: the reference's final latents decoded with this layout
      * (the decoder then sees the reference's input, so its images are evidence of their own),
      * at the end of the teacher run (its images). Not needed when the case's own decode
@@ -832,7 +836,11 @@ static void job_classifier_runs(job *J) {
      * own shadow teacher run and its twins' (the envelope); a case, its layout's. On the
      * CPU only: a CUDA device is made for one precision. A case bitwise its reference's has
      * no envelope to tighten, but its leak check rounds as coarsely: it runs the shadow's
-     * first steps only, as the first call of the leak check at fp32 below. */
+     * first steps only, as the first call of the leak check at fp32 below.
+     * The shadow ends with the decoder's fp32 shadow where one is asked for: a case's, the
+     * reference's final latents decoded with its layout and its own decoder arithmetic at fp32
+     * (rp_cls_decode_shadow); a reference's (--then-shadow-decode), its own final latents
+     * decoded at fp32, which those are held to. */
     const int shadow = strcmp(rp_cls_effective_precision(J->c), "fp32") && !rp_device_name_is_cuda(J->c->device);
     const int shadow_leak_only = identical && o->then_leak;
     if ((teach || shadow_leak_only) && shadow && !exact_only) { /* an invariant pair: no envelope, no leak */
@@ -840,7 +848,8 @@ static void job_classifier_runs(job *J) {
         snprintf(sc.precision, sizeof sc.precision, "fp32");
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW_TEACHER);
         const run_spec st = {.c = &sc, .out_dir = dir, .teacher_ref = tref,
-                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other};
+                             .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS, .check_own = teach && other,
+                             .decode_ref = other ? decode_shadow : o->then_shadow_decode};
         if (job_aux(J, "shadow teacher", &st, 1)) return;
         /* The leak check at fp32: the shadow's first steps again, after it, from the same
          * input (rp_cls_shadow_rerun_check). A kernel's ulps of state carried between calls,

@@ -71,6 +71,9 @@ typedef struct rp_job_case_opts {
                                 OUT/invariant/teacher/ (and, for a bf16 case, at its own precision into
                                 OUT/invariant/teacher-own/: rp_cls_invariant_shadow_own), unless the case's
                                 trajectory is bitwise REF_DIR's */
+    int then_shadow_decode;  /* --then-shadow-decode: a reference's fp32 shadow (OUT/shadow/teacher/) ends
+                                with its own final latents decoded at fp32, for its cases' decoder
+                                shadows (rp_cls_decode_shadow_ref) */
     int then_leak;           /* --then-leak: the leak check: the case's run is the launch's first call;
                                 a later call recomputes steps from its input (for a case that differs
                                 from its reference, every step from its own latents into OUT/self/:

@@ -4,6 +4,9 @@
 #   cli.classify           `repro classify` and the worker's classifier modes: teacher forcing
 #                          reproduces each sampler's own trajectory, the noise twin moves one
 #                          ulp, the leak check, usage errors (tests/cli/classify_cli.sh, label cli)
+#   cli.classify.decode    the decodes at the case's own decoder arithmetic: fp32's decode-own/,
+#                          bf16's fp32 shadow decode; clean drift, damaged BUG at vae.decode
+#                          (tests/cli/classify_decode.sh, label cli)
 #   matrix.classify.drift  single rank vs dp 2/4, ulysses 2/4, ring 2/4, USP, cfg parallel,
 #                          attention math/split/subquad/flash, threads 2, OpenBLAS core types,
 #                          reduce_split, over dit-tiny, sd3-tiny, flux-tiny, 4 seeds as items:
@@ -38,6 +41,13 @@ add_test(NAME cli.classify
                  ${CMAKE_BINARY_DIR}/cli-scratch/classify ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
+if(REPRO_HAVE_GLOO)
+  add_test(NAME cli.classify.decode
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_decode.sh $<TARGET_FILE:repro>
+                   ${CMAKE_BINARY_DIR}/cli-scratch/classify-decode)
+  set_tests_properties(cli.classify.decode PROPERTIES
+    LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
+endif()
 if(REPRO_HAVE_GLOO)
   foreach(set drift corpus bugs approx invariant invariantxl)
     # the corpus also holds the trained family (corpus-digits-{dit,sd3}.yaml)

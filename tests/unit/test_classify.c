@@ -227,6 +227,44 @@ START_TEST(test_trace_roundtrip) {
 }
 END_TEST
 
+/* A twin that moves a layer beyond factor x max(floor, the other twins there) is no rounding
+ * of the reference (audit 13: a split-K fixup bug in the reduce-split twin's path); twins
+ * that move by roundings, or by nothing, stay. */
+START_TEST(test_twins_not_rounding) {
+    float x[64], y[64], z[64], w[64];
+    for (int i = 0; i < 64; i++) {
+        x[i] = 1.0f + (float)i / 7.0f;
+        y[i] = i == 5 ? nextafterf(x[i], 100.0f) : x[i]; /* one ulp in one value: a rounding */
+        z[i] = x[i];                                       /* bitwise */
+        w[i] = i < 32 ? 1.5f * x[i] : x[i];                /* half the values scaled: no rounding */
+    }
+    rp_trace base, tw[3];
+    rp_trace_init(&base);
+    for (int t = 0; t < 3; t++) rp_trace_init(&tw[t]);
+    rp_trace_record(&base, "blocks.0", x, 64);
+    rp_trace_record(&tw[0], "blocks.0", y, 64);
+    rp_trace_record(&tw[1], "blocks.0", z, 64);
+    rp_trace_record(&tw[2], "blocks.0", w, 64);
+    const rp_trace *tr[3] = {&tw[0], &tw[1], &tw[2]};
+    int ev[3] = {0, 0, 0};
+    unsigned char out[3] = {0};
+    char why[3][200];
+    const double floor = 8 * 0x1p-24;
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, tr, ev, 3, floor, 64, out, why), 1);
+    ck_assert(!out[0] && !out[1] && out[2]);
+    ck_assert_ptr_nonnull(strstr(why[2], "moves blocks.0 by"));
+    /* without the bad one: none; a twin with no record there is not compared */
+    memset(out, 0, sizeof out);
+    ev[2] = -1;
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, tr, ev, 3, floor, 64, out, why), 0);
+    /* one twin alone has nothing to be held to */
+    ev[2] = 0;
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, &tr[2], &ev[2], 1, floor, 64, out, why), 0);
+    rp_trace_free(&base);
+    for (int t = 0; t < 3; t++) rp_trace_free(&tw[t]);
+}
+END_TEST
+
 /* A rank's copy of a replicated tensor that differs is a BUG without any envelope; it is
  * named first when it is the earliest evidence; fast mode reports it as NONDETERMINISTIC. */
 START_TEST(test_decide_replicas) {
@@ -442,7 +480,29 @@ START_TEST(test_decode_rule) {
     snprintf(c.precision, sizeof c.precision, "bf16");
     snprintf(ref.precision, sizeof ref.precision, "bf16");
     ck_assert_int_eq(rp_cls_own_decode_rule(&c, &ref), RP_CLS_DECODE_NONE); /* no rule holds a bf16 one */
+    /* ... it is the fp32 shadow's decode then, against the reference's fp32 shadow's */
+    ck_assert(rp_cls_decode_shadow(&c, &ref) && rp_cls_decode_shadow_ref(&c, &ref));
+    snprintf(ref.precision, sizeof ref.precision, "fp32"); /* against the reference's own images */
+    ck_assert(rp_cls_decode_shadow(&c, &ref) && !rp_cls_decode_shadow_ref(&c, &ref));
+    snprintf(c.blas_core, sizeof c.blas_core, "Haswell"); /* another kernel set: still one level at fp32 */
+    ck_assert(rp_cls_decode_shadow(&c, &ref));
+    snprintf(c.blas_core, sizeof c.blas_core, "%s", ref.blas_core);
+    snprintf(ref.precision, sizeof ref.precision, "bf16");
+    snprintf(c.attention, sizeof c.attention, "%s", ref.attention); /* the same decoder: bitwise already */
+    ck_assert(!rp_cls_decode_shadow(&c, &ref));
+    c.threads = ref.threads + 1;
+    ck_assert(rp_cls_decode_shadow(&c, &ref));
+    snprintf(c.precision, sizeof c.precision, "fp32"); /* a decoder at fp32 has its own rule */
+    ck_assert(!rp_cls_decode_shadow(&c, &ref));
+    snprintf(c.precision, sizeof c.precision, "bf16");
+    snprintf(c.device, sizeof c.device, "cuda"); /* no fp32 shadow on a device */
+    ck_assert(!rp_cls_decode_shadow(&c, &ref));
     ck_assert(rp_cls_one_level_fraction(64) == 64 * 255 * 0x1p-24);
+    /* the count: the Poisson(lambda) tail below 1e-6 (lambda = n x the fraction) */
+    ck_assert_uint_eq(rp_cls_one_level_count(3072, 64), 14);     /* lambda 2.99 */
+    ck_assert_uint_eq(rp_cls_one_level_count(196608, 64), 260);  /* lambda 191 */
+    ck_assert_uint_eq(rp_cls_one_level_count(0, 64), 0);
+    ck_assert(rp_cls_one_level_count(4 * 1024 * 1024 * 3, 64) > 12288 * 64 * 255 * 0x1p-24 * 1024); /* no underflow */
 }
 END_TEST
 
@@ -1300,6 +1360,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_opts_and_twins);
     tcase_add_test(tc, test_teacher_mask);
     tcase_add_test(tc, test_distances);
+    tcase_add_test(tc, test_twins_not_rounding);
     tcase_add_test(tc, test_ratio_and_first_break);
     tcase_add_test(tc, test_assignment);
     tcase_add_test(tc, test_layer_order);
