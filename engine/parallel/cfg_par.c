@@ -9,8 +9,10 @@
  * its row (strategy.c) and parallel.h's rp_par_batch_segment / rp_par_batch_exchange.
  *
  * The exchange's contract, checked exactly on every rank: each segment of `both` is what
- * its cfg rank computed in this call. The ranks gather each other's fingerprint of `mine`
- * beside the data and compare it with the segment as returned; a mismatch (a segment of
+ * its cfg rank computed in this call. The ranks gather each other's fingerprint of their
+ * forward's output as the forward produced it (`produced`, taken by the denoiser, not by this
+ * code: audit 12's exchange rounded `mine` to bf16 before fingerprinting it, and the
+ * contract held) beside the data and compare it with the segment as returned; a mismatch (a segment of
  * an earlier step, the halves swapped, one rank's own output in the other's place) is a
  * pair of the replica log's STALE group at this step (stale_check.c). Without it such a
  * fault acts the same on both ranks, so no replica differs, and under an approximate
@@ -31,18 +33,19 @@ int rp_par_cfg_segment(const rp_ctx *ctx) {
     return ctx->par->cfg.rank;
 }
 
-/* Its row's batch_exchange: mine (n), this rank's segment's output -> both (2, n), segment
- * 0 then 1, on both ranks (allgather over the cfg group). Without cfg parallelism:
- * RP_ERR_INVALID. */
-rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *both, rp_error *err) {
+/* Its row's batch_exchange: mine (n), this rank's segment's output (fingerprint produced)
+ * -> both (2, n), segment 0 then 1, on both ranks (allgather over the cfg group). Without cfg
+ * parallelism: RP_ERR_INVALID. */
+rp_status rp_par_cfg_exchange(const rp_ctx *ctx, const float *mine, size_t n, uint64_t produced, float *both,
+                              rp_error *err) {
     if (rp_par_cfg_segment(ctx) < 0)
         return RP_FAIL(err, RP_ERR_INVALID, "cfg exchange without cfg parallelism");
     /* allgather: send and recv must not overlap */
     assert((uintptr_t)(mine + n) <= (uintptr_t)both || (uintptr_t)(both + 2 * n) <= (uintptr_t)mine);
     rp_parallel *p = ctx->par;
     rp_comm *c = p->cfg.comm;
-    uint64_t sent[2]; /* (2) each rank's fingerprint of its mine, in cfg rank order */
-    const uint64_t own = rp_par_fingerprint(mine, n);
+    uint64_t sent[2]; /* (2) each rank's fingerprint of its output, in cfg rank order */
+    const uint64_t own = produced;
     /* u64 bits carried in float slots: the comm copies bytes */
     RP_TRY(c->ops->allgather(c, (const float *)(const void *)&own, 2, (float *)(void *)sent, err));
     RP_TRY(c->ops->allgather(c, mine, n, both, err));

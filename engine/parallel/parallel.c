@@ -140,10 +140,11 @@ int rp_par_batch_segment(const rp_ctx *ctx) {
     return s ? s->batch_segment(ctx) : -1;
 }
 
-rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *all, rp_error *err) {
+rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, uint64_t produced, float *all,
+                                rp_error *err) {
     const rp_par_strategy_info *s = rp_par_batch_split(ctx);
     if (!s) return RP_FAIL(err, RP_ERR_INVALID, "guided batch exchange without a strategy that splits the batch");
-    return s->batch_exchange(ctx, mine, n, all, err);
+    return s->batch_exchange(ctx, mine, n, produced, all, err);
 }
 
 /* ---- sequence parallelism -------------------------------------------------------------- */

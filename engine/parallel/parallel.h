@@ -560,8 +560,13 @@ const rp_par_strategy_info *rp_par_batch_split(const rp_ctx *ctx);
  * strategy splits it), else 0 .. degree - 1 (its coordinate). */
 int rp_par_batch_segment(const rp_ctx *ctx);
 /* mine (n): this rank's segment's output -> all (degree, n): the segments in order, on
- * every rank of the group. Without a strategy that splits the batch: RP_ERR_INVALID. */
-rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, float *all, rp_error *err);
+ * every rank of the group. produced: rp_par_fingerprint of that output where the caller's
+ * forward produced it, which the exchange's contract holds every returned segment to (a
+ * fingerprint taken inside the exchange would bless whatever the exchange did to mine
+ * before it: audit 12's halves rounded to bf16 there). Without a strategy that splits the
+ * batch: RP_ERR_INVALID. */
+rp_status rp_par_batch_exchange(const rp_ctx *ctx, const float *mine, size_t n, uint64_t produced, float *all,
+                                rp_error *err);
 
 /* timestep-skew: the timestep the model gets at evaluation `eval` (t, or t_prev on
  * ranks > 0 at evaluation 1 when injected). */

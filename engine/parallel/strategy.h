@@ -6,6 +6,7 @@
 #define REPRO_PAR_STRATEGY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../error.h"
 
@@ -79,13 +80,14 @@ typedef struct rp_par_strategy_info {
     /* splits RP_PAR_SPLITS_BATCH: the guided batch's split in the denoisers (its own file;
      * parallel.h's rp_par_batch_segment / rp_par_batch_exchange call them) */
     int (*batch_segment)(const struct rp_ctx *ctx);   /* this rank's segment of the batch */
-    rp_status (*batch_exchange)(const struct rp_ctx *ctx, const float *mine, size_t n, float *all,
-                                rp_error *err);       /* mine (n) -> all (degree, n), segment order */
+    rp_status (*batch_exchange)(const struct rp_ctx *ctx, const float *mine, size_t n, uint64_t produced,
+                                float *all, rp_error *err); /* mine (n) -> all (degree, n), segment order;
+                                                               produced: mine's fingerprint at the forward */
 } rp_par_strategy_info;
 
 /* The strategies' own code the rows point to (their files, parallel.h tells what they do). */
 int rp_par_cfg_segment(const struct rp_ctx *ctx);                                   /* cfg_par.c */
-rp_status rp_par_cfg_exchange(const struct rp_ctx *ctx, const float *mine, size_t n, float *both,
+rp_status rp_par_cfg_exchange(const struct rp_ctx *ctx, const float *mine, size_t n, uint64_t produced, float *both,
                               rp_error *err);                                      /* cfg_par.c */
 
 /* The strategy table; NULL for an unknown name. */

@@ -175,7 +175,8 @@ static rp_status dit_eval(void *self, const float *x, int i, double t, float *ep
     } else {
         joint_rows(d->ctx, d->rows, B, seg, 1, 2);
         RP_TRY(dit_forward(d, d->half, x, d->yy + seg * B, B, err));
-        RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per_out, d->out, err)); /* -> [cond; uncond] */
+        const uint64_t produced = rp_par_fingerprint(d->half, B * per_out); /* the contract's: as produced */
+        RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per_out, produced, d->out, err)); /* -> [cond; uncond] */
     }
     rp_trace_next_eval(d->ctx->trace);
     d->n_evals++;
@@ -578,8 +579,9 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
         } else { /* rows [seg B, seg B + B) of [uncond x B; cond x B], then both segments in that layout */
             joint_rows(d->ctx, d->rows, B, seg, 1, 2);
             RP_TRY(flow_forward(d, d->ctx, seg * B, B, err));
+            const uint64_t produced = rp_par_fingerprint(d->out + (size_t)seg * B * per, B * per); /* as produced */
             memcpy(d->half, d->out + (size_t)seg * B * per, sizeof(float) * B * per);
-            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, d->out, err));
+            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, produced, d->out, err));
         }
     } else {
         /* each item its own forward (2 rows under CFG): no GEMM sees another item's rows,
@@ -601,7 +603,8 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
             if (seg >= 0) memcpy(d->half + (size_t)b * per, d->out + (size_t)r0 * per, sizeof(float) * per);
         }
         if (seg >= 0) { /* xin (2, B, per) is free now: both segments, then into rows 2b + s */
-            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, d->xin, err));
+            const uint64_t produced = rp_par_fingerprint(d->half, B * per); /* the forwards' outputs, in item order */
+            RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, produced, d->xin, err));
             for (int s = 0; s < 2; s++)
                 for (int b = 0; b < B; b++)
                     memcpy(d->out + (size_t)(2 * b + s) * per, d->xin + ((size_t)s * B + b) * per,

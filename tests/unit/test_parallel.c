@@ -1027,6 +1027,7 @@ typedef struct contract_case {
     rp_inject_id fault;
     int eval;
     const char *name;
+    int altered; /* cfg: rank 1 hands the exchange one value other than its forward produced */
 } contract_case;
 
 /* A rank's end: bad, or rank 0's report of the run's replica log against the case's
@@ -1063,9 +1064,12 @@ static void contract_spawn(rank_fn fn, const contract_case *cc, int i) {
  * cfg-combine-order (rank 1 swaps them at every evaluation) breaks it at evaluation 0,
  * cfg-stale-half (segment 1 of the previous evaluation) at evaluation 1. */
 static const contract_case CFG_CASES[] = {
-    {RP_INJECT_NONE, -1, NULL},
-    {RP_INJECT_CFG_COMBINE_ORDER, 0, "cfg.segment0"},
-    {RP_INJECT_CFG_STALE_HALF, 1, "cfg.segment1"},
+    {RP_INJECT_NONE, -1, NULL, 0},
+    {RP_INJECT_CFG_COMBINE_ORDER, 0, "cfg.segment0", 0},
+    {RP_INJECT_CFG_STALE_HALF, 1, "cfg.segment1", 0},
+    /* the exchange is held to the fingerprint taken where the forward produced the segment:
+     * a value changed on the way (audit 12: rounded to bf16) breaks it at once */
+    {RP_INJECT_NONE, 0, "cfg.segment1", 1},
 };
 
 static int cfg_rank_main(int rank, int world, rp_comm *c, const void *arg) {
@@ -1087,11 +1091,13 @@ static int cfg_rank_main(int rank, int world, rp_comm *c, const void *arg) {
     for (int e = 0; e < 3 && !bad; e++) {
         par.fwd_eval = e;
         for (int i = 0; i < N; i++) mine[i] = (float)(100 * e + 10 * par.cfg.rank + i);
-        if (rp_par_cfg_exchange(&ctx, mine, N, both, &err) != RP_OK) {
+        const uint64_t produced = rp_par_fingerprint(mine, N);
+        if (cc->altered && par.cfg.rank == 1) mine[2] = nextafterf(mine[2], 0.0f);
+        if (rp_par_cfg_exchange(&ctx, mine, N, produced, both, &err) != RP_OK) {
             fprintf(stderr, "rank %d: exchange: %s\n", rank, err.msg);
             bad = 1;
         }
-        for (int sg = 0; cc->fault == RP_INJECT_NONE && sg < 2; sg++)
+        for (int sg = 0; cc->fault == RP_INJECT_NONE && !cc->altered && sg < 2; sg++)
             for (int i = 0; i < N; i++)
                 if (both[sg * N + i] != (float)(100 * e + 10 * sg + i)) bad = 1;
     }
@@ -1127,8 +1133,8 @@ static rp_status pf_stand_in(void *user, const rp_ctx *ctx, float *out, rp_error
  * tile the blocks, and pipefusion-block-overlap (stage 1 starts a block early after warmup)
  * breaks it at evaluation 1, the first asynchronous one. */
 static const contract_case PF_CASES[] = {
-    {RP_INJECT_NONE, -1, NULL},
-    {RP_INJECT_PIPEFUSION_BLOCK_OVERLAP, 1, "pipefusion.blocks"},
+    {RP_INJECT_NONE, -1, NULL, 0},
+    {RP_INJECT_PIPEFUSION_BLOCK_OVERLAP, 1, "pipefusion.blocks", 0},
 };
 
 static int pf_rank_main(int rank, int world, rp_comm *c, const void *arg) {
