@@ -20,6 +20,7 @@
 #include "models/text_encoder.h"
 #include "parallel/parallel.h"
 #include "prompt_embeds.h"
+#include "sampler_own.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "st_compose.h"
@@ -243,9 +244,10 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
 /* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row),
  * through the same restart and rp_sampler_step, so the reference's own config reproduces its
  * trajectory bit for bit, every sampler (rp_sample starts each step from the stored latent). */
-static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, const rp_denoiser *d,
-                             const rp_noise_src *noise, const float *teacher, const unsigned char *mask, size_t n,
-                             float *trajectory, double *timesteps, rp_error *err) {
+static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const rp_schedule *s,
+                             const rp_denoiser *d, const rp_noise_src *noise, const float *teacher,
+                             const unsigned char *mask, size_t n, float *trajectory, double *timesteps,
+                             rp_error *err) {
     const int N = s->steps;
     RP_TRY(teacher_mask_check(mask, N, cfg->kind == RP_SAMPLER_DPMPP_2M, err));
     if (rp_sampler_is_stochastic(cfg) && (!noise || !noise->fill))
@@ -269,8 +271,15 @@ static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, co
         }
         memcpy(x, teacher + (size_t)k * n, n * sizeof(float));
         rp_sampler_state_restart(&ss, cfg, s, k, x);
+        const int had = ss.have_last;
+        const double abar_last = ss.abar_last;
         st = rp_sampler_step(cfg, s, d, noise, k, x, &ss, err);
         if (st == RP_OK) memcpy(out, x, n * sizeof(float));
+        /* the update again, by code of its own (the step swapped DPM-Solver++'s history into x0) */
+        const rp_sampler_own_step own = {.cfg = cfg, .s = s, .k = k, .n = n, .x = teacher + (size_t)k * n,
+                                         .eps = ss.eps, .var = ss.var, .z = ss.z, .x0_last = had ? ss.x0 : NULL,
+                                         .abar_last = abar_last};
+        if (st == RP_OK) st = rp_sampler_own_check_dit(ctx, &own, out, err);
     }
     rp_sampler_state_free(&ss);
     free(x);
@@ -279,8 +288,9 @@ static rp_status dit_teacher(const rp_sampler_cfg *cfg, const rp_schedule *s, co
 
 /* SD3 / FLUX: rp_flow_sample_euler's loop with every selected step k started from teacher[k]
  * (the same two calls per step, so the reference's config reproduces its trajectory bit for bit). */
-static rp_status flow_teacher(const rp_flow_schedule *s, const rp_flow_denoiser *d, const float *teacher,
-                              const unsigned char *mask, size_t n, float *trajectory, rp_error *err) {
+static rp_status flow_teacher(const rp_ctx *ctx, const rp_flow_schedule *s, const rp_flow_denoiser *d,
+                              const float *teacher, const unsigned char *mask, size_t n, float *trajectory,
+                              rp_error *err) {
     float *x = malloc(sizeof(float) * (n ? n : 1)); /* (n) */
     float *v = malloc(sizeof(float) * (n ? n : 1)); /* (n) velocity */
     rp_status st = RP_OK;
@@ -296,6 +306,7 @@ static rp_status flow_teacher(const rp_flow_schedule *s, const rp_flow_denoiser 
         st = d->eval(d->self, x, i, s->sigmas[i], s->timesteps[i], v, err);
         if (st != RP_OK) break;
         rp_flow_euler_step(out, x, v, s->sigmas[i], s->sigmas[i + 1], n);
+        st = rp_sampler_own_check_flow(ctx, s, i, x, v, out, n, err); /* by code of its own */
     }
     free(x);
     free(v);
@@ -975,7 +986,7 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     memcpy(res->latents, res->noise, sizeof(float) * n);
     t0 = rp_now_s();
     if (req->teacher) {
-        st = flow_teacher(&sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
+        st = flow_teacher(ctx, &sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {
         st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
@@ -1150,7 +1161,7 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     memcpy(res->latents, res->noise, sizeof(float) * n);
     double t0 = rp_now_s();
     if (req->teacher) {
-        st = dit_teacher(&scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
+        st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
                          res->timesteps, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {

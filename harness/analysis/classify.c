@@ -1792,6 +1792,7 @@ static void cls_replicas(cls *x) {
                                        "invariant shadow at the case's precision"};
     rp_cls_facts *f = &x->f;
     cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
+    int brk_run = -1, case_checked = 0, case_first = -1; /* the run of the break; the case run's checks */
     for (int i = 0; i < (int)(sizeof RUN / sizeof *RUN); i++) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
@@ -1806,6 +1807,10 @@ static void cls_replicas(cls *x) {
         cJSON_AddNumberToObject(o, "checked", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "checked")));
         const cJSON *fd = cJSON_GetObjectItemCaseSensitive(j, "first_difference");
         const cJSON *un = cJSON_GetObjectItemCaseSensitive(j, "unchecked");
+        if (i == 0) {
+            case_checked = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "checked")) > 0;
+            if (cJSON_IsObject(fd)) case_first = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "step"));
+        }
         if (cJSON_IsString(un)) cJSON_AddStringToObject(o, "unchecked", un->valuestring);
         if (cJSON_IsObject(fd)) {
             cJSON_AddItemToObject(o, "first_difference", cJSON_Duplicate(fd, 1));
@@ -1816,6 +1821,7 @@ static void cls_replicas(cls *x) {
             if (step >= 0 && (f->replica_break < 0 || step < f->replica_break)) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
+                brk_run = i;
                 const int gather = g && !strcmp(g, "gather"); /* rank 0's gathered copy, a host copy */
                 const int stale = g && !strcmp(g, "stale");   /* the layout's contracts, checked on the host */
                 f->replica_host = g && (!strcmp(g, "world") || gather || stale);
@@ -1849,6 +1855,19 @@ static void cls_replicas(cls *x) {
         cJSON_Delete(j);
     }
     if (f->replica_break < 0) return;
+    /* Copies that agreed in the case run and differ at step 0 of its teacher-forced run (the
+     * launch's later call, with the case's arithmetic and, when the initial noise is the
+     * reference's, the case's inputs) can differ only by what the process kept between the
+     * calls (audit 14: one rank's noise stream offset from the second call on, named as a
+     * replica of the teacher run): say so. */
+    const size_t row = (size_t)x->B * x->per;
+    if (brk_run == 1 && f->replica_break == 0 && case_checked && (case_first < 0 || case_first > 0) &&
+        !f->replica_own && !f->replica_stale && !memcmp(x->cm.x, x->rm.x, sizeof(float) * row)) {
+        char m[sizeof f->replica_msg];
+        snprintf(m, sizeof m, "%s", f->replica_msg);
+        snprintf(f->replica_msg, sizeof f->replica_msg,
+                 "state kept between calls: %.255s, where the case run's copies agreed from the same inputs", m);
+    }
     /* a gathered copy that is not what its group holds: the stored trajectory every other
      * comparison of the case reads is not the one computed, so this comes first */
     if (f->replica_gather) {

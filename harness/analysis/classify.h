@@ -418,7 +418,7 @@ typedef struct rp_cls_facts {
                                  against what the group's leader holds (a host copy: first, as
                                  every comparison of the stored trajectory reads that copy) */
     char replica_tensor[96];
-    char replica_msg[256];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
+    char replica_msg[400];    /* "rank 1's copy differs from rank 0's (replica group, teacher run)" */
     /* the images' teacher forcing: the reference's final latents decoded with the case's layout */
     int image_break;          /* the first item whose decoded image breaks its rule, or -1 */
     char image_msg[256];
