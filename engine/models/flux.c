@@ -387,6 +387,45 @@ static void build_rope(float *cosb, float *sinb, const rp_flux_config *cfg, int 
     }
 }
 
+/* The own check of this rank's RoPE tables (cosb, sinb: (L + Ni, D), as build_rope made
+ * them for its text tokens and image tokens n0 .. n0 + Ni - 1): the single process's rows at
+ * those tokens' global positions, recomputed from the positions by code of its own (the
+ * frequencies per axis first, then each row; the same float64 operations), held as an own
+ * pair under "pos_embed" (FluxPosEmbed). A table is a function of position alone, so a
+ * shard's rows built from a wrong offset, order or precision differ here whatever the
+ * arithmetic (audit 15: the last sequence rank's table one token late in bf16 cases was
+ * x39.8 against bf16's attention envelope, drift). No-op without the own checks. */
+static rp_status rope_own_check(const rp_ctx *ctx, const float *cosb, const float *sinb, const rp_flux_config *cfg,
+                                int L, int n0, int Ni, int gw, rp_error *err) {
+    if (!ctx->par || !ctx->par->check_own) return RP_OK;
+    const int D = cfg->head_dim, T = L + Ni;
+    float *yc = malloc(sizeof(float) * 2 * (size_t)T * D), *ys = yc ? yc + (size_t)T * D : NULL;
+    double *freq = malloc(sizeof(double) * (size_t)D);
+    if (!yc || !freq) {
+        free(yc), free(freq);
+        return RP_FAIL(err, RP_ERR_NOMEM, "RoPE own check: out of memory (%d x %d)", T, D);
+    }
+    for (int a = 0, off = 0; a < 3; off += cfg->axes_dims[a], a++)
+        for (int j = 0; j < cfg->axes_dims[a] / 2; j++)
+            freq[off / 2 + j] = 1.0 / pow((double)cfg->rope_theta, (double)(2 * j) / (double)cfg->axes_dims[a]);
+    for (int t = 0; t < T; t++) {
+        const int g = t < L ? -1 : n0 + (t - L); /* the token's global image index; text: -1 */
+        const double pos[3] = {0.0, g < 0 ? 0.0 : (double)(g / gw), g < 0 ? 0.0 : (double)(g % gw)};
+        for (int a = 0, off = 0; a < 3; off += cfg->axes_dims[a], a++)
+            for (int j = 0; j < cfg->axes_dims[a] / 2; j++) {
+                const double ang = pos[a] * freq[off / 2 + j];
+                const size_t e = (size_t)t * D + off + 2 * j;
+                yc[e] = yc[e + 1] = (float)cos(ang);
+                ys[e] = ys[e + 1] = (float)sin(ang);
+            }
+    }
+    rp_par_own_hold(ctx->par, cosb, yc, (size_t)T * D, "RoPE table");
+    rp_par_own_hold(ctx->par, sinb, ys, (size_t)T * D, "RoPE table");
+    rp_par_own_flush(ctx, "pos_embed");
+    free(yc), free(freq);
+    return RP_OK;
+}
+
 /* Sizes of the activation allocation, shared by the forward and rp_flux_activation_bytes. */
 typedef struct flux_dims {
     int N, T, C, M, P, F;
@@ -742,7 +781,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
         if (mask) rp_d_upload(ctx, jmaskf, hmask, dm.n_mask);
     }
 
-    rp_status st = RP_OK;
+    rp_status st = rope_own_check(ctx, hcos, hsin, cfg, Ll, n0, Nl, gw, err);
     f.scale = (float)(1.0 / sqrt((double)D)); /* SDPA default: 1 / sqrt(head_dim) */
     f.mlp_ln_eps = rp_par_norm_eps(ctx, 1e-6f);
 
@@ -773,7 +812,7 @@ rp_status rp_flux_forward(const rp_flux *m, const rp_ctx *ctx, float *out, const
     const int nd = cfg->n_double, nsg = cfg->n_single;
     int ba, bb;
     rp_par_block_range(ctx, nd + nsg, &ba, &bb);
-    st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, f.xs, BTl, NULL, 0, C, err);
+    if (st == RP_OK) st = rp_par_stream(ctx, RP_PAR_STREAM_ENTER, ba, f.xs, BTl, NULL, 0, C, err);
     for (int i = ba; st == RP_OK && i < (bb < nd ? bb : nd); i++) st = flux_double_block(m, ctx, &f, i, err);
     for (int i = (ba > nd ? ba : nd) - nd; st == RP_OK && i < bb - nd; i++)
         st = flux_single_block(m, ctx, &f, i, nd + i, err);

@@ -1,0 +1,5 @@
+# case sets (gen.py's families, 5 steps, threads 1)
+CS=( 'ring2|ring: 2' 'uly2|ulysses: 2' )                  # s: sd3 (01, 02)
+CF=( 'dp2|dp: 2' 'uly2|ulysses: 2' 'ring2|ring: 2' )      # f: flux (01 control, 03, 04, 05, 06)
+CD=( 'dp2|dp: 2' 'uly2|ulysses: 2' )                      # d: sd3d (04)
+CQ=( 'dp4|dp: 4' 'dp2|dp: 2' )                            # q: dit, sd3 (07)
