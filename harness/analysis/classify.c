@@ -1366,16 +1366,18 @@ static rp_status cls_load(cls *x, rp_error *err) {
  * run's step 0 where it has one (the reference's x_T, the twin's arithmetic: what a case's
  * first evaluation is held to), else its own run's first unless that started from perturbed
  * noise (the noise twin: no other arithmetic at all). */
+static int twin_first(const twin_data *w, const rp_trace **tr, int *eval);
+
 static const rp_trace_rec *twin_rec(const twin_data *w, const char *name, int teacher, int k) {
-    const int has_teacher = w->have_teacher_trace && w->teacher.rows;
-    if (!teacher && !has_teacher) return w->have_trace && !w->perturbed ? trace_find(&w->trace, 0, name) : NULL;
-    if (!teacher) k = 0;
-    if (!has_teacher) return NULL;
-    const int e = eval_of_step(w->teacher.mask, k);
+    const rp_trace *tr;
+    int e;
+    if (!teacher) return twin_first(w, &tr, &e) ? trace_find(tr, e, name) : NULL;
+    if (!w->have_teacher_trace || !w->teacher.rows) return NULL;
+    e = eval_of_step(w->teacher.mask, k);
     return e >= 0 ? trace_find(&w->teacher_trace, e, name) : NULL;
 }
 
-/* A twin's first evaluation: its trace and that evaluation's index (twin_rec's choice); 0
+/* A twin's first evaluation (twin_rec's choice): its trace and that evaluation's index; 0
  * when it has none. */
 static int twin_first(const twin_data *w, const rp_trace **tr, int *eval) {
     if (w->have_teacher_trace && w->teacher.rows) {
@@ -1861,7 +1863,7 @@ static void cls_replicas(cls *x) {
      * calls (audit 14: one rank's noise stream offset from the second call on, named as a
      * replica of the teacher run): say so. */
     const size_t row = (size_t)x->B * x->per;
-    if (brk_run == 1 && f->replica_break == 0 && case_checked && (case_first < 0 || case_first > 0) &&
+    if (brk_run == 1 && f->replica_break == 0 && case_checked && case_first != 0 &&
         !f->replica_own && !f->replica_stale && !memcmp(x->cm.x, x->rm.x, sizeof(float) * row)) {
         char m[sizeof f->replica_msg];
         snprintf(m, sizeof m, "%s", f->replica_msg);
@@ -2336,19 +2338,19 @@ rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *r
     return rp_cls_decode_rule_of(&as, ref);
 }
 
-static int decodes_coarser_on_host(const rp_case *c) {
+int rp_cls_has_fp32_shadow(const rp_case *c) {
     return strcmp(rp_cls_effective_precision(c), "fp32") && !rp_device_name_is_cuda(c->device);
 }
 
 int rp_cls_decode_shadow(const rp_case *c, const rp_case *ref) {
-    if (!decodes_coarser_on_host(c) || rp_cls_invariant_pair(c, ref) || decoder_numerics_equal(c, ref) ||
+    if (!rp_cls_has_fp32_shadow(c) || rp_cls_invariant_pair(c, ref) || decoder_numerics_equal(c, ref) ||
         strcmp(c->vae, ref->vae) || c->weight_seed != ref->weight_seed)
         return 0;
-    return !strcmp(rp_cls_effective_precision(ref), "fp32") || decodes_coarser_on_host(ref);
+    return !strcmp(rp_cls_effective_precision(ref), "fp32") || rp_cls_has_fp32_shadow(ref);
 }
 
 int rp_cls_decode_shadow_ref(const rp_case *c, const rp_case *ref) {
-    return rp_cls_decode_shadow(c, ref) && decodes_coarser_on_host(ref);
+    return rp_cls_decode_shadow(c, ref) && rp_cls_has_fp32_shadow(ref);
 }
 
 /* Evidence 8's judgement of one decode: the B images in dd against those in rd (the

@@ -271,6 +271,9 @@ rp_cls_decode_rule rp_cls_teacher_decode_rule(const rp_case *c, const rp_case *r
  * VAE's attention given scale 1 whenever the variant was not math was BUG in fp32 and drift
  * in bf16. */
 int rp_cls_decode_shadow(const rp_case *c, const rp_case *ref);
+/* 1 when c has an fp32 shadow (§9: its layout teacher-forced at fp32): it rounds coarser than
+ * fp32, on the host (a CUDA device is made for one precision). */
+int rp_cls_has_fp32_shadow(const rp_case *c);
 /* 1 when ref's images for rp_cls_decode_shadow(c, ref) are those of its own fp32 shadow
  * (<ref>/shadow/teacher/): ref decodes coarser than fp32 on the host. The runner then asks
  * ref's launch for that decode. */

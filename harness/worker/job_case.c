@@ -841,7 +841,7 @@ static void job_classifier_runs(job *J) {
      * reference's final latents decoded with its layout and its own decoder arithmetic at fp32
      * (rp_cls_decode_shadow); a reference's (--then-shadow-decode), its own final latents
      * decoded at fp32, which those are held to. */
-    const int shadow = strcmp(rp_cls_effective_precision(J->c), "fp32") && !rp_device_name_is_cuda(J->c->device);
+    const int shadow = rp_cls_has_fp32_shadow(J->c);
     const int shadow_leak_only = identical && o->then_leak;
     if ((teach || shadow_leak_only) && shadow && !exact_only) { /* an invariant pair: no envelope, no leak */
         rp_case sc = *J->c;
