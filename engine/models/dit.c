@@ -368,6 +368,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
         rp_ctx mlp_tmp;
         const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
         rp_d_linear(mc, mh, h, &blk->fc1, (int)BTl);
+        rp_par_mlp_act_input(ctx, i, mh, BTl * M); /* act-bf16-rank */
         rp_d_gelu_tanh(ctx, mh, mh, BTl * M);
         rp_d_linear(mc, ys, mh, &blk->fc2, (int)BTl);
         snprintf(name, sizeof name, "blocks.%d.mlp", i);

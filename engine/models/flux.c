@@ -576,6 +576,7 @@ static rp_status flux_double_block(const rp_flux *m, const rp_ctx *ctx, const fl
             rp_d_modulate(ctx, f->h + r0 * C, ms + 3 * C, ms + 4 * C, 6 * C, 1, f->n_s[s], C);
             rp_d_linear(s == 1 ? mc : ctx, f->mh + r0 * M, f->h + r0 * C, &blk->s[s].ff0, f->n_s[s]);
         }
+    rp_par_mlp_act_input(ctx, i, f->mh, f->BTl * M); /* act-bf16-rank */
     rp_d_gelu_tanh(ctx, f->mh, f->mh, f->BTl * M);
     for (int b = 0; b < B; b++)
         for (int s = 0; s < 2; s++) {

@@ -510,6 +510,7 @@ static rp_status sd3_block_forward(const rp_sd3 *m, const rp_ctx *ctx, int i, co
     rp_ctx mlp_tmp;
     const rp_ctx *mc = rp_par_mlp_ctx(ctx, i, &mlp_tmp); /* ctx (bf16-layer-rank: bf16 on one rank) */
     rp_d_linear(mc, a->mh, a->hx, &blk->ff1, (int)BTl);
+    rp_par_mlp_act_input(ctx, i, a->mh, BTl * F); /* act-bf16-rank */
     rp_d_gelu_tanh(ctx, a->mh, a->mh, BTl * F);
     rp_d_linear(mc, a->yx, a->mh, &blk->ff2, (int)BTl);
     snprintf(name, sizeof name, "transformer_blocks.%d.ff", i);

@@ -30,7 +30,7 @@
 int rp_par_cfg_segment(const rp_ctx *ctx) {
     if (!ctx->par || ctx->par->cfg.size == 1) return -1;
     assert(ctx->par->cfg.size == 2);
-    return ctx->par->cfg.rank;
+    return ctx->par->cfg.pos;
 }
 
 /* Its row's batch_exchange: mine (n), this rank's segment's output (fingerprint produced)

@@ -183,7 +183,7 @@ rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen
                        "items are not padded)", dp, dp, n);
     /* dp-rank-layout: xDiT's SD3 bug takes the dp index as rank // dp_degree; wrapped
      * modulo dp so a group still gets a block (Python's slice would be empty) */
-    const int g = p->fault == RP_INJECT_DP_RANK_LAYOUT ? (p->rank / dp) % dp : p->at.dp;
+    const int g = p->fault == RP_INJECT_DP_RANK_LAYOUT ? (p->rank / dp) % dp : p->dp.pos;
     const int per = n / dp;
     *first = g * per;
     *count = per;
@@ -197,6 +197,14 @@ rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen
 }
 
 /* ---- gather ----------------------------------------------------------------------------- */
+
+/* The world rank of dp group g's leader (its replica position 0): g * (world / dp) unless
+ * the layout is rotated. */
+static int group_leader(const rp_parallel *p, int g) {
+    rp_par_coords lead = {0};
+    lead.dp = g;
+    return rp_par_data_rank(p, &lead);
+}
 
 /* What a leader sends before its payload (int64 each). */
 enum { H_COUNT, H_FIRST, H_PER, H_STEPS, H_RGB, H_RGB_BYTES, H_N };
@@ -218,9 +226,9 @@ static rp_status send_items(rp_comm *c, const void *src, size_t B, size_t item_b
 rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_total, rp_gen_result *all,
                            rp_error *err) {
     memset(all, 0, sizeof *all);
-    const int dp = p->deg.dp, per_group = p->world / dp;
-    const int leader = p->replica.rank == 0;
-    if (!leader) return RP_OK;
+    const int dp = p->deg.dp;
+    const int leader = p->replica.pos == 0;
+    if (!leader && p->rank != 0) return RP_OK; /* rank 0 gathers, a leader or not (rotated) */
     rp_comm *c = p->world_comm;
     const size_t per = (size_t)local->C * local->h * local->w, N = (size_t)local->steps;
     const size_t rgb_item = local->rgb ? (size_t)local->H * local->W * 3 : 0;
@@ -241,7 +249,8 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             st = send_items(c, local->rgb, B, rgb_item, last && p->fault == RP_INJECT_DP_IMAGE_ORDER, "images", err);
         return st;
     }
-    /* rank 0: its own result's scalars, then every group's items in group order */
+    /* rank 0: its own result's scalars (every rank's are the same), then every group's items
+     * in group order, each from the rank that computed it (rp_par_data_rank) */
     *all = *local;
     all->noise = all->latents = all->trajectory = NULL;
     all->timesteps = all->alphas_cumprod = all->sigmas = all->model_t = NULL;
@@ -270,9 +279,9 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     size_t off = 0;
     float *tmp = NULL;
     for (int g = 0; g < dp && st == RP_OK; g++) {
-        const int from = g * per_group;
+        const int from = group_leader(p, g);
         int64_t h[H_N];
-        if (g == 0) memcpy(h, hdr, sizeof h);
+        if (from == 0) memcpy(h, hdr, sizeof h);
         else if ((st = c->ops->recv(c, h, sizeof h, from, TAG_GATHER, err)) != RP_OK) break;
         if (h[H_COUNT] < 1 || h[H_PER] != (int64_t)per || h[H_STEPS] != (int64_t)N || h[H_RGB] != (local->rgb != NULL) ||
             h[H_RGB_BYTES] != (int64_t)rgb_item || off + (size_t)h[H_COUNT] > n) {
@@ -283,7 +292,7 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             break;
         }
         const size_t B = (size_t)h[H_COUNT];
-        if (g == 0) {
+        if (from == 0) {
             memcpy(all->noise + off * per, local->noise, sizeof(float) * B * per);
             memcpy(all->latents + off * per, local->latents, sizeof(float) * B * per);
             for (size_t s = 0; s <= N; s++)
@@ -329,9 +338,9 @@ static void group_prints(uint64_t *prints, size_t steps, const float *traj, size
 rp_status rp_par_dp_gather_check(rp_parallel *p, const rp_gen_result *local, const rp_gen_result *all,
                                  rp_par_gather_report *out, rp_error *err) {
     *out = (rp_par_gather_report){.row = -1, .group = -1, .rank = -1};
-    if (p->replica.rank != 0) return RP_OK; /* the leaders hold the results */
+    if (p->replica.pos != 0 && p->rank != 0) return RP_OK; /* the leaders hold the results */
     rp_comm *c = p->world_comm;
-    const int dp = p->deg.dp, per_group = p->world / dp;
+    const int dp = p->deg.dp;
     const size_t per = (size_t)local->C * local->h * local->w, N = (size_t)local->steps, np = N + 3;
     const size_t rgb_item = local->rgb ? (size_t)local->H * local->W * 3 : 0;
     uint64_t *msg = malloc(sizeof(uint64_t) * (np + 2)), *mine = msg + 2; /* first, count, prints */
@@ -345,8 +354,8 @@ rp_status rp_par_dp_gather_check(rp_parallel *p, const rp_gen_result *local, con
     }
     if (st == RP_OK && p->rank != 0) st = c->ops->send(c, msg, sizeof(uint64_t) * (np + 2), 0, TAG_GATHER_CHECK, err);
     for (int g = 0; st == RP_OK && p->rank == 0 && g < dp; g++) {
-        const int from = g * per_group;
-        if (g == 0) memcpy(theirs, msg, sizeof(uint64_t) * (np + 2));
+        const int from = group_leader(p, g);
+        if (from == 0) memcpy(theirs, msg, sizeof(uint64_t) * (np + 2));
         else st = c->ops->recv(c, theirs, sizeof(uint64_t) * (np + 2), from, TAG_GATHER_CHECK, err);
         if (st != RP_OK || out->row >= 0) continue; /* every leader's message is received */
         const size_t first = (size_t)theirs[0], B = (size_t)theirs[1], n = (size_t)all->B;

@@ -181,6 +181,13 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                            "it received for the previous pipeline patch (a receive buffer reused), "
                                            "with the image stream of the right one",
                                            "pipefusion > 1 and warmup_steps < steps; SD3", 1},
+    /* A bf16-only path on one rank's own rows under default numerics: no exact comparison of
+     * the case's own arithmetic runs it but the rotated layout's (docs/classification.md §6). */
+    [RP_INJECT_ACT_BF16_RANK] = {"act-bf16-rank",
+                                 "in a bf16 case under default numerics the last rank's first-block MLP "
+                                 "activation reads its input rounded to bf16 (a fused bf16 kernel on one rank's "
+                                 "path): rounding-sized, on that rank's rows only",
+                                 "world > 1, precision bf16, numerics default, on the CPU; DiT, SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
@@ -189,7 +196,7 @@ const char *rp_inject_names(void) {
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
            "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap cfg-stale-half "
-           "attn-scale-step-rank attn-scale-late pipefusion-stream-stale";
+           "attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -280,6 +287,19 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
             if (why && cap)
                 snprintf(why, cap, "%s needs an fp32 case: with bf16 / fp16 GEMMs the layer is in that precision on "
                          "every rank already", n);
+            return 0;
+        }
+        return 1;
+    case RP_INJECT_ACT_BF16_RANK:
+        if (world <= 1) return no(why, cap, "%s needs world > 1 (got world=%d)", n, world);
+        if (d->pipefusion > 1) /* the last rank is the last pipeline stage */
+            return no(why, cap, "%s needs pipefusion = 1: the last rank, a later pipeline stage, does not run the "
+                      "first block (got pipefusion=%d)", n, d->pipefusion);
+        if (l->on_device || l->invariant || !l->low_precision) {
+            if (why && cap)
+                snprintf(why, cap, "%s needs a bf16 case on the CPU under default numerics (the path it plants: %s)",
+                         n, l->on_device ? "a device runs its own kernels" : l->invariant ? "numerics invariant runs "
+                         "none of it" : "an fp32 case runs none of it");
             return 0;
         }
         return 1;

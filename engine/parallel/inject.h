@@ -109,6 +109,14 @@
  *                                                    contract holds what a stage hands on; the case
  *                                                    against its serial emulation (one stage, the
  *                                                    same patches: classify.h) names it
+ *   act-bf16-rank         world > 1,   all           in a bf16 case under default numerics the last
+ *                         bf16,                      rank's first-block MLP activation reads
+ *                         default                    its input rounded to bf16 (a fused bf16 kernel
+ *                         numerics,                  on one rank's path): rounding-sized, inside the
+ *                         CPU (2)                    bf16 envelope, and run by no shadow (fp32, or
+ *                                                    invariant numerics): the rotated layout (the
+ *                                                    self check with every group's data one rank
+ *                                                    on, classify.h) names it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -171,6 +179,7 @@ typedef enum rp_inject_id {
     RP_INJECT_ATTN_SCALE_STEP_RANK,
     RP_INJECT_ATTN_SCALE_LATE,
     RP_INJECT_PIPEFUSION_STREAM_STALE,
+    RP_INJECT_ACT_BF16_RANK,
     RP_INJECT_COUNT
 } rp_inject_id;
 

@@ -28,13 +28,16 @@ _Static_assert(offsetof(rp_parallel, sp) - offsetof(rp_parallel, group) == RP_PA
                "rp_parallel's named groups are its group array, member for member");
 
 /* Splits the world into the group whose members differ from this rank only where
- * `vary` says (0/1 flags at the degrees' offsets); key = this rank's index in it
- * (rp_par_index_in), size = their count. */
-static rp_status make_group(rp_parallel *p, const rp_par_degrees *vary, rp_par_group *g, const char *what,
-                            rp_error *err) {
-    const int key = rp_par_index_in(&p->deg, &p->at, vary, &g->size);
+ * `vary` says (0/1 flags at the degrees' offsets); rank = this rank's index in it
+ * (rp_par_index_in of p->at), pos = the index of its data coordinates `data` (p->at, or the
+ * rotated ones: the comm is numbered by pos), size = their count. Rotating every coordinate
+ * within its degree keeps each group's members, so the color is the same in either. */
+static rp_status make_group(rp_parallel *p, const rp_par_degrees *vary, const rp_par_coords *data, rp_par_group *g,
+                            const char *what, rp_error *err) {
+    const int key = rp_par_index_in(&p->deg, data, vary, &g->size);
     g->comm = NULL;
-    g->rank = key;
+    g->rank = rp_par_index_in(&p->deg, &p->at, vary, &g->size);
+    g->pos = key;
     if (g->size == 1) return RP_OK; /* every rank knows the degrees: all skip this split alike */
     const int color = rp_par_leader_of(&p->deg, &p->at, vary);
     rp_status st = p->world_comm->ops->split(p->world_comm, color, key, &g->comm, err);
@@ -46,27 +49,92 @@ static rp_status make_group(rp_parallel *p, const rp_par_degrees *vary, rp_par_g
     return RP_OK;
 }
 
-/* The groups, in parallel.h's order: one per degree in member order, the sequence group
- * before the first strategy that splits the sequence, the replica group last. A row
- * on_sequence_group used alone in the sequence slot (patch) takes the sequence group, which
- * has its ranks in its order, rather than a second split of the same ranks. */
-static rp_status make_groups(rp_parallel *p, rp_error *err) {
+/* The groups, in parallel.h's order, numbered by `data`: one per degree in member order (into
+ * group), the sequence group (sp) before the first strategy that splits the sequence, the
+ * replica group (replica) last. A row on_sequence_group used alone in the sequence slot
+ * (patch) takes the sequence group, which has its ranks in its order, rather than a second
+ * split of the same ranks. */
+static rp_status make_groups(rp_parallel *p, const rp_par_coords *data, rp_par_group *group, rp_par_group *sp,
+                             rp_par_group *replica, rp_error *err) {
     rp_par_degrees seq, rep;
     rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
     rp_par_span_of(RP_PAR_SPAN_REPLICA, &rep);
     int seq_made = 0;
     for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
         const rp_par_strategy_info *s = rp_par_member_strategy(i);
-        if (s->splits == RP_PAR_SPLITS_SEQUENCE && !seq_made++) RP_TRY(make_group(p, &seq, &p->sp, "sequence", err));
-        if (s->on_sequence_group && rp_par_degree(&p->deg, s) > 1 && p->sp.size == rp_par_degree(&p->deg, s)) {
-            p->group[i] = p->sp; /* the same ranks in the same order; not owned (rp_par_free) */
+        if (s->splits == RP_PAR_SPLITS_SEQUENCE && !seq_made++) RP_TRY(make_group(p, &seq, data, sp, "sequence", err));
+        if (s->on_sequence_group && rp_par_degree(&p->deg, s) > 1 && sp->size == rp_par_degree(&p->deg, s)) {
+            group[i] = *sp; /* the same ranks in the same order; not owned (free_groups) */
             continue;
         }
         rp_par_degrees one = {0};
         *rp_par_degree_ptr(&one, s) = 1;
-        RP_TRY(make_group(p, &one, &p->group[i], s->name, err));
+        RP_TRY(make_group(p, &one, data, &group[i], s->name, err));
     }
-    return make_group(p, &rep, &p->replica, "replica", err);
+    return make_group(p, &rep, data, replica, "replica", err);
+}
+
+static void free_groups(rp_par_group *group, rp_par_group *sp, rp_par_group *replica) {
+    for (int i = 0; i < RP_PAR_N_DEGREES + 2; i++) {
+        rp_par_group *g = i < RP_PAR_N_DEGREES ? &group[i] : i == RP_PAR_N_DEGREES ? sp : replica;
+        if (i < RP_PAR_N_DEGREES && g->comm && g->comm == sp->comm) { /* the sequence group's: freed as that */
+            g->comm = NULL;
+            continue;
+        }
+        rp_comm_destroy(g->comm);
+        g->comm = NULL;
+    }
+}
+
+/* The data coordinates of the rotated layout: every coordinate one on, modulo its degree
+ * (sign -1: the inverse). */
+static void rotate_coords(const rp_par_degrees *d, const rp_par_coords *in, int sign, rp_par_coords *out) {
+    *out = *in;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
+        const int n = rp_par_degree(d, s);
+        *rp_par_degree_ptr(&out->of, s) = (rp_par_degree(&in->of, s) + sign + n) % n;
+    }
+    rp_par_degrees seq;
+    int n;
+    rp_par_span_of(RP_PAR_SPAN_SEQUENCE, &seq);
+    out->sp = rp_par_index_in(d, out, &seq, &n);
+}
+
+int rp_par_rotates(const rp_par_degrees *d) { return rp_par_world(d) > 1 && d->pipefusion == 1 && d->patch == 1; }
+
+rp_status rp_par_rotate(rp_parallel *p, int on, rp_error *err) {
+    if (!on == !p->rotated) return RP_OK;
+    if (!rp_par_rotates(&p->deg))
+        return RP_FAIL(err, RP_ERR_INVALID, "parallel: this layout has no rotation (one rank, or PipeFusion / patch "
+                       "parallelism)");
+    if (!p->alt_made) {
+        rp_par_coords rot;
+        rotate_coords(&p->deg, &p->at, +1, &rot);
+        const rp_status st = make_groups(p, &rot, p->alt_group, &p->alt_sp, &p->alt_replica, err);
+        if (st != RP_OK) {
+            free_groups(p->alt_group, &p->alt_sp, &p->alt_replica);
+            return st;
+        }
+        p->alt_made = 1;
+    }
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+        const rp_par_group t = p->group[i];
+        p->group[i] = p->alt_group[i];
+        p->alt_group[i] = t;
+    }
+    const rp_par_group ts = p->sp, tr = p->replica;
+    p->sp = p->alt_sp, p->alt_sp = ts;
+    p->replica = p->alt_replica, p->alt_replica = tr;
+    p->rotated = !p->rotated;
+    return RP_OK;
+}
+
+int rp_par_data_rank(const rp_parallel *p, const rp_par_coords *data) {
+    if (!p->rotated) return rp_par_rank_of(&p->deg, data);
+    rp_par_coords who;
+    rotate_coords(&p->deg, data, -1, &who);
+    return rp_par_rank_of(&p->deg, &who);
 }
 
 rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err) {
@@ -91,7 +159,7 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
     p->fwd_eval = -1;
     p->stale_from = INT_MAX;
     rp_par_coords_of(d, p->rank, &p->at);
-    const rp_status st = make_groups(p, err);
+    const rp_status st = make_groups(p, &p->at, p->group, &p->sp, &p->replica, err);
     if (st != RP_OK) rp_par_free(p);
     return st;
 }
@@ -110,15 +178,9 @@ void rp_par_free(rp_parallel *p) {
     free(p->fault_kept);
     p->fault_kept = NULL;
     p->fault_kept_n = 0;
-    for (int i = 0; i < RP_PAR_N_DEGREES + 2; i++) {
-        rp_par_group *g = i < RP_PAR_N_DEGREES ? &p->group[i] : i == RP_PAR_N_DEGREES ? &p->sp : &p->replica;
-        if (i < RP_PAR_N_DEGREES && g->comm && g->comm == p->sp.comm) { /* the sequence group's: freed as that */
-            g->comm = NULL;
-            continue;
-        }
-        rp_comm_destroy(g->comm);
-        g->comm = NULL;
-    }
+    free_groups(p->group, &p->sp, &p->replica);
+    free_groups(p->alt_group, &p->alt_sp, &p->alt_replica);
+    p->alt_made = p->rotated = 0;
 }
 
 
@@ -170,7 +232,7 @@ rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err)
         return RP_FAIL(err, RP_ERR_INVALID, "sequence parallel: %d tokens are not divisible by ulysses x ring = %d "
                        "(sequences are not padded)", len, sp);
     *n = len / sp;
-    *t0 = base + ctx->par->sp.rank * *n;
+    *t0 = base + ctx->par->sp.pos * *n;
     return RP_OK;
 }
 
@@ -183,7 +245,7 @@ rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error 
         return RP_FAIL(err, RP_ERR_INVALID, "sequence parallel: %d text tokens are not divisible by ulysses x ring = "
                        "%d (sequences are not padded)", L, sp);
     *n = L / sp;
-    *l0 = ctx->par->sp.rank * *n;
+    *l0 = ctx->par->sp.pos * *n;
     return RP_OK;
 }
 
@@ -281,6 +343,13 @@ const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp) {
     *tmp = *ctx;
     tmp->precision = RP_PREC_BF16; /* rp_gemm rounds A and B to bf16, sums in fp32 */
     return tmp;
+}
+
+void rp_par_mlp_act_input(const rp_ctx *ctx, int block, float *x, size_t n) {
+    if (block != 0 || ctx->dev || ctx->precision != RP_PREC_BF16 || ctx->numerics != RP_NUMERICS_DEFAULT ||
+        !last_rank_fault(ctx, RP_INJECT_ACT_BF16_RANK))
+        return;
+    rp_bf16_round(x, x, n);
 }
 
 float rp_par_max_period(const rp_ctx *ctx, float max_period) {
@@ -575,7 +644,7 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     const int R = p->trace_total_rows;
     const size_t ncell = (size_t)R * T, stride = rp_trace_stride(ncell * W, t->max_samples);
     int nr = 0;
-    if (tok || p->sp.rank == 0)
+    if (tok || p->sp.pos == 0)
         for (int i = 0; i < rows; i++) nr += p->trace_rows[i] >= 0;
     const int ntok = tok ? n : T;
     rp_status st = RP_OK;

@@ -97,6 +97,8 @@
  *                     default 1e-5 for the models' 1e-6, a norm built without its eps.
  * bf16-layer-rank     the last rank's first block runs its (image stream's) MLP GEMMs with
  *                     precision bf16 (rp_par_mlp_ctx).
+ * act-bf16-rank       in a bf16 case (default numerics, CPU) the last rank's first block's MLP
+ *                     activation reads its input rounded to bf16 (rp_par_mlp_act_input).
  * cfg-combine-order   cfg_par.c: cfg rank 1 keeps the allgathered halves as [mine; other]
  *                     (segment order swapped), so its guidance combine swaps cond and uncond.
  * dp-image-order      dp.c: the last dp group's leader sends its images last-first.
@@ -200,9 +202,15 @@ typedef struct rp_par_hooks {
 
 /* ---- the context ------------------------------------------------------------------ */
 
+/* A group of ranks. `rank` is who this process is in it (its coordinates' index: what a
+ * rank-keyed branch reads, and a fault); `pos` is which part of the group's data it computes
+ * (its shard, head group, cfg segment, item block, ring place, stage) and its number in
+ * `comm`, so every exchange places data by pos. The two are equal unless the layout is
+ * rotated (rp_par_rotate). */
 typedef struct rp_par_group {
     rp_comm *comm;  /* owned; NULL when size == 1 */
     int rank, size;
+    int pos;
 } rp_par_group;
 
 #define RP_PAR_REPLICA_NAME 88 /* a replica log entry's name, with its NUL */
@@ -224,6 +232,10 @@ typedef struct rp_parallel {
     };
     rp_par_group sp;          /* the strategies that split the sequence: ulysses x ring, or patch */
     rp_par_group replica;     /* all but dp: the ranks that compute one dp group's items */
+    /* The other numbering of the same groups (rp_par_rotate swaps it in): made at the first
+     * rotation; alt_made says so. rotated: the groups above are the rotated ones. */
+    rp_par_group alt_group[RP_PAR_N_DEGREES], alt_sp, alt_replica;
+    int alt_made, rotated;
     rp_inject_id fault;       /* RP_INJECT_NONE in normal runs */
     float *fault_kept;        /* (fault_kept_n) what a fault keeps from one call to the next
                                  (cfg-stale-half: the previous segment 1); owned */
@@ -297,6 +309,24 @@ typedef struct rp_parallel {
  * Collective over world. Errors: RP_ERR_INVALID when world->world != rp_par_world(d)
  * or a degree < 1; the comm layer's statuses otherwise. */
 rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, rp_inject_id fault, rp_error *err);
+/* The rotated layout (docs/classification.md §6, "the shards rotated"): every group's data
+ * handed on by one, so each rank computes what the next rank of each of its groups computes
+ * in the plain layout (its data coordinate is (coordinate + 1) mod degree in every degree, so
+ * pos = (rank + 1) mod size in each degree's own group; a composite group's pos is the index
+ * of those rotated coordinates), while who it is (rank, p->rank, p->at) stays. A correct layout's result does not depend on which process
+ * computes which part: the same shapes, the same code, the same exchanges, so a rotated run
+ * is bitwise the plain one, and a difference is arithmetic keyed to a rank's identity.
+ * rp_par_rotates: whether the layout has such a rotation here (world > 1, no PipeFusion or
+ * patch parallelism, whose stages and patch exchanges are not rotated). rp_par_rotate(p, 1)
+ * switches to it (collective over the world: the first call splits the rotated groups),
+ * rp_par_rotate(p, 0) back; the caller selects its items again (rp_par_dp_select).
+ * Errors: RP_ERR_INVALID for a layout that does not rotate; the comm layer's. */
+int rp_par_rotates(const rp_par_degrees *d);
+rp_status rp_par_rotate(rp_parallel *p, int on, rp_error *err);
+/* The world rank that computes the data of position `data` (coordinates) in the current
+ * numbering: rp_par_rank_of(data) unless rotated. */
+int rp_par_data_rank(const rp_parallel *p, const rp_par_coords *data);
+
 /* Destroys the groups (not the world comm). NULL and zeroed contexts are allowed. */
 void rp_par_free(rp_parallel *p);
 
@@ -579,6 +609,10 @@ float rp_par_norm_eps(const rp_ctx *ctx, float eps);
 /* bf16-layer-rank: the context for block `block`'s MLP GEMMs: ctx, or (block 0 on the last
  * rank when injected) *tmp = ctx with precision bf16, returned. */
 const rp_ctx *rp_par_mlp_ctx(const rp_ctx *ctx, int block, rp_ctx *tmp);
+/* act-bf16-rank: block `block`'s MLP activation input x (n, host) in place: rounded to bf16
+ * on the last rank for block 0 of a bf16 case under default numerics on the CPU when
+ * injected; untouched otherwise. */
+void rp_par_mlp_act_input(const rp_ctx *ctx, int block, float *x, size_t n);
 /* temb-period-rank: a sinusoidal embedding's max_period (max_period, or max_period + 1 on
  * the last rank when injected). */
 float rp_par_max_period(const rp_ctx *ctx, float max_period);

@@ -118,7 +118,7 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
                             const float **ko, const float **vo, int *tko, rp_error *err) {
     rp_parallel *p = u;
     rp_par_pp *pp = p->pp;
-    const int n = p->sp.size, r = p->sp.rank;
+    const int n = p->sp.size, r = p->sp.pos;
     const int Tl = p->kv_lead, Tr = p->kv_rep, Ti = Tk - Tl - Tr, T = Ti * n;
     if (Ti < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "patch parallel: attention %d has %d keys, %d + %d of them text: no "

@@ -234,7 +234,7 @@ static rp_status pf_stream(void *u, int where, int block, float *x, size_t rows_
 static rp_status ring_warmup_store(rp_parallel *p, pf_kv *e, const float *k, const float *v, int Tk, int Tl,
                                    int Ti, rp_error *err) {
     rp_par_pf *pf = p->pf;
-    const int R = p->ring.size, r = p->ring.rank, M = pf->M, Tpr = Ti / M, D = e->D;
+    const int R = p->ring.size, r = p->ring.pos, M = pf->M, Tpr = Ti / M, D = e->D;
     const size_t BH = (size_t)e->B * e->H, piece = BH * Ti * D, chunk = 2 * piece;
     RP_TRY(grow(&pf->xch, &pf->xch_cap, chunk * (size_t)(R + 1), "the warmup K/V exchange", err));
     float *mine = pf->xch, *all = pf->xch + chunk; /* (2, B, H, Ti, D), (R, 2, B, H, Ti, D) */
@@ -377,7 +377,7 @@ rp_status rp_par_pipefusion_init(rp_parallel *p, int num_patches, const int *lay
     }
     if (ly) memcpy(ly, layers, sizeof(int) * (size_t)P);
     pf->P = P;
-    pf->stage = p->pipefusion.rank;
+    pf->stage = p->pipefusion.pos;
     pf->M = num_patches;
     pf->warmup = warmup_steps;
     p->stale_from = warmup_steps;

@@ -122,8 +122,8 @@ static void block_partial(const rp_ctx *ctx, const float *q, const float *k, con
  * with R >= 3 its neighbours wait for messages it never sends, a deadlock. */
 static rp_status ring_pass(const rp_parallel *p, float **cur, float **next, size_t bytes, rp_error *err) {
     rp_comm *c = p->ring.comm;
-    const int R = p->ring.size, ri = p->ring.rank;
-    const int dir = p->fault == RP_INJECT_RING_REVERSE_RANK && ri == R - 1 ? -1 : 1;
+    const int R = p->ring.size, ri = p->ring.pos; /* pos: the comm's numbering */
+    const int dir = p->fault == RP_INJECT_RING_REVERSE_RANK && p->ring.rank == R - 1 ? -1 : 1;
     rp_status st = c->ops->sendrecv(c, *cur, bytes, (ri + dir + R) % R, *next, bytes, (ri - dir + R) % R, TAG_RING,
                                     err);
     float *t = *cur;
@@ -228,7 +228,7 @@ static rp_status ring_own_check(const rp_ctx *ctx, const float *out, const float
                                 const float *seen, int B, int Hh, int Ts, int Tks, int Trep, int D, float scale,
                                 rp_error *err) {
     rp_parallel *p = ctx->par;
-    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
+    const int R = p->ring.size, ri = p->ring.pos, Tg = Ts + Trep, Tkg = Tks + Trep;
     const size_t BH = (size_t)B * Hh, blk = BH * Tks * D;
     const int nq = Ts > Trep ? Ts : Trep, nk = Tks > Trep ? Tks : Trep;
     rp_ctx oc = *ctx; /* the oracle's GEMMs are not themselves checked (the ring's were) */
@@ -280,7 +280,7 @@ done:
 static rp_status ring_attention(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V,
                                 int B, int Hh, int Ts, int Tks, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
-    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tkg = Tks + Trep;
+    const int R = p->ring.size, ri = p->ring.pos, Tg = Ts + Trep, Tkg = Tks + Trep;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
     const float skew = p->fault == RP_INJECT_RING_LSE_SKEW ? 1e-5f : 0.0f; /* the last block's max */
     const int own = rp_par_own_now(p) && !p->stage_dev;
@@ -443,7 +443,7 @@ static int ring_canon_merge_part(void *user, int part, int bh0, int bh1) {
 static rp_status ring_canonical(const rp_ctx *ctx, float *out, const float *Q, const float *K, const float *V, int B,
                                 int Hh, int Ts, int Tl, int Trep, int D, float scale, rp_error *err) {
     rp_parallel *p = ctx->par;
-    const int R = p->ring.size, ri = p->ring.rank, Tg = Ts + Trep, Tsec = Ts - Tl;
+    const int R = p->ring.size, ri = p->ring.pos, Tg = Ts + Trep, Tsec = Ts - Tl;
     const int no_rescale = p->fault == RP_INJECT_RING_NO_RESCALE;
     /* the single process's segments: every ring rank's lead pieces, second pieces, replicated */
     const long long n[3] = {(long long)R * Tl, (long long)R * Tsec, Trep};
@@ -667,7 +667,7 @@ static rp_status par_attention_host(const rp_ctx *ctx, int layer, float *out, co
         return ring_attention(ctx, out, q, kk, vv, B, H, Ts, Tk - Trep, Trep, D, scale, err);
     }
 
-    const int Hu = H / u, me = p->ulysses.rank, Tg = u * Ts + Trep, Tsec = Ts - Tlead;
+    const int Hu = H / u, me = p->ulysses.pos, Tg = u * Ts + Trep, Tsec = Ts - Tlead;
     /* where rank pr's token j of the shard sits in the gathered sequence */
 #define GPOS(pr, j) ((j) < Tlead ? (pr) * Tlead + (j) : u * Tlead + (pr) * Tsec + ((j) - Tlead))
     const size_t BHu = (size_t)B * Hu, piece = BHu * Ts * D;  /* one tensor's (B, Hu, Ts, D) */

@@ -506,7 +506,16 @@ void rp_cls_facts_init(rp_cls_facts *f) {
  * teacher decode, their replica checks) is its effect, not a cause of its own: only the
  * case's own run, the launch's first call, can name an earlier one. */
 static int leak_first(const rp_cls_facts *f) {
-    return (f->promised || f->fresh_agree) && f->leak_differs && !f->fresh_differs && !f->repeats_differ;
+    return (f->promised || f->fresh_agree) && f->leak_differs && !f->rotated_differs && !f->fresh_differs &&
+           !f->repeats_differ;
+}
+
+/* The rotated layout's finding decides (§6): its step, in runs shown or promised
+ * deterministic, comes before any teacher-forced step's break (a break at the same step says
+ * as much and names its evidence). It is no leak: no later run of the launch is its effect. */
+static int rotated_first(const rp_cls_facts *f) {
+    return f->rotated_differs && (f->promised || f->fresh_agree) && !f->fresh_differs && !f->repeats_differ &&
+           (f->step_break < 0 || f->leak_step < f->step_break);
 }
 
 /* The leak's summary into s: the leak check's run (the case's own, or at fp32 its shadow's,
@@ -615,6 +624,14 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     }
     if (leak) {
         leak_summary(f, s, cap);
+        return RP_V_BUG;
+    }
+    if (rotated_first(f)) {
+        snprintf(s, cap, "step %d%s%s differs when every group's parts are handed to the next rank (the layout "
+                 "rotated: each rank computes another rank's shard, head group, cfg half or items; max-abs %.3g), as "
+                 "the first call of a fresh launch, while the same steps unrotated agree with the case's own run: a "
+                 "part's result depends on which rank computes it (arithmetic keyed to a rank, not to its data)",
+                 f->leak_step, f->rotated_layer[0] ? " at " : "", f->rotated_layer, f->leak_max_abs);
         return RP_V_BUG;
     }
     if (f->step_break >= 0 && f->step_emulation && !nondeterministic) {
@@ -1029,10 +1046,16 @@ int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, dou
     return rerun_rows(case_dir, td, self || same_dir(case_dir, ref_dir), ref_dir, step, max_abs);
 }
 
-int rp_cls_fresh_self_check(const char *case_dir, int *step, double *max_abs) {
+int rp_cls_fresh_self_check(const char *case_dir, int plain, int *step, double *max_abs) {
     char td[PATHLEN];
-    rp_store_subdir(td, sizeof td, case_dir, RP_SUB_FRESH_SELF);
+    rp_store_subdir(td, sizeof td, case_dir, plain ? RP_SUB_FRESH_SELF_PLAIN : RP_SUB_FRESH_SELF);
     return rerun_rows(case_dir, td, 1, case_dir, step, max_abs);
+}
+
+int rp_cls_self_rotated(const rp_case *c) {
+    rp_par_degrees d;
+    rp_case_degrees(c, &d);
+    return rp_par_rotates(&d) && (!c->device[0] || !strcmp(c->device, "cpu"));
 }
 
 /* The first differing row of two teacher trajectories over the steps both ran (k + 1 for
@@ -1795,6 +1818,7 @@ static void cls_replicas(cls *x) {
     rp_cls_facts *f = &x->f;
     cJSON *rj = cJSON_AddArrayToObject(x->ev, "replicas");
     int brk_run = -1, case_checked = 0, case_first = -1; /* the run of the break; the case run's checks */
+    int brk_rotated = 0;                                 /* that run's layout was rotated */
     for (int i = 0; i < (int)(sizeof RUN / sizeof *RUN); i++) {
         char d[PATHLEN], p[PATHLEN];
         if (i == 1 && x->in->teacher_dir) snprintf(d, sizeof d, "%s", x->in->teacher_dir);
@@ -1804,8 +1828,11 @@ static void cls_replicas(cls *x) {
         cJSON *j = NULL;
         rp_error e;
         if (!rp_is_file(p) || rp_store_read_json(p, &j, &e) != RP_OK) continue;
+        /* a case bitwise its reference's: its teacher run is its leak check, in the rotated layout */
+        const int rotated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "rotated"));
+        const char *run = rotated ? "leak check in the rotated layout" : WHAT[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "run", WHAT[i]);
+        cJSON_AddStringToObject(o, "run", run);
         cJSON_AddNumberToObject(o, "checked", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "checked")));
         const cJSON *fd = cJSON_GetObjectItemCaseSensitive(j, "first_difference");
         const cJSON *un = cJSON_GetObjectItemCaseSensitive(j, "unchecked");
@@ -1824,6 +1851,7 @@ static void cls_replicas(cls *x) {
                 f->replica_break = step;
                 f->replica_later = i > 0;
                 brk_run = i;
+                brk_rotated = rotated;
                 const int gather = g && !strcmp(g, "gather"); /* rank 0's gathered copy, a host copy */
                 const int stale = g && !strcmp(g, "stale");   /* the layout's contracts, checked on the host */
                 f->replica_host = g && (!strcmp(g, "world") || gather || stale);
@@ -1838,19 +1866,19 @@ static void cls_replicas(cls *x) {
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank %d's %s differs from its own recomputation from the same inputs "
                              "(the same operations in the same order: own check, %s)", rb,
-                             what && what[0] ? what : "attention", WHAT[i]);
+                             what && what[0] ? what : "attention", run);
                 else if (stale) /* what: the contract's due value */
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank %d used other bits than its layout's contract names (%s; exact in any "
-                             "precision, %s)", rb, what && what[0] ? what : "?", WHAT[i]);
+                             "precision, %s)", rb, what && what[0] ? what : "?", run);
                 else if (gather)
                     snprintf(f->replica_msg, sizeof f->replica_msg,
                              "rank 0's gathered copy differs from what rank %d, dp group %d's leader, holds "
                              "(the dp gather, %s)", ra,
-                             (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "dp_group")), WHAT[i]);
+                             (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fd, "dp_group")), run);
                 else
                     snprintf(f->replica_msg, sizeof f->replica_msg,
-                             "rank %d's copy differs from rank %d's (%s group, %s)", rb, ra, g ? g : "?", WHAT[i]);
+                             "rank %d's copy differs from rank %d's (%s group, %s)", rb, ra, g ? g : "?", run);
             }
         }
         cJSON_AddItemToArray(rj, o);
@@ -1863,7 +1891,7 @@ static void cls_replicas(cls *x) {
      * calls (audit 14: one rank's noise stream offset from the second call on, named as a
      * replica of the teacher run): say so. */
     const size_t row = (size_t)x->B * x->per;
-    if (brk_run == 1 && f->replica_break == 0 && case_checked && case_first != 0 &&
+    if (brk_run == 1 && !brk_rotated && f->replica_break == 0 && case_checked && case_first != 0 &&
         !f->replica_own && !f->replica_stale && !memcmp(x->cm.x, x->rm.x, sizeof(float) * row)) {
         char m[sizeof f->replica_msg];
         snprintf(m, sizeof m, "%s", f->replica_msg);
@@ -2131,6 +2159,28 @@ static int shadow_first_difference(const traj *c, const traj *b, int upto, int *
     return -1;
 }
 
+/* The layer of step k where two teacher runs c and b (of one layout's arithmetic) part: the
+ * first record of that step's evaluation in b whose copy in c differs at all, among the ones
+ * c traced (a PipeFusion stage traces none: then no layer is named), into layer ("" none).
+ * Returns whether their traces could be compared there. */
+static int first_differing_layer(const cls *x, const teacher_run *c, const teacher_run *b, int k, char *layer,
+                                 size_t cap) {
+    layer[0] = '\0';
+    const int ec = eval_of_step(c->t.mask, k), eb = eval_of_step(b->t.mask, k);
+    int case_recs = 0;
+    for (int i = 0; c->have_tr && i < c->tr.n; i++) case_recs += c->tr.recs[i].eval == ec;
+    const int traced = c->have_tr && b->have_tr && traces_comparable(x) && case_recs > 0;
+    for (int i = 0; traced && ec >= 0 && eb >= 0 && i < b->tr.n; i++) {
+        const rp_trace_rec *r = &b->tr.recs[i], *cr = trace_find(&c->tr, ec, r->name);
+        if (r->eval != eb || !cr) continue;
+        if (rp_cls_layer_rel(r, cr) != 0.0) {
+            snprintf(layer, cap, "%s", r->name);
+            break;
+        }
+    }
+    return traced;
+}
+
 /* Evidence 12: the invariant shadow (job_case.c, rp_cls_invariant_shadow_pair). The case's
  * layout teacher-forced under invariant numerics from the reference's latents
  * (<case>/invariant/teacher) against the reference's own run of the same kind
@@ -2169,21 +2219,8 @@ static void cls_invariant_shadow_at(cls *x, rp_store_sub sub, const char *key, c
     cJSON_AddNumberToObject(sj, "first_difference", k);
     if (k < 0) goto out;
     put(sj, "rel", rel);
-    /* the layer: the first record of that step's evaluation that differs at all, among the
-     * ones the case traced (a PipeFusion stage traces none: then no layer is named) */
     char layer[96] = "";
-    const int ec = eval_of_step(c.t.mask, k), eb = eval_of_step(b.t.mask, k);
-    int case_recs = 0;
-    for (int i = 0; c.have_tr && i < c.tr.n; i++) case_recs += c.tr.recs[i].eval == ec;
-    const int traced = c.have_tr && b.have_tr && traces_comparable(x) && case_recs > 0;
-    for (int i = 0; traced && ec >= 0 && eb >= 0 && i < b.tr.n; i++) {
-        const rp_trace_rec *r = &b.tr.recs[i], *cr = trace_find(&c.tr, ec, r->name);
-        if (r->eval != eb || !cr) continue;
-        if (rp_cls_layer_rel(r, cr) != 0.0) {
-            snprintf(layer, sizeof layer, "%s", r->name);
-            break;
-        }
-    }
+    const int traced = first_differing_layer(x, &c, &b, k, layer, sizeof layer);
     if (layer[0]) cJSON_AddStringToObject(sj, "layer", layer);
     rp_cls_facts *f = &x->f;
     /* an earlier (or same-step) break stands, unless this names an earlier layer (cls_shadow) */
@@ -2570,6 +2607,8 @@ static void cls_first(cls *x) {
         first_step_at(x, f->leak_step, f->loop_differs ? "self check"
                                        : f->leak_fp32  ? "leak check (fp32 shadow)"
                                                        : "leak check");
+    } else if (rotated_first(f)) {
+        first_step_at(x, f->leak_step, "rotated layout");
     } else if (f->step_break >= 0 && f->step_emulation) {
         fs = first_step_at(x, f->step_break, "emulation");
         put(fs, "rel", x->emulation_rel);
@@ -2602,6 +2641,11 @@ static void cls_first(cls *x) {
     } else if (f->trajectory_break >= 0) {
         first_layer_at(x, "trajectory", 0);
     } else if (leak) { /* the later runs' layers are the leak's effect */
+    } else if (rotated_first(f)) {
+        if (f->rotated_layer[0]) {
+            fl = first_layer_at(x, f->rotated_layer, f->leak_step);
+            cJSON_AddStringToObject(fl, "what", "rotated layout");
+        }
     } else if (f->step_break >= 0 && f->step_layer[0] && f->step_emulation) {
         fl = first_layer_at(x, f->step_layer, f->step_break);
         cJSON_AddStringToObject(fl, "what", "emulation");
@@ -2807,12 +2851,44 @@ static void cls_determinism(cls *x) {
      * differed): differing there too, no earlier call can have caused it */
     int kf = -1;
     double mf = 0;
-    const int rf = x->in->teacher_dir || f->leak_fp32 ? -1 : rp_cls_fresh_self_check(x->in->case_dir, &kf, &mf);
+    const int rf = x->in->teacher_dir || f->leak_fp32 ? -1 : rp_cls_fresh_self_check(x->in->case_dir, 0, &kf, &mf);
     if (rf >= 0) {
         f->loop_differs = rf == 1 && f->leak_differs;
         if (rf == 1) snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", kf, mf);
         else snprintf(msg, sizeof msg, "agrees");
         cJSON_AddStringToObject(dj, "self_check_fresh", msg);
+    }
+    /* a rotated self check's fresh repeat that differs, against the same steps unrotated in
+     * a fresh launch (made then): agreeing, the difference is the rotation's — the parts'
+     * results depend on which rank computes them — and not the loop's. Unless the repeat
+     * agrees at the self check's first differing step and parts only later: that earlier
+     * difference is the second call's, a leak (weight-leak-rank: one rank's process writes its
+     * weights at every forward, so its parts' results move within a call, and from call to
+     * call) */
+    int kp = -1;
+    double mp = 0;
+    const int rpl = rf == 1 ? rp_cls_fresh_self_check(x->in->case_dir, 1, &kp, &mp) : -1;
+    if (rpl >= 0) {
+        if (rpl == 1) snprintf(msg, sizeof msg, "differs from step %d (max-abs %.3g)", kp, mp);
+        else snprintf(msg, sizeof msg, "agrees");
+        cJSON_AddStringToObject(dj, "self_check_fresh_plain", msg);
+    }
+    if (rpl == 0 && f->loop_differs && kf > f->leak_step) f->loop_differs = 0; /* the leak's, earlier */
+    if (rpl == 0 && f->loop_differs) {
+        f->loop_differs = 0;
+        f->rotated_differs = 1;
+        f->leak_step = kf;
+        f->leak_max_abs = mf;
+        char d[PATHLEN];
+        teacher_run a, b;
+        rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_FRESH_SELF);
+        const int la = teacher_run_load(&a, d);
+        rp_store_subdir(d, sizeof d, x->in->case_dir, RP_SUB_FRESH_SELF_PLAIN);
+        const int lb = la && teacher_run_load(&b, d);
+        if (lb) first_differing_layer(x, &a, &b, kf, f->rotated_layer, sizeof f->rotated_layer);
+        if (la) teacher_run_free(&a);
+        if (lb) teacher_run_free(&b);
+        if (f->rotated_layer[0]) cJSON_AddStringToObject(dj, "rotated_layer", f->rotated_layer);
     }
     /* when the leak check, the invariant shadow or a kernel-computed replica (each a
      * comparison of bits that presumes deterministic runs) differed, the runner ran the case

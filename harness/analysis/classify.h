@@ -390,6 +390,10 @@ typedef struct rp_cls_facts {
                                  in its coarser precision, agreed); the fresh pair is then
                                  the case at fp32 */
     double leak_max_abs;
+    int rotated_differs;      /* the self check ran rotated (rp_cls_self_rotated) and its fresh repeat
+                                 differs from the case at leak_step while the same steps unrotated in a
+                                 fresh launch agree: a part's result depends on which rank computes it */
+    char rotated_layer[96];   /* the first traced layer of that step where the two repeats part ("") */
     int loop_differs;         /* the self check's steps again as the first call of a fresh launch
                                  differ from the case's too: no earlier call is involved, the
                                  case's sampling loop computed other bits than its steps do */
@@ -503,8 +507,14 @@ int rp_cls_runs_identical(const char *dir_a, const char *dir_b);
  * input). */
 int rp_cls_rerun_check(const char *case_dir, const char *ref_dir, int *step, double *max_abs);
 /* The same for <case_dir>/fresh-self/: the self check's steps made as the first call of a
- * fresh launch (the runner makes it when the self check differed). */
-int rp_cls_fresh_self_check(const char *case_dir, int *step, double *max_abs);
+ * fresh launch (the runner makes it when the self check differed), rotated as the self check
+ * was; plain: for <case_dir>/fresh-self-plain/, the same steps unrotated (made when a
+ * rotated fresh-self differed). */
+int rp_cls_fresh_self_check(const char *case_dir, int plain, int *step, double *max_abs);
+/* Whether the case's self check runs in the rotated layout (rp_par_rotate: every group's data
+ * one rank on): a layout that rotates (rp_par_rotates) on the host (the GPU path's rotation is
+ * not tried). */
+int rp_cls_self_rotated(const rp_case *c);
 
 /* The same at fp32, for a case that rounds coarser: its fp32 shadow (<case_dir>/shadow/
  * teacher/) and, later in the same worker, that shadow's first steps again from the same

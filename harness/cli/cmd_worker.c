@@ -49,7 +49,7 @@ static void usage(FILE *f) {
             "  case           run one case: --case-file case.json --out-dir DIR (the case's backend;\n"
             "                 rank 0 writes latents.safetensors, image-<i>.png, trace.safetensors,\n"
             "                 env.json and done.json last); the classifier's runs of a case:\n"
-            "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise,\n"
+            "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise, --rotate,\n"
             "                 --leak-check, --no-images; after the case in the same launch:\n"
             "                 --then-twins N, --then-teacher REF_DIR, --then-invariant, --then-leak,\n"
             "                 --then-shadow-decode\n"
@@ -92,7 +92,7 @@ typedef struct worker_opts {
     int crash_rank, crash_signal, exit_code;
     const char *case_file, *out_dir; /* job case */
     const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
-    int teacher_steps, perturb_noise, leak_check, no_images;
+    int teacher_steps, perturb_noise, leak_check, no_images, rotate;
     int then_twins, then_invariant, then_leak, then_shadow_decode; /* job case: the classifier's runs in the same launch */
     const char *then_teacher;
     int backend_given;               /* --backend was given */
@@ -218,6 +218,7 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->perturb_noise = rp_arg_flag(&a, "perturb-noise");
     o->leak_check = rp_arg_flag(&a, "leak-check");
     o->no_images = rp_arg_flag(&a, "no-images");
+    o->rotate = rp_arg_flag(&a, "rotate");
     o->then_twins = (int)rp_arg_int(&a, "then-twins", -1);
     o->then_teacher = rp_arg_str(&a, "then-teacher", NULL);
     o->then_invariant = rp_arg_flag(&a, "then-invariant");
@@ -389,7 +390,7 @@ int rp_cmd_worker(int argc, char **argv) {
         const rp_job_case_opts jo = {.case_file = o.case_file, .out_dir = o.out_dir, .comm = o.comm,
                                      .backend_given = o.backend_given, .teacher_ref = o.teacher_ref,
                                      .teacher_steps = o.teacher_steps, .perturb_noise = o.perturb_noise,
-                                     .leak_check = o.leak_check, .no_images = o.no_images, .then_twins = o.then_twins,
+                                     .leak_check = o.leak_check, .no_images = o.no_images, .rotate = o.rotate, .then_twins = o.then_twins,
                                      .then_teacher = o.then_teacher, .then_invariant = o.then_invariant,
                                      .then_leak = o.then_leak, .then_shadow_decode = o.then_shadow_decode};
         return rp_job_case(&re, &jo);

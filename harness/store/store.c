@@ -46,6 +46,7 @@ static const char *const SUB[RP_SUB_COUNT] = {
     [RP_SUB_FRESH_FP32_2] = "fresh-fp32-2",
     [RP_SUB_SELF] = "self",
     [RP_SUB_FRESH_SELF] = "fresh-self",
+    [RP_SUB_FRESH_SELF_PLAIN] = "fresh-self-plain",
     [RP_SUB_EMULATION] = "emulation",
     [RP_SUB_DECODE_OWN] = "decode-own",
 };

@@ -88,7 +88,9 @@ typedef enum rp_store_sub {
     RP_SUB_FRESH_FP32_2,      /* fresh-fp32-2/: and once more */
     RP_SUB_SELF,              /* self/: every step again from the case's own trajectory */
     RP_SUB_FRESH_SELF,        /* fresh-self/: the same as a fresh launch's first call (the self
-                                 check differed) */
+                                 check differed), rotated as the self check was */
+    RP_SUB_FRESH_SELF_PLAIN,  /* fresh-self-plain/: the same steps unrotated (a rotated fresh-self
+                                 differed) */
     RP_SUB_EMULATION,         /* emulation/: a PipeFusion case's serial emulation (one stage,
                                  the same patches; rp_cls_emulation) */
     RP_SUB_DECODE_OWN,        /* decode-own/: the reference's final latents decoded with the case's

@@ -891,17 +891,25 @@ static int classify_runs(runner *r, int i, const char *tmp) {
     double m;
     if (rp_cls_rerun_check(tmp, ref, &step, &m) == 1) {
         if (fresh_runs(r, i, tmp, 0)) return 1;
-        /* the self check's steps as the first call of a fresh launch: differing there too,
-         * no earlier call (no state carried between calls) can explain it */
+        /* the self check's steps as the first call of a fresh launch, rotated as the self
+         * check was: differing there too, no earlier call (no state carried between calls) can
+         * explain it; then, for a rotated one, the same steps unrotated: agreeing there, the
+         * rotation made the difference (a part's result depends on which rank computes it) */
         char self[PATHLEN], p[PATHLEN], dir[PATHLEN], cj[PATHLEN];
         rp_store_subdir(self, sizeof self, tmp, RP_SUB_SELF);
         rp_store_path(p, sizeof p, self, RP_ART_TEACHER);
-        if (!rp_is_file(p)) return 0;
+        /* a case bitwise its reference's has no self check: its leak check ran rotated */
+        const int rotated = mc->ref != i && rp_cls_self_rotated(&mc->c);
+        if (!rp_is_file(p) && !rotated) return 0;
         rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_SELF);
         rp_store_path(cj, sizeof cj, tmp, RP_ART_CASE);
-        const char *extra[] = {"--teacher-force", tmp, NULL};
+        const char *extra[] = {"--teacher-force", tmp, rotated ? "--rotate" : NULL, NULL};
         int ok = 0;
-        return aux_run(r, &mc->c, cj, dir, "fresh self", extra, &ok);
+        if (aux_run(r, &mc->c, cj, dir, "fresh self", extra, &ok)) return 1;
+        if (!ok || !rotated || rp_cls_fresh_self_check(tmp, 0, &step, &m) != 1) return 0;
+        rp_store_subdir(dir, sizeof dir, tmp, RP_SUB_FRESH_SELF_PLAIN);
+        extra[2] = NULL;
+        return aux_run(r, &mc->c, cj, dir, "fresh self plain", extra, &ok);
     }
     if (rp_cls_shadow_rerun_check(tmp, &step, &m) == 1) return fresh_runs_fp32(r, i, tmp, 0);
     return 0;
@@ -921,10 +929,14 @@ static int classify_runs(runner *r, int i, const char *tmp) {
  *                nondeterministic kernel can leave the leak check equal, absorbed by rounding,
  *                while the shadow or a copy differs). A host-computed replica (the world
  *                group) needs none: no kernel's timing reaches it.
+ * A leak check that ran in the rotated layout (rotated: rp_cls_self_rotated, for a case) and
+ * differed asks for FRESH_LEAK whatever decided first: until the fresh runs tell the
+ * rotation's doing from a leak, a first verdict that presumed a leak (and set the later runs'
+ * evidence aside as its effect) may rest on the wrong one.
  * *images = 1 when what differed first is a decoded image (the emulation's, first layer
  * vae.decode): the fresh pair then decodes too (fresh_pair). */
 enum { FRESH_NONE = 0, FRESH_LEAK, FRESH_EXACT };
-static int fresh_runs_needed(const char *dir, int *images) {
+static int fresh_runs_needed(const char *dir, int rotated, int *images) {
     char p[PATHLEN];
     *images = 0;
     rp_store_subdir(p, sizeof p, dir, RP_SUB_FRESH);
@@ -944,7 +956,10 @@ static int fresh_runs_needed(const char *dir, int *images) {
     const int bug = !strcmp(v, rp_verdict_name(RP_V_BUG)) || !strcmp(v, rp_verdict_name(RP_V_NONDETERMINISTIC));
     const cJSON *fl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"), "first_layer");
     *images = !strcmp(get_str(fl, "name", ""), "vae.decode");
-    const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") ? FRESH_LEAK
+    const cJSON *det = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"),
+                                                        "determinism");
+    const int rotated_differs = rotated && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(det, "leak_first_step"));
+    const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") || rotated_differs ? FRESH_LEAK
                      : bug && (!strcmp(what, "invariant shadow") || !strcmp(what, "emulation") ||
                                (!strcmp(what, "replica") &&
                                 !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fs, "host_computed"))))
@@ -1128,7 +1143,8 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
         if (st == RP_OK && oc->status == RP_CASE_OK) st = write_metrics(r, i, tmp, oc, &e);
         if (st == RP_OK) classify_now(r, i, tmp, oc);
         int images = 0;
-        const int fresh = st == RP_OK && r->m->cls.enabled ? fresh_runs_needed(tmp, &images) : FRESH_NONE;
+        const int rotated = r->m->cases[i].ref != i && rp_cls_self_rotated(&r->m->cases[i].c);
+        const int fresh = st == RP_OK && r->m->cls.enabled ? fresh_runs_needed(tmp, rotated, &images) : FRESH_NONE;
         if (fresh &&
             !(cancelled = fresh == FRESH_LEAK ? classify_runs(r, i, tmp) : fresh_runs_exact(r, i, tmp, images))) {
             aux_infra(tmp, 0, oc);

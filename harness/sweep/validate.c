@@ -716,7 +716,7 @@ const char *rp_validate_describe_rules(void) {
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
            "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank\n"
            "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late\n"
-           "                pipefusion-stream-stale,\n"
+           "                pipefusion-stream-stale act-bf16-rank,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"

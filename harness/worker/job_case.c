@@ -361,6 +361,7 @@ static rp_status replica_check(const char *dir, rp_parallel *par, const rp_ctx *
     cJSON *j = cJSON_CreateObject(), *fd = NULL;
     if (!j) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     cJSON_AddNumberToObject(j, "checked", (double)rep.checked);
+    if (par->rotated) cJSON_AddBoolToObject(j, "rotated", 1); /* the run's layout (rp_par_rotate) */
     int step = rep.first.eval; /* the eval-th step the run made */
     for (int k = 0, e = 0; mask && k < steps; k++)
         if (mask[k] && e++ == rep.first.eval) step = k;
@@ -448,6 +449,7 @@ typedef struct job {
     const char *dev_name;
     rp_model_cache models;    /* the denoiser, loaded by the launch's first run, kept for the others */
     rp_gen_item *local;       /* (count) this dp group's items */
+    const rp_gen_item *all;   /* (n_all) the run's items (rank 0's list, shared) */
     int n_all, first, count;
     double t_start;           /* the process's start */
     double t_setup, t_rendezvous;
@@ -478,12 +480,38 @@ typedef struct run_spec {
                                  rp_cls_shadow_steps) */
     int decode_only;          /* with teacher_ref and decode_ref: no step runs (the trajectory is the
                                  reference's), only the decode of its final latents */
+    int rotated;              /* in the rotated layout (rp_par_rotate: every group's data one rank on;
+                                 no decode) */
 } run_spec;
 
-/* Runs s on this rank: generate (with the case's layout), check the replicas, gather to
- * rank 0, which writes s->out_dir (teacher mode: teacher.safetensors and the trace of every
- * evaluation; else the case's outputs). Collective over the world. */
+/* Runs s on this rank with the items selected now: generate (with the case's layout), check
+ * the replicas, gather to rank 0, which writes s->out_dir (teacher mode: teacher.safetensors
+ * and the trace of every evaluation; else the case's outputs). Collective over the world. */
+static rp_status job_run_items(job *J, const run_spec *s, rp_error *err);
+
+/* In the rotated layout the items are selected again: the dp group this rank computes
+ * changes with its position (rp_par_dp_select reads it); back in the plain one, again. */
+static rp_status job_select(job *J, rp_error *err) {
+    RP_TRY(rp_par_dp_select(&J->par, J->all, J->n_all, J->local, &J->first, &J->count, err));
+    for (int i = 0; i < J->count; i++) J->local[i].embed_row = J->first + i; /* the case's item i: row i */
+    return RP_OK;
+}
+
+/* job_run_items, in the rotated layout when s->rotated (back in the plain one after, the
+ * items selected for each). */
 static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
+    if (!s->rotated) return job_run_items(J, s, err);
+    RP_TRY(rp_par_rotate(&J->par, 1, err));
+    rp_status st = job_select(J, err);
+    if (st == RP_OK) st = job_run_items(J, s, err);
+    rp_error e;
+    rp_status st2 = rp_par_rotate(&J->par, 0, &e);
+    if (st2 == RP_OK) st2 = job_select(J, &e);
+    if (st == RP_OK && st2 != RP_OK) *err = e, st = st2;
+    return st;
+}
+
+static rp_status job_run_items(job *J, const run_spec *s, rp_error *err) {
     const rp_case *c = s->c;
     const int main_run = s->out_dir == J->o->out_dir; /* the launch's own run: timed from the start */
     const double t_run = main_run ? J->t_start : rp_now_s();
@@ -523,7 +551,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
     req.sampler = J->sk;
     req.n_items = J->count;
     req.items = J->local;
-    req.decode = s->decode && J->par.replica.rank == 0; /* each dp group's leader decodes its items */
+    req.decode = s->decode && !s->rotated && J->par.replica.pos == 0; /* each dp group's leader decodes its items */
     req.perturb_noise = s->perturb_noise;
     float *teacher = NULL;       /* this rank's items of the reference trajectory */
     rp_ctx dctx;                 /* with s->decode_as: the decoder's (req.decode_ctx) */
@@ -582,7 +610,7 @@ static rp_status job_run(job *J, const run_spec *s, rp_error *err) {
         if (st == RP_OK) st = teacher_load(s->teacher_ref, c->steps, J->n_all, J->first, J->count, &teacher, err);
         req.teacher = teacher;
         req.teacher_steps = tmask;
-        req.decode = s->decode_ref && J->par.replica.rank == 0;
+        req.decode = s->decode_ref && !s->rotated && J->par.replica.pos == 0;
         req.decode_teacher_final = s->decode_ref;
         if (st == RP_OK && s->decode_ref && s->decode_as) { /* the arithmetic only: ctx's path */
             rp_ctx a;
@@ -801,7 +829,8 @@ static void job_classifier_runs(job *J) {
      * the trajectory went. It is also the leak check's second call, at every step. */
     if (teach && other && o->then_leak) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SELF);
-        const run_spec ss = {.c = J->c, .out_dir = dir, .teacher_ref = o->out_dir, .untraced = 1};
+        const run_spec ss = {.c = J->c, .out_dir = dir, .teacher_ref = o->out_dir, .untraced = 1,
+                             .rotated = rp_cls_self_rotated(J->c)};
         if (job_aux(J, "self check", &ss, 0)) return;
     }
     /* A case bitwise its reference's has no teacher run: its first steps are teacher-forced
@@ -810,12 +839,15 @@ static void job_classifier_runs(job *J) {
      * the default attention kernels and GEMMs, recomputed on every rank) at its first and
      * last evaluation; so does its fp32 shadow, where a kernel's fault that bf16 rounding
      * absorbs still shows. A reference's own teacher run (its twins' job) starts every step
-     * from its own trajectory: its self check. */
+     * from its own trajectory: its self check. The bitwise case's leak check runs in the
+     * rotated layout, as a self check does (the same steps from the same inputs: bitwise for a
+     * correct layout), so rank-keyed code is held whether or not its numerics left the output
+     * bitwise. */
     if (teach || (identical && o->then_leak)) {
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_TEACHER);
         const run_spec tt = {.c = J->c, .out_dir = dir, .teacher_ref = tref, .decode_ref = images,
                              .decode_as = &decode_as, .leak_steps = teach ? 0 : RP_LEAK_CHECK_STEPS,
-                             .check_own = teach && other};
+                             .check_own = teach && other, .rotated = !teach && rp_cls_self_rotated(J->c)};
         if (job_aux(J, teach ? "teacher" : "leak check", &tt, 0)) return;
     }
     /* The teacher decode ran the reference's decoder arithmetic (bitwise rule); the code the
@@ -994,15 +1026,15 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
         mine[i].prompt = class_cond ? NULL : c->items[i].prompt;
     }
     if ((st = rp_par_dp_share_items(&J.par, mine, n, &all, &J.n_all, &strings, &err)) != RP_OK) goto out;
-    if ((st = rp_par_dp_select(&J.par, all, J.n_all, J.local, &J.first, &J.count, &err)) != RP_OK) goto out;
-    for (int i = 0; i < J.count; i++) J.local[i].embed_row = J.first + i; /* the case's item i: row i */
+    J.all = all;
+    if ((st = job_select(&J, &err)) != RP_OK) goto out;
 
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
     /* the launch's first call: with --then-leak, a later run recomputes steps from this run's
      * own input after it (rp_cls_rerun_check), so its bits are those of a fresh process */
     const run_spec main_run = {.c = c, .out_dir = o->out_dir, .teacher_ref = o->teacher_ref,
                                .perturb_noise = o->perturb_noise, .leak_prelude = o->leak_check,
-                               .decode = !o->teacher_ref && !o->leak_check && !o->no_images};
+                               .decode = !o->teacher_ref && !o->leak_check && !o->no_images, .rotated = o->rotate};
     if ((st = job_run(&J, &main_run, &err)) != RP_OK) goto out;
     /* ---- then the classifier's runs, in this process: no launch, rendezvous or load each ---- */
     if (o->then_twins >= 0 || o->then_teacher || o->then_invariant) job_classifier_runs(&J);

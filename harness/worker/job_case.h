@@ -58,6 +58,8 @@ typedef struct rp_job_case_opts {
     int leak_check;          /* --leak-check: first run another case (every seed + 1) in this process */
     int no_images;           /* --no-images: the case's run without its decode (a fresh run whose images
                                 no comparison reads: harness/sweep/runner.c, fresh_pair) */
+    int rotate;              /* --rotate: the case's run in the rotated layout (rp_par_rotate; with
+                                --teacher-force, the rotated self check's fresh repeat) */
     /* the classifier's runs made by the same launch after the case's own run (its outputs
        written first); each in its directory with aux.json (rp_cls_write_aux) */
     int then_twins;          /* --then-twins N: the rounding twins 0..N-1 (OUT/twins/<name>/, with the

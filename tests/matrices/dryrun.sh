@@ -8,7 +8,11 @@
 # expected label of every case follows from what it is (selected with --filter):
 #   inject=dp-shared-noise, inject=pipefusion-cache-leak      BUG
 #   inject=dp-rank-layout                                     MISMATCH, except at dp 2 x cfg 2
-#                                                             (the formula is right there): drift
+#                                                             (the formula gives the right groups
+#                                                             there, keyed to the rank number: the
+#                                                             rotated layout's BUG, in either
+#                                                             numerics; drift on a GPU, where the
+#                                                             self check is not rotated)
 #   ulysses=4, ulysses=8 (flux-tiny has 2 heads)              CONFIG_ERROR, rejected at validation
 #   vae_scale_factor=16 (flux-dev), with its serial reference CONFIG_ERROR, rejected at validation
 #   pipefusion or patch with warmup_steps short of the steps  approx
@@ -56,6 +60,7 @@ check() { # check MATRIX CASES STEPS...
     dry "$m" "$d/BUG" --filter inject=dp-shared-noise --filter inject=pipefusion-cache-leak
     dry "$m" "$d/MISMATCH" --filter inject=dp-rank-layout
     dry "$m" "$d/latent" --filter inject=dp-rank-layout --filter dp=2 --filter cfg_parallel=2
+    dry "$m" "$d/latent-gpu" --filter inject=dp-rank-layout --filter dp=2 --filter cfg_parallel=2 --filter device=cuda
     dry "$m" "$d/CONFIG_ERROR" --filter ulysses=4 --filter ulysses=8
     dry "$m" "$d/vae16" --filter vae_scale_factor=16
     dry "$m" "$d/invariant" --filter numerics=invariant
@@ -78,13 +83,15 @@ def rows(f):
     return out
 allr = rows(d + "/all")
 want = {i: "drift" for i in allr}
-for lab, f in (("approx", "approx"), ("MISMATCH", "MISMATCH"), ("drift", "latent"), ("BUG", "BUG"),
+for lab, f in (("approx", "approx"), ("MISMATCH", "MISMATCH"), ("BUG", "latent"), ("BUG", "BUG"),
                ("CONFIG_ERROR", "CONFIG_ERROR")):
     for i, (name, is_ref, v) in rows(d + "/" + f).items():
         if not is_ref:
             want[i] = lab
-# invariant numerics: no drift at all, so what would be drift (a reference, a correct layout,
-# the latent dp-rank-layout) is identical
+for i, (name, is_ref, v) in rows(d + "/latent-gpu").items():
+    want[i] = "drift"
+# invariant numerics: no drift at all, so what would be drift (a reference, a correct layout)
+# is identical
 for i, (name, is_ref, v) in rows(d + "/invariant").items():
     if want[i] == "drift":
         want[i] = "identical"

@@ -3,7 +3,9 @@
 # GPU part: gpu.shipped.sd3_batch, label gpu). Usage and modes: tests/matrices/lib.sh.
 #
 # Beyond the sweep's own expectations (exit 0: correct layouts drift or identical,
-# dp-rank-layout MISMATCH where it acts, drift at dp 2 x cfg 2 where it is latent), checks
+# dp-rank-layout MISMATCH where it acts, BUG at dp 2 x cfg 2 where it is latent: its images are
+# right, and the rotated layout shows its groups follow the rank number), checks that the latent
+# case's BUG comes from the rotated layout, and
 # that every MISMATCH names a real reassignment (some image i matches reference image j != i)
 # and that its evidence (the report's "assignment" line) names both prompts of every swapped
 # image, and prints, per MISMATCH case, which prompt each image actually got.
@@ -30,6 +32,12 @@ for c in s["cases"]:
     key = (len(cfg["items"]), bool(cfg.get("inject")), cfg.get("numerics") == "invariant")
     cells.setdefault((c["world"], c["degrees"]), {})[key] = c["verdict"] + (
         p if c["verdict"] in ("drift", "identical") else "")
+    summ = (c.get("evidence") or {}).get("summary") or ""
+    if cfg.get("inject") and c["degrees"] == "dp2 cfg2":  # latent: right images, rank-keyed groups
+        if check and c["status"] == "ok" and (c["verdict"] != "BUG" or "rotated" not in summ):
+            bad.append("%s: the latent fault is %s, not a BUG of the rotated layout: %s" % (c["name"], c["verdict"],
+                                                                                          summ[:160]))
+        continue
     if c["verdict"] != "MISMATCH":
         if check and c["status"] == "ok" and c["verdict"] not in ("identical", "drift"):
             bad.append("%s: verdict %s" % (c["name"], c["verdict"]))

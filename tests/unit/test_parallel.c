@@ -1269,6 +1269,144 @@ START_TEST(pipefusion_emulation_is_bitwise_the_stages) {
 }
 END_TEST
 
+/* ---- the rotated layout (rp_par_rotate) ------------------------------------------------- */
+
+/* Sequence parallelism rotated: every rank computes the next rank's shard and head group, and
+ * the forward's output is bitwise the plain layout's (the same shapes and code on other
+ * processes), before and after; a fault keyed to a rank's identity (norm-eps-rank: the last
+ * rank's norms) moves with the rotation to another shard, so there the two differ. Loops
+ * presets x {ulysses 2, ring 2, ulysses 2 x ring 2}; each launch runs clean, then with the
+ * fault. */
+typedef struct rot_arg {
+    const char *preset;
+    rp_par_degrees d;
+} rot_arg;
+
+static int rot_run(rp_comm *c, const rot_arg *a, rp_inject_id fault, model_run *m, float *out[3], size_t n,
+                   int rank) {
+    rp_error err = {0};
+    rp_parallel par;
+    int bad = rp_par_init(&par, c, &a->d, fault, &err) != RP_OK;
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    const int u_rank = par.ulysses.rank, r_rank = par.ring.rank, sp_rank = par.sp.rank;
+    for (int k = 0; k < 3 && !bad; k++) { /* plain, rotated, plain again */
+        bad = rp_par_rotate(&par, k == 1, &err) != RP_OK;
+        const int on = k == 1; /* who it is stays; what it computes moves on by one in each degree */
+        if (!bad)
+            bad = par.ulysses.rank != u_rank || par.ring.rank != r_rank || par.sp.rank != sp_rank ||
+                  par.ulysses.pos != (u_rank + on) % par.ulysses.size || par.ring.pos != (r_rank + on) % par.ring.size ||
+                  par.sp.pos != (par.ring.pos * par.ulysses.size + par.ulysses.pos) || par.rotated != on;
+        rp_par_generate_begin(&par);
+        if (!bad) bad = rp_par_forward(&ctx, 0, model_fn, m, out[k], n, &err) != RP_OK;
+    }
+    if (!bad) bad = memcmp(out[0], out[2], sizeof(float) * n) != 0; /* back to the plain layout */
+    const int same = !bad && !memcmp(out[0], out[1], sizeof(float) * n);
+    if (!bad) bad = fault == RP_INJECT_NONE ? !same : same;
+    if (bad) fprintf(stderr, "rank %d (%s, %s): %s\n", rank, a->preset, rp_inject_name(fault), err.msg);
+    rp_par_free(&par);
+    return bad;
+}
+
+static int rot_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const rot_arg *a = arg;
+    (void)world;
+    model_run m;
+    model_open(&m, a->preset);
+    const size_t n = out_floats(&m);
+    float *out[3] = {malloc(sizeof(float) * n), malloc(sizeof(float) * n), malloc(sizeof(float) * n)};
+    const int bad = rot_run(c, a, RP_INJECT_NONE, &m, out, n, rank) ||
+                    rot_run(c, a, RP_INJECT_NORM_EPS_RANK, &m, out, n, rank);
+    for (int k = 0; k < 3; k++) free(out[k]);
+    model_close(&m);
+    return bad;
+}
+
+static const rp_par_degrees ROT_SP[] = {
+    {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = 2, .ring = 1, .patch = 1},
+    {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 2, .patch = 1},
+    {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = 2, .ring = 2, .patch = 1},
+};
+#define N_ROT_SP (int)(sizeof ROT_SP / sizeof *ROT_SP)
+
+START_TEST(rotated_sequence_layout_is_bitwise_the_plain) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const rot_arg a = {.preset = PRESETS[_i / N_ROT_SP], .d = ROT_SP[_i % N_ROT_SP]};
+    ck_assert_int_eq(spawn(rp_par_world(&a.d), rot_rank_main, &a), 0);
+}
+END_TEST
+
+/* dp 2 x cfg 2 rotated: each rank selects the other dp group's items and computes the other
+ * cfg segment; the gather (its leaders other ranks now, rank 0 none) returns rank 0 the
+ * plain layout's result bit for bit, and its check finds every copy right. Results are a
+ * function of the items, so rank 0 knows them. */
+static int rot_dp_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    enum { NI = 4, N = 2, PER = 3 };
+    (void)arg;
+    const rp_par_degrees d = {.dp = 2, .cfg = 2, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 1};
+    rp_error err = {0};
+    rp_parallel par;
+    int bad = rp_par_init(&par, c, &d, RP_INJECT_NONE, &err) != RP_OK;
+    rp_gen_item all[NI], local[NI];
+    for (int i = 0; i < NI; i++) all[i] = (rp_gen_item){.seed = 7u + (uint64_t)i, .global_index = (uint64_t)i};
+    rp_gen_result got[2];
+    memset(got, 0, sizeof got);
+    const int dp_at = par.at.dp, cfg_at = par.at.cfg;
+    for (int k = 0; k < 2 && !bad; k++) {
+        int first = -1, count = 0;
+        bad = rp_par_rotate(&par, k, &err) != RP_OK || rp_par_dp_select(&par, all, NI, local, &first, &count, &err);
+        const int g = (dp_at + k) % 2;
+        rp_ctx ctx = rp_ctx_default();
+        ctx.par = &par;
+        if (!bad) bad = first != g * (NI / 2) || count != NI / 2 || rp_par_cfg_segment(&ctx) != (cfg_at + k) % 2;
+        float noise[NI / 2 * PER], lat[NI / 2 * PER], traj[(N + 1) * NI / 2 * PER];
+        double ts[N] = {2, 1};
+        for (int s = 0; s <= N; s++)
+            for (int b = 0; b < count; b++)
+                for (int e = 0; e < PER; e++)
+                    traj[(s * count + b) * PER + e] = (float)(100 * (first + b) + 10 * s + e);
+        memcpy(noise, traj, sizeof noise);
+        memcpy(lat, traj + N * count * PER, sizeof lat);
+        rp_gen_result res = {.B = count, .C = 1, .h = 1, .w = PER, .steps = N, .noise = noise, .latents = lat,
+                             .trajectory = traj, .timesteps = ts};
+        rp_par_gather_report r;
+        if (!bad) bad = rp_par_dp_gather(&par, &res, NI, &got[k], &err) != RP_OK;
+        if (!bad) bad = rp_par_dp_gather_check(&par, &res, &got[k], &r, &err) != RP_OK || r.row != -1;
+    }
+    if (!bad && rank == 0)
+        bad = got[0].B != NI || got[1].B != NI ||
+              memcmp(got[0].trajectory, got[1].trajectory, sizeof(float) * (N + 1) * NI * PER) ||
+              memcmp(got[0].latents, got[1].latents, sizeof(float) * NI * PER) ||
+              got[1].trajectory[(1 * NI + 3) * PER + 2] != 312.0f;
+    if (!bad) bad = rp_par_rotate(&par, 0, &err) != RP_OK || par.dp.pos != dp_at || par.rotated;
+    if (bad) fprintf(stderr, "rank %d of %d: rotated dp x cfg: %s\n", rank, world, err.msg);
+    if (rank == 0) rp_gen_result_free(&got[0]), rp_gen_result_free(&got[1]);
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(rotated_dp_cfg_layout_gathers_the_plain_result) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    ck_assert_int_eq(spawn(4, rot_dp_rank_main, NULL), 0);
+}
+END_TEST
+
+/* PipeFusion and patch parallelism have no rotation: asked for one, a clear error. */
+START_TEST(rotation_is_refused_where_it_is_not_built) {
+    const rp_par_degrees pf = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 1};
+    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
+    const rp_par_degrees dp = {.dp = 2, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 1};
+    ck_assert(!rp_par_rotates(&pf) && !rp_par_rotates(&one) && rp_par_rotates(&dp));
+    rp_parallel par;
+    memset(&par, 0, sizeof par);
+    par.deg = pf;
+    rp_error err = {0};
+    ck_assert_int_eq(rp_par_rotate(&par, 1, &err), RP_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no rotation"));
+    ck_assert_int_eq(rp_par_rotate(&par, 0, &err), RP_OK); /* not rotated: nothing to undo */
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("parallel");
     TCase *tc = tcase_create("layout");
@@ -1293,6 +1431,9 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, cfg_exchange_contract, 0, (int)(sizeof CFG_CASES / sizeof *CFG_CASES));
     tcase_add_loop_test(tc, pipefusion_block_ownership, 0, (int)(sizeof PF_CASES / sizeof *PF_CASES));
     tcase_add_loop_test(tc, pipefusion_emulation_is_bitwise_the_stages, 0, N_PRESETS);
+    tcase_add_loop_test(tc, rotated_sequence_layout_is_bitwise_the_plain, 0, N_ROT_SP * N_PRESETS);
+    tcase_add_test(tc, rotated_dp_cfg_layout_gathers_the_plain_result);
+    tcase_add_test(tc, rotation_is_refused_where_it_is_not_built);
     tcase_add_loop_test(tc, groups_are_made_from_the_table, 0, (int)(sizeof GROUP_LAYOUTS / sizeof *GROUP_LAYOUTS));
     suite_add_tcase(s, tc);
     return s;

@@ -557,7 +557,7 @@ START_TEST(inject_rules) {
                    "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -751,7 +751,7 @@ START_TEST(inject_registry) {
                      "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank)");
 }
 END_TEST
 
@@ -780,6 +780,17 @@ START_TEST(inject_applicability) {
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_RING_NO_RESCALE, RP_FAMILY_SD3, &l, why, sizeof why), 0);
     ck_assert_str_eq(why, "ring-no-rescale needs ring > 1 (got ring=1)");
     ck_assert_int_eq(rp_inject_applies(RP_INJECT_ROPE_OFFSET, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    /* act-bf16-rank plants a bf16-only path of the default numerics on the CPU */
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ACT_BF16_RANK, RP_FAMILY_DIT, &l, why, sizeof why), 0);
+    ck_assert_str_eq(why, "act-bf16-rank needs a bf16 case on the CPU under default numerics (the path it plants: "
+                          "an fp32 case runs none of it)");
+    l.low_precision = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ACT_BF16_RANK, RP_FAMILY_FLUX, &l, NULL, 0), 1);
+    l.invariant = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ACT_BF16_RANK, RP_FAMILY_SD3, &l, NULL, 0), 0);
+    l.invariant = 0;
+    l.on_device = 1;
+    ck_assert_int_eq(rp_inject_applies(RP_INJECT_ACT_BF16_RANK, RP_FAMILY_SD3, &l, NULL, 0), 0);
     /* a ring of two has one neighbour: turning it around changes nothing */
     l = one;
     l.deg.ring = 2;
