@@ -101,13 +101,13 @@ static void rotate_coords(const rp_par_degrees *d, const rp_par_coords *in, int 
     out->sp = rp_par_index_in(d, out, &seq, &n);
 }
 
-int rp_par_rotates(const rp_par_degrees *d) { return rp_par_world(d) > 1 && d->pipefusion == 1 && d->patch == 1; }
+int rp_par_rotates(const rp_par_degrees *d) { return rp_par_world(d) > 1 && d->pipefusion == 1; }
 
 rp_status rp_par_rotate(rp_parallel *p, int on, rp_error *err) {
     if (!on == !p->rotated) return RP_OK;
     if (!rp_par_rotates(&p->deg))
-        return RP_FAIL(err, RP_ERR_INVALID, "parallel: this layout has no rotation (one rank, or PipeFusion / patch "
-                       "parallelism)");
+        return RP_FAIL(err, RP_ERR_INVALID, "parallel: this layout has no rotation (one rank, or PipeFusion, whose "
+                       "stages keep their state from their initialisation)");
     if (!p->alt_made) {
         rp_par_coords rot;
         rotate_coords(&p->deg, &p->at, +1, &rot);

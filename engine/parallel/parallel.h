@@ -316,8 +316,9 @@ rp_status rp_par_init(rp_parallel *p, rp_comm *world, const rp_par_degrees *d, r
  * of those rotated coordinates), while who it is (rank, p->rank, p->at) stays. A correct layout's result does not depend on which process
  * computes which part: the same shapes, the same code, the same exchanges, so a rotated run
  * is bitwise the plain one, and a difference is arithmetic keyed to a rank's identity.
- * rp_par_rotates: whether the layout has such a rotation here (world > 1, no PipeFusion or
- * patch parallelism, whose stages and patch exchanges are not rotated). rp_par_rotate(p, 1)
+ * rp_par_rotates: whether the layout has such a rotation here (world > 1, no PipeFusion, whose
+ * stages keep their blocks and caches from rp_par_pipefusion_init; patch parallelism places its
+ * bands by pos, so it rotates with the sequence group). rp_par_rotate(p, 1)
  * switches to it (collective over the world: the first call splits the rotated groups),
  * rp_par_rotate(p, 0) back; the caller selects its items again (rp_par_dp_select).
  * Errors: RP_ERR_INVALID for a layout that does not rotate; the comm layer's. */

@@ -610,6 +610,13 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         snprintf(s, cap, "%s", f->trajectory_msg);
         return RP_V_BUG;
     }
+    if (f->layer_break >= 0 && f->layer_exact) {
+        snprintf(s, cap, "%s differs from the reference's at step 0 (first evaluation), where no rounding twin "
+                 "moves it at all: a layer no legitimate change of the arithmetic touches (a table lookup) is held "
+                 "bitwise%s%s", f->layer_name, f->layer_items[0] ? "; step 0's output breaks the envelope in " : "",
+                 f->layer_items);
+        return RP_V_BUG;
+    }
     if (f->layer_break >= 0) {
         snprintf(s, cap, "%s breaks the envelope x%.3g at step 0 (first evaluation)%s%s%s", f->layer_name,
                  f->layer_ratio,
@@ -1127,6 +1134,8 @@ typedef struct twin_data {
     int have_teacher_trace;
     int applies;             /* its envelope is the case's (rp_cls_twin_applies) */
     int perturbed;           /* its own run started from perturbed noise (the noise twins) */
+    int other_math;          /* it changes the arithmetic (rp_cls_twin_other_math; 0 for twins given by
+                                directory, whose kind is not known) */
 } twin_data;
 
 /* Worst image metrics of the case against the reference (items with images in both). */
@@ -1466,6 +1475,7 @@ static rp_status cls_twins(cls *x, rp_error *err) {
         twin_load(w, d);
         w->applies = in->n_twins > 0 || !x->have_rc || rp_cls_twin_applies(kinds[t], &x->c, &x->rc);
         w->perturbed = in->n_twins == 0 && TWINS[kinds[t]].noise;
+        w->other_math = in->n_twins == 0 && rp_cls_twin_other_math(kinds[t]);
         if (w->status == RP_V_COUNT && w->main.rows && !traj_same_shape(&w->main, &x->tb)) {
             w->status = RP_V_CRASH;
             snprintf(w->why, sizeof w->why, "its trajectory has another shape than its reference's");
@@ -1542,6 +1552,29 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
         if (isfinite(v) && v > env) env = v;
     }
     return env;
+}
+
+/* Whether the first evaluation's layer `base` is one no legitimate change of the arithmetic
+ * touches: at least two twins of other arithmetic (another reduction order, thread count or
+ * attention algorithm, not only the noise) ran, recorded it and left it bitwise, and the case
+ * computes at the reference's precision on its device. Such a layer (a table lookup: DiT's
+ * y_embedder) has no rounding to drift by, so the floor, which stands for roundings a twin may
+ * happen not to show, does not apply: any difference is a bug (audit 17: the unconditional
+ * half's class rows rounded to bf16 sat at x2.36 of bf16's floor). */
+static int layer_untouched(const cls *x, const rp_trace_rec *base) {
+    if (!base || !x->have_rc || !x->ref_local || !same_device(&x->c, &x->rc) ||
+        strcmp(rp_cls_effective_precision(&x->c), rp_cls_effective_precision(&x->rc)))
+        return 0;
+    int seen = 0;
+    for (int t = 0; t < x->n_tw; t++) {
+        const twin_data *w = &x->tw[t];
+        if (w->status != RP_V_COUNT || !w->applies || !w->other_math) continue;
+        const rp_trace_rec *r = twin_rec(w, base->name, 0, 0);
+        if (!r) continue;
+        if (rp_cls_layer_rel(base, r) != 0.0) return 0;
+        seen++;
+    }
+    return seen >= 2;
 }
 
 /* The layers of teacher-forced step k: the case's record of each layer against the base's
@@ -1657,8 +1690,10 @@ static void cls_layers(cls *x) {
         const rp_trace_rec *r = &x->rtr.recs[i];
         if (r->eval != 0) continue;
         const double rel = rp_cls_layer_rel(r, trace_find(&x->ctr, 0, r->name));
-        const double env = layer_envelope(x, trace_find(&x->tbtr, 0, r->name), 0, 0);
-        const double ratio = rp_cls_ratio(rel, env, x->floor);
+        const rp_trace_rec *tb = trace_find(&x->tbtr, 0, r->name);
+        const double env = layer_envelope(x, tb, 0, 0);
+        const int untouched = env == 0.0 && layer_untouched(x, tb);
+        const double ratio = rp_cls_ratio(rel, env, untouched ? 0.0 : x->floor);
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", r->name);
         put(e, "rel", env);
@@ -1673,6 +1708,7 @@ static void cls_layers(cls *x) {
         if (check && x->f.layer_break < 0 && ratio > x->o->factor) {
             x->f.layer_break = i;
             x->f.layer_ratio = ratio;
+            x->f.layer_exact = untouched;
             snprintf(x->f.layer_name, sizeof x->f.layer_name, "%s", r->name);
             x->layer_rel = rel;
             x->layer_env = env;

@@ -346,6 +346,7 @@ typedef struct rp_cls_facts {
     int layer_break;          /* first layer of the first evaluation beyond the envelope */
     char layer_name[96];
     double layer_ratio;
+    int layer_exact;          /* that layer is one no twin moves at all, held bitwise (cls_layers) */
     int noise_break;          /* 1: the initial noise differs beyond the noise envelope */
     double noise_ratio;
     int noise_exact;          /* the noise was held bitwise (a reference made on this machine) */

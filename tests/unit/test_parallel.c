@@ -1391,18 +1391,20 @@ START_TEST(rotated_dp_cfg_layout_gathers_the_plain_result) {
 }
 END_TEST
 
-/* PipeFusion and patch parallelism have no rotation: asked for one, a clear error. */
+/* PipeFusion has no rotation (its stages keep their blocks from their initialisation): asked
+ * for one, a clear error; patch parallelism rotates with its sequence group. */
 START_TEST(rotation_is_refused_where_it_is_not_built) {
     const rp_par_degrees pf = {.dp = 1, .cfg = 1, .pipefusion = 2, .ulysses = 1, .ring = 1, .patch = 1};
     const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
     const rp_par_degrees dp = {.dp = 2, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 1};
-    ck_assert(!rp_par_rotates(&pf) && !rp_par_rotates(&one) && rp_par_rotates(&dp));
+    const rp_par_degrees patch = {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = 1, .ring = 1, .patch = 2};
+    ck_assert(!rp_par_rotates(&pf) && !rp_par_rotates(&one) && rp_par_rotates(&dp) && rp_par_rotates(&patch));
     rp_parallel par;
     memset(&par, 0, sizeof par);
     par.deg = pf;
     rp_error err = {0};
     ck_assert_int_eq(rp_par_rotate(&par, 1, &err), RP_ERR_INVALID);
-    ck_assert_ptr_nonnull(strstr(err.msg, "no rotation"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "no rotation (one rank, or PipeFusion"));
     ck_assert_int_eq(rp_par_rotate(&par, 0, &err), RP_OK); /* not rotated: nothing to undo */
 }
 END_TEST

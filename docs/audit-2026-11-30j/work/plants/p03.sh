@@ -1,0 +1,8 @@
+# 03 dit-last-shard-mlp-gate-bf16: DiT, every block, the LAST TOKEN SHARD (t0 + Tl == T, Tl < T: whichever rank
+# computes it), bf16 under default numerics: gate_mlp rounded to bf16 before the MLP's gated add. Keyed to a part
+# (the shard), not to a rank
+. /work/main/docs/audit-2026-11-30j/work/plants/flags.sh
+python3 $E engine/models/dit.c '        rp_d_gated_add(ctx, xs, mod + 5 * C, ms, ys, B, Tl, C);' '        { extern int rp_audit17_flags; /* AUDIT17-03 */
+        if ((rp_audit17_flags & 16) && Tl < T && t0 + Tl == T)
+            for (int b = 0; b < B; b++) rp_bf16_round(mod + (size_t)b * ms + 5 * C, mod + (size_t)b * ms + 5 * C, (size_t)C); }
+        rp_d_gated_add(ctx, xs, mod + 5 * C, ms, ys, B, Tl, C);'
