@@ -9,7 +9,7 @@
 #                              numerics' acceptance sets (matrix.classify.invariant{,xl})
 #   ci/test.sh -L xcore        the hardware-sensitive tests under every OpenBLAS kernel set
 #                              and 1 and 2 threads (tests/cmake/xcore.cmake; hours)
-#   ci/test.sh -L corpus       the classifier's drift corpus (810 cases, ~6 min on 2 cores)
+#   ci/test.sh -L corpus       the classifier's drift corpus (842 cases, ~6 min on 2 cores)
 #   ci/test.sh -L fuzz         the fuzz targets (4 x 25 s, clang's libFuzzer; .ci/run runs them)
 # GPU tests (label gpu) run too but skip (exit 77) when no CUDA device is visible. The
 # labels sweep, xcore, corpus and fuzz run only when the arguments name them.

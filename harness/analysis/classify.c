@@ -199,7 +199,8 @@ static int same_device(const rp_case *c, const rp_case *ref) {
 static int layout_exact(const rp_case *c) { return rp_case_exactness(c) == RP_PAR_EXACT; }
 
 /* 1 when c and ref are the same case but for the layout and what layouts may change (the
- * threads, the backend, the kernel set, the injected fault). */
+ * threads, the backend, the kernel set, the batch's grouping into forwards, the injected
+ * fault). */
 static int same_but_layout(const rp_case *c, const rp_case *ref) {
     rp_case a = *c; /* c with ref's layout: the rest must be the same case */
     a.deg = ref->deg;
@@ -211,6 +212,11 @@ static int same_but_layout(const rp_case *c, const rp_case *ref) {
     memcpy(a.backend, ref->backend, sizeof a.backend);
     memcpy(a.blas_core, ref->blas_core, sizeof a.blas_core);
     memcpy(a.inject, ref->inject, sizeof a.inject);
+    /* one forward per item or one for the batch: under invariant numerics an item's rows are
+     * the same bits in a batch of any size (docs/invariant.md), so a per-item case and a joint
+     * reference are a pair there (audit 18: a per-item case's later items, an RMSNorm epsilon
+     * off on every rank, had no exact comparison and were drift) */
+    memcpy(a.batch_forward, ref->batch_forward, sizeof a.batch_forward);
     /* an approximate layout's own knobs (its exact steps, its pipeline's patches and stages) */
     a.warmup_steps = ref->warmup_steps;
     a.num_pipeline_patch = ref->num_pipeline_patch;
@@ -1424,6 +1430,7 @@ static int twin_first(const twin_data *w, const rp_trace **tr, int *eval) {
 int rp_cls_twins_not_rounding(const rp_trace *base, int beval, const rp_trace *const *tr, const int *ev, int n,
                               double floor, double factor, unsigned char *out, char (*why)[200]) {
     double rel[RP_CLS_TWIN_KINDS];
+    unsigned char moved[RP_CLS_TWIN_KINDS] = {0}; /* it differed at an earlier layer */
     int bad = 0;
     assert(n <= RP_CLS_TWIN_KINDS);
     for (int i = 0; i < base->n && n >= 2; i++) {
@@ -1438,8 +1445,15 @@ int rp_cls_twins_not_rounding(const rp_trace *base, int beval, const rp_trace *c
             double others = 0;
             for (int u = 0; u < n; u++)
                 if (u != t && isfinite(rel[u]) && rel[u] > others) others = rel[u];
+            /* Past the twin's first differing layer, a layer every other twin leaves bitwise has
+             * no peer measurement: what a rounding upstream grows into through it (a sharpened
+             * softmax: x559 the fp32 floor, audit 18, where the BLAS split no GEMM by threads)
+             * is not bounded by the floor. At the first differing layer the twin's move is its
+             * knob's own arithmetic on the reference's inputs, which the floor does bound. */
+            const int no_peer = moved[t] && others == 0.0;
+            if (rel[t] > 0.0) moved[t] = 1;
             const double lim = factor * (others > floor ? others : floor);
-            if (!(rel[t] > lim)) continue;
+            if (no_peer || !(rel[t] > lim)) continue;
             out[t] = 1, bad++;
             snprintf(why[t], 200, "not a rounding of the reference: it moves %.48s by %.3g, x%.3g the other twins "
                      "and the floor there (its knob's code path is suspect)", b->name, rel[t], rel[t] / (lim / factor));
@@ -1557,12 +1571,15 @@ static double layer_envelope(const cls *x, const rp_trace_rec *base, int teacher
 /* Whether the first evaluation's layer `base` is one no legitimate change of the arithmetic
  * touches: at least two twins of other arithmetic (another reduction order, thread count or
  * attention algorithm, not only the noise) ran, recorded it and left it bitwise, and the case
- * computes at the reference's precision on its device. Such a layer (a table lookup: DiT's
- * y_embedder) has no rounding to drift by, so the floor, which stands for roundings a twin may
- * happen not to show, does not apply: any difference is a bug (audit 17: the unconditional
- * half's class rows rounded to bf16 sat at x2.36 of bf16's floor). */
+ * computes at the reference's precision on its device with its BLAS kernel set (no twin
+ * changes the kernels: a short product no twin reorders may still round otherwise there).
+ * Such a layer (a table lookup: DiT's y_embedder) has no rounding to drift by, so the floor,
+ * which stands for roundings a twin may happen not to show, does not apply: any difference
+ * is a bug (audit 17: the unconditional half's class rows rounded to bf16 sat at x2.36 of
+ * bf16's floor). */
 static int layer_untouched(const cls *x, const rp_trace_rec *base) {
     if (!base || !x->have_rc || !x->ref_local || !same_device(&x->c, &x->rc) ||
+        strcmp(x->c.blas_core, x->rc.blas_core) ||
         strcmp(rp_cls_effective_precision(&x->c), rp_cls_effective_precision(&x->rc)))
         return 0;
     int seen = 0;

@@ -295,7 +295,9 @@ void rp_cls_rows_rel(const float *ref, const float *x, int rows, int B, size_t p
  * scales half the sum made the reduce-split twin move the first attention by 1.08 where the
  * others moved it 6e-7, and hid another case's bug at x3.3e4). Twins t of n (tr[t], eval
  * ev[t]; ev[t] < 0: none) against base's records at evaluation beval: out[t] = 1 for each
- * such twin, and why[t] says where. Returns how many. n <= RP_CLS_TWIN_KINDS. */
+ * such twin, and why[t] says where. Past a twin's first differing layer, a layer no other
+ * twin moves at all is not judged (no peer measured it; an amplifying layer carries an
+ * upstream rounding past the floor). Returns how many. n <= RP_CLS_TWIN_KINDS. */
 int rp_cls_twins_not_rounding(const rp_trace *base, int beval, const rp_trace *const *tr, const int *ev, int n,
                               double floor, double factor, unsigned char *out, char (*why)[200]);
 

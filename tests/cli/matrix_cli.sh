@@ -17,7 +17,8 @@
 #             reference when only the reference is rerun
 #   repeat    repeat: 2 runs each case twice; the repeats are bitwise identical
 #   golden    golden record / list, then --golden compares every case with the golden of
-#             its reference, matched by config (another matrix, another results dir)
+#             its reference, matched by config (another matrix, another results dir); a bf16
+#             golden recorded under another OpenBLAS kernel set is drift, not a bug
 set -u
 repro=$1 scratch=$2 mode=$3 src=$4
 rm -rf "$scratch" && mkdir -p "$scratch" || exit 1
@@ -258,6 +259,31 @@ golden)
     done
     # the reference is the same config on the same machine: bitwise equal to its golden
     echo "$out" | grep '(ref)' | grep -q 'golden max-abs 0 PSNR inf' || fail "reference differs from its golden"
+    # another machine: a golden recorded under other GEMM kernels (OpenBLAS's kernel set
+    # forced, as another CPU would pick) is drift, never a bug, for every case of a bf16 sweep
+    # (the nightly's cross-hardware comparison, on the CPU)
+    own=$("$repro" env | sed -n 's/^[[:space:]]*"core":[[:space:]]*"\([^"]*\)".*/\1/p' | head -1)
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    other=
+    for c in Sandybridge Nehalem Haswell Prescott; do
+        case $c in Sandybridge) f=avx ;; Nehalem) f=sse4_2 ;; Haswell) f=avx2 ;; Prescott) f=pni ;; esac
+        case $flags in *" $f "*) ;; *) continue ;; esac
+        [ "$(echo "$c" | tr 'A-Z' 'a-z')" = "$(echo "$own" | tr 'A-Z' 'a-z')" ] || { other=$c; break; }
+    done
+    [ -n "$other" ] || fail "no OpenBLAS kernel set other than $own runs here"
+    # (smoke's tolerances are an fp32 sweep's: bf16's own rounding is no failure here)
+    sed -e 's/^name: smoke/name: xhw/' -e 's/^  precision: fp32/  precision: bf16/' -e '/^tolerances:/,$d' "$m" \
+        >"$scratch/xhw.yaml"
+    grep -q 'precision: bf16' "$scratch/xhw.yaml" || fail "the bf16 matrix was not made"
+    OPENBLAS_CORETYPE=$other "$repro" golden record --matrix "$scratch/xhw.yaml" --store "$scratch/xstore" \
+        --results "$scratch/rx1" --progress plain >"$scratch/o3" 2>&1 || { cat "$scratch/o3"; fail "golden record under $other"; }
+    out=$("$repro" --matrix "$scratch/xhw.yaml" --results "$scratch/rx2" --golden "$scratch/xstore" --progress plain 2>/dev/null)
+    rc=$?
+    echo "golden recorded with $other kernels, compared with $own's:"
+    echo "$out"
+    [ $rc -eq 0 ] || fail "exit $rc against a golden of other kernels"
+    [ "$(echo "$out" | grep -c 'vs golden: \(drift\|identical\)')" -eq 4 ] || fail "a case is not drift against the golden of other kernels"
+    grep -q "\"core\":[[:space:]]*\"$other\"" "$scratch"/xstore/*/env.json || fail "the golden does not record $other's kernels"
     "$repro" golden list --store "$scratch/nostore" 2>/dev/null && fail "a missing store is not an error"
     "$repro" golden frob 2>/dev/null
     [ $? -eq 2 ] || fail "an unknown golden action is not a usage error"

@@ -262,6 +262,45 @@ START_TEST(test_twins_not_rounding) {
     ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, &tr[2], &ev[2], 1, floor, 64, out, why), 0);
     rp_trace_free(&base);
     for (int t = 0; t < 3; t++) rp_trace_free(&tw[t]);
+
+    /* audit 18: one twin moves the first layer by an ulp, and a later layer that amplifies
+     * (a sharpened softmax) by far more than the floor, while the other twin leaves both
+     * bitwise (a BLAS that splits no GEMM by threads): no peer measured the later layer,
+     * so the twin stays; the same move at its first differing layer is judged */
+    float a[64];
+    for (int i = 0; i < 64; i++) a[i] = i < 8 ? 1.001f * x[i] : x[i]; /* ~1e-3 relative */
+    rp_trace_init(&base);
+    for (int t = 0; t < 2; t++) rp_trace_init(&tw[t]);
+    rp_trace_record(&base, "x_embedder", x, 64);
+    rp_trace_record(&base, "blocks.0.attn", x, 64);
+    rp_trace_record(&tw[0], "x_embedder", y, 64);
+    rp_trace_record(&tw[0], "blocks.0.attn", a, 64);
+    rp_trace_record(&tw[1], "x_embedder", z, 64);
+    rp_trace_record(&tw[1], "blocks.0.attn", z, 64);
+    ev[0] = ev[1] = 0;
+    memset(out, 0, sizeof out);
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, tr, ev, 2, floor, 64, out, why), 0);
+    rp_trace_free(&tw[0]);
+    rp_trace_init(&tw[0]);
+    rp_trace_record(&tw[0], "x_embedder", x, 64); /* bitwise there: the attention is its first move */
+    rp_trace_record(&tw[0], "blocks.0.attn", a, 64);
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, tr, ev, 2, floor, 64, out, why), 1);
+    ck_assert(out[0] && !out[1]);
+    ck_assert_ptr_nonnull(strstr(why[0], "moves blocks.0.attn by"));
+    /* with a peer that moves the later layer, it is held to that peer as before */
+    rp_trace_free(&tw[0]);
+    rp_trace_free(&tw[1]);
+    rp_trace_init(&tw[0]);
+    rp_trace_init(&tw[1]);
+    rp_trace_record(&tw[0], "x_embedder", y, 64);
+    rp_trace_record(&tw[0], "blocks.0.attn", a, 64);
+    rp_trace_record(&tw[1], "x_embedder", y, 64);
+    rp_trace_record(&tw[1], "blocks.0.attn", y, 64); /* one ulp: x1e3 less than the other */
+    memset(out, 0, sizeof out);
+    ck_assert_int_eq(rp_cls_twins_not_rounding(&base, 0, tr, ev, 2, floor, 64, out, why), 1);
+    ck_assert(out[0] && !out[1]);
+    rp_trace_free(&base);
+    for (int t = 0; t < 2; t++) rp_trace_free(&tw[t]);
 }
 END_TEST
 
@@ -392,6 +431,9 @@ START_TEST(test_invariant_pair) {
     snprintf(c.backend, sizeof c.backend, "gloo");
     snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
     snprintf(c.inject, sizeof c.inject, "norm-eps-rank");
+    ck_assert(rp_cls_invariant_pair(&c, &ref));
+    /* one forward per item: an item's rows are the same bits in a batch of any size there */
+    snprintf(c.batch_forward, sizeof c.batch_forward, "per-item");
     ck_assert(rp_cls_invariant_pair(&c, &ref));
     snprintf(c.precision, sizeof c.precision, "bf16"); /* other arithmetic: an envelope again */
     ck_assert(!rp_cls_invariant_pair(&c, &ref));
@@ -534,6 +576,14 @@ START_TEST(test_invariant_shadow) {
     snprintf(c.blas_core, sizeof c.blas_core, "Haswell");
     ck_assert(!rp_cls_invariant_shadow_pair(&c, &ref));
     c.threads = ref.threads + 1;
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    /* one forward per item against a joint reference: the same rows' bits under invariant
+     * numerics, but another run (audit 18: a per-item case's later items had no exact
+     * comparison), with a layout or alone */
+    c = ref;
+    snprintf(c.batch_forward, sizeof c.batch_forward, "per-item");
+    ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
+    c.dp = 2;
     ck_assert(rp_cls_invariant_shadow_pair(&c, &ref));
     /* a bf16 case's shadow runs at fp32, as the fp32 case's does: the same layout code at a
      * resolution where a fault below bf16's rounding still moves bits; so a bf16 case pairs
