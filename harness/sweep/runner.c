@@ -930,9 +930,9 @@ static int classify_runs(runner *r, int i, const char *tmp) {
  *                while the shadow or a copy differs). A host-computed replica (the world
  *                group) needs none: no kernel's timing reaches it.
  * A leak check that ran in the rotated layout (rotated: rp_cls_self_rotated, for a case) and
- * differed asks for FRESH_LEAK whatever decided first: until the fresh runs tell the
- * rotation's doing from a leak, a first verdict that presumed a leak (and set the later runs'
- * evidence aside as its effect) may rest on the wrong one.
+ * differed asks for FRESH_LEAK whatever decided first but a MISMATCH: until the fresh runs
+ * tell the rotation's doing from a leak, a first verdict that presumed a leak (and set the
+ * later runs' evidence aside as its effect) may rest on the wrong one.
  * *images = 1 when what differed first is a decoded image (the emulation's, first layer
  * vae.decode): the fresh pair then decodes too (fresh_pair). */
 enum { FRESH_NONE = 0, FRESH_LEAK, FRESH_EXACT };
@@ -958,7 +958,9 @@ static int fresh_runs_needed(const char *dir, int rotated, int *images) {
     *images = !strcmp(get_str(fl, "name", ""), "vae.decode");
     const cJSON *det = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "evidence"),
                                                         "determinism");
-    const int rotated_differs = rotated && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(det, "leak_first_step"));
+    /* (a MISMATCH is decided by assignment before any of this, and presumes no leak) */
+    const int rotated_differs = rotated && strcmp(v, rp_verdict_name(RP_V_MISMATCH)) &&
+                                cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(det, "leak_first_step"));
     const int need = !strncmp(what, "leak check", 10) || !strcmp(what, "self check") || rotated_differs ? FRESH_LEAK
                      : bug && (!strcmp(what, "invariant shadow") || !strcmp(what, "emulation") ||
                                (!strcmp(what, "replica") &&
