@@ -592,6 +592,23 @@ static void trace_pend_free(rp_parallel *p) {
     p->n_tr_pend = p->cap_tr_pend = 0;
 }
 
+/* Rank 0: completes the pending records (each cell's sums added in the single-rank
+ * layout's order) unless a failure is pending (p->st), and frees them. */
+static void trace_pend_finish(rp_parallel *p, rp_trace *t) {
+    for (int k = 0; t && p->st == RP_OK && k < p->n_tr_pend; k++) {
+        rp_par_tpend *pd = &p->tr_pend[k];
+        if (pd->rec < 0) continue;
+        size_t missing = 0;
+        for (size_t i = 0; i < pd->ncell; i++) missing += !pd->cover[i];
+        if (missing) {
+            p->trace_incomplete = 1;
+            rp_trace_note_once(t, "parallel.trace.incomplete", "yes");
+        }
+        rp_trace_finish(&t->recs[pd->rec], pd->css, pd->ncell, pd->mx);
+    }
+    trace_pend_free(p);
+}
+
 /* Appends n bytes to a rank's outgoing trace buffer. */
 static rp_status trace_out_put(rp_parallel *p, const void *b, size_t n, rp_error *err) {
     if (p->tr_out_len + n > p->tr_out_cap) {
@@ -605,6 +622,22 @@ static rp_status trace_out_put(rp_parallel *p, const void *b, size_t n, rp_error
     memcpy(p->tr_out + p->tr_out_len, b, n);
     p->tr_out_len += n;
     return RP_OK;
+}
+
+/* Rank 0's own cells of x (rows, n, W) into pending record pd (r its record, NULL when
+ * dropped): the mapped rows' (rowmap[i] >= 0; rowmap NULL: none) ntok tokens (tok, or
+ * 0..T-1). */
+static void trace_pend_cells(rp_par_tpend *pd, rp_trace_rec *r, const float *x, int rows, int n, int W,
+                             const int *rowmap, const int *tok, int ntok, int T) {
+    for (int i = 0; rowmap && pd->css && i < rows; i++) {
+        if (rowmap[i] < 0) continue;
+        for (int j = 0; j < ntok; j++) {
+            const size_t cell = (size_t)rowmap[i] * T + (size_t)(tok ? tok[j] : j);
+            assert(cell < pd->ncell);
+            if (r) pd->css[cell] = rp_trace_cell(r, x + ((size_t)i * n + j) * W, cell, (size_t)W, &pd->mx);
+            pd->cover[cell] = 1;
+        }
+    }
 }
 
 void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows, int n, int W, const int *tok,
@@ -623,7 +656,7 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
     if (!x) return; /* the device's error, reported at the forward's end (rp_d_check) */
     if (replica) rp_par_replica_note(ctx, RP_PAR_RG_SP, name, x, (size_t)rows * n * W);
     if (!recorded) return;
-    if (!p || p->world == 1) { /* the single-rank layout already: cells are tokens */
+    if (!p || (p->world == 1 && !p->tr_hold)) { /* the single-rank layout already: cells are tokens */
         rp_trace_record_cells(t, name, x, (size_t)rows * n, (size_t)W);
         return;
     }
@@ -660,6 +693,21 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
         if (st != RP_OK) par_fail(p, st, &e);
         return;
     }
+    if (p->tr_hold && p->tr_fwds > 0) { /* a held record: this forward's rows go into it */
+        const int k = p->tr_point++;
+        rp_par_tpend *pd = k < p->n_tr_pend ? &p->tr_pend[k] : NULL;
+        if (!pd || strcmp(pd->name, name) || pd->ncell != ncell || pd->W != W || pd->T != T) {
+            RP_FAIL(&e, RP_ERR_INVALID, "trace: trace point %d of a held forward is '%s' (%zu cells of %d), the "
+                    "first forward's '%s' (%zu of %d)", k, name, ncell, W, pd ? pd->name : "none: it had fewer",
+                    pd ? pd->ncell : 0, pd ? pd->W : 0);
+            par_fail(p, e.code, &e);
+            return;
+        }
+        trace_pend_cells(pd, pd->rec >= 0 ? &t->recs[pd->rec] : NULL, x, rows, n, W, nr ? p->trace_rows : NULL,
+                         tok, ntok, T);
+        return;
+    }
+    p->tr_point++;
     if (p->n_tr_pend == p->cap_tr_pend) {
         const int cap = p->cap_tr_pend ? 2 * p->cap_tr_pend : 64;
         rp_par_tpend *np = realloc(p->tr_pend, (size_t)cap * sizeof *np);
@@ -689,14 +737,7 @@ void rp_par_trace(const rp_ctx *ctx, const char *name, const float *x, int rows,
         pd->rec = -1;
         return;
     }
-    for (int i = 0; nr && i < rows; i++) {
-        if (p->trace_rows[i] < 0) continue;
-        for (int j = 0; j < ntok; j++) {
-            const size_t cell = (size_t)p->trace_rows[i] * T + (size_t)(tok ? tok[j] : j);
-            if (r) pd->css[cell] = rp_trace_cell(r, x + ((size_t)i * n + j) * W, cell, (size_t)W, &pd->mx);
-            pd->cover[cell] = 1;
-        }
-    }
+    trace_pend_cells(pd, r, x, rows, n, W, nr ? p->trace_rows : NULL, tok, ntok, T);
 }
 
 /* Rank 0: places rank `from`'s buffered parts (n bytes at in, one per trace point of the
@@ -743,6 +784,15 @@ static rp_status trace_place_rank(rp_parallel *p, rp_trace *t, const unsigned ch
 static void trace_flush(const rp_ctx *ctx) {
     rp_parallel *p = ctx->par;
     rp_trace *t = ctx->trace;
+    const int held = p->tr_hold;
+    if (held && p->tr_fwds > 0 && p->rank == 0 && p->tr_point != p->n_tr_pend && p->st == RP_OK) {
+        rp_error e;
+        RP_FAIL(&e, RP_ERR_INVALID, "trace: a held forward reached %d trace points, the first forward %d",
+                p->tr_point, p->n_tr_pend);
+        par_fail(p, e.code, &e);
+    }
+    p->tr_point = 0;
+    if (held) p->tr_fwds++;
     if (p->world == 1 || !t || t->eval < 0 || t->eval >= t->record_evals) return;
     rp_comm *c = p->world_comm;
     rp_error e;
@@ -775,19 +825,23 @@ static void trace_flush(const rp_ctx *ctx) {
         if (st == RP_OK) st = trace_place_rank(p, t, in, (size_t)len, from, &e);
         free(in);
     }
-    for (int k = 0; st == RP_OK && k < p->n_tr_pend; k++) {
-        rp_par_tpend *pd = &p->tr_pend[k];
-        if (pd->rec < 0) continue;
-        size_t missing = 0;
-        for (size_t i = 0; i < pd->ncell; i++) missing += !pd->cover[i];
-        if (missing) {
-            p->trace_incomplete = 1;
-            rp_trace_note_once(t, "parallel.trace.incomplete", "yes");
-        }
-        rp_trace_finish(&t->recs[pd->rec], pd->css, pd->ncell, pd->mx);
-    }
     if (st != RP_OK) par_fail(p, st, &e);
-    trace_pend_free(p);
+    if (!held) trace_pend_finish(p, t);
+}
+
+void rp_par_trace_hold(rp_parallel *p) {
+    assert(p && !p->tr_hold && p->n_tr_pend == 0);
+    p->tr_hold = 1;
+    p->tr_point = p->tr_fwds = 0;
+}
+
+void rp_par_trace_release(const rp_ctx *ctx) {
+    rp_parallel *p = ctx->par;
+    assert(p);
+    if (!p->tr_hold) return;
+    p->tr_hold = 0;
+    p->tr_point = p->tr_fwds = 0;
+    trace_pend_finish(p, ctx->trace);
 }
 
 rp_status rp_par_forward_end(const rp_ctx *ctx, rp_status st, rp_error *err) {

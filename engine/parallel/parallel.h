@@ -300,6 +300,10 @@ typedef struct rp_parallel {
     size_t tr_out_len, tr_out_cap;
     struct rp_par_tpend *tr_pend;
     int n_tr_pend, cap_tr_pend;
+    /* rp_par_trace_hold: the records stay open across the forwards until
+     * rp_par_trace_release; tr_point counts the forward's trace points (rank 0), tr_fwds
+     * the forwards flushed into the held records */
+    int tr_hold, tr_point, tr_fwds;
     /* sticky error of the trace points */
     rp_status st;
     rp_error err;
@@ -430,9 +434,20 @@ rp_status rp_par_pf_tokens(rp_parallel *p, float *full, const float *patch, int 
 /* ---- trace ------------------------------------------------------------------------- */
 
 /* The denoiser, before a forward of n model rows: rows[r] is model row r's row in the
- * single-rank trace tensor (or -1: not traced, e.g. items after the first with
- * per-item batches), total the single-rank trace's row count. rows stays the caller's. */
+ * single-rank trace tensor (or -1: not traced), total the single-rank trace's row count.
+ * rows stays the caller's. */
 void rp_par_set_trace_rows(rp_parallel *p, const int *rows, int n, int total);
+
+/* One evaluation in several forwards (a batch run one item per forward): between
+ * rp_par_trace_hold and rp_par_trace_release every forward's trace points go into the
+ * same records, one per trace point over all the forwards' rows (each forward placing its
+ * rows with rp_par_set_trace_rows in one single-rank tensor of the same total), so the
+ * evaluation's trace is the one a joint forward of the batch records. Every forward
+ * between must reach the same trace points in the same order (a difference is a sticky
+ * error). Both are called on every rank; rp_par_trace_release completes the records on
+ * rank 0 (after a failure too: it frees what was held). */
+void rp_par_trace_hold(rp_parallel *p);
+void rp_par_trace_release(const rp_ctx *ctx);
 
 /* A model's trace point: x (rows, n, W), rows = the forward's batch; tok (n) the global
  * token index of each of its n tokens in a sequence of T, or NULL when x holds the

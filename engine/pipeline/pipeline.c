@@ -596,23 +596,32 @@ static rp_status flow_gen_eval(void *self, const float *x, int i, double sigma, 
         }
     } else {
         /* each item its own forward (2 rows under CFG): no GEMM sees another item's rows,
-         * so the BLAS's M-dependent kernel choice cannot couple items. The trace, which
-         * records one forward per evaluation, covers item 0 (of the whole run). */
+         * so the BLAS's M-dependent kernel choice cannot couple items. Under a layout the
+         * forwards' trace points go into one record each (rp_par_trace_hold), every item's
+         * rows where the joint forward has them ([uncond x items; cond x items]), so the
+         * trace is comparable with a joint run's; without one (a plain generate) the trace
+         * covers the first item ("trace_items" note). */
         rp_ctx quiet = *d->ctx;
         quiet.trace = NULL;
         const int nb = guided && seg < 0 ? 2 : 1;
         int first = 0, total = B;
-        if (d->ctx->par) par_items(d->ctx, B, &first, &total);
-        for (int b = 0; b < B; b++) {
-            if (d->ctx->par) { /* item 0's rows: [uncond, cond] (or this rank's one of them), else untraced */
-                for (int r = 0; r < nb; r++) d->rows[r] = first + b == 0 ? (seg < 0 ? r : seg) : -1;
-                rp_par_set_trace_rows(d->ctx->par, d->rows, nb, guided ? 2 : 1);
+        if (d->ctx->par) {
+            par_items(d->ctx, B, &first, &total);
+            rp_par_trace_hold(d->ctx->par);
+        }
+        rp_status st = RP_OK;
+        for (int b = 0; b < B && st == RP_OK; b++) {
+            if (d->ctx->par) { /* item b's rows: [uncond, cond] (or this rank's segment of them) */
+                for (int r = 0; r < nb; r++) d->rows[r] = (seg < 0 ? r : seg) * total + first + b;
+                rp_par_set_trace_rows(d->ctx->par, d->rows, nb, (guided ? 2 : 1) * total);
             }
             /* per item rows [uncond_b, cond_b]; with a segment, row 2b + seg alone */
             const int r0 = seg < 0 ? b * nb : 2 * b + seg;
-            RP_TRY(flow_forward(d, b == 0 ? d->ctx : &quiet, r0, nb, err));
-            if (seg >= 0) memcpy(d->half + (size_t)b * per, d->out + (size_t)r0 * per, sizeof(float) * per);
+            st = flow_forward(d, d->ctx->par || b == 0 ? d->ctx : &quiet, r0, nb, err);
+            if (st == RP_OK && seg >= 0) memcpy(d->half + (size_t)b * per, d->out + (size_t)r0 * per, sizeof(float) * per);
         }
+        if (d->ctx->par) rp_par_trace_release(d->ctx);
+        if (st != RP_OK) return st;
         if (seg >= 0) { /* xin (2, B, per) is free now: both segments, then into rows 2b + s */
             const uint64_t produced = rp_par_fingerprint(d->half, B * per); /* the forwards' outputs, in item order */
             RP_TRY(rp_par_batch_exchange(d->ctx, d->half, B * per, produced, d->xin, err));
@@ -973,7 +982,8 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
         }
         rp_trace_note(ctx->trace, "text_encoder", res->te_name);
         rp_trace_note(ctx->trace, "batch_forward", req->per_item ? "per-item" : "joint");
-        rp_trace_note(ctx->trace, "trace_items", req->per_item ? "first" : "all");
+        /* a per-item batch under a layout traces every item (flow_gen_eval) */
+        rp_trace_note(ctx->trace, "trace_items", req->per_item && !ctx->par ? "first" : "all");
     }
 
     /* 5. the Euler loop */

@@ -439,6 +439,19 @@ void rp_cls_sort_layers(rp_trace_rec *recs, int n) {
     if (n > 1) qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
 }
 
+/* 1 when the trace at path says it covers its run's first item only (note "trace_items"
+ * first: a per-item batch without a layout, or made before per-item runs traced every
+ * item); 0 otherwise, also when there is no such file. */
+static int trace_first_item_only(const char *path) {
+    rp_st_file *f = NULL;
+    rp_error e;
+    if (rp_st_open(path, &f, &e) != RP_OK) return 0;
+    const char *v = rp_st_meta(f, "note/trace_items");
+    const int first = v && !strcmp(v, "first");
+    rp_st_close(f);
+    return first;
+}
+
 rp_status rp_cls_trace_load(const char *path, rp_trace *t, rp_error *err) {
     rp_trace_init(t);
     rp_st_file *f = NULL;
@@ -1172,6 +1185,7 @@ typedef struct cls {
     rp_trace ctr, rtr, tbtr; /* first-evaluation traces */
     rp_trace cttr, bttr;     /* teacher traces: the case's, the base's */
     int have_ctr, have_rtr, have_tbtr, have_bttr;
+    int ctr_first, rtr_first; /* the case's / the reference's trace covers its first item only */
     twin_data *tw;
     int n_tw;
     double *acc, *env_acc;   /* (N + 1) free-trajectory distance, and its envelope */
@@ -1368,8 +1382,10 @@ static rp_status cls_load(cls *x, rp_error *err) {
     rp_cls_rows_rel(x->rm.x, x->cm.x, N + 1, x->B, x->per, x->acc);
     rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_TRACE);
     x->have_ctr = rp_cls_trace_load(p, &x->ctr, &e) == RP_OK;
+    x->ctr_first = trace_first_item_only(p);
     rp_store_path(p, sizeof p, x->in->ref_dir, RP_ART_TRACE);
     x->have_rtr = rp_cls_trace_load(p, &x->rtr, &e) == RP_OK;
+    x->rtr_first = trace_first_item_only(p);
     rp_store_path(p, sizeof p, x->base, RP_ART_TRACE);
     x->have_tbtr = rp_cls_trace_load(p, &x->tbtr, &e) == RP_OK;
     cls_attention_auto(x);
@@ -1660,10 +1676,10 @@ static void items_of(cls *x, const float *ref, const float *got, int k, double e
 static void step_after_model(cls *x, const rp_trace *ct, const float *cmask, const rp_trace *bt, const float *bmask) {
     rp_cls_facts *f = &x->f;
     if (f->step_break < 0 || f->step_layer[0] || !step_layers_compared(ct, cmask, bt, bmask, f->step_break)) return;
-    /* a batch run one item per forward traces its first item only (pipeline.c): the other
-     * items' layers were never compared, so elimination names nothing there (audit 12: a
-     * per-item timestep rounded on one rank's later items was named the guidance combine) */
-    if (x->B > 1 && !strcmp(x->c.batch_forward, "per-item")) return;
+    /* a trace of the first item only (traces_comparable): the other items' layers were
+     * never compared, so elimination names nothing there (audit 12: a per-item timestep
+     * rounded on one rank's later items was named the guidance combine) */
+    if (x->B > 1 && x->ctr_first) return;
     f->step_after_model = 1;
     snprintf(f->step_layer, sizeof f->step_layer, "%s", x->c.cfg > 1 ? "guidance+sampler.update" : "sampler.update");
 }
@@ -1674,12 +1690,15 @@ static double teacher_layer_env(const void *ctx, const rp_trace_rec *base, int k
 }
 
 /* Evidence 2: the first evaluation, layer by layer. */
-/* 1 when the case's traces and its reference's record the same items: a batch run one
- * item per forward (batch_forward per-item) traces its first item only (pipeline.c), a
- * joint one every item, so their layers cannot be compared record by record (audit 7: a
- * per-item case against a joint reference was "pos_embed breaks the envelope xinf"). */
+/* 1 when the case's traces and its reference's record the same items. A batch run one
+ * item per forward (batch_forward per-item) under a layout traces every item where a
+ * joint forward has it (pipeline.c, rp_par_trace_hold), as a joint run does; one without
+ * a layout (a plain generate) and any made before that traced its first item only (note
+ * "trace_items" first), and such a trace cannot be compared record by record with one of
+ * every item (audit 7: a per-item case against a joint reference was "pos_embed breaks the
+ * envelope xinf"). */
 static int traces_comparable(const cls *x) {
-    return !x->have_rc || !strcmp(x->c.batch_forward, x->rc.batch_forward);
+    return !x->have_rc || x->ctr_first == x->rtr_first;
 }
 
 static void cls_layers(cls *x) {
@@ -1690,9 +1709,8 @@ static void cls_layers(cls *x) {
         return;
     }
     if (!traces_comparable(x)) {
-        cJSON_AddStringToObject(x->ev, "layers_note", "the case and its reference trace other items (batch_forward "
-                                "per-item traces the first item, joint every item): layers not compared, the "
-                                "steps are");
+        cJSON_AddStringToObject(x->ev, "layers_note", "the case and its reference trace other items (one traced "
+                                "its first item only: note trace_items): layers not compared, the steps are");
         return;
     }
     /* a layout whose ranks never all reach a layer (pipefusion's stages) records none */

@@ -15,7 +15,8 @@
 #                          bf16, normal and sharpened weights): identical or drift, and the
 #                          largest drift ratio at least 4x below the factor
 #   matrix.classify.bugs   every fault injection on every family where it applies: BUG
-#                          (dp-rank-layout: MISMATCH) at the right first step, the right layer
+#                          (dp-rank-layout: MISMATCH) at the right first step, the right layer;
+#                          also per-item batches against the joint reference (bugs-peritem.yaml)
 #   matrix.classify.approx pipefusion and patch with warmup 0..steps: approx or drift, quality
 #                          improving with warmup (skips, 77, while those strategies are missing)
 #   matrix.classify.invariant numerics: invariant: every exact layout (dp, cfg, ulysses, ring,
@@ -54,6 +55,8 @@ if(REPRO_HAVE_GLOO)
     set(_families "dit sd3 flux")
     if(set STREQUAL "corpus")
       set(_families "dit sd3 flux digits-dit digits-sd3")
+    elseif(set STREQUAL "bugs")  # and per-item batches against the joint reference
+      set(_families "dit sd3 flux peritem")
     endif()
     add_test(NAME matrix.classify.${set}
              COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_matrix.sh $<TARGET_FILE:repro>

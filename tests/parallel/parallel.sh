@@ -124,6 +124,13 @@ if [ "$mode" = exact ]; then
     check dp4 4 ',"dp":4'
     if [ $fam != dit ]; then
         must_run ref-pi 1 ',"batch_forward":"per-item"'
+        # one record per layer over every item's forward, each item's rows where the joint
+        # forward has them: the joint run's trace layout, its values within the bound (the
+        # GEMMs' M-dependent rounding only; a misplaced item would differ by O(1))
+        "$py" "$here/trace_cmp.py" out-ref/trace.safetensors out-ref-pi/trace.safetensors 1e-4 >trace-ref-pi.txt
+        pi_rc=$?
+        [ $pi_rc = 0 ] || [ $pi_rc = 77 ] || { cat trace-ref-pi.txt; fail "ref-pi: the per-item trace is not the joint run's"; }
+        [ $pi_rc = 0 ] && sed 's/^/  ref-pi vs ref: /' trace-ref-pi.txt | tail -1
         check dp2-pi 2 ',"dp":2,"batch_forward":"per-item"' ref-pi bitwise
         check dp4-pi 4 ',"dp":4,"batch_forward":"per-item"' ref-pi bitwise
     fi

@@ -236,7 +236,7 @@ typedef struct model_run {
     rp_dit *dit;
     rp_sd3 *sd3;
     rp_flux *flux;
-    int B, C, H, W, L;
+    int B, C, H, W, L, Dctx, Dpool;
     float *x, *t, *g, *ctx, *pooled; /* inputs */
     int *y;
 } model_run;
@@ -263,6 +263,8 @@ static void model_open(model_run *m, const char *preset) {
         m->C = c.in_channels;
         m->H = m->W = c.sample_size;
         m->L = 8;
+        m->Dctx = c.joint_attention_dim;
+        m->Dpool = c.pooled_projection_dim;
         m->ctx = malloc(sizeof(float) * m->B * m->L * c.joint_attention_dim);
         m->pooled = malloc(sizeof(float) * m->B * c.pooled_projection_dim);
         rp_randn(m->ctx, (size_t)m->B * m->L * c.joint_attention_dim, 3, 0, 0);
@@ -275,6 +277,8 @@ static void model_open(model_run *m, const char *preset) {
         m->H = 8;
         m->W = 16; /* not square: the RoPE rows and columns differ */
         m->L = 8;
+        m->Dctx = c.joint_attention_dim;
+        m->Dpool = c.pooled_dim;
         m->ctx = malloc(sizeof(float) * m->B * m->L * c.joint_attention_dim);
         m->pooled = malloc(sizeof(float) * m->B * c.pooled_dim);
         rp_randn(m->ctx, (size_t)m->B * m->L * c.joint_attention_dim, 3, 0, 0);
@@ -362,6 +366,88 @@ START_TEST(world_one_is_the_plain_path) {
     same_trace(&ta, &tb);
     rp_trace_free(&ta);
     rp_trace_free(&tb);
+    free(a);
+    free(b);
+    rp_par_free(&par);
+    rp_comm_destroy(self);
+    model_close(&m);
+}
+END_TEST
+
+/* m's item b alone: a view of its inputs (owns nothing; not for model_close). */
+static model_run item_view(const model_run *m, int b) {
+    model_run r = *m;
+    r.B = 1;
+    r.x = m->x + (size_t)b * m->C * m->H * m->W;
+    r.t = m->t + b;
+    r.g = m->g + b;
+    r.y = m->y + b;
+    if (m->ctx) r.ctx = m->ctx + (size_t)b * m->L * m->Dctx;
+    if (m->pooled) r.pooled = m->pooled + (size_t)b * m->Dpool;
+    return r;
+}
+
+/* One evaluation as one forward per item (a per-item batch) with the trace held open
+ * (rp_par_trace_hold), each item's row placed where the joint forward has it: under
+ * invariant numerics, where an item's rows are the same bits in a batch of any size, the
+ * trace is the joint forward's bit for bit, and so are the outputs. A held forward that
+ * reaches other trace points than the first (here: the other family's model) is an error
+ * at its end, not a silently mixed record. */
+START_TEST(held_per_item_trace_is_the_joint_trace) {
+    model_run m;
+    model_open(&m, PRESETS[_i]);
+    rp_error err = {0};
+    rp_comm *self = NULL;
+    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
+    ck_assert_int_eq(rp_comm_create(&co, &self, &err), RP_OK);
+    rp_parallel par;
+    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
+    ck_assert_int_eq(rp_par_init(&par, self, &one, RP_INJECT_NONE, &err), RP_OK);
+    const size_t n = out_floats(&m), per = n / (size_t)m.B;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    rp_trace ta, tb;
+    rp_trace_init(&ta);
+    rp_trace_init(&tb);
+    rp_ctx ctx = rp_ctx_default();
+    ctx.numerics = RP_NUMERICS_INVARIANT;
+    ctx.par = &par;
+    ctx.trace = &ta;
+    int rows[2] = {0, 1};
+    rp_par_set_trace_rows(&par, rows, 2, 2);
+    ck_assert_msg(forward(&m, &ctx, a, &err) == RP_OK, "%s", err.msg);
+    ctx.trace = &tb;
+    rp_par_trace_hold(&par);
+    for (int i = 0; i < m.B; i++) { /* the items in reverse: the rows place them, not the order */
+        const int it = m.B - 1 - i;
+        const model_run one_item = item_view(&m, it);
+        rp_par_set_trace_rows(&par, &rows[it], 1, 2);
+        ck_assert_msg(forward(&one_item, &ctx, b + (size_t)it * per, &err) == RP_OK, "%s", err.msg);
+    }
+    rp_par_trace_release(&ctx);
+    ck_assert_int_eq(par.st, RP_OK);
+    ck_assert(!memcmp(a, b, sizeof(float) * n));
+    same_trace(&ta, &tb);
+    ck_assert_int_eq(par.trace_incomplete, 0);
+    /* a held forward with other trace points: the first forward's model, then another's */
+    model_run other;
+    model_open(&other, PRESETS[(_i + 1) % N_PRESETS]);
+    rp_trace tc;
+    rp_trace_init(&tc);
+    ctx.trace = &tc;
+    rp_par_trace_hold(&par);
+    const model_run first = item_view(&m, 0), second = item_view(&other, 1);
+    rp_par_set_trace_rows(&par, &rows[0], 1, 2);
+    ck_assert_msg(forward(&first, &ctx, a, &err) == RP_OK, "%s", err.msg);
+    rp_par_set_trace_rows(&par, &rows[1], 1, 2);
+    float *c = malloc(sizeof(float) * out_floats(&other));
+    ck_assert(forward(&second, &ctx, c, &err) != RP_OK);
+    ck_assert_msg(strstr(err.msg, "held forward") != NULL, "%s", err.msg);
+    rp_par_trace_release(&ctx);
+    free(c);
+    model_close(&other);
+    rp_trace_free(&ta);
+    rp_trace_free(&tb);
+    rp_trace_free(&tc);
     free(a);
     free(b);
     rp_par_free(&par);
@@ -1421,6 +1507,7 @@ static Suite *suite(void) {
     tc = tcase_create("models");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, world_one_is_the_plain_path, 0, 2 * N_PRESETS);
+    tcase_add_loop_test(tc, held_per_item_trace_is_the_joint_trace, 0, N_PRESETS);
     tcase_add_loop_test(tc, pipeline_hooks_are_bitwise_the_plain_forward, 0, N_PRESETS);
     suite_add_tcase(s, tc);
     tc = tcase_create("ranks");
