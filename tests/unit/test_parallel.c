@@ -319,6 +319,17 @@ static rp_status forward(const model_run *m, const rp_ctx *ctx, float *out, rp_e
                            err);
 }
 
+/* A parallel context of one rank over the self comm (*self: free with rp_comm_destroy after
+ * rp_par_free). */
+static void par_world_one(rp_parallel *par, rp_comm **self) {
+    rp_error err = {0};
+    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
+    *self = NULL;
+    ck_assert_int_eq(rp_comm_create(&co, self, &err), RP_OK);
+    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
+    ck_assert_int_eq(rp_par_init(par, *self, &one, RP_INJECT_NONE, &err), RP_OK);
+}
+
 /* Two traces record the same layers with the same bits. */
 static void same_trace(const rp_trace *a, const rp_trace *b) {
     ck_assert_int_eq(a->n, b->n);
@@ -342,11 +353,8 @@ START_TEST(world_one_is_the_plain_path) {
     model_open(&m, PRESETS[_i % N_PRESETS]);
     rp_error err = {0};
     rp_comm *self = NULL;
-    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
-    ck_assert_int_eq(rp_comm_create(&co, &self, &err), RP_OK);
     rp_parallel par;
-    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
-    ck_assert_int_eq(rp_par_init(&par, self, &one, RP_INJECT_NONE, &err), RP_OK);
+    par_world_one(&par, &self);
     ck_assert(par.sp.size == 1 && par.sp.comm == NULL && par.replica.size == 1);
     const size_t n = out_floats(&m);
     float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
@@ -398,11 +406,8 @@ START_TEST(held_per_item_trace_is_the_joint_trace) {
     model_open(&m, PRESETS[_i]);
     rp_error err = {0};
     rp_comm *self = NULL;
-    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
-    ck_assert_int_eq(rp_comm_create(&co, &self, &err), RP_OK);
     rp_parallel par;
-    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
-    ck_assert_int_eq(rp_par_init(&par, self, &one, RP_INJECT_NONE, &err), RP_OK);
+    par_world_one(&par, &self);
     const size_t n = out_floats(&m), per = n / (size_t)m.B;
     float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
     rp_trace ta, tb;
@@ -510,11 +515,8 @@ START_TEST(pipeline_hooks_are_bitwise_the_plain_forward) {
     model_open(&m, PRESETS[_i]);
     rp_error err = {0};
     rp_comm *self = NULL;
-    rp_comm_opts co = {.kind = RP_COMM_SELF, .rank = 0, .world = 1};
-    ck_assert_int_eq(rp_comm_create(&co, &self, &err), RP_OK);
     rp_parallel par;
-    const rp_par_degrees one = {1, 1, 1, 1, 1, 1};
-    ck_assert_int_eq(rp_par_init(&par, self, &one, RP_INJECT_NONE, &err), RP_OK);
+    par_world_one(&par, &self);
     const size_t n = out_floats(&m);
     float *plain = malloc(sizeof(float) * n), *staged = malloc(sizeof(float) * n);
     rp_ctx ctx = rp_ctx_default();
