@@ -188,6 +188,17 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                  "activation reads its input rounded to bf16 (a fused bf16 kernel on one rank's "
                                  "path): rounding-sized, on that rank's rows only",
                                  "world > 1, precision bf16, numerics default, on the CPU; DiT, SD3, FLUX"},
+    /* Faults an approximate strategy's image bound cannot tell from its approximation (audit
+     * 20): one more synchronous step makes the images better, stale text rows leave them
+     * within the bound; each breaks a contract checked exactly (stale_check.c). */
+    [RP_INJECT_WARMUP_LATE] = {"warmup-late",
+                               "the approximate strategy (patch or PipeFusion) runs one synchronous step more than "
+                               "its warmup_steps",
+                               "patch > 1 or pipefusion > 1, warmup_steps < steps; DiT, SD3, FLUX"},
+    [RP_INJECT_PATCH_TEXT_STALE] = {"patch-text-stale",
+                                    "after warmup the patch strategy's keys take their text rows from the previous "
+                                    "forward (a text K/V cache where only image K/V may be kept)",
+                                    "patch > 1, warmup_steps < steps, steps >= 2; SD3, FLUX"},
 };
 
 const char *rp_inject_names(void) {
@@ -196,7 +207,8 @@ const char *rp_inject_names(void) {
            "vae-decode-rank temb-period-rank nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank "
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
            "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap cfg-stale-half "
-           "attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank";
+           "attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank warmup-late "
+           "patch-text-stale";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -357,6 +369,17 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
         if (d->patch <= 1) return no(why, cap, "%s needs patch > 1 (got patch=%d)", n, d->patch);
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_PATCH_TEXT_STALE:
+        if (fam == RP_FAMILY_DIT) {
+            if (why && cap) snprintf(why, cap, "%s needs text tokens in the attention: DiT has none", n);
+            return 0;
+        }
+        if (d->patch <= 1) return no(why, cap, "%s needs patch > 1 (got patch=%d)", n, d->patch);
+        if (l->steps < 2) return no(why, cap, "%s needs steps >= 2: a previous forward's text rows (got steps=%d)", n,
+                                    l->steps);
+        return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
+                                              "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_WARMUP_LATE:
     case RP_INJECT_ATTN_SCALE_LATE:
         if (d->patch <= 1 && !l->pipeline)
             return no(why, cap, "%s needs patch > 1 or pipefusion > 1: it acts after an approximate layout's warmup "

@@ -117,6 +117,16 @@
  *                                                    invariant numerics): the rotated layout (the
  *                                                    self check with every group's data one rank
  *                                                    on, classify.h) names it
+ *   warmup-late           patch > 1 or all           the approximate strategy runs one synchronous
+ *                         pipefusion                 step more than its warmup_steps (its own test
+ *                         (4), warmup                of the warmup counted from 1): the images
+ *                         < steps                    get better, the configuration is not honoured;
+ *                                                    the contract of the path each forward ran
+ *                                                    (stale_check.c rp_par_stale_async) names it
+ *   patch-text-stale      patch > 1,   SD3, FLUX     after warmup the keys' text rows are the
+ *                         warmup <                   previous forward's (a text K/V cache where only
+ *                         steps,                     image K/V may be kept): the text rows' contract
+ *                         steps >= 2                 (rp_par_stale_text) names it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -180,6 +190,8 @@ typedef enum rp_inject_id {
     RP_INJECT_ATTN_SCALE_LATE,
     RP_INJECT_PIPEFUSION_STREAM_STALE,
     RP_INJECT_ACT_BF16_RANK,
+    RP_INJECT_WARMUP_LATE,
+    RP_INJECT_PATCH_TEXT_STALE,
     RP_INJECT_COUNT
 } rp_inject_id;
 

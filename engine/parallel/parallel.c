@@ -442,6 +442,7 @@ rp_status rp_par_forward(const rp_ctx *ctx, int eval, rp_par_forward_fn fn, void
         ctx = &checked;
     }
     const rp_status st = p->pf ? rp_par_pf_forward(ctx, fn, user, out, n_out, err) : fn(user, ctx, out, err);
+    if (st == RP_OK) rp_par_stale_async(p); /* which path the strategy ran, against its warmup */
     rp_par_stale_flush(p); /* the forward's staleness contract checks (stale_check.c) */
     return st;
 }

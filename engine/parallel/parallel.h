@@ -550,6 +550,19 @@ void rp_par_stale_pair(rp_parallel *p, uint64_t got, uint64_t want, const char *
  * `due`: named "kv.attn<layer>.patch<patch>", "read at step <now>: due, the rows computed at
  * step <due> for these items" (patch.c and pipefusion.c). */
 void rp_par_stale_kv(rp_parallel *p, int layer, int patch, int due, uint64_t got, uint64_t want);
+/* The text rows of the keys attention `layer` reads: K, V (BH, To, D) as handed to the
+ * attention against k, v (BH, Tk, D) as the forward computed them, with Tl leading and Tr
+ * trailing text tokens in both. Every approximate strategy keeps only image K/V across
+ * steps, so the text rows are this forward's, at every step ("kv.attn<layer>.text").
+ * *scratch (capacity *cap floats) grows as needed; RP_ERR_NOMEM when it cannot. */
+rp_status rp_par_stale_text(rp_parallel *p, int layer, const float *K, const float *V, int To, const float *k,
+                            const float *v, int Tk, int Tl, int Tr, size_t BH, int D, float **scratch, size_t *cap,
+                            rp_error *err);
+/* The layout's promise for the forward that just ran (rp_par_forward): from evaluation
+ * stale_from on (its warmup_steps, set when the strategy was made) an approximate strategy
+ * runs its asynchronous path (stale_seen, set by its K/V hooks), before it the synchronous
+ * one; a forward with fresh keys (fresh_kv) is the strategy's own choice and not held. */
+void rp_par_stale_async(rp_parallel *p);
 /* The forward's folded pair into the log (STALE group), at the forward's end. */
 void rp_par_stale_flush(rp_parallel *p);
 /* Fingerprint of rows gathered from nbh blocks (b = 0 .. nbh - 1) of `rows` x D floats

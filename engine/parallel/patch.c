@@ -38,6 +38,8 @@ typedef struct pp_kv {
     /* the staleness contract (stale_check.c): what the exchange held when it was kept */
     uint64_t *print;       /* (n) fingerprint of each rank's [K | V] as it arrived */
     int n, eval, gen, who; /* ranks; the evaluation, generation and items it was made for */
+    float *text;           /* patch-text-stale only: (2, B, H, Tl + Tr, D) the last forward's text rows */
+    size_t text_n;         /* floats in text (0: none kept) */
 } pp_kv;
 
 typedef struct pp_slot {
@@ -63,6 +65,7 @@ static void kv_free(pp_kv *e) {
     free(e->k);
     free(e->v);
     free(e->print);
+    free(e->text);
     memset(e, 0, sizeof *e);
 }
 
@@ -113,6 +116,39 @@ static rp_status grow(float **buf, size_t *cap, size_t n, const char *what, rp_e
     return RP_OK;
 }
 
+/* patch-text-stale: after warmup (!sync) the keys K, V (BH, To, D) take the text rows the
+ * previous forward of this (slot, attention) kept; then this forward's text rows, from k, v
+ * (BH, Tk, D), are kept for the next. */
+static rp_status text_stale(pp_kv *e, int sync, float *K, float *V, int To, const float *k, const float *v, int Tk,
+                            int Tl, int Tr, size_t BH, int D, rp_error *err) {
+    const size_t Tt = (size_t)Tl + Tr, n = 2 * BH * Tt * D;
+    if (!Tt) return RP_OK;
+    if (e->text_n != n) {
+        free(e->text);
+        if (!(e->text = malloc(sizeof(float) * n))) {
+            e->text_n = 0;
+            return RP_FAIL(err, RP_ERR_NOMEM, "patch parallel: out of memory for the kept text rows");
+        }
+        e->text_n = n;
+        sync = 1; /* nothing kept yet */
+    }
+    for (int kv = 0; kv < 2; kv++) {
+        float *dst = kv ? V : K, *kept = e->text + (size_t)kv * BH * Tt * D;
+        const float *src = kv ? v : k;
+        for (size_t bh = 0; bh < BH; bh++) {
+            float *d = dst + bh * (size_t)To * D, *t = kept + bh * Tt * D;
+            const float *s = src + bh * (size_t)Tk * D;
+            if (!sync) {
+                memcpy(d, t, sizeof(float) * Tl * D);
+                memcpy(d + (size_t)(To - Tr) * D, t + (size_t)Tl * D, sizeof(float) * Tr * D);
+            }
+            memcpy(t, s, sizeof(float) * Tl * D);
+            memcpy(t + (size_t)Tl * D, s + (size_t)(Tk - Tr) * D, sizeof(float) * Tr * D);
+        }
+    }
+    return RP_OK;
+}
+
 /* The K/V hook; see the header. */
 static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, int B, int H, int Tk, int D,
                             const float **ko, const float **vo, int *tko, rp_error *err) {
@@ -136,8 +172,9 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
     RP_TRY(c->ops->allgather(c, mine, chunk, all, err));
 
     /* the keys: fresh for all (warmup, and p->fresh_kv), else fresh here and the previous
-     * exchange elsewhere */
-    const int sync = p->fwd_eval < pp->warmup || p->fresh_kv, others = sync || e->valid;
+     * exchange elsewhere (warmup-late: one synchronous step more than the warmup) */
+    const int sync = p->fwd_eval < pp->warmup + (p->fault == RP_INJECT_WARMUP_LATE) || p->fresh_kv,
+              others = sync || e->valid;
     const int To = Tl + (others ? T : Ti) + Tr;
     RP_TRY(grow(&pp->kv_out, &pp->kv_cap, 2 * BH * To * D, "the attention keys", err));
     float *K = pp->kv_out, *V = pp->kv_out + BH * To * D; /* (B, H, To, D) each */
@@ -208,6 +245,9 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
     e->gen = p->generation;
     e->who = who;
     e->valid = 1;
+    if (p->fault == RP_INJECT_PATCH_TEXT_STALE) RP_TRY(text_stale(e, sync, K, V, To, k, v, Tk, Tl, Tr, BH, D, err));
+    /* the text rows: this forward's, whatever the step (only image K/V is kept across steps) */
+    RP_TRY(rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, &pp->chk, &pp->chk_cap, err));
     *ko = K;
     *vo = V;
     *tko = To;

@@ -340,6 +340,8 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         rp_par_stale_kv(p, layer, j, due, got, f->eval == due && f->gen == p->generation && f->who == who ? f->print : 0);
         pos += Tp;
     }
+    /* the text rows: this pass's (only image K/V is kept across passes and steps) */
+    RP_TRY(rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, &pf->chk, &pf->chk_cap, err));
     *ko = K;
     *vo = V;
     *tko = To;
@@ -498,7 +500,8 @@ rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user,
     rp_status st = RP_OK;
     pf->ran_passes = pf->ran_varied = 0;
     memset(pf->ran, 0, sizeof pf->ran);
-    const int sync = p->fwd_eval < pf->warmup, fill = !sync && p->fresh_kv;
+    /* (warmup-late: one synchronous step more than the warmup) */
+    const int sync = p->fwd_eval < pf->warmup + (p->fault == RP_INJECT_WARMUP_LATE), fill = !sync && p->fresh_kv;
     const int passes = sync ? 1 : pf->M + fill;
     if (sync || fill) { /* fill: this evaluation's K/V of every patch into the cache first */
         pf->patch = -1;

@@ -716,7 +716,7 @@ const char *rp_validate_describe_rules(void) {
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
            "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank\n"
            "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late\n"
-           "                pipefusion-stream-stale act-bf16-rank,\n"
+           "                pipefusion-stream-stale act-bf16-rank warmup-late patch-text-stale,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
@@ -730,5 +730,6 @@ const char *rp_validate_describe_rules(void) {
            "                te-norm-eps-rank a text encoder: SD3 or FLUX, pipefusion-block-overlap\n"
            "                steps after warmup, cfg-stale-half as cfg-combine-order,\n"
            "                attn-scale-step-rank as attn-scale-ulp-rank with steps >= 4,\n"
-           "                attn-scale-late patch or pipefusion with steps after warmup)\n";
+           "                attn-scale-late and warmup-late patch or pipefusion with steps after\n"
+           "                warmup, patch-text-stale SD3 or FLUX with patch and steps after warmup)\n";
 }

@@ -557,7 +557,8 @@ START_TEST(inject_rules) {
                    "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank "
+                     "warmup-late patch-text-stale)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -751,7 +752,8 @@ START_TEST(inject_registry) {
                      "nondet-dp-rank dp-latents-order noise-bf16-rank weight-leak-rank ring-lse-skew attn-scale-ulp-rank "
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
-                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank)");
+                     "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank "
+                     "warmup-late patch-text-stale)");
 }
 END_TEST
 
