@@ -554,10 +554,9 @@ void rp_par_stale_kv(rp_parallel *p, int layer, int patch, int due, uint64_t got
  * attention against k, v (BH, Tk, D) as the forward computed them, with Tl leading and Tr
  * trailing text tokens in both. Every approximate strategy keeps only image K/V across
  * steps, so the text rows are this forward's, at every step ("kv.attn<layer>.text").
- * *scratch (capacity *cap floats) grows as needed; RP_ERR_NOMEM when it cannot. */
-rp_status rp_par_stale_text(rp_parallel *p, int layer, const float *K, const float *V, int To, const float *k,
-                            const float *v, int Tk, int Tl, int Tr, size_t BH, int D, float **scratch, size_t *cap,
-                            rp_error *err);
+ * scratch holds 2 * BH * max(Tl, Tr) * D floats (rp_par_kv_print's). */
+void rp_par_stale_text(rp_parallel *p, int layer, const float *K, const float *V, int To, const float *k,
+                       const float *v, int Tk, int Tl, int Tr, size_t BH, int D, float *scratch);
 /* The layout's promise for the forward that just ran (rp_par_forward): from evaluation
  * stale_from on (its warmup_steps, set when the strategy was made) an approximate strategy
  * runs its asynchronous path (stale_seen, set by its K/V hooks), before it the synchronous

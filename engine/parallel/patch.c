@@ -247,7 +247,8 @@ static rp_status pp_kv_hook(void *u, int layer, const float *k, const float *v, 
     e->valid = 1;
     if (p->fault == RP_INJECT_PATCH_TEXT_STALE) RP_TRY(text_stale(e, sync, K, V, To, k, v, Tk, Tl, Tr, BH, D, err));
     /* the text rows: this forward's, whatever the step (only image K/V is kept across steps) */
-    RP_TRY(rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, &pp->chk, &pp->chk_cap, err));
+    RP_TRY(grow(&pp->chk, &pp->chk_cap, 2 * BH * (size_t)(Tl > Tr ? Tl : Tr) * D, "the staleness check", err));
+    rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, pp->chk);
     *ko = K;
     *vo = V;
     *tko = To;

@@ -341,7 +341,8 @@ static rp_status pf_kv_hook(void *u, int layer, const float *k, const float *v, 
         pos += Tp;
     }
     /* the text rows: this pass's (only image K/V is kept across passes and steps) */
-    RP_TRY(rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, &pf->chk, &pf->chk_cap, err));
+    RP_TRY(grow(&pf->chk, &pf->chk_cap, 2 * BH * (size_t)(Tl > Tr ? Tl : Tr) * D, "the staleness check", err));
+    rp_par_stale_text(p, layer, K, V, To, k, v, Tk, Tl, Tr, BH, D, pf->chk);
     *ko = K;
     *vo = V;
     *tko = To;

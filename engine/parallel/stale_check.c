@@ -21,7 +21,6 @@
  * exchange's segments (cfg_par.c). */
 #include <assert.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "parallel.h"
@@ -53,32 +52,23 @@ void rp_par_stale_kv(rp_parallel *p, int layer, int patch, int due, uint64_t got
     rp_par_stale_pair(p, got, want, name, said);
 }
 
-rp_status rp_par_stale_text(rp_parallel *p, int layer, const float *K, const float *V, int To, const float *k,
-                            const float *v, int Tk, int Tl, int Tr, size_t BH, int D, float **scratch, size_t *cap,
-                            rp_error *err) {
+void rp_par_stale_text(rp_parallel *p, int layer, const float *K, const float *V, int To, const float *k,
+                       const float *v, int Tk, int Tl, int Tr, size_t BH, int D, float *scratch) {
     assert(Tl >= 0 && Tr >= 0 && Tl + Tr <= To && Tl + Tr <= Tk);
-    const size_t need = 2 * BH * (size_t)(Tl > Tr ? Tl : Tr) * (size_t)D;
-    if (need > *cap) {
-        free(*scratch);
-        *scratch = malloc(sizeof(float) * need);
-        *cap = *scratch ? need : 0;
-        if (!*scratch) return RP_FAIL(err, RP_ERR_NOMEM, "the staleness check: out of memory (%zu floats)", need);
-    }
     char name[RP_PAR_REPLICA_NAME], said[RP_PAR_REPLICA_NAME];
     snprintf(name, sizeof name, "kv.attn%d.text", layer);
     snprintf(said, sizeof said, "read at step %d: due, the text rows this forward computed", p->fwd_eval);
     const size_t so = (size_t)To * D, si = (size_t)Tk * D;
     if (Tl > 0)
-        rp_par_stale_pair(p, rp_par_kv_print(K, V, BH, (size_t)Tl, (size_t)D, so, *scratch),
-                          rp_par_kv_print(k, v, BH, (size_t)Tl, (size_t)D, si, *scratch), name, said);
+        rp_par_stale_pair(p, rp_par_kv_print(K, V, BH, (size_t)Tl, (size_t)D, so, scratch),
+                          rp_par_kv_print(k, v, BH, (size_t)Tl, (size_t)D, si, scratch), name, said);
     if (Tr > 0)
         rp_par_stale_pair(p,
                           rp_par_kv_print(K + (size_t)(To - Tr) * D, V + (size_t)(To - Tr) * D, BH, (size_t)Tr,
-                                          (size_t)D, so, *scratch),
+                                          (size_t)D, so, scratch),
                           rp_par_kv_print(k + (size_t)(Tk - Tr) * D, v + (size_t)(Tk - Tr) * D, BH, (size_t)Tr,
-                                          (size_t)D, si, *scratch),
+                                          (size_t)D, si, scratch),
                           name, said);
-    return RP_OK;
 }
 
 void rp_par_stale_async(rp_parallel *p) {
