@@ -52,7 +52,8 @@ static void usage(FILE *f) {
             "                 --teacher-force REF_DIR [--teacher-steps N], --perturb-noise, --rotate,\n"
             "                 --leak-check, --no-images; after the case in the same launch:\n"
             "                 --then-twins N, --then-teacher REF_DIR, --then-invariant, --then-leak,\n"
-            "                 --then-shadow-decode\n"
+            "                 --then-shadow-decode, --twins-apart; a reference's twins alone:\n"
+            "                 --twins-of REF_DIR --then-twins N\n"
             "                 (harness/worker/job_case.h)\n"
             "\n"
             "communication (comm-selftest always; other jobs when --backend is given):\n"
@@ -94,6 +95,8 @@ typedef struct worker_opts {
     const char *teacher_ref;         /* job case, the classifier's runs (job_case.h) */
     int teacher_steps, perturb_noise, leak_check, no_images, rotate;
     int then_twins, then_invariant, then_leak, then_shadow_decode; /* job case: the classifier's runs in the same launch */
+    int twins_apart;
+    const char *twins_of;
     const char *then_teacher;
     int backend_given;               /* --backend was given */
 } worker_opts;
@@ -224,11 +227,17 @@ static int parse(int argc, char **argv, const rp_rankenv *re, worker_opts *o) {
     o->then_invariant = rp_arg_flag(&a, "then-invariant");
     o->then_leak = rp_arg_flag(&a, "then-leak");
     o->then_shadow_decode = rp_arg_flag(&a, "then-shadow-decode");
+    o->twins_apart = rp_arg_flag(&a, "twins-apart");
+    o->twins_of = rp_arg_str(&a, "twins-of", NULL);
     rp_error err;
     rp_error_clear(&err);
     if (rp_args_finish(&a, &err) != RP_OK) return fail(re, &err, RP_WORKER_EXIT_USAGE);
     if (o->then_twins < -1 || o->then_twins > RP_CLS_MAX_TWINS) {
         RP_FAIL(&err, RP_ERR_INVALID, "--then-twins %d: must be 0..%d", o->then_twins, RP_CLS_MAX_TWINS);
+        return fail(re, &err, RP_WORKER_EXIT_USAGE);
+    }
+    if (o->twins_of && o->then_twins <= 0) {
+        RP_FAIL(&err, RP_ERR_INVALID, "--twins-of %s needs --then-twins N (N >= 1: how many twins)", o->twins_of);
         return fail(re, &err, RP_WORKER_EXIT_USAGE);
     }
 
@@ -392,7 +401,8 @@ int rp_cmd_worker(int argc, char **argv) {
                                      .teacher_steps = o.teacher_steps, .perturb_noise = o.perturb_noise,
                                      .leak_check = o.leak_check, .no_images = o.no_images, .rotate = o.rotate, .then_twins = o.then_twins,
                                      .then_teacher = o.then_teacher, .then_invariant = o.then_invariant,
-                                     .then_leak = o.then_leak, .then_shadow_decode = o.then_shadow_decode};
+                                     .then_leak = o.then_leak, .then_shadow_decode = o.then_shadow_decode,
+                                     .twins_apart = o.twins_apart, .twins_of = o.twins_of};
         return rp_job_case(&re, &jo);
     }
     rp_comm *c = NULL;

@@ -74,8 +74,34 @@ int rp_store_subdir(char *buf, size_t cap, const char *dir, rp_store_sub s) {
     return rp_pathf(buf, cap, "%s/%s", dir, rp_store_sub_name(s));
 }
 
+#define TWINS "twins" /* a reference's twins: dir/twins/<name>/, its fp32 shadow's dir/shadow/twins/<name>/ */
+
 int rp_store_twin_dir(char *buf, size_t cap, const char *dir, const char *twin) {
-    return rp_pathf(buf, cap, "%s/twins/%s", dir, twin);
+    return rp_pathf(buf, cap, "%s/" TWINS "/%s", dir, twin);
+}
+
+int rp_store_has_twins(const char *dir) {
+    char p[PATHLEN];
+    struct stat sb;
+    return !rp_pathf(p, PATHLEN, "%s/" TWINS, dir) && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+rp_status rp_store_adopt_twins(const char *side, const char *dir, rp_error *err) {
+    char from[PATHLEN], to[PATHLEN];
+    struct stat sb;
+    if (rp_pathf(from, PATHLEN, "%s/%s/" TWINS, side, SUB[RP_SUB_SHADOW]) ||
+        rp_pathf(to, PATHLEN, "%s/%s", dir, SUB[RP_SUB_SHADOW]))
+        return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", side);
+    if (stat(from, &sb) == 0) {
+        RP_TRY(rp_store_mkdirs(to, err));
+        if (rp_pathf(to, PATHLEN, "%s/%s/" TWINS, dir, SUB[RP_SUB_SHADOW]))
+            return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", dir);
+        RP_TRY(rp_store_publish_dir(from, to, err));
+    }
+    if (rp_pathf(from, PATHLEN, "%s/" TWINS, side) || rp_pathf(to, PATHLEN, "%s/" TWINS, dir))
+        return RP_FAIL(err, RP_ERR_INVALID, "path too long: %s", side);
+    if (stat(from, &sb) != 0) return RP_FAIL(err, RP_ERR_IO, "%s: no twins to move in", from);
+    return rp_store_publish_dir(from, to, err);
 }
 
 /* ---- files ------------------------------------------------------------------------------- */

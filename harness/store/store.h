@@ -16,7 +16,8 @@
  * and the classifier's (harness/analysis/classify.h; the matrix's classify:, on by default):
  *   classification.json the verdict and its evidence (schema in harness/analysis/verdict.h)
  *   twins/<name>/      a reference's rounding twins (reduce-split, threads, noise-ulp, ...),
- *                      each a run with its own teacher/
+ *                      each a run with its own teacher/; made by a launch of their own after
+ *                      the reference is published and moved in whole (rp_store_adopt_twins)
  *   teacher/           the case's configuration teacher-forced from its reference's
  *                      trajectory (a reference's: from its own); a case's ends by decoding
  *                      the reference's final latents with its layout (its image-*.png)
@@ -109,6 +110,14 @@ int rp_store_path(char *buf, size_t cap, const char *dir, rp_artifact a);
 int rp_store_image_path(char *buf, size_t cap, const char *dir, int i);
 int rp_store_subdir(char *buf, size_t cap, const char *dir, rp_store_sub s);
 int rp_store_twin_dir(char *buf, size_t cap, const char *dir, const char *twin);
+
+/* Whether dir holds a reference's twins (dir/twins/; rp_store_adopt_twins moves it in whole). */
+int rp_store_has_twins(const char *dir);
+
+/* Moves the twins a launch of their own wrote under side into the reference's directory dir:
+ * side/shadow/twins/ (the fp32 shadow's, when there) to dir/shadow/twins/, then side/twins/ to
+ * dir/twins/, each replacing one there, so that dir/twins/ appearing says both are whole. */
+rp_status rp_store_adopt_twins(const char *side, const char *dir, rp_error *err);
 
 /* ---- files ------------------------------------------------------------------------------- */
 

@@ -115,7 +115,11 @@ typedef enum cstate { CS_NONE = 0, CS_TODO, CS_RUNNING, CS_DONE } cstate;
  * that launch held, one of them idle under a one-rank run. It runs in its side directory
  * (emulation_side) and moves into the case's when the case reaches it (emulation_collect);
  * a case that gets there first runs its emulation itself. */
-typedef enum estate { ES_NONE = 0, ES_TODO, ES_RUNNING, ES_DONE, ES_CANCELLED } estate;
+typedef enum estate { ES_NONE = 0, ES_TODO, ES_RUNNING, ES_DONE, ES_CANCELLED, ES_FAILED } estate;
+
+/* The scheduler's jobs: case i is job i, its emulation job JOB_EMULATION * n_cases + i, the
+ * twins of reference i (twins_thread) JOB_TWINS * n_cases + i. */
+enum { JOB_CASE = 0, JOB_EMULATION, JOB_TWINS, JOB_KINDS };
 
 typedef struct runner {
     const rp_matrix *m;
@@ -123,10 +127,12 @@ typedef struct runner {
     rp_sweep *s;
     unsigned char *state;       /* cstate per case */
     unsigned char *emu;         /* (n_cases) estate of each case's emulation job */
-    int *slots;                 /* (2 n_cases) cores a job takes: case i at i, its emulation at n_cases + i */
-    int *held;                  /* (2 n_cases) cores a running job holds now (a case gives some back
-                                   while it runs or waits for its emulation) */
-    pthread_t *tid;             /* (2 n_cases) as slots */
+    unsigned char *twn;         /* (n_cases) estate of each reference's twins job (ES_FAILED: the
+                                   machine failed it, nothing moved in) */
+    int *slots;                 /* (JOB_KINDS n_cases) cores a job takes (the job indices above) */
+    int *held;                  /* (JOB_KINDS n_cases) cores a running job holds now (a case gives some
+                                   back while it runs or waits for its emulation or twins) */
+    pthread_t *tid;             /* (JOB_KINDS n_cases) as slots */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int ncpu, free_slots, running, jobs;
@@ -168,12 +174,13 @@ static void progress_line(runner *r) {
     fmt_eta(r->finished ? el / r->finished * (r->to_run - r->finished) : -1, eta, sizeof eta);
     char names[160] = "";
     for (int i = 0; i < r->m->n_cases; i++)
-        if ((r->state[i] == CS_RUNNING || r->emu[i] == ES_RUNNING) && strlen(names) + 3 < sizeof names) {
+        if ((r->state[i] == CS_RUNNING || r->emu[i] == ES_RUNNING || r->twn[i] == ES_RUNNING) &&
+            strlen(names) + 3 < sizeof names) {
             size_t l = strlen(names);
             char nm[sizeof r->m->cases[i].c.name];
             rp_case_display_name(r->m->cases[i].c.name, 0, nm, sizeof nm);
             snprintf(names + l, sizeof names - l, "%s%s%s", l ? ", " : "", nm,
-                     r->state[i] == CS_RUNNING ? "" : " (emulation)");
+                     r->state[i] == CS_RUNNING ? "" : r->emu[i] == ES_RUNNING ? " (emulation)" : " (twins)");
         }
     char line[320];
     snprintf(line, sizeof line, "[%d/%d] %d failed  elapsed %.0f s  ETA %s  running: %s", r->finished, r->to_run,
@@ -665,7 +672,8 @@ static int dependents(const runner *r, int i, int *envelope, int *invariant, int
 
 /* The classifier's runs of case i, made by its first launch after the case's own run
  * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
- * a reference's rounding twins with their teacher runs and its own teacher run; a case's
+ * a reference's own teacher run (its rounding twins, which read only its published trajectory,
+ * are a job of their own: twins_thread, beside its cases' launches); a case's
  * teacher run against its reference (skipped by the worker when bitwise identical to it);
  * the invariant shadows (invariant_shadows); the leak check (the teacher run after the case's
  * own run recomputes its first steps: rp_cls_rerun_check). Fills argv (the worker's extra
@@ -688,9 +696,11 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
         snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
         p->argv[na++] = p->twins;
+        if (twins && r->twn[i] == ES_TODO) p->argv[na++] = "--twins-apart"; /* their own job (twins_thread) */
         if (shadow_decode) p->argv[na++] = "--then-shadow-decode"; /* in its fp32 shadow: no run more */
         int kinds[RP_CLS_TWIN_KINDS];
-        planned += twins ? rp_cls_twin_list(&mc->c, twins, kinds) + 3 : 1; /* twins, their teacher runs, its own */
+        const int here = r->twn[i] == ES_TODO ? 0 : twins; /* the twins this launch runs */
+        planned += here ? rp_cls_twin_list(&mc->c, here, kinds) + 3 : 1; /* twins, their teacher runs, its own */
     } else if (mc->ref != i) {
         char done[PATHLEN];
         case_dir(r, mc->ref, p->ref);
@@ -818,7 +828,7 @@ static void give_back_slots(runner *r, int k, int n) {
 static void *emulation_thread(void *p) {
     case_arg *a = p;
     runner *r = a->r;
-    const int i = a->i, k = r->m->n_cases + i;
+    const int i = a->i, k = JOB_EMULATION * r->m->n_cases + i;
     char side[PATHLEN];
     emulation_side(r, i, side);
     (void)rp_store_remove_tree(side, NULL);
@@ -842,7 +852,7 @@ static void *emulation_thread(void *p) {
  * case's world again without holding its cores: they may be overcommitted for that rare
  * run.) Returns 1 when cancelled. */
 static int emulation_collect(runner *r, int i, const char *tmp) {
-    const int k = r->m->n_cases + i;
+    const int k = JOB_EMULATION * r->m->n_cases + i;
     pthread_mutex_lock(&r->mu);
     if (r->emu[i] == ES_NONE) {
         pthread_mutex_unlock(&r->mu);
@@ -1078,6 +1088,176 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
     closedir(d);
 }
 
+/* ---- a reference's twins: a job of their own ------------------------------------------------ */
+
+/* A reference's rounding twins (their teacher runs, and its fp32 shadow's twins) read nothing
+ * but its published trajectory, so where there is room beside the references (twins_apart)
+ * they run in a launch of their own (worker --twins-of) that starts once the reference is
+ * published, beside its cases' launches: a case waits for the
+ * twins only where its classification reads them (twins_await), not to start. The launch
+ * writes into a side directory (twins_side); the job then moves the twins into the
+ * reference's directory (rp_store_adopt_twins: twins/ last, so its presence says they are
+ * whole, and a sweep killed before that runs them again) and classifies the reference again
+ * in place, with its envelope. On an infrastructure failure nothing is moved in, and the
+ * reference's cases are not stored: their verdicts would lack the envelope. */
+
+static void twins_side(const runner *r, int i, char *buf) {
+    rp_pathf(buf, PATHLEN, "%s/.tmp-%s-twins-%ld", r->s->dir, r->m->cases[i].id, (long)getpid());
+}
+
+/* How many twins the cases of reference i need (classify_plan: 0 when i is no reference, or
+ * each of its cases is an invariant pair with it). */
+static int twins_needed(const runner *r, int i) {
+    int envelope = 0, invariant, shadow_decode;
+    if (!r->m->cls.enabled || r->m->cases[i].ref != i || !dependents(r, i, &envelope, &invariant, &shadow_decode))
+        return 0;
+    return envelope ? r->m->cls.twins : 0;
+}
+
+/* Whether the twins of the references that run now are jobs of their own: only when the
+ * machine has room beside those references (cores, nodes, or --jobs). Where they fill it,
+ * none of their cases could start beside the twins anyway, and a launch of their own would
+ * only add a start, a weights load and a text encoding per reference. */
+static int twins_apart(const runner *r) {
+    int refs = 0, slots = 0;
+    for (int i = 0; i < r->m->n_cases; i++)
+        if (r->state[i] == CS_TODO && r->m->cases[i].ref == i) {
+            refs++;
+            slots += r->slots[i];
+        }
+    if (r->o->jobs > 0) return refs < r->o->jobs;
+    return slots < (r->launcher->kind != RP_LAUNCHER_LOCAL ? r->launcher->nodes : r->ncpu);
+}
+
+/* The twins' launch of reference i (published in fin) into side. A launch that failed before
+ * a twin recorded its end records it for each (aux.json: the classifier reports a failed
+ * twin). Returns 1 when cancelled; *infra = 1 when the machine failed it. */
+static int twins_launch(runner *r, int i, const char *side, const char *fin, int *infra) {
+    const rp_case *c = &r->m->cases[i].c;
+    int kinds[RP_CLS_TWIN_KINDS];
+    const int n = twins_needed(r, i), nk = rp_cls_twin_list(c, n, kinds);
+    char cj[PATHLEN], count[16];
+    rp_store_path(cj, sizeof cj, fin, RP_ART_CASE);
+    snprintf(count, sizeof count, "%d", n);
+    const char *extra[] = {"--twins-of", fin, "--then-twins", count, NULL};
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(4096);
+    rp_case_outcome o;
+    memset(&o, 0, sizeof o);
+    rp_error e;
+    rp_error_clear(&e);
+    int cancelled = 0;
+    if (!res || !report) {
+        o.status = RP_CASE_INFRA;
+        snprintf(o.reason, sizeof o.reason, "runner: out of memory");
+    } else if (rp_store_mkdirs(side, &e) != RP_OK) {
+        o.status = RP_CASE_INFRA;
+        snprintf(o.reason, sizeof o.reason, "%.590s", e.msg);
+    } else { /* each twin its free or teacher run, each teacher run the case's time */
+        cancelled = launch_run(r, c, cj, side, extra, 2 * nk * (1 + rp_cls_has_fp32_shadow(c)), res, &o, NULL,
+                               report, 4096);
+    }
+    free(res);
+    free(report);
+    if (!cancelled && o.status != RP_CASE_INFRA) aux_infra(side, 0, &o);
+    *infra = !cancelled && o.status == RP_CASE_INFRA;
+    if (*infra) {
+        pthread_mutex_lock(&r->mu);
+        progress_say(r, "%s: the twins of %s failed on the machine: %s", r->m->name, r->m->cases[i].id, o.reason);
+        pthread_mutex_unlock(&r->mu);
+    }
+    for (int t = 0; t < nk && !cancelled && !*infra && o.status != RP_CASE_OK; t++) {
+        char d[PATHLEN], a[PATHLEN], td[PATHLEN];
+        struct stat sb;
+        rp_store_twin_dir(d, sizeof d, side, rp_cls_twin_name(kinds[t]));
+        rp_store_path(a, sizeof a, d, RP_ART_AUX);
+        rp_store_subdir(td, sizeof td, d, RP_SUB_TEACHER);
+        if (!rp_is_file(a) && stat(td, &sb) != 0 && rp_store_mkdirs(d, &e) == RP_OK)
+            rp_cls_write_aux(d, rp_cls_twin_name(kinds[t]), rp_case_status_name(o.status), o.reason, 0);
+    }
+    return cancelled;
+}
+
+/* The twins job of reference i, its state ES_RUNNING (twins_thread, or twins_await on the
+ * cores of a case that got there first): the launch, the move into the reference's
+ * directory, its classification again; then its state (ES_DONE, ES_FAILED, ES_CANCELLED)
+ * for the cases waiting. Returns 1 when cancelled. */
+static int twins_job(runner *r, int i) {
+    char side[PATHLEN], fin[PATHLEN];
+    twins_side(r, i, side);
+    case_dir(r, i, fin);
+    (void)rp_store_remove_tree(side, NULL);
+    int infra = 0;
+    const int cancelled = twins_launch(r, i, side, fin, &infra);
+    rp_error e;
+    if (!cancelled && !infra && rp_store_adopt_twins(side, fin, &e) != RP_OK) {
+        infra = 1; /* the store's (a move within the results directory) */
+        pthread_mutex_lock(&r->mu);
+        progress_say(r, "%s: the twins of %s were not moved in: %s", r->m->name, r->m->cases[i].id, e.msg);
+        pthread_mutex_unlock(&r->mu);
+    }
+    (void)rp_store_remove_tree(side, NULL);
+    rp_case_outcome oc;
+    if (!cancelled && !infra) { /* the reference's envelope, in its own classification too */
+        pthread_mutex_lock(&r->mu);
+        oc = r->s->o[i];
+        pthread_mutex_unlock(&r->mu);
+        classify_now(r, i, fin, &oc);
+    }
+    pthread_mutex_lock(&r->mu);
+    if (!cancelled && !infra) {
+        rp_case_outcome *so = &r->s->o[i];
+        so->have_verdict = oc.have_verdict;
+        so->verdict = oc.verdict;
+        so->verdict_pass = oc.verdict_pass;
+        snprintf(so->verdict_summary, sizeof so->verdict_summary, "%s", oc.verdict_summary);
+    }
+    r->twn[i] = cancelled ? ES_CANCELLED : infra ? ES_FAILED : ES_DONE;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return cancelled;
+}
+
+static void *twins_thread(void *p) {
+    case_arg *a = p;
+    runner *r = a->r;
+    const int i = a->i, k = JOB_TWINS * r->m->n_cases + i;
+    (void)twins_job(r, i);
+    pthread_mutex_lock(&r->mu);
+    r->running--;
+    give_back_slots(r, k, r->held[k]);
+    pthread_mutex_unlock(&r->mu);
+    free(a);
+    return NULL;
+}
+
+/* Before case i is classified: its reference's twins, moved in. A twins job still waiting for
+ * cores runs here, on the case's (as emulation_collect runs an emulation); a running one is
+ * waited for holding none. Returns 1 when cancelled; INFRA_ERROR in oc when the machine
+ * failed the twins (the case is then not stored: its verdict would lack its envelope). */
+static int twins_await(runner *r, int i, rp_case_outcome *oc) {
+    const int ref = r->m->cases[i].ref;
+    if (ref == i) return 0;
+    pthread_mutex_lock(&r->mu);
+    if (r->twn[ref] == ES_TODO) {
+        r->twn[ref] = ES_RUNNING;
+        pthread_mutex_unlock(&r->mu);
+        (void)twins_job(r, ref);
+        pthread_mutex_lock(&r->mu);
+    } else if (r->twn[ref] == ES_RUNNING) {
+        give_back_slots(r, i, r->held[i]);
+        while (r->twn[ref] == ES_RUNNING) pthread_cond_wait(&r->cv, &r->mu);
+    }
+    const int s = r->twn[ref];
+    pthread_mutex_unlock(&r->mu);
+    if (s == ES_FAILED) {
+        oc->status = RP_CASE_INFRA;
+        snprintf(oc->reason, sizeof oc->reason, "infrastructure: the twins of its reference %s failed on the machine",
+                 r->m->cases[ref].id);
+    }
+    return s == ES_CANCELLED;
+}
+
 /* Runs case i (all its repeats) in a temporary directory, then publishes it.
  * Returns 1 when cancelled (nothing is kept). */
 static int run_case(runner *r, int i, rp_case_outcome *oc) {
@@ -1137,6 +1317,7 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     }
     int infra = 0; /* an infrastructure failure in the fresh runs the first verdict asked for */
     if (!cancelled && oc->status == RP_CASE_OK) cancelled = emulation_collect(r, i, tmp);
+    if (!cancelled && oc->status == RP_CASE_OK && r->m->cls.enabled) cancelled = twins_await(r, i, oc);
     if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
     if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
     if (!cancelled && res && report && runs && st == RP_OK) {
@@ -1179,6 +1360,8 @@ static void *case_thread(void *p) {
     r->held[i] = 0;
     /* an emulation that finished but was never collected (the case's run failed) */
     const int leftover = r->emu[i] == ES_DONE || r->emu[i] == ES_CANCELLED;
+    /* a reference that did not end ok has no twins to run (its cases get no verdict) */
+    if (r->twn[i] == ES_TODO && (cancelled || oc.status != RP_CASE_OK)) r->twn[i] = ES_NONE;
     if (!cancelled) {
         r->finished++;
         const rp_matrix_case *mc = &r->m->cases[i];
@@ -1210,7 +1393,7 @@ static int slots_of(const runner *r, const rp_case *c) {
     return need < r->ncpu ? need : r->ncpu;
 }
 
-/* Whether job k (case k, or the emulation of case k - n_cases) starts now (caller holds the
+/* Whether job k (JOB_KINDS: a case, an emulation, a reference's twins) starts now (caller holds the
  * mutex): nodes are never shared, whatever --jobs says; cores may be overcommitted (--jobs,
  * and a job larger than the machine runs alone). */
 static int fits(const runner *r, int k) {
@@ -1225,7 +1408,7 @@ static int fits(const runner *r, int k) {
 static int start_job(runner *r, int k, void *(*fn)(void *), unsigned char *state, unsigned char running_state,
                      unsigned char *started, rp_status *st, rp_error *err) {
     const int n = r->m->n_cases;
-    assert(k >= 0 && k < 2 * n);
+    assert(k >= 0 && k < JOB_KINDS * n);
     case_arg *a = malloc(sizeof *a);
     const unsigned char before = *state;
     if (a) {
@@ -1701,15 +1884,16 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     r.s = s;
     r.state = calloc((size_t)m->n_cases, 1);
     r.emu = calloc((size_t)m->n_cases, 1);
-    r.slots = calloc(2 * (size_t)m->n_cases, sizeof *r.slots);
-    r.held = calloc(2 * (size_t)m->n_cases, sizeof *r.held);
+    r.twn = calloc((size_t)m->n_cases, 1);
+    r.slots = calloc(JOB_KINDS * (size_t)m->n_cases, sizeof *r.slots);
+    r.held = calloc(JOB_KINDS * (size_t)m->n_cases, sizeof *r.held);
     unsigned char *keep = calloc((size_t)m->n_cases, 1), *verdict = calloc((size_t)m->n_cases, 1);
-    r.tid = calloc(2 * (size_t)m->n_cases, sizeof *r.tid);
-    unsigned char *started = calloc(2 * (size_t)m->n_cases, 1); /* per job, as r.slots */
+    r.tid = calloc(JOB_KINDS * (size_t)m->n_cases, sizeof *r.tid);
+    unsigned char *started = calloc(JOB_KINDS * (size_t)m->n_cases, 1); /* per job, as r.slots */
     FILE *out = o->out ? o->out : stdout;
     int lock_fd = -1;
     rp_status st = RP_OK;
-    if (!s->o || !r.state || !r.emu || !r.slots || !r.held || !keep || !verdict || !r.tid || !started)
+    if (!s->o || !r.state || !r.emu || !r.twn || !r.slots || !r.held || !keep || !verdict || !r.tid || !started)
         st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     const char *root = o->results_dir ? o->results_dir : "results";
     if (st == RP_OK && rp_pathf(s->dir, PATHLEN, "%s/%s", root, m->name))
@@ -1792,7 +1976,21 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         rp_case ec;
         if (emulation_case(&r, i, &ec)) {
             r.emu[i] = ES_TODO;
-            r.slots[m->n_cases + i] = slots_of(&r, &ec);
+            r.slots[JOB_EMULATION * m->n_cases + i] = slots_of(&r, &ec);
+        }
+    }
+    /* the twins jobs: of each reference that runs now when there is room beside them
+     * (twins_apart; else its own launch runs them), and of one stored without them (a sweep
+     * killed before they were moved in) */
+    const int apart = st == RP_OK && !o->dry_run && twins_apart(&r);
+    for (int i = 0; st == RP_OK && !o->dry_run && i < m->n_cases; i++) {
+        char dir[PATHLEN], done[PATHLEN];
+        case_dir(&r, i, dir);
+        rp_store_path(done, sizeof done, dir, RP_ART_DONE);
+        const int stored_without = r.state[i] != CS_TODO && rp_is_file(done) && !rp_store_has_twins(dir);
+        if (((r.state[i] == CS_TODO && apart) || stored_without) && twins_needed(&r, i)) {
+            r.twn[i] = ES_TODO;
+            r.slots[JOB_TWINS * m->n_cases + i] = slots_of(&r, &m->cases[i].c);
         }
     }
     if (st != RP_OK) goto done;
@@ -1833,6 +2031,15 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
                 }
             }
             int todo = 0;
+            /* first a published reference's twins: its cases' verdicts wait for them */
+            for (int i = 0; i < m->n_cases && !r.cancelled; i++) {
+                if (r.twn[i] != ES_TODO) continue;
+                todo++;
+                const int k = JOB_TWINS * m->n_cases + i;
+                if (r.state[i] != CS_TODO && r.state[i] != CS_RUNNING && fits(&r, k) &&
+                    start_job(&r, k, twins_thread, &r.twn[i], ES_RUNNING, started, &st, err))
+                    progress_line(&r);
+            }
             for (int i = 0; i < m->n_cases && !r.cancelled; i++) {
                 if (r.state[i] != CS_TODO) continue;
                 todo++;
@@ -1843,8 +2050,9 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
             }
             /* then emulations, on the cores no ready case fits in (emulation_thread) */
             for (int i = 0; i < m->n_cases && !r.cancelled; i++)
-                if (r.emu[i] == ES_TODO && r.state[i] != CS_DONE && fits(&r, m->n_cases + i))
-                    (void)start_job(&r, m->n_cases + i, emulation_thread, &r.emu[i], ES_RUNNING, started, &st, err);
+                if (r.emu[i] == ES_TODO && r.state[i] != CS_DONE && fits(&r, JOB_EMULATION * m->n_cases + i))
+                    (void)start_job(&r, JOB_EMULATION * m->n_cases + i, emulation_thread, &r.emu[i], ES_RUNNING,
+                                    started, &st, err);
             if (r.running == 0 && (r.cancelled || todo == 0)) break;
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1856,7 +2064,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         if (r.line_shown) progress_say(&r, "%s: %d of %d run, %d failed, %.1f s", m->name, r.finished, r.to_run,
                                        r.failed, rp_now_s() - r.t0);
         pthread_mutex_unlock(&r.mu);
-        for (int k = 0; k < 2 * m->n_cases; k++)
+        for (int k = 0; k < JOB_KINDS * m->n_cases; k++)
             if (started[k]) pthread_join(r.tid[k], NULL);
         pthread_cond_destroy(&r.cv);
         pthread_mutex_destroy(&r.mu);
@@ -1888,6 +2096,7 @@ done:
     free(r.state);
     rp_launcher_close(r.launcher);
     free(r.emu);
+    free(r.twn);
     free(r.slots);
     free(r.held);
     free(r.tid);

@@ -725,7 +725,7 @@ static int job_rank0_says(job *J, int yes) {
 
 /* The rounding twins of case c (a reference; rp_cls_twin_list with the option n) into
  * <prefix>/twins/<name>/. A twin
- * with other arithmetic runs teacher-forced only (from the launch's own trajectory): its
+ * with other arithmetic runs teacher-forced only (from the reference's trajectory in tref): its
  * step 0 starts from the same x_T as a free run, so its first evaluation is the free run's,
  * and its one-step errors are what the envelope needs; its free trajectory (amplified
  * rounding) is not evidence. A twin that moves the noise runs free when free_noise (its
@@ -733,7 +733,7 @@ static int job_rank0_says(job *J, int yes) {
  * (the classifier reports it) and the others still run: no twin rests on another, and
  * nothing after them rests on the twins (a GPU reference once lost its invariant shadow to
  * a twin whose attention the device has no kernel for). */
-static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise) {
+static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int free_noise, const char *tref) {
     char dir[4200], tdir[4200];
     int kinds[RP_CLS_TWIN_KINDS];
     const int nk = rp_cls_twin_list(c, n, kinds);
@@ -749,7 +749,7 @@ static void job_twins(job *J, const rp_case *c, int n, const char *prefix, int f
         }
         if (!rp_cls_twin_other_math(k)) continue; /* the noise alone */
         rp_store_subdir(tdir, sizeof tdir, dir, RP_SUB_TEACHER);
-        const run_spec tt = {.c = &tc, .out_dir = tdir, .teacher_ref = J->o->out_dir};
+        const run_spec tt = {.c = &tc, .out_dir = tdir, .teacher_ref = tref};
         (void)job_aux(J, "teacher", &tt, 1);
     }
 }
@@ -798,7 +798,8 @@ static void job_classifier_runs(job *J) {
         rp_comm *c = J->par.world_comm;
         if (c->ops->barrier(c, &e) != RP_OK) return;
     }
-    job_twins(J, J->c, o->then_twins, o->out_dir, 1);
+    const int own_twins = o->twins_apart ? 0 : o->then_twins; /* the twins this launch runs */
+    job_twins(J, J->c, own_twins, o->out_dir, 1, o->out_dir);
     const char *tref = o->then_twins >= 0 ? o->out_dir : o->then_teacher;
     const int rank0 = J->par.rank == 0;
     const int other = tref && tref != o->out_dir; /* a case against its reference */
@@ -893,7 +894,7 @@ static void job_classifier_runs(job *J) {
             if (job_aux(J, "shadow leak check", &sl, 1)) return;
         }
         rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW);
-        if (tref == o->out_dir) job_twins(J, &sc, o->then_twins, dir, 0);
+        if (tref == o->out_dir) job_twins(J, &sc, own_twins, dir, 0, o->out_dir);
     }
     /* The invariant shadow: the layout teacher-forced under invariant numerics, where an
      * exact layout is bitwise the serial run (the reference makes its own from its own
@@ -909,6 +910,32 @@ static void job_classifier_runs(job *J) {
                              .fresh_kv = rp_case_exactness(&ic) == RP_PAR_WARMUP_EXACT};
         if (job_aux(J, "invariant teacher", &it, 1)) return;
     }
+}
+
+/* --twins-of: the twins of the reference in o->twins_of (this launch's case, already run and
+ * published), as its own launch would have run them after its case (job_classifier_runs),
+ * into o->out_dir; then done.json. The runner moves them into the reference's directory. */
+static rp_status job_twins_apart(job *J, rp_error *err) {
+    const rp_job_case_opts *o = J->o;
+    job_twins(J, J->c, o->then_twins, o->out_dir, 1, o->twins_of);
+    if (rp_cls_has_fp32_shadow(J->c)) { /* the fp32 shadow's twins: its envelope (job_classifier_runs) */
+        rp_case sc = *J->c;
+        snprintf(sc.precision, sizeof sc.precision, "fp32");
+        char dir[4200];
+        rp_store_subdir(dir, sizeof dir, o->out_dir, RP_SUB_SHADOW);
+        job_twins(J, &sc, o->then_twins, dir, 0, o->twins_of);
+    }
+    if (J->par.rank != 0) return RP_OK;
+    char p[4200];
+    rp_store_path(p, sizeof p, o->out_dir, RP_ART_DONE);
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "status", "ok") || !cJSON_AddStringToObject(j, "twins_of", o->twins_of)) {
+        cJSON_Delete(j);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for done.json");
+    }
+    const rp_status st = rp_store_write_json(p, j, err);
+    cJSON_Delete(j);
+    return st;
 }
 
 int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
@@ -1029,6 +1056,10 @@ int rp_job_case(const rp_rankenv *re, const rp_job_case_opts *o) {
     J.all = all;
     if ((st = job_select(&J, &err)) != RP_OK) goto out;
 
+    if (o->twins_of) { /* a reference's twins alone, its case run in another launch */
+        st = job_twins_apart(&J, &err);
+        goto out;
+    }
     /* ---- the case's run (or one classifier run by itself: --teacher-force, --leak-check) ---- */
     /* the launch's first call: with --then-leak, a later run recomputes steps from this run's
      * own input after it (rp_cls_rerun_check), so its bits are those of a fresh process */

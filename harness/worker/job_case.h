@@ -35,7 +35,8 @@
  * saying how it ended; a failed one is recorded there, the later ones are skipped, and the
  * launch still exits 0. --then-leak makes a later run of the launch recompute steps from the
  * case's own input after the case's run has left its state (its evidence: rp_cls_rerun_check
- * on the teacher run).
+ * on the teacher run). A reference's twins may run in a launch of their own instead, beside
+ * its cases' launches (--twins-apart in the reference's, --twins-of REF_DIR in theirs).
  * Exit codes: those of `repro worker` (backends/launch.h): 0 ok, 1 failed, 3 config
  * (invalid or unsupported case, item lists that do not verify), 4 a communication
  * timeout. */
@@ -66,6 +67,14 @@ typedef struct rp_job_case_opts {
                                 teacher runs of those with other arithmetic) and the case's own
                                 teacher run (OUT/teacher/): a reference's runs. N = 0: its teacher
                                 run only (no case needs an envelope); -1: not a reference */
+    int twins_apart;         /* --twins-apart: a reference's N twins run in a launch of their own
+                                (--twins-of): this one runs the rest of --then-twins N's runs (its own
+                                teacher run, its fp32 shadow's) as though they ran here */
+    const char *twins_of;    /* --twins-of REF_DIR (with --then-twins N): the launch runs only the
+                                twins of the reference in REF_DIR (this case, already run), teacher-
+                                forced from its trajectory, into OUT/twins/<name>/ and, for a
+                                precision with an fp32 shadow, OUT/shadow/twins/<name>/; no case run;
+                                rank 0 writes OUT/done.json last */
     const char *then_teacher;/* --then-teacher REF_DIR: teacher forcing from REF_DIR into OUT/teacher/,
                                 unless the case's trajectory is bitwise REF_DIR's */
     int then_invariant;      /* --then-invariant: the invariant shadow (rp_cls_invariant_shadow) teacher-

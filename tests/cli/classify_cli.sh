@@ -127,6 +127,16 @@ s1=$(json_line "$d/classification.json" options_key)
 out=$("$repro" --matrix dit.yaml --results "$res" --progress plain 2>/dev/null)
 echo "$out" | grep -q '0 run now, 12 from earlier runs' || fail "resume reran something"
 echo "$out" | grep -q '^verdicts: ' || fail "no verdicts after resume"
+# a sweep killed after a reference was published, before its twins (a job of their own:
+# runner.c twins_thread) were moved in, with a case of it unfinished: the next sweep makes
+# the twins again; the reference's classification and the case's then hold all three
+rm -rf "$ref/twins" "$d"
+out=$("$repro" --matrix dit.yaml --results "$res" --progress plain 2>/dev/null) || fail "resume without twins: exit $?"
+echo "$out" | grep -q '1 run now, 11 from earlier runs' || fail "resume without twins ran another count of cases"
+[ -s "$ref/twins/noise-ulp/latents.safetensors" ] || fail "the reference's twins were not made again"
+grep -q '"twins_ok":[[:space:]]*3' "$ref/classification.json" || fail "the reference's classification lacks its twins"
+grep -q '"twins_ok":[[:space:]]*3' "$d/classification.json" || fail "the case's classification lacks its twins"
+ls -d "$res"/teach-dit/.tmp-* 2>/dev/null && fail "a side directory was left behind"
 sed -e 's/^reference:/classify: {factor: 32}\nreference:/' dit.yaml >dit32.yaml
 out=$("$repro" --matrix dit32.yaml --results "$res" --progress plain 2>/dev/null) || fail "factor 32: exit $?"
 s2=$(json_line "$d/classification.json" options_key)
