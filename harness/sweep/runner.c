@@ -606,32 +606,41 @@ static int launch_once(runner *r, int i, const char *case_json, const char *out,
 
 /* ---- the classifier's runs and verdicts ---------------------------------------------------- */
 
+/* A launch of one of the classifier's runs of case c into dir (made here) with extra worker
+ * arguments and planned runs after the first (launch_run); *o says how it ended
+ * (INFRA_ERROR when memory or the directory gave out first). Returns 1 when cancelled. */
+static int aux_launch(runner *r, const rp_case *c, const char *case_json, const char *dir,
+                      const char *const *extra, int planned, rp_case_outcome *o) {
+    rp_launch_result *res = malloc(sizeof *res);
+    char *report = malloc(4096);
+    memset(o, 0, sizeof *o);
+    rp_error e;
+    rp_error_clear(&e);
+    int cancelled = 0;
+    if (!res || !report) {
+        o->status = RP_CASE_INFRA;
+        snprintf(o->reason, sizeof o->reason, "runner: out of memory");
+    } else if (rp_store_mkdirs(dir, &e) != RP_OK) {
+        o->status = RP_CASE_INFRA;
+        snprintf(o->reason, sizeof o->reason, "%.590s", e.msg);
+    } else {
+        cancelled = launch_run(r, c, case_json, dir, extra, planned, res, o, NULL, report, 4096);
+    }
+    free(res);
+    free(report);
+    return cancelled;
+}
+
 /* One of the classifier's runs (kind: a twin, "teacher", "fresh") of case c into dir with
  * extra worker arguments; dir/aux.json records its end. *ok = 1 when it finished ok.
  * Returns 1 when cancelled. */
 static int aux_run(runner *r, const rp_case *c, const char *case_json, const char *dir, const char *kind,
                    const char *const *extra, int *ok) {
-    rp_launch_result *res = malloc(sizeof *res);
-    char *report = malloc(4096);
     rp_case_outcome o;
-    memset(&o, 0, sizeof o);
-    rp_error e;
-    rp_error_clear(&e);
-    int cancelled = 0;
-    *ok = 0;
-    if (!res || !report) {
-        rp_cls_write_aux(dir, kind, "CRASH", "runner: out of memory", 0);
-    } else if (rp_store_mkdirs(dir, &e) != RP_OK) {
-        rp_cls_write_aux(dir, kind, "CRASH", e.msg, 0);
-    } else {
-        cancelled = launch_run(r, c, case_json, dir, extra, 0, res, &o, NULL, report, 4096);
-        if (!cancelled) {
-            *ok = o.status == RP_CASE_OK;
-            rp_cls_write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
-        }
-    }
-    free(res);
-    free(report);
+    const int cancelled = aux_launch(r, c, case_json, dir, extra, 0, &o);
+    *ok = !cancelled && o.status == RP_CASE_OK;
+    if (!cancelled) /* the runner's memory or directory giving out is the machine's: INFRA_ERROR */
+        rp_cls_write_aux(dir, kind, *ok ? "ok" : rp_case_status_name(o.status), o.reason, o.wall_s);
     return cancelled;
 }
 
@@ -1140,25 +1149,10 @@ static int twins_launch(runner *r, int i, const char *side, const char *fin, int
     rp_store_path(cj, sizeof cj, fin, RP_ART_CASE);
     snprintf(count, sizeof count, "%d", n);
     const char *extra[] = {"--twins-of", fin, "--then-twins", count, NULL};
-    rp_launch_result *res = malloc(sizeof *res);
-    char *report = malloc(4096);
     rp_case_outcome o;
-    memset(&o, 0, sizeof o);
     rp_error e;
-    rp_error_clear(&e);
-    int cancelled = 0;
-    if (!res || !report) {
-        o.status = RP_CASE_INFRA;
-        snprintf(o.reason, sizeof o.reason, "runner: out of memory");
-    } else if (rp_store_mkdirs(side, &e) != RP_OK) {
-        o.status = RP_CASE_INFRA;
-        snprintf(o.reason, sizeof o.reason, "%.590s", e.msg);
-    } else { /* each twin its free or teacher run, each teacher run the case's time */
-        cancelled = launch_run(r, c, cj, side, extra, 2 * nk * (1 + rp_cls_has_fp32_shadow(c)), res, &o, NULL,
-                               report, 4096);
-    }
-    free(res);
-    free(report);
+    /* each twin its free or teacher run, each the case's time */
+    const int cancelled = aux_launch(r, c, cj, side, extra, 2 * nk * (1 + rp_cls_has_fp32_shadow(c)), &o);
     if (!cancelled && o.status != RP_CASE_INFRA) aux_infra(side, 0, &o);
     *infra = !cancelled && o.status == RP_CASE_INFRA;
     if (*infra) {
