@@ -1100,7 +1100,7 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
 /* ---- a reference's twins: a job of their own ------------------------------------------------ */
 
 /* A reference's rounding twins (their teacher runs, and its fp32 shadow's twins) read nothing
- * but its published trajectory, so where there is room beside the references (twins_apart)
+ * but its published trajectory, so where one of its cases could start beside them (twins_apart)
  * they run in a launch of their own (worker --twins-of) that starts once the reference is
  * published, beside its cases' launches: a case waits for the
  * twins only where its classification reads them (twins_await), not to start. The launch
@@ -1123,19 +1123,25 @@ static int twins_needed(const runner *r, int i) {
     return envelope ? r->m->cls.twins : 0;
 }
 
-/* Whether the twins of the references that run now are jobs of their own: only when the
- * machine has room beside those references (cores, nodes, or --jobs). Where they fill it,
- * none of their cases could start beside the twins anyway, and a launch of their own would
- * only add a start, a weights load and a text encoding per reference. */
-static int twins_apart(const runner *r) {
+/* Whether the twins of reference i, which runs now, are a job of their own: only when one of
+ * its cases could start beside them, i.e. the references that run now leave the machine room
+ * (cores, nodes, or --jobs) and one of i's cases fits in what its twins leave. Elsewhere no
+ * case starts sooner, and a launch of their own would only add a start, a weights load and a
+ * text encoding. */
+static int twins_apart(const runner *r, int i) {
     int refs = 0, slots = 0;
-    for (int i = 0; i < r->m->n_cases; i++)
-        if (r->state[i] == CS_TODO && r->m->cases[i].ref == i) {
+    for (int j = 0; j < r->m->n_cases; j++)
+        if (r->state[j] == CS_TODO && r->m->cases[j].ref == j) {
             refs++;
-            slots += r->slots[i];
+            slots += r->slots[j];
         }
     if (r->o->jobs > 0) return refs < r->o->jobs;
-    return slots < (r->launcher->kind != RP_LAUNCHER_LOCAL ? r->launcher->nodes : r->ncpu);
+    const int room = r->launcher->kind != RP_LAUNCHER_LOCAL ? r->launcher->nodes : r->ncpu;
+    if (slots >= room) return 0;
+    for (int j = 0; j < r->m->n_cases; j++)
+        if (j != i && r->state[j] == CS_TODO && r->m->cases[j].ref == i && r->slots[j] <= room - r->slots[i])
+            return 1;
+    return 0;
 }
 
 /* The twins' launch of reference i (published in fin) into side. A launch that failed before
@@ -1973,16 +1979,15 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
             r.slots[JOB_EMULATION * m->n_cases + i] = slots_of(&r, &ec);
         }
     }
-    /* the twins jobs: of each reference that runs now when there is room beside them
-     * (twins_apart; else its own launch runs them), and of one stored without them (a sweep
+    /* the twins jobs: of each reference that runs now when one of its cases could start beside
+     * them (twins_apart; else its own launch runs them), and of one stored without them (a sweep
      * killed before they were moved in) */
-    const int apart = st == RP_OK && !o->dry_run && twins_apart(&r);
     for (int i = 0; st == RP_OK && !o->dry_run && i < m->n_cases; i++) {
         char dir[PATHLEN], done[PATHLEN];
         case_dir(&r, i, dir);
         rp_store_path(done, sizeof done, dir, RP_ART_DONE);
         const int stored_without = r.state[i] != CS_TODO && rp_is_file(done) && !rp_store_has_twins(dir);
-        if (((r.state[i] == CS_TODO && apart) || stored_without) && twins_needed(&r, i)) {
+        if (((r.state[i] == CS_TODO && twins_apart(&r, i)) || stored_without) && twins_needed(&r, i)) {
             r.twn[i] = ES_TODO;
             r.slots[JOB_TWINS * m->n_cases + i] = slots_of(&r, &m->cases[i].c);
         }
