@@ -29,6 +29,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "engine/cuda/cublas_load.h"
 #include "engine/cuda/cuda_attention.h"
 #include "engine/cuda/cuda_info.h"
 #include "engine/cuda/cuda_ops.h"
@@ -511,6 +512,7 @@ rp_status rp_device_cuda_create(const rp_cuda_device_opts *o, rp_device **out, r
     if (o->mode == RP_CUDA_GEMM_DETERMINISTIC) RP_TRY(rp_cuda_gemm_workspace_config(err)); /* before any handle */
     const int ord = pick(o, err);
     if (ord < 0) return err ? err->code : RP_ERR_NOT_FOUND;
+    RP_TRY(rp_cublas_load(err)); /* here, so that a missing library is named at once */
     cuda_dev *c = calloc(1, sizeof *c);
     if (!c) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory");
     c->base.ops = &CUDA_OPS;

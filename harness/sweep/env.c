@@ -15,6 +15,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "engine/cuda/cublas_load.h"
 #include "engine/cuda/cuda_info.h"
 #endif
 #ifdef REPRO_HAVE_NCCL
@@ -118,7 +119,14 @@ cJSON *rp_env_collect(void) {
     cJSON_AddStringToObject(libs, "nccl_runtime", "not linked");
 #endif
 #ifdef REPRO_HAVE_CUDA
-    cJSON_AddNumberToObject(libs, "cublaslt", (double)cublasLtGetVersion());
+    /* the cuBLASLt this process runs; a process with no GPU work never loads it
+       (engine/cuda/cublas_load.h), and its results do not depend on it */
+    if (rp_cublas_loaded()) {
+        cJSON_AddNumberToObject(libs, "cublaslt", (double)cublasLtGetVersion());
+    } else {
+        snprintf(buf, sizeof buf, "not loaded (no GPU work; built against %d)", CUBLAS_VERSION);
+        cJSON_AddStringToObject(libs, "cublaslt", buf);
+    }
 #endif
 
     cJSON *build = cJSON_AddObjectToObject(env, "build");
