@@ -1319,6 +1319,14 @@ static int run_case(runner *r, int i, rp_case_outcome *oc) {
     if (!cancelled && oc->status == RP_CASE_OK) cancelled = emulation_collect(r, i, tmp);
     if (!cancelled && oc->status == RP_CASE_OK && r->m->cls.enabled) cancelled = twins_await(r, i, oc);
     if (!cancelled && oc->status == RP_CASE_OK) aux_infra(tmp, 0, oc);
+    /* The launches are over: what is left (the result, the metrics, the classification, the
+     * publish) is this thread's own work, so the cores go to the next job now instead of
+     * idling through it. A fresh run the verdict asks for takes the case's world again without
+     * holding them, as a fresh run after an emulation does (they may be overcommitted for
+     * that rare run). */
+    pthread_mutex_lock(&r->mu);
+    give_back_slots(r, i, r->held[i]);
+    pthread_mutex_unlock(&r->mu);
     if (oc->status == RP_CASE_INFRA) st = RP_ERR_IO; /* not stored: the next run computes it again */
     if (!cancelled && res && report && runs && st == RP_OK) {
         st = write_result(r, i, tmp, oc, "run", report, runs, &e);
