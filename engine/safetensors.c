@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -80,7 +83,8 @@ static void free_partial(rp_st_file *f) {
     free(f->meta_values);
     for (int i = 0; i < f->n_parts; i++) free_partial(f->parts[i]);
     free(f->parts);
-    free(f->map);
+    if (f->mapped) munmap(f->map, f->mapped);
+    else free(f->map);
     free(f->path);
     free(f);
 }
@@ -312,15 +316,39 @@ done:
     return s;
 }
 
+/* Maps the whole of regular file path into f (copy-on-write: a reader that writes into a
+ * tensor changes its own pages only, as with a buffer it read). Mapping reads only the pages
+ * a reader touches and copies none: a trace the classifier compares a few layers of, a
+ * checkpoint converted to fp32 without a second copy of it in memory. 0 when the file cannot
+ * be mapped (an empty or special file, no address space): the caller reads it instead. The
+ * store and the weight cache replace files by rename, never in place, so a mapped file keeps
+ * its pages while it is open. */
+static int map_file(const char *path, rp_st_file *f) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return 0;
+    f->map = m;
+    f->size = f->mapped = (size_t)st.st_size;
+    return 1;
+}
+
 rp_status rp_st_open(const char *path, rp_st_file **out, rp_error *err) {
     assert(path && out);
     rp_st_file *f = calloc(1, sizeof *f);
     if (!f) return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
     f->path = strdup(path);
     if (!f->path) { free(f); return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path); }
-    char *map = NULL; /* the whole file, read into memory (no size bound: a checkpoint is what it is) */
-    rp_status s = rp_read_file(path, SIZE_MAX, "a safetensors file", &map, &f->size, err);
-    f->map = map;
+    rp_status s = RP_OK;
+    if (!map_file(path, f)) { /* read instead; its errors name what is wrong with the path */
+        char *buf = NULL;      /* no size bound: a checkpoint is what it is */
+        s = rp_read_file(path, SIZE_MAX, "a safetensors file", &buf, &f->size, err);
+        f->map = buf;
+    }
     if (s == RP_OK) s = parse_file(f, err);
     if (s != RP_OK) { free_partial(f); return s; }
     *out = f;

@@ -30,8 +30,9 @@ typedef struct rp_st_tensor {
 
 typedef struct rp_st_file {
     char *path;
-    void *map;            /* whole file, read into memory */
+    void *map;            /* the whole file: mapped (mapped bytes) or read into memory */
     size_t size;
+    size_t mapped;        /* bytes of map that rp_st_open mmapped, 0 when it is malloc'd */
     int n;
     rp_st_tensor *tensors; /* sorted by name */
     int n_meta;
