@@ -679,6 +679,15 @@ static int dependents(const runner *r, int i, int *envelope, int *invariant, int
     return n;
 }
 
+/* How many twins the cases of reference i need (0 when i is no reference, or
+ * each of its cases is an invariant pair with it). */
+static int twins_needed(const runner *r, int i) {
+    int envelope = 0, invariant, shadow_decode;
+    if (!r->m->cls.enabled || r->m->cases[i].ref != i || !dependents(r, i, &envelope, &invariant, &shadow_decode))
+        return 0;
+    return envelope ? r->m->cls.twins : 0;
+}
+
 /* The classifier's runs of case i, made by its first launch after the case's own run
  * (job_case.h: a launch, its rendezvous and its weights cost more than a tiny case's run):
  * a reference's own teacher run (its rounding twins, which read only its published trajectory,
@@ -701,7 +710,7 @@ static int classify_plan(runner *r, int i, cls_plan *p) {
     int envelope = 0, invariant = 0, shadow_decode = 0;
     /* a reference's own teacher run is also its leak check (rp_cls_rerun_check) */
     if (mc->ref == i && (dependents(r, i, &envelope, &invariant, &shadow_decode) || co->leak_check)) {
-        const int twins = envelope ? co->twins : 0; /* 0: its own teacher run only */
+        const int twins = twins_needed(r, i); /* 0: its own teacher run only */
         snprintf(p->twins, sizeof p->twins, "%d", twins);
         p->argv[na++] = "--then-twins";
         p->argv[na++] = p->twins;
@@ -1112,15 +1121,6 @@ static void aux_infra(const char *dir, int depth, rp_case_outcome *oc) {
 
 static void twins_side(const runner *r, int i, char *buf) {
     rp_pathf(buf, PATHLEN, "%s/.tmp-%s-twins-%ld", r->s->dir, r->m->cases[i].id, (long)getpid());
-}
-
-/* How many twins the cases of reference i need (classify_plan: 0 when i is no reference, or
- * each of its cases is an invariant pair with it). */
-static int twins_needed(const runner *r, int i) {
-    int envelope = 0, invariant, shadow_decode;
-    if (!r->m->cls.enabled || r->m->cases[i].ref != i || !dependents(r, i, &envelope, &invariant, &shadow_decode))
-        return 0;
-    return envelope ? r->m->cls.twins : 0;
 }
 
 /* Whether the twins of reference i, which runs now, are a job of their own: only when one of
