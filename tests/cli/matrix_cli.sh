@@ -111,7 +111,9 @@ include:
   - {dp: 3, attention: math, name: three}
   - {dp: 2, attention: split, device: "cuda:NoSuchGPU-42", name: gpu}
 reference: {dp: 1, attention: math}
-timeout: 15
+# a run's deadline is timeout x (1 + its planned classifier runs): 20 s for the hang, twice
+# (one HANG per sweep); dit-tiny's 3 steps take ~0.3 s
+timeout: 5
 expect:
   - {dp: 3, label: CONFIG_ERROR}
 EOF
