@@ -1364,8 +1364,7 @@ static void *case_thread(void *p) {
     if (cancelled) r->s->o[i].status = RP_CASE_PENDING;
     r->state[i] = CS_DONE;
     r->running--;
-    r->free_slots += r->held[i];
-    r->held[i] = 0;
+    give_back_slots(r, i, r->held[i]); /* none left unless run_case returned before launching */
     /* an emulation that finished but was never collected (the case's run failed) */
     const int leftover = r->emu[i] == ES_DONE || r->emu[i] == ES_CANCELLED;
     /* a reference that did not end ok has no twins to run (its cases get no verdict) */
@@ -1431,8 +1430,7 @@ static int start_job(runner *r, int k, void *(*fn)(void *), unsigned char *state
         }
         *state = before;
         r->running--;
-        r->free_slots += r->held[k];
-        r->held[k] = 0;
+        give_back_slots(r, k, r->held[k]);
         free(a);
     }
     if (r->running == 0) {
