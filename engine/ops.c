@@ -332,35 +332,52 @@ void rp_timestep_embedding(float *out, const float *t, int B, int dim,
 
 /* ---- convolution and resampling -------------------------------------------------- */
 
-/* col (IC*k*k, Ho*Wo) from one image x (IC, H, W): row (ic*k + ky)*k + kx, column
- * oy*Wo + ox holds x[ic][oy*s - pad + ky][ox*s - pad + kx], 0 outside the image. */
-static void im2col(float *col, const float *x, int IC, int H, int W, int k, int s, int pad,
-                   int Ho, int Wo) {
+/* col (IC*k*k, (y1-y0)*Wo) from one image x (IC, H, W), output rows y0 <= oy < y1 only:
+ * row (ic*k + ky)*k + kx, column (oy-y0)*Wo + ox holds x[ic][oy*s - pad + ky][ox*s - pad + kx],
+ * 0 outside the image. At stride 1 the inside of a row is one contiguous copy. */
+static void im2col_rows(float *col, const float *x, int IC, int H, int W, int k, int s, int pad,
+                        int Wo, int y0, int y1) {
+    size_t ncol = (size_t)(y1 - y0) * Wo;
     for (int ic = 0; ic < IC; ic++)
         for (int ky = 0; ky < k; ky++)
             for (int kx = 0; kx < k; kx++) {
-                float *row = col + (((size_t)ic * k + ky) * k + kx) * Ho * Wo;
-                for (int oy = 0; oy < Ho; oy++) {
+                float *row = col + (((size_t)ic * k + ky) * k + kx) * ncol;
+                /* the columns ox whose input column ox*s - pad + kx lies in [0, W) */
+                int lo = pad - kx > 0 ? (pad - kx + s - 1) / s : 0;
+                int hi = W + pad - kx > 0 ? (W + pad - kx + s - 1) / s : 0;
+                if (hi > Wo) hi = Wo;
+                if (lo > hi) lo = hi;
+                for (int oy = y0; oy < y1; oy++) {
                     int iy = oy * s - pad + ky;
-                    float *r = row + (size_t)oy * Wo;
+                    float *r = row + (size_t)(oy - y0) * Wo;
                     if (iy < 0 || iy >= H) {
                         memset(r, 0, (size_t)Wo * sizeof(float));
                         continue;
                     }
                     const float *xr = x + ((size_t)ic * H + iy) * W;
-                    for (int ox = 0; ox < Wo; ox++) {
-                        int ix = ox * s - pad + kx;
-                        r[ox] = (ix >= 0 && ix < W) ? xr[ix] : 0.0f;
-                    }
+                    memset(r, 0, (size_t)lo * sizeof(float));
+                    if (s == 1)
+                        memcpy(r + lo, xr + lo - pad + kx, (size_t)(hi - lo) * sizeof(float));
+                    else
+                        for (int ox = lo; ox < hi; ox++) r[ox] = xr[ox * s - pad + kx];
+                    memset(r + hi, 0, (size_t)(Wo - hi) * sizeof(float));
                 }
             }
 }
 
+/* Output rows per im2col block: the block's col stays within CONV_COL_BLOCK floats (4 MB,
+ * at least one row), so it is reused from the heap and the cache instead of being a fresh
+ * mapping of up to IC*k*k*Ho*Wo floats per call (sd3-tiny's decoder at 256 px: 37 MB per
+ * conv, faulted in page by page; that was most of a run's time). A fixed function of the
+ * shape, so every run of the same conv makes the same GEMM calls. */
+#define CONV_COL_BLOCK ((size_t)1 << 20)
+
 /* out (N, OC, Ho, Wo), in (N, IC, H, W), w (OC, IC, k, k), b (OC) or NULL;
- * Ho = (H + 2*pad - k)/s + 1 (floor), likewise Wo. Per image:
- * out_n (OC, Ho*Wo) = w (OC, IC*k*k) @ col (IC*k*k, Ho*Wo) [+ b, pre-filled with
- * beta = 1 as torch's CPU slow_conv2d/addmm]. A 1x1 stride-1 unpadded conv
- * skips im2col (col would equal the image). Scratch: one image's col. */
+ * Ho = (H + 2*pad - k)/s + 1 (floor), likewise Wo. Per image and block of output rows:
+ * out_blk (OC, rows*Wo) = w (OC, IC*k*k) @ col (IC*k*k, rows*Wo) [+ b, pre-filled with
+ * beta = 1 as torch's CPU slow_conv2d/addmm]. Every output element is one dot product
+ * of length IC*k*k whichever block holds it. A 1x1 stride-1 unpadded conv skips im2col
+ * (col would equal the image). Scratch: one block's col. */
 void rp_conv2d(const rp_ctx *ctx, float *out, const float *in, const float *w, const float *b,
                int N, int IC, int H, int W, int OC, int k, int s, int pad) {
     assert(N >= 0 && IC > 0 && OC > 0 && k > 0 && s > 0 && pad >= 0);
@@ -368,7 +385,10 @@ void rp_conv2d(const rp_ctx *ctx, float *out, const float *in, const float *w, c
     int Ho = (H + 2 * pad - k) / s + 1, Wo = (W + 2 * pad - k) / s + 1;
     int Kd = IC * k * k, HWo = Ho * Wo;
     int direct = (k == 1 && s == 1 && pad == 0);
-    float *col = direct ? NULL : ops_alloc((size_t)Kd * HWo);   /* (IC*k*k, Ho*Wo) */
+    size_t per_row = (size_t)Kd * Wo;
+    int rows = per_row >= CONV_COL_BLOCK ? 1 : (int)(CONV_COL_BLOCK / per_row);
+    if (rows > Ho) rows = Ho;
+    float *col = direct ? NULL : ops_alloc(per_row * rows);   /* (IC*k*k, rows*Wo) */
     for (int n = 0; n < N; n++) {
         const float *x = in + (size_t)n * IC * H * W;
         float *o = out + (size_t)n * OC * HWo;
@@ -378,12 +398,15 @@ void rp_conv2d(const rp_ctx *ctx, float *out, const float *in, const float *w, c
                 for (int i = 0; i < HWo; i++) o[(size_t)oc * HWo + i] = b[oc];
             beta = 1.0f;
         }
-        const float *B = x;
-        if (!direct) {
-            im2col(col, x, IC, H, W, k, s, pad, Ho, Wo);
-            B = col;
+        if (direct) {
+            rp_gemm(ctx, 0, 0, OC, HWo, Kd, 1.0f, w, Kd, x, HWo, beta, o, HWo);
+            continue;
         }
-        rp_gemm(ctx, 0, 0, OC, HWo, Kd, 1.0f, w, Kd, B, HWo, beta, o, HWo);
+        for (int y0 = 0; y0 < Ho; y0 += rows) {
+            int y1 = y0 + rows < Ho ? y0 + rows : Ho, ncol = (y1 - y0) * Wo;
+            im2col_rows(col, x, IC, H, W, k, s, pad, Wo, y0, y1);
+            rp_gemm(ctx, 0, 0, OC, ncol, Kd, 1.0f, w, Kd, col, ncol, beta, o + (size_t)y0 * Wo, HWo);
+        }
     }
     free(col);
 }

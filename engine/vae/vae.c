@@ -27,8 +27,8 @@
  *
  * Memory: images are decoded one at a time (B never multiplies activation
  * memory). Per call: three activation buffers of the largest C*H*W any stage
- * holds, plus mid-attention scratch of 5 * C*h*w; rp_conv2d adds one image's
- * im2col (9 * IC * H * W) while it runs. On a device (engine/device.h) these
+ * holds, plus mid-attention scratch of 5 * C*h*w; rp_conv2d adds an im2col block
+ * (4 MB, or one output row's 9 * IC * W if larger) while it runs. On a device (engine/device.h) these
  * are device memory, plus one item's latent and image (the input uploaded and
  * the output downloaded item by item), and the parameters are read through
  * their mirror; without one every rp_d_* call is the CPU op (same bits).

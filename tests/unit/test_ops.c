@@ -787,6 +787,9 @@ START_TEST(test_conv2d) {
             check_conv(split, 1, 1, 1, 1, 2, 3, 1, 1, bias);   /* 1x1 image, k3 p1 */
             check_conv(split, 1, 3, 4, 4, 2, 3, 1, 2, bias);   /* pad 2: all-zero border windows */
             check_conv(split, 1, 16, 12, 11, 8, 3, 1, 1, bias);
+            /* col larger than one im2col block (4 MB): several row blocks, the last short */
+            check_conv(split, 1, 32, 200, 199, 2, 3, 1, 1, bias);
+            check_conv(split, 1, 64, 300, 301, 2, 3, 2, 1, bias);
         }
 }
 END_TEST
