@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -659,6 +660,28 @@ out:
     free(hdr);
     free(scratch);
     return s;
+}
+
+float *rp_st_f32_view(const rp_st_file *f, const rp_st_tensor *t) {
+    (void)f; /* t points into f (or into one of its parts), which holds the bytes */
+    if (!t || t->dtype != RP_DT_F32 || ((uintptr_t)t->data & (sizeof(float) - 1))) return NULL;
+    return (float *)(uintptr_t)t->data;
+}
+
+rp_status rp_st_f32_borrow(const rp_st_file *f, const rp_st_tensor *t, float **out, float **owned, rp_error *err) {
+    assert(f && t && out && owned);
+    *owned = NULL;
+    if ((*out = rp_st_f32_view(f, t))) return RP_OK;
+    if (!(*owned = malloc(sizeof(float) * (t->numel ? t->numel : 1))))
+        return RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory reading tensor '%s'", f->path, t->name);
+    rp_status st = rp_st_read_f32(f, t->name, t->ndim, t->shape, *owned, err);
+    if (st != RP_OK) {
+        free(*owned);
+        *owned = NULL;
+        return st;
+    }
+    *out = *owned;
+    return RP_OK;
 }
 
 rp_status rp_st_read_f32_alloc(const rp_st_file *f, const char *name, float **out, const rp_st_tensor **t,

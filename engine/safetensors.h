@@ -67,6 +67,19 @@ rp_status rp_st_read_f32(const rp_st_file *f, const char *name, int ndim, const 
 rp_status rp_st_read_f32_alloc(const rp_st_file *f, const char *name, float **out, const rp_st_tensor **t,
                                rp_error *err);
 
+/* Tensor t of f as floats without a copy: a pointer into f's bytes when t is F32 and
+ * 4-byte aligned there, else NULL (read it with rp_st_read_f32). Valid until
+ * rp_st_close(f); writes are the process's own (the mapping is private). A view of a file
+ * in the page cache costs its pages' mapping only, where a copy also faults in as much new
+ * memory (on a paravirtualised VM a fault is ~15 us: a trace read whole is most of a
+ * classifier run's system time). */
+float *rp_st_f32_view(const rp_st_file *f, const rp_st_tensor *t);
+
+/* Tensor t of f (found in f) as floats in *out: its view where there is one, else a new
+ * array holding its values converted (rp_st_read_f32), which *owned also points to (the
+ * caller frees *owned; NULL for a view, and both NULL on failure). */
+rp_status rp_st_f32_borrow(const rp_st_file *f, const rp_st_tensor *t, float **out, float **owned, rp_error *err);
+
 /* 1 when a and b have the same shape (rank and every dimension). */
 int rp_st_same_shape(const rp_st_tensor *a, const rp_st_tensor *b);
 

@@ -25,7 +25,9 @@ void rp_trace_init(rp_trace *t) {
 
 void rp_trace_free(rp_trace *t) {
     if (!t) return;
-    for (int i = 0; i < t->n; i++) free(t->recs[i].sample);
+    for (int i = 0; i < t->n; i++)
+        if (!t->recs[i].borrowed) free(t->recs[i].sample);
+    if (t->backing) rp_st_close(t->backing);
     for (int i = 0; i < t->n_notes; i++) free(t->notes[i]);
     free(t->recs);
     free(t->notes);

@@ -19,7 +19,8 @@ typedef struct rp_trace_rec {
     double maxabs;
     size_t stride;   /* sample stride */
     int nsample;
-    float *sample;   /* (nsample) */
+    float *sample;   /* (nsample): its own allocation, or a view into the trace's backing file */
+    int borrowed;    /* sample is a view (rp_st_f32_view) into rp_trace.backing, not freed */
 } rp_trace_rec;
 
 typedef struct rp_trace {
@@ -30,6 +31,8 @@ typedef struct rp_trace {
     rp_trace_rec *recs;
     int n_notes;       /* free-form key=value notes (e.g. "attention=math") */
     char **notes;
+    struct rp_st_file *backing; /* a trace read from a file: the file its borrowed samples
+                                 * point into, closed by rp_trace_free; else NULL */
 } rp_trace;
 
 void rp_trace_init(rp_trace *t);

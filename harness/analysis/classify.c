@@ -479,17 +479,14 @@ rp_status rp_cls_trace_load(const char *path, rp_trace *t, rp_error *err) {
             break;
         }
         r->nsample = (int)ts->numel;
-        r->sample = malloc(sizeof(float) * (ts->numel ? ts->numel : 1));
-        if (!r->sample) {
-            st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
-            break;
-        }
-        const int64_t shape[1] = {(int64_t)ts->numel};
-        st = rp_st_read_f32(f, ts->name, 1, shape, r->sample, err);
-        t->n++;
+        /* the samples stay in the file where they can (no copy: the trace keeps it open) */
+        float *own = NULL;
+        st = rp_st_f32_borrow(f, ts, &r->sample, &own, err);
+        r->borrowed = own == NULL;
+        if (st == RP_OK) t->n++;
     }
     t->cap = f->n;
-    rp_st_close(f);
+    t->backing = f; /* closed by rp_trace_free, also below */
     if (st != RP_OK) {
         rp_trace_free(t);
         return st;
@@ -826,13 +823,16 @@ void rp_cls_write_aux(const char *dir, const char *kind, const char *status, con
 typedef struct traj {
     int rows, B;
     size_t per;
-    float *x;        /* (rows, B, per) */
+    float *x;        /* (rows, B, per): a view into file where it can be (rp_st_f32_borrow) */
     float *mask;     /* teacher files: (rows - 1) steps run (1) or not (0); else NULL */
+    rp_st_file *file; /* the file x and mask may point into */
+    float *x_own, *mask_own; /* copies where no view could be made */
 } traj;
 
 static void traj_free(traj *t) {
-    free(t->x);
-    free(t->mask);
+    free(t->x_own);
+    free(t->mask_own);
+    if (t->file) rp_st_close(t->file);
     memset(t, 0, sizeof *t);
 }
 
@@ -849,18 +849,14 @@ static rp_status traj_load(const char *path, const char *name, traj *t, rp_error
         t->rows = (int)ts->shape[0];
         t->B = (int)ts->shape[1];
         t->per = (size_t)(ts->shape[2] * ts->shape[3] * ts->shape[4]);
-        t->x = malloc(sizeof(float) * ts->numel);
-        if (!t->x) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
-        else st = rp_st_read_f32(f, name, 5, ts->shape, t->x, err);
+        st = rp_st_f32_borrow(f, ts, &t->x, &t->x_own, err);
         const rp_st_tensor *ms = st == RP_OK ? rp_st_find(f, "steps") : NULL;
-        if (ms) {
-            const int64_t shape[1] = {t->rows - 1};
-            t->mask = malloc(sizeof(float) * (size_t)(t->rows - 1));
-            if (!t->mask) st = RP_FAIL(err, RP_ERR_NOMEM, "%s: out of memory", path);
-            else st = rp_st_read_f32(f, "steps", 1, shape, t->mask, err);
-        }
+        if (ms && (ms->ndim != 1 || ms->shape[0] != t->rows - 1))
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: its 'steps' tensor is not one flag per step (%d)", path, t->rows - 1);
+        else if (ms)
+            st = rp_st_f32_borrow(f, ms, &t->mask, &t->mask_own, err);
     }
-    rp_st_close(f);
+    t->file = f; /* x and mask may point into it: closed by traj_free */
     if (st != RP_OK) traj_free(t);
     return st;
 }

@@ -300,6 +300,15 @@ rp_status rp_store_compare_images(const char *a, const char *b, int n_images, cJ
     return RP_OK;
 }
 
+/* Tensor name of f as floats in *x (rp_st_f32_borrow: *own the copy to free, if one was made),
+ * its record in *t. */
+static rp_status st_floats(const rp_st_file *f, const char *name, float **x, float **own, const rp_st_tensor **t,
+                           rp_error *err) {
+    *x = *own = NULL;
+    if (!(*t = rp_st_find(f, name))) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s has no tensor '%s'", f->path, name);
+    return rp_st_f32_borrow(f, *t, x, own, err);
+}
+
 /* The latents of b against a into o (and their trajectories when both have one). */
 static rp_status compare_latents(const char *a, const char *b, cJSON *o, rp_outputs_cmp *s, rp_error *err) {
     char pa[PATHLEN], pb[PATHLEN];
@@ -309,12 +318,12 @@ static rp_status compare_latents(const char *a, const char *b, cJSON *o, rp_outp
     if (!ha && !hb) return RP_OK; /* neither kept latents */
     if (ha != hb) return RP_FAIL(err, RP_ERR_NOT_FOUND, "%s exists but %s does not", ha ? pa : pb, ha ? pb : pa);
     rp_st_file *fa = NULL, *fb = NULL;
-    float *x = NULL, *y = NULL;
+    float *x = NULL, *y = NULL, *xo = NULL, *yo = NULL; /* views into fa, fb or copies (xo, yo) */
     const rp_st_tensor *ta = NULL, *tb = NULL;
     rp_status st = rp_st_open(pa, &fa, err);
     if (st == RP_OK) st = rp_st_open(pb, &fb, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fa, "latents", &x, &ta, err);
-    if (st == RP_OK) st = rp_st_read_f32_alloc(fb, "latents", &y, &tb, err);
+    if (st == RP_OK) st = st_floats(fa, "latents", &x, &xo, &ta, err);
+    if (st == RP_OK) st = st_floats(fb, "latents", &y, &yo, &tb, err);
     if (st == RP_OK && (!rp_st_same_shape(ta, tb) || ta->numel == 0))
         st = RP_FAIL(err, RP_ERR_SHAPE, "the latents of %s and %s have different shapes", a, b);
     if (st == RP_OK) {
@@ -332,14 +341,14 @@ static rp_status compare_latents(const char *a, const char *b, cJSON *o, rp_outp
         s->rel_l2 = m.rel_l2;
         if (!bitwise) s->identical = 0;
     }
-    free(x);
-    free(y);
-    x = y = NULL;
+    free(xo);
+    free(yo);
+    xo = yo = NULL;
     /* the trajectory is optional: compared when both have one of one shape */
     rp_error e2;
     if (st == RP_OK && rp_st_find(fa, "trajectory") && rp_st_find(fb, "trajectory") &&
-        rp_st_read_f32_alloc(fa, "trajectory", &x, &ta, &e2) == RP_OK &&
-        rp_st_read_f32_alloc(fb, "trajectory", &y, &tb, &e2) == RP_OK && rp_st_same_shape(ta, tb) && ta->ndim >= 1 &&
+        st_floats(fa, "trajectory", &x, &xo, &ta, &e2) == RP_OK &&
+        st_floats(fb, "trajectory", &y, &yo, &tb, &e2) == RP_OK && rp_st_same_shape(ta, tb) && ta->ndim >= 1 &&
         ta->shape[0] > 0) {
         const size_t T = (size_t)ta->shape[0];
         double *steps = malloc(sizeof *steps * T);
@@ -350,8 +359,8 @@ static rp_status compare_latents(const char *a, const char *b, cJSON *o, rp_outp
         }
         free(steps);
     }
-    free(x);
-    free(y);
+    free(xo);
+    free(yo);
     rp_st_close(fa);
     rp_st_close(fb);
     return st;

@@ -280,19 +280,18 @@ static rp_status teacher_load(const char *ref_dir, int steps, int n_all, int fir
     if (!t || t->ndim != 5 || t->shape[0] != steps + 1 || t->shape[1] != n_all)
         st = RP_FAIL(err, RP_ERR_INVALID, "--teacher-force %s: needs a trajectory of %d steps and %d items (got %s)",
                      ref_dir, steps, n_all, t ? "another shape" : "none");
-    float *all = NULL;
+    float *all = NULL, *copy = NULL; /* all: the file's floats, a view where it can be */
     size_t per = 0;
     if (st == RP_OK) {
         per = (size_t)(t->shape[2] * t->shape[3] * t->shape[4]);
-        all = malloc(sizeof(float) * t->numel);
-        *out = malloc(sizeof(float) * (size_t)(steps + 1) * count * per);
-        if (!all || !*out) st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher trajectory");
+        st = rp_st_f32_borrow(f, t, &all, &copy, err);
     }
-    if (st == RP_OK) st = rp_st_read_f32(f, "trajectory", 5, t->shape, all, err);
+    if (st == RP_OK && !(*out = malloc(sizeof(float) * (size_t)(steps + 1) * count * per)))
+        st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher trajectory");
     for (int k = 0; st == RP_OK && k <= steps; k++) /* row k: this rank's items, in order */
         memcpy(*out + (size_t)k * count * per, all + ((size_t)k * n_all + first) * per, sizeof(float) * count * per);
     rp_st_close(f);
-    free(all);
+    free(copy);
     if (st != RP_OK) {
         free(*out);
         *out = NULL;

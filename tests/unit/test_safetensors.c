@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -246,6 +247,23 @@ START_TEST(test_round_trip_all_dtypes) {
     ck_assert_int_eq(rp_st_read_f32(f, "scalar", 0, NULL, out, NULL), RP_OK);
     ck_assert(out[0] == 42.0f);
     ck_assert_int_eq(rp_st_read_f32(f, "empty", 1, s0, out, NULL), RP_OK);
+
+    /* borrowed floats: an aligned f32 tensor is a view into the file (no copy to free),
+     * any other float dtype a converted copy; both give rp_st_read_f32's values */
+    float *v = NULL, *own = NULL;
+    const rp_st_tensor *tf = rp_st_find(f, "f32");
+    ck_assert_int_eq(rp_st_f32_borrow(f, tf, &v, &own, NULL), RP_OK);
+    if (((uintptr_t)tf->data & 3) == 0) ck_assert(own == NULL && v == rp_st_f32_view(f, tf) && (void *)v == tf->data);
+    else ck_assert(own == v && rp_st_f32_view(f, tf) == NULL);
+    ck_assert(memcmp(v, f32, sizeof f32) == 0);
+    free(own);
+    ck_assert_int_eq(rp_st_f32_borrow(f, rp_st_find(f, "bf16"), &v, &own, NULL), RP_OK);
+    ck_assert(own != NULL && own == v && v[0] == 3.140625f && v[1] == -1.0f);
+    ck_assert(rp_st_f32_view(f, rp_st_find(f, "bf16")) == NULL);
+    free(own);
+    rp_error_clear(&err);
+    ck_assert_int_eq(rp_st_f32_borrow(f, rp_st_find(f, "i32"), &v, &own, &err), RP_ERR_SHAPE);
+    ck_assert(v == NULL && own == NULL);
 
     const rp_st_tensor *t = rp_st_find(f, "i64");
     ck_assert(t && t->dtype == RP_DT_I64 && t->nbytes == 16 && memcmp(t->data, i64, 16) == 0);
