@@ -199,6 +199,13 @@ static const inject_entry INJECTIONS[RP_INJECT_COUNT] = {
                                     "after warmup the patch strategy's keys take their text rows from the previous "
                                     "forward (a text K/V cache where only image K/V may be kept)",
                                     "patch > 1, warmup_steps < steps, steps >= 2; SD3, FLUX"},
+    /* A routing fault in host code every layout shares (audit 21): the per-step noise keyed by
+     * the wrong index. The update reads the noise it is handed, so only a check that draws
+     * each item's noise again sees where the step went wrong. */
+    [RP_INJECT_STEP_NOISE_INDEX] = {"step-noise-index",
+                                    "every dp group draws its items' step noise keyed by their index within the "
+                                    "group instead of in the batch",
+                                    "dp > 1, a sampler that draws noise (ddpm; ddim or euler-a with eta > 0); DiT"},
 };
 
 const char *rp_inject_names(void) {
@@ -208,7 +215,7 @@ const char *rp_inject_names(void) {
            "ring-lse-skew attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row "
            "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap cfg-stale-half "
            "attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank warmup-late "
-           "patch-text-stale";
+           "patch-text-stale step-noise-index";
 }
 
 rp_status rp_inject_parse(const char *name, rp_inject_id *id, rp_error *err) {
@@ -379,6 +386,15 @@ int rp_inject_applies(rp_inject_id id, rp_family fam, const rp_inject_layout *l,
                                     l->steps);
         return l->warmup < l->steps ? 1 : no(why, cap, "%s needs warmup_steps < steps: it acts after warmup (got "
                                               "warmup_steps=%d)", n, l->warmup);
+    case RP_INJECT_STEP_NOISE_INDEX:
+        if (d->dp <= 1) return no(why, cap, "%s needs dp > 1: the groups after the first (got dp=%d)", n, d->dp);
+        if (!l->stochastic) {
+            if (why && cap)
+                snprintf(why, cap, "%s needs a sampler that draws noise at its steps (ddpm; ddim or euler-a with "
+                         "eta > 0)", n);
+            return 0;
+        }
+        return 1;
     case RP_INJECT_WARMUP_LATE:
     case RP_INJECT_ATTN_SCALE_LATE:
         if (d->patch <= 1 && !l->pipeline)

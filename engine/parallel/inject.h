@@ -127,6 +127,13 @@
  *                         warmup <                   previous forward's (a text K/V cache where only
  *                         steps,                     image K/V may be kept): the text rows' contract
  *                         steps >= 2                 (rp_par_stale_text) names it
+ *   step-noise-index      dp > 1,      DiT           every dp group draws its items' step (ancestral)
+ *                         a stochastic               noise keyed by their index within the group,
+ *                         sampler                    not in the batch: groups after the first draw
+ *                                                    the first group's streams. Keyed to the data
+ *                                                    (which items a group holds), on every rank
+ *                                                    alike: the sampler's own check, which draws
+ *                                                    each item's noise again (pipeline.c), names it
  * (1) ulysses x ring > 1, patch > 1 or pipefusion > 1: the layouts where a rank
  *     computes positions for its own part of the image. DiT and SD3 use absolute
  *     position embeddings, so there is no RoPE to shift.
@@ -192,6 +199,7 @@ typedef enum rp_inject_id {
     RP_INJECT_ACT_BF16_RANK,
     RP_INJECT_WARMUP_LATE,
     RP_INJECT_PATCH_TEXT_STALE,
+    RP_INJECT_STEP_NOISE_INDEX,
     RP_INJECT_COUNT
 } rp_inject_id;
 
@@ -207,6 +215,7 @@ typedef struct rp_inject_layout {
     int warmup;         /* warmup_steps (pipefusion, patch) */
     int pipeline;       /* PipeFusion's pipeline patches, 0: none (pipefusion 1 with patches: its
                            serial emulation, which runs the pipeline's code on one stage) */
+    int stochastic;     /* 1: the sampler draws noise at its steps (ddpm; ddim, euler-a with eta > 0) */
 } rp_inject_layout;
 
 /* name -> id. NULL or "" -> RP_INJECT_NONE. Unknown name: RP_ERR_INVALID

@@ -214,6 +214,7 @@ rp_denoiser rp_dit_denoiser_as(rp_dit_denoiser *d) {
 /* ---- per-item noise ----------------------------------------------------------------- */
 
 typedef struct item_noise {
+    const rp_ctx *ctx;
     const rp_gen_item *items;
     int B;
     size_t per;   /* floats per item */
@@ -222,10 +223,23 @@ typedef struct item_noise {
 /* out (B, per): item b's ancestral noise of loop step k. */
 static rp_status item_noise_fill(void *self, int k, float *out, rp_error *err) {
     const item_noise *n = self;
+    /* step-noise-index: each item keyed by its place in this rank's batch (right only where
+     * that batch starts the whole one) */
+    const int local = rp_par_fault(n->ctx, RP_INJECT_STEP_NOISE_INDEX);
     for (int b = 0; b < n->B; b++)
-        rp_randn(out + (size_t)b * n->per, n->per, n->items[b].seed, n->items[b].global_index,
+        rp_randn(out + (size_t)b * n->per, n->per, n->items[b].seed, local ? (uint64_t)b : n->items[b].global_index,
                  RP_STREAM_STEP_NOISE_BASE + (uint32_t)k);
     return RP_OK;
+}
+
+/* z (B, per): the step noise of loop step k drawn again for the sampler's own check
+ * (rp_sampler_own_check_dit), apart from item_noise_fill: Philox keyed by each item's seed
+ * and global index on step k's stream, as the reference's run draws it. */
+static void item_noise_own(const item_noise *n, int k, float *z) {
+    for (int b = 0; b < n->B; b++) {
+        const rp_gen_item *it = &n->items[b];
+        rp_randn(z + (size_t)b * n->per, n->per, it->seed, it->global_index, RP_STREAM_STEP_NOISE_BASE + (uint32_t)k);
+    }
 }
 
 /* ---- teacher forcing (the classifier's local-error runs; see rp_gen_request) ------------- */
@@ -245,19 +259,26 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
  * through the same restart and rp_sampler_step, so the reference's own config reproduces its
  * trajectory bit for bit, every sampler (rp_sample starts each step from the stored latent). */
 static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const rp_schedule *s,
-                             const rp_denoiser *d, const rp_noise_src *noise, const float *teacher,
+                             const rp_denoiser *d, const rp_noise_src *noise, const item_noise *inoise,
+                             const float *teacher,
                              const unsigned char *mask, size_t n, float *trajectory, double *timesteps,
                              rp_error *err) {
     const int N = s->steps;
     RP_TRY(teacher_mask_check(mask, N, cfg->kind == RP_SAMPLER_DPMPP_2M, err));
     if (rp_sampler_is_stochastic(cfg) && (!noise || !noise->fill))
         return RP_FAIL(err, RP_ERR_INVALID, "sampler %s needs an ancestral noise source", rp_sampler_name(cfg->kind));
-    float *x = malloc(n * sizeof(float)); /* (n) */
-    if (!x) return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
+    const int own_noise = rp_sampler_is_stochastic(cfg) && inoise && ctx->par && ctx->par->check_own;
+    float *x = malloc(n * sizeof(float));                                  /* (n) */
+    float *z_own = own_noise ? malloc(n * sizeof(float)) : NULL;           /* (n) */
+    if (!x || (own_noise && !z_own)) {
+        free(x);
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for teacher-forcing buffers (%zu floats)", n);
+    }
     rp_sampler_state ss;
     rp_status st = rp_sampler_state_init(&ss, cfg, d, n, err);
     if (st != RP_OK) {
         free(x);
+        free(z_own);
         return st;
     }
     memcpy(trajectory, teacher, n * sizeof(float));
@@ -279,10 +300,12 @@ static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const
         const rp_sampler_own_step own = {.cfg = cfg, .s = s, .k = k, .n = n, .x = teacher + (size_t)k * n,
                                          .eps = ss.eps, .var = ss.var, .z = ss.z, .x0_last = had ? ss.x0 : NULL,
                                          .abar_last = abar_last};
-        if (st == RP_OK) st = rp_sampler_own_check_dit(ctx, &own, out, err);
+        if (st == RP_OK && z_own) item_noise_own(inoise, k, z_own);
+        if (st == RP_OK) st = rp_sampler_own_check_dit(ctx, &own, z_own, out, err);
     }
     rp_sampler_state_free(&ss);
     free(x);
+    free(z_own);
     return st;
 }
 
@@ -1165,13 +1188,13 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
 
     if ((st = rp_dit_denoiser_init(&dd, model.impl, ctx, B, y, req->cfg, err)) != RP_OK) goto fail;
     rp_denoiser den = rp_dit_denoiser_as(&dd);
-    item_noise inoise = {req->items, B, per};
+    item_noise inoise = {ctx, req->items, B, per};
     rp_noise_src nsrc = {&inoise, item_noise_fill};
     rp_sampler_cfg scfg = {req->sampler, req->eta};
     memcpy(res->latents, res->noise, sizeof(float) * n);
     double t0 = rp_now_s();
     if (req->teacher) {
-        st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, req->teacher, req->teacher_steps, n, res->trajectory,
+        st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, &inoise, req->teacher, req->teacher_steps, n, res->trajectory,
                          res->timesteps, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {

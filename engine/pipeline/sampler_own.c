@@ -25,7 +25,7 @@ static double ve_sigma(const rp_schedule *s, int i) {
     return sqrt((1.0 - a) / a);
 }
 
-static void own_ddim(const rp_sampler_own_step *st, int i, float *y) {
+static int own_ddim(const rp_sampler_own_step *st, int i, float *y) {
     const rp_schedule *s = st->s;
     const double abar = s->alphas_cumprod[i], prev = abar_after(s, i), eta = st->cfg->eta;
     const double sigma = eta * sqrt((1.0 - prev) / (1.0 - abar)) * sqrt(1.0 - abar / prev);
@@ -37,9 +37,10 @@ static void own_ddim(const rp_sampler_own_step *st, int i, float *y) {
         if (sigma > 0.0) v += sigma * (double)st->z[j];
         y[j] = (float)v;
     }
+    return sigma > 0.0;
 }
 
-static void own_ddpm(const rp_sampler_own_step *st, int i, float *y) {
+static int own_ddpm(const rp_sampler_own_step *st, int i, float *y) {
     const rp_schedule *s = st->s;
     const double abar = s->alphas_cumprod[i], prev = abar_after(s, i), beta = s->betas[i];
     const double ra = sqrt(1.0 / abar), rm1 = sqrt(1.0 / abar - 1.0);
@@ -62,6 +63,7 @@ static void own_ddpm(const rp_sampler_own_step *st, int i, float *y) {
         }
         y[j] = (float)v;
     }
+    return i > 0;
 }
 
 static double half_log_snr(double abar) { return 0.5 * log(abar / (1.0 - abar)); }
@@ -88,7 +90,7 @@ static void own_dpmpp(const rp_sampler_own_step *st, int i, float *y) {
     }
 }
 
-static void own_euler_a(const rp_sampler_own_step *st, int i, float *y) {
+static int own_euler_a(const rp_sampler_own_step *st, int i, float *y) {
     const rp_schedule *s = st->s;
     const double sg = ve_sigma(s, i), sn = i > 0 ? ve_sigma(s, i - 1) : 0.0, eta = st->cfg->eta;
     double up = 0.0, down = sn;
@@ -106,17 +108,19 @@ static void own_euler_a(const rp_sampler_own_step *st, int i, float *y) {
         const float xk1 = (float)v;
         y[j] = sn > 0.0 ? (float)((double)xk1 * c_next) : xk1;
     }
+    return add;
 }
 
-void rp_sampler_own_dit(const rp_sampler_own_step *st, float *y) {
+int rp_sampler_own_dit(const rp_sampler_own_step *st, float *y) {
     assert(st && st->k >= 0 && st->k < st->s->steps);
     const int i = st->s->steps - 1 - st->k;
     switch (st->cfg->kind) {
-    case RP_SAMPLER_DDIM: own_ddim(st, i, y); break;
-    case RP_SAMPLER_DDPM: own_ddpm(st, i, y); break;
-    case RP_SAMPLER_DPMPP_2M: own_dpmpp(st, i, y); break;
-    case RP_SAMPLER_EULER_A: own_euler_a(st, i, y); break;
+    case RP_SAMPLER_DDIM: return own_ddim(st, i, y);
+    case RP_SAMPLER_DDPM: return own_ddpm(st, i, y);
+    case RP_SAMPLER_DPMPP_2M: own_dpmpp(st, i, y); return 0;
+    case RP_SAMPLER_EULER_A: return own_euler_a(st, i, y);
     }
+    return 0;
 }
 
 void rp_sampler_own_flow(const rp_flow_schedule *s, int i, const float *x, const float *v, size_t n, float *y) {
@@ -135,12 +139,17 @@ static void note(const rp_ctx *ctx, const float *x_next, const float *y, size_t 
     rp_par_own_flush(ctx, "sampler.update");
 }
 
-rp_status rp_sampler_own_check_dit(const rp_ctx *ctx, const rp_sampler_own_step *st, const float *x_next,
-                                   rp_error *err) {
+rp_status rp_sampler_own_check_dit(const rp_ctx *ctx, const rp_sampler_own_step *st, const float *z_own,
+                                   const float *x_next, rp_error *err) {
     if (!ctx->par || !ctx->par->check_own) return RP_OK;
     float *y = malloc(sizeof(float) * (st->n ? st->n : 1));
     if (!y) return RP_FAIL(err, RP_ERR_NOMEM, "sampler own check: out of memory (%zu floats)", st->n);
-    rp_sampler_own_dit(st, y);
+    /* the noise first: the update below reads the z it was handed, so a wrong draw is named
+     * here (before, by elimination, "the sampler's update") */
+    if (rp_sampler_own_dit(st, y) && z_own) {
+        rp_par_own_hold(ctx->par, st->z, z_own, st->n, "step noise");
+        rp_par_own_flush(ctx, "sampler.noise");
+    }
     note(ctx, x_next, y, st->n, rp_sampler_name(st->cfg->kind));
     free(y);
     return RP_OK;

@@ -36,15 +36,20 @@ typedef struct rp_sampler_own_step {
     double abar_last;
 } rp_sampler_own_step;
 
-/* y (n) = the step's output as recomputed by this file's own code. */
-void rp_sampler_own_dit(const rp_sampler_own_step *st, float *y);
+/* y (n) = the step's output as recomputed by this file's own code. Returns 1 when that
+ * update reads the ancestral noise z (by this file's own conditions), else 0. */
+int rp_sampler_own_dit(const rp_sampler_own_step *st, float *y);
 /* y (n) = the flow Euler update of x (n) by v (n) from sigmas[i] to sigmas[i + 1]. */
 void rp_sampler_own_flow(const rp_flow_schedule *s, int i, const float *x, const float *v, size_t n, float *y);
 
 /* The check: y recomputed as above, held against x_next (n, the step's output) as an own pair
- * noted under "sampler.update" (no-op without ctx->par->check_own). Errors: RP_ERR_NOMEM. */
-rp_status rp_sampler_own_check_dit(const rp_ctx *ctx, const rp_sampler_own_step *st, const float *x_next,
-                                   rp_error *err);
+ * noted under "sampler.update"; before it, where the update reads noise and z_own (n: the
+ * step's noise as the caller draws it by code of its own, from each item's seed and global
+ * index; NULL: not checked) is given, st->z against z_own under "sampler.noise" (the step
+ * noise is host code keyed by (seed, item, step): the same bits in every layout). No-op
+ * without ctx->par->check_own. Errors: RP_ERR_NOMEM. */
+rp_status rp_sampler_own_check_dit(const rp_ctx *ctx, const rp_sampler_own_step *st, const float *z_own,
+                                   const float *x_next, rp_error *err);
 rp_status rp_sampler_own_check_flow(const rp_ctx *ctx, const rp_flow_schedule *s, int i, const float *x,
                                     const float *v, const float *x_next, size_t n, rp_error *err);
 

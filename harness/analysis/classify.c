@@ -400,7 +400,8 @@ static layer_key key_of(const char *name) {
      * (step_after_model), which they would explain */
     if (!strncmp(name, "cfg.segment", 11)) return (layer_key){3, 0, 2};
     if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 3};
-    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 4};
+    if (!strcmp(name, "sampler.noise")) return (layer_key){3, 0, 4}; /* what the update reads */
+    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 5};
     for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
         if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
     if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};

@@ -583,7 +583,9 @@ static rp_status check_inject(const rp_case *c, const model_facts *m, rp_error *
         .steps = c->steps, .items = c->n_items,
         .low_precision = strcmp(c->precision, "fp32") != 0 && strcmp(c->precision, "tf32") != 0,
         .on_device = strcmp(c->device, "cpu") != 0, .invariant = !strcmp(c->numerics, "invariant"),
-        .warmup = c->warmup_steps, .pipeline = rp_case_pipeline_patches(c)};
+        .warmup = c->warmup_steps, .pipeline = rp_case_pipeline_patches(c),
+        .stochastic = !strcmp(c->sampler, "ddpm") ||
+                      ((!strcmp(c->sampler, "ddim") || !strcmp(c->sampler, "euler-a")) && c->eta > 0)};
     rp_case_degrees(c, &l.deg);
     char why[384];
     if (!rp_inject_applies(id, m->fam, &l, why, sizeof why))
@@ -716,7 +718,8 @@ const char *rp_validate_describe_rules(void) {
            "                attn-scale-ulp-rank ring-reverse-rank latents-bf16-rank dp-gather-row\n"
            "                patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank\n"
            "                pipefusion-block-overlap cfg-stale-half attn-scale-step-rank attn-scale-late\n"
-           "                pipefusion-stream-stale act-bf16-rank warmup-late patch-text-stale,\n"
+           "                pipefusion-stream-stale act-bf16-rank warmup-late patch-text-stale\n"
+           "                step-noise-index,\n"
            "                and only where it can act (e.g. ring-no-rescale\n"
            "                needs ring > 1, ring-lse-skew ring > 1 in the default numerics,\n"
            "                attn-scale-ulp-rank world > 1 with ring 1, an fp32 case in the default\n"
@@ -731,5 +734,6 @@ const char *rp_validate_describe_rules(void) {
            "                steps after warmup, cfg-stale-half as cfg-combine-order,\n"
            "                attn-scale-step-rank as attn-scale-ulp-rank with steps >= 4,\n"
            "                attn-scale-late and warmup-late patch or pipefusion with steps after\n"
-           "                warmup, patch-text-stale SD3 or FLUX with patch and steps after warmup)\n";
+           "                warmup, patch-text-stale SD3 or FLUX with patch and steps after warmup,\n"
+           "                step-noise-index dp > 1 with a sampler that draws noise)\n";
 }

@@ -36,14 +36,18 @@ static rp_status stub_eval(void *self, const float *x, int i, double t, float *e
     return RP_OK;
 }
 
+/* self: an int counting the calls (the steps that drew noise) */
 static rp_status noise_fill(void *self, int k, float *out, rp_error *err) {
-    (void)self, (void)err;
+    (void)err;
+    ++*(int *)self;
     for (int j = 0; j < N; j++) out[j] = sinf((float)(k * N + j)) * 1.5f;
     return RP_OK;
 }
 
 /* Every step of cfg over a 7-step DiT schedule, each from a drawn latent: the step's output
- * against the own recomputation, bitwise; one ulp moved in one output value differs. */
+ * against the own recomputation, bitwise; one ulp moved in one output value differs; the own
+ * code says it read the noise exactly at the steps where the sampler drew it (the steps whose
+ * noise the own check holds, sampler_own.h). */
 static void check_sampler(rp_sampler_kind kind, double eta, int has_var) {
     rp_schedule s;
     rp_error err;
@@ -51,7 +55,8 @@ static void check_sampler(rp_sampler_kind kind, double eta, int has_var) {
     stub m;
     for (int j = 0; j < N; j++) m.off[j] = draw() * 0.25f, m.voff[j] = draw();
     const rp_denoiser d = {&m, has_var, stub_eval, NULL};
-    const rp_noise_src ns = {NULL, noise_fill};
+    int draws = 0;
+    const rp_noise_src ns = {&draws, noise_fill};
     const rp_sampler_cfg cfg = {kind, eta};
     rp_sampler_state ss;
     ck_assert_int_eq(rp_sampler_state_init(&ss, &cfg, &d, N, &err), RP_OK);
@@ -62,16 +67,19 @@ static void check_sampler(rp_sampler_kind kind, double eta, int has_var) {
         rp_sampler_state_restart(&ss, &cfg, &s, k, x);
         const int had = ss.have_last;
         const double abar_last = ss.abar_last;
+        const int before = draws;
         ck_assert_int_eq(rp_sampler_step(&cfg, &s, &d, &ns, k, x, &ss, &err), RP_OK);
         const rp_sampler_own_step st = {.cfg = &cfg, .s = &s, .k = k, .n = N, .x = in, .eps = ss.eps,
                                         .var = ss.var, .z = ss.z, .x0_last = had ? ss.x0 : NULL,
                                         .abar_last = abar_last};
-        rp_sampler_own_dit(&st, y);
+        ck_assert_msg(rp_sampler_own_dit(&st, y) == (draws > before), "%s eta %g: step %d drew %d, own says %d",
+                      rp_sampler_name(kind), eta, k, draws - before, !(draws > before));
         ck_assert_msg(memcmp(x, y, sizeof x) == 0, "%s eta %g var %d: step %d differs", rp_sampler_name(kind), eta,
                       has_var, k);
         x[N / 2] = nextafterf(x[N / 2], INFINITY);
         ck_assert(memcmp(x, y, sizeof x) != 0);
     }
+    ck_assert_int_eq(draws > 0, rp_sampler_is_stochastic(&cfg)); /* the property above is not vacuous */
     rp_sampler_state_free(&ss);
     rp_schedule_free(&s);
 }

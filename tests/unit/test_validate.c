@@ -558,7 +558,7 @@ START_TEST(inject_rules) {
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
                      "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank "
-                     "warmup-late patch-text-stale)");
+                     "warmup-late patch-text-stale step-noise-index)");
     snprintf(c.inject, sizeof c.inject, "ring-no-rescale");
     EXPECT_INVALID(c, &env,
                    "inject=ring-no-rescale: ring-no-rescale needs ring > 1 (got ring=1); the fault could not change "
@@ -753,7 +753,7 @@ START_TEST(inject_registry) {
                      "ring-reverse-rank latents-bf16-rank dp-gather-row "
                      "patch-stale-rows pipefusion-skip-refresh te-norm-eps-rank pipefusion-block-overlap "
                      "cfg-stale-half attn-scale-step-rank attn-scale-late pipefusion-stream-stale act-bf16-rank "
-                     "warmup-late patch-text-stale)");
+                     "warmup-late patch-text-stale step-noise-index)");
 }
 END_TEST
 
