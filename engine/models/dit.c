@@ -386,7 +386,7 @@ rp_status rp_dit_forward(const rp_dit *m, const rp_ctx *ctx, float *out, const f
     rp_d_layernorm(ctx, h, xs, NULL, NULL, (int)BTl, C, 1e-6f);
     rp_d_modulate(ctx, h, mod, mod + C, 2 * C, B, Tl, C);
     rp_d_linear(ctx, fin, h, &m->final_linear, (int)BTl);
-    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
+    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, t0, Tl, err)) != RP_OK) goto done;
     rp_par_trace(ctx, "final_layer", fin, B, T, Po, NULL, T);
     rp_d_unpatchify(ctx, outd, fin, B, Cout, S, S, p);
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * S * S);

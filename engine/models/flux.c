@@ -648,7 +648,7 @@ static rp_status flux_final(const rp_flux *m, const rp_ctx *ctx, const flux_fwd 
     rp_d_modulate(ctx, f->h, f->mod[0] + C, f->mod[0], 2 * C, B, Nl, C);
     rp_par_trace(ctx, "norm_out", f->h, B, Nl, C, f->itok, f->N);
     rp_d_linear(ctx, f->tok, f->h, &m->proj_out, B * Nl);
-    if (Nl < f->N) RP_TRY(rp_par_gather_tokens(ctx, f->tok, f->tok, B, f->N, f->P, err));
+    if (Nl < f->N) RP_TRY(rp_par_gather_tokens(ctx, f->tok, f->tok, B, f->N, f->P, f->n0, Nl, err));
     rp_par_trace(ctx, "proj_out", f->tok, B, f->N, f->P, NULL, f->N);
     return RP_OK;
 }

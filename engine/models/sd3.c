@@ -727,7 +727,7 @@ rp_status rp_sd3_forward(const rp_sd3 *m, const rp_ctx *ctx, float *out, const f
     rp_d_layernorm(ctx, hx, xs, NULL, NULL, (int)BTl, D, 1e-6f);
     rp_d_modulate(ctx, hx, modx + D, modx, 2 * D, B, Tl, D);
     rp_d_linear(ctx, fin, hx, &m->proj_out, (int)BTl);
-    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, err)) != RP_OK) goto done;
+    if (Tl < T && (st = rp_par_gather_tokens(ctx, fin, fin, B, T, Po, t0, Tl, err)) != RP_OK) goto done;
     rp_par_trace(ctx, "proj_out", fin, B, T, Po, NULL, T);
     rp_d_unpatchify(ctx, outd, fin, B, Cout, H, W, p);
     if (ctx->dev) rp_d_download(ctx, out, outd, (size_t)B * Cout * H * W);

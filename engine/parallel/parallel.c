@@ -250,73 +250,107 @@ rp_status rp_par_shard_text(const rp_ctx *ctx, int L, int *l0, int *n, rp_error 
 }
 
 static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
-                                    rp_error *err);
+                                    int t0, int n, rp_error *err);
 
 /* With a device: staged through the host (the collectives move host buffers); the
  * models gather in place (full == local, a (B, T, W) device buffer), which is all this
  * supports there. */
-rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
-                               rp_error *err) {
-    if (!ctx->dev) return gather_tokens_host(ctx, full, local, B, T, W, err);
+rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W, int t0,
+                               int n, rp_error *err) {
+    if (!ctx->dev) return gather_tokens_host(ctx, full, local, B, T, W, t0, n, err);
     if (full != local)
         return RP_FAIL(err, RP_ERR_UNSUPPORTED, "sequence gather on %s: only in place (full == local)",
                        ctx->dev->name);
-    const size_t n = (size_t)B * T * W;
-    float *h = malloc(sizeof(float) * (n ? n : 1));
-    if (!h) return RP_FAIL(err, RP_ERR_NOMEM, "out of host memory staging %zu floats", n);
-    rp_d_download(ctx, h, full, n);
+    const size_t nf = (size_t)B * T * W;
+    float *h = malloc(sizeof(float) * (nf ? nf : 1));
+    if (!h) return RP_FAIL(err, RP_ERR_NOMEM, "out of host memory staging %zu floats", nf);
+    rp_d_download(ctx, h, full, nf);
     rp_status st = rp_d_check(ctx, err);
     if (st == RP_OK) {
         rp_ctx hc = *ctx;
         hc.dev = NULL;
-        st = gather_tokens_host(&hc, h, h, B, T, W, err);
+        st = gather_tokens_host(&hc, h, h, B, T, W, t0, n, err);
     }
-    if (st == RP_OK) rp_d_upload(ctx, full, h, n);
+    if (st == RP_OK) rp_d_upload(ctx, full, h, nf);
     free(h);
     return st;
 }
 
-static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
-                                    rp_error *err) {
-    int m, M;
-    if (ctx->par && rp_par_pf_patch(ctx->par, &m, &M)) {
-        /* the patch's shards first (T / M tokens), then the patch into the whole sequence */
-        if (T % M)
-            return RP_FAIL(err, RP_ERR_INVALID, "pipefusion gather: %d tokens are not %d equal patches: the last %d "
-                           "would be computed by no stage", T, M, T % M);
-        if (rp_par_sp(ctx) > 1) {
-            rp_ctx whole = *ctx;
-            rp_parallel q = *ctx->par;
-            q.pf = NULL; /* a plain sp gather of the T / M patch tokens */
-            whole.par = &q;
-            RP_TRY(gather_tokens_host(&whole, full, local, B, T / M, W, err));
-            local = full;
-        }
-        return rp_par_pf_tokens(ctx->par, full, local, B, T, W, err);
+/* The gather's coverage contract: the token ranges the sp ranks say they computed
+ * ([t0, t0 + n), as their models cut them; exchanged over the group) tile [base, base + len)
+ * in the group's order, in equal shards — what the placement below presumes. A divisibility
+ * formula only restates how the shards were meant to be cut and is relaxed as easily as the
+ * cut (audit 21's plant 12 relaxed it in three places, and the token no rank computed held
+ * whatever the buffer did); this reads the ranges that were cut, so a wrong split (a floor
+ * or ceiling division, a start off by one, a rank at another rank's position) is refused,
+ * naming the tokens no rank or two ranks computed. One exchange of 2 numbers per gather. */
+static rp_status check_coverage(const rp_ctx *ctx, int base, int len, int t0, int n, rp_error *err) {
+    const int sp = rp_par_sp(ctx);
+    float mine[2] = {(float)t0, (float)n}; /* token counts < 2^24: exact */
+    float one[2];
+    float *all = sp > 1 ? malloc(sizeof(float) * 2 * (size_t)sp) : one; /* (sp, 2) */
+    if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "sequence gather: out of memory for %d ranges", sp);
+    rp_status st = RP_OK;
+    if (sp > 1) {
+        rp_comm *c = ctx->par->sp.comm;
+        st = c->ops->allgather(c, mine, 2, all, err);
+    } else {
+        memcpy(one, mine, sizeof mine);
     }
+    int at = base; /* the first token not yet covered */
+    for (int s = 0; s < sp && st == RP_OK; s++) {
+        const int s0 = (int)all[2 * s], sn = (int)all[2 * s + 1];
+        if (s0 > at)
+            st = RP_FAIL(err, RP_ERR_INVALID, "sequence gather: tokens %d..%d of [%d, %d) were computed by no rank "
+                         "(sequence rank %d computed [%d, %d))", at, s0 - 1, base, base + len, s, s0, s0 + sn);
+        else if (s0 < at)
+            st = RP_FAIL(err, RP_ERR_INVALID, "sequence gather: tokens %d..%d of [%d, %d) were computed by sequence "
+                         "ranks %d and %d (rank %d computed [%d, %d))", s0, at - 1, base, base + len, s - 1, s, s,
+                         s0, s0 + sn);
+        else if (sn != (int)all[1] || sn <= 0)
+            st = RP_FAIL(err, RP_ERR_INVALID, "sequence gather: sequence rank %d computed %d tokens and rank 0 %d: "
+                         "the shards are not equal", s, sn, (int)all[1]);
+        at = s0 + sn;
+    }
+    if (st == RP_OK && at != base + len)
+        st = at < base + len
+                 ? RP_FAIL(err, RP_ERR_INVALID, "sequence gather: tokens %d..%d of [%d, %d) were computed by no rank",
+                           at, base + len - 1, base, base + len)
+                 : RP_FAIL(err, RP_ERR_INVALID, "sequence gather: the shards end at token %d, past the %d tokens of "
+                           "[%d, %d)", at, len, base, base + len);
+    if (all != one) free(all);
+    return st;
+}
+
+static rp_status gather_tokens_host(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
+                                    int t0, int n, rp_error *err) {
+    int m = 0, M = 1;
+    const int pf = ctx->par && rp_par_pf_patch(ctx->par, &m, &M);
+    if (pf && T % M)
+        return RP_FAIL(err, RP_ERR_INVALID, "pipefusion gather: %d tokens are not %d equal patches: the last %d "
+                       "would be computed by no stage", T, M, T % M);
+    const int len = T / M; /* the patch in progress (pipefusion), else the sequence */
+    RP_TRY(check_coverage(ctx, m * len, len, t0, n, err));
     const int sp = rp_par_sp(ctx);
     if (sp == 1) {
-        if (full != local) memmove(full, local, sizeof(float) * B * (size_t)T * W);
-        return RP_OK;
+        if (!pf && full != local) memmove(full, local, sizeof(float) * B * (size_t)T * W);
+    } else { /* (sp, B, n, W) -> (B, len, W): the contract put shard s at s n */
+        const size_t chunk = (size_t)B * n * W;          /* one rank's (B, n, W) */
+        float *all = malloc(sizeof(float) * chunk * sp); /* (sp, B, n, W) */
+        if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "sequence parallel: out of memory gathering %d x %d tokens", B, len);
+        rp_comm *c = ctx->par->sp.comm;
+        rp_status st = c->ops->allgather(c, local, chunk, all, err);
+        if (st == RP_OK)
+            for (int s = 0; s < sp; s++)
+                for (int b = 0; b < B; b++)
+                    memcpy(full + ((size_t)b * len + (size_t)s * n) * W, all + ((size_t)s * B + b) * n * W,
+                           sizeof(float) * n * W);
+        free(all);
+        RP_TRY(st);
+        local = full;
     }
-    /* checked here too, not only where the shards were cut (rp_par_shard): a gather whose
-     * shards do not cover the sequence would leave tokens that no rank computed */
-    if (T % sp)
-        return RP_FAIL(err, RP_ERR_INVALID, "sequence gather: %d tokens are not %d equal shards: tokens %d..%d would "
-                       "be computed by no rank", T, sp, T - T % sp, T - 1);
-    const int n = T / sp;
-    const size_t chunk = (size_t)B * n * W;               /* one rank's (B, n, W) */
-    float *all = malloc(sizeof(float) * chunk * sp);      /* (sp, B, n, W) */
-    if (!all) return RP_FAIL(err, RP_ERR_NOMEM, "sequence parallel: out of memory gathering %d x %d tokens", B, T);
-    rp_comm *c = ctx->par->sp.comm;
-    rp_status st = c->ops->allgather(c, local, chunk, all, err);
-    if (st == RP_OK)
-        for (int s = 0; s < sp; s++)
-            for (int b = 0; b < B; b++)
-                memcpy(full + ((size_t)b * T + (size_t)s * n) * W, all + ((size_t)s * B + b) * n * W,
-                       sizeof(float) * n * W);
-    free(all);
-    return st;
+    /* the patch's tokens into the whole sequence (the stages' patches so far) */
+    return pf ? rp_par_pf_tokens(ctx->par, full, local, B, T, W, err) : RP_OK;
 }
 
 int rp_par_pos_shift(const rp_ctx *ctx) {

@@ -355,11 +355,14 @@ int rp_par_sp(const rp_ctx *ctx);
  * Under pipefusion the T (image) tokens are first cut into the pipeline patches and the
  * slice is of the patch in progress (the whole sequence in warmup steps). */
 rp_status rp_par_shard(const rp_ctx *ctx, int T, int *t0, int *n, rp_error *err);
-/* local (B, T/sp, W), this rank's shard -> full (B, T, W) in token order (allgather over
- * the sp group). full may be local itself (the gather goes through scratch). Under a
- * pipeline patch: local is the patch's shard; full gets every patch computed so far. */
-rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W,
-                               rp_error *err);
+/* local (B, n, W), this rank's shard, tokens [t0, t0 + n) as rp_par_shard gave them -> full
+ * (B, T, W) in token order (allgather over the sp group). full may be local itself (the
+ * gather goes through scratch). Under a pipeline patch: local is the patch's shard; full
+ * gets every patch computed so far. Before any data moves, the ranks' (t0, n) must tile the
+ * sequence (the patch in progress) in the group's order, in equal shards: else RP_ERR_INVALID
+ * naming the tokens no rank, or two ranks, computed (the coverage contract). */
+rp_status rp_par_gather_tokens(const rp_ctx *ctx, float *full, const float *local, int B, int T, int W, int t0,
+                               int n, rp_error *err);
 /* rope-offset: 1 on ranks > 0 when injected, else 0. */
 int rp_par_pos_shift(const rp_ctx *ctx);
 

@@ -947,6 +947,65 @@ START_TEST(dp_gather_is_checked) {
 }
 END_TEST
 
+/* ---- the sequence gather's coverage contract --------------------------------------------- */
+
+/* ulysses 3 over T = 12 tokens (B 2, W 2), every value a function of (item, token, column),
+ * so every rank knows the gathered result. Each rank says it computed [t0, t0 + n):
+ *   0  the shards as cut ([0, 4), [4, 8), [8, 12)) -> the gather, every value in place
+ *   1  floor shards of T = 13 on a 13-token call   -> refused: token 12 computed by no rank
+ *   2  rank 1 says [8, 12) (rank 2's)              -> refused: a gap at 4..7
+ *   3  rank 2 starts one token early, [7, 11)      -> refused: token 7 computed twice
+ * (1-3 move no data: the ranges are exchanged first, so the same ranks agree to refuse.) */
+typedef struct {
+    int T, t0[3], n[3];
+    const char *says; /* the refusal's words, NULL: gathered */
+} coverage_case;
+static const coverage_case COVERAGE_CASES[] = {
+    {12, {0, 4, 8}, {4, 4, 4}, NULL},
+    {13, {0, 4, 8}, {4, 4, 4}, "tokens 12..12 of [0, 13) were computed by no rank"},
+    {12, {0, 8, 8}, {4, 4, 4}, "tokens 4..7 of [0, 12) were computed by no rank"},
+    {12, {0, 4, 7}, {4, 4, 4}, "tokens 7..7 of [0, 12) were computed by sequence ranks 1 and 2"},
+};
+
+static float coverage_value(int b, int t, int w) { return (float)(1000 * b + 10 * t + w); }
+
+static int coverage_rank_main(int rank, int world, rp_comm *c, const void *arg) {
+    const coverage_case *cc = arg;
+    enum { B = 2, W = 2 };
+    rp_error err = {0};
+    rp_parallel par;
+    const rp_par_degrees d = {.dp = 1, .cfg = 1, .pipefusion = 1, .ulysses = world, .ring = 1, .patch = 1};
+    if (rp_par_init(&par, c, &d, RP_INJECT_NONE, &err) != RP_OK) return 1;
+    rp_ctx ctx = rp_ctx_default();
+    ctx.par = &par;
+    const int pos = par.sp.pos, t0 = cc->t0[pos], n = cc->n[pos];
+    float *full = calloc((size_t)B * cc->T * W, sizeof(float)); /* (B, T, W); local: (B, n, W) first */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < n; j++)
+            for (int w = 0; w < W; w++) full[((size_t)b * n + j) * W + w] = coverage_value(b, t0 + j, w);
+    const rp_status st = rp_par_gather_tokens(&ctx, full, full, B, cc->T, W, t0, n, &err);
+    int bad = 0;
+    if (!cc->says) {
+        bad = st != RP_OK;
+        for (int b = 0; b < B && !bad; b++)
+            for (int t = 0; t < cc->T && !bad; t++)
+                for (int w = 0; w < W && !bad; w++) bad = full[((size_t)b * cc->T + t) * W + w] != coverage_value(b, t, w);
+    } else {
+        bad = st != RP_ERR_INVALID || !strstr(err.msg, cc->says);
+    }
+    if (bad) fprintf(stderr, "rank %d: status %d (%s)\n", rank, (int)st, err.msg);
+    free(full);
+    rp_par_free(&par);
+    return bad;
+}
+
+START_TEST(sequence_gather_coverage_contract) {
+    if (!rp_comm_available(RP_COMM_GLOO)) return;
+    const int failed = spawn(3, coverage_rank_main, &COVERAGE_CASES[_i]);
+    ck_assert_msg(failed == 0, "case %d: %d ranks failed", _i, failed);
+}
+END_TEST
+
 /* ---- replica consistency -------------------------------------------------------------- */
 
 /* Scenario s on a (cfg 2, ulysses 2) layout of 4 ranks, every rank noting the same tensors:
@@ -1517,6 +1576,8 @@ static Suite *suite(void) {
     tcase_add_loop_test(tc, sp_attention_ranks, 0, (int)(sizeof SP_CASES / sizeof *SP_CASES));
     tcase_add_loop_test(tc, dp_items_are_shared_and_verified, 0, 3);
     tcase_add_loop_test(tc, dp_gather_is_checked, 0, 4);
+    tcase_add_loop_test(tc, sequence_gather_coverage_contract, 0,
+                        (int)(sizeof COVERAGE_CASES / sizeof *COVERAGE_CASES));
     tcase_add_loop_test(tc, replica_copies_are_compared, 0, 5);
     tcase_add_loop_test(tc, attention_scale_is_a_world_replica, 0, 4);
     tcase_add_loop_test(tc, cfg_exchange_contract, 0, (int)(sizeof CFG_CASES / sizeof *CFG_CASES));
