@@ -50,7 +50,7 @@ typedef enum rp_d_act { RP_D_GELU_TANH = 0, RP_D_GELU_ERF, RP_D_SILU } rp_d_act;
 typedef struct rp_d_attn_note {
     char kind[24];    /* "math" | "split" | "flash" (what ran) */
     char desc[160];   /* the device's one-line description */
-    char reason[320]; /* for auto: why; else "" */
+    char reason[320]; /* for auto: why; for a kernel other than the variant asked: why; else "" */
     char backend[24]; /* for auto on a device that chose: "sdpa-flash", ...; else "" */
     int q_chunk, kv_chunk;
 } rp_d_attn_note;

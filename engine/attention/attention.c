@@ -115,6 +115,15 @@ void rp_attn_note_choice(rp_trace *t, const rp_attn_choice *c, int B, int H, int
     rp_trace_note(t, key, summary);
 }
 
+/* Contract in attention.h. */
+void rp_attn_note_ran(rp_trace *t, const char *kind, int q_chunk, int kv_chunk) {
+    if (!t) return;
+    char key[64], v[48];
+    snprintf(key, sizeof key, "attention.ran.%s", kind);
+    snprintf(v, sizeof v, "q=%d kv=%d", q_chunk, kv_chunk);
+    if (!note_present(t, key, v)) rp_trace_note(t, key, v);
+}
+
 /* Runs variant `kind` with explicit chunk sizes (never AUTO). */
 static rp_status run_variant(const rp_ctx *ctx, rp_attn_kind kind, int qc, int kc, float *out,
                              const float *q, const float *k, const float *v, const uint8_t *m,

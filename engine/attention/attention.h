@@ -220,6 +220,14 @@ rp_device_profile rp_attn_profile_of(const rp_ctx *ctx);
  * not the calls. */
 void rp_attn_note_choice(struct rp_trace *t, const rp_attn_choice *c, int B, int H, int Tq, int Tk, int D);
 
+/* Notes in t (NULL: nothing) that variant `kind` ran with these chunk sizes, as
+ * "attention.ran.<kind>" = "q=<q_chunk> kv=<kv_chunk>" (0: the variant has no such size),
+ * once per distinct value. Each variant's own entry point calls it, and the device dispatcher
+ * for the kernel a device reports: the trace then says which kernels computed the case, for
+ * the classifier to hold against the variant the case asked for (a silent fallback to
+ * another kernel would otherwise compare as that variant's rounding). */
+void rp_attn_note_ran(struct rp_trace *t, const char *kind, int q_chunk, int kv_chunk);
+
 /* Parses "math" | "split" | "subquad" | "flash" | "auto"; RP_ERR_INVALID otherwise. */
 rp_status rp_attn_kind_parse(const char *s, rp_attn_kind *out, rp_error *err);
 

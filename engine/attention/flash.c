@@ -31,6 +31,7 @@ rp_status rp_attention_flash(const rp_ctx *ctx, float *out, const float *q, cons
     if (q_chunk < 1 || kv_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "flash attention: q_chunk and kv_chunk (tile sizes) must be "
                        ">= 1 (got q_chunk %d, kv_chunk %d)", q_chunk, kv_chunk);
+    rp_attn_note_ran(ctx->trace, "flash", q_chunk, kv_chunk);
     if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     const int br = q_chunk < Tq ? q_chunk : Tq, bc = kv_chunk < Tk ? kv_chunk : Tk;
     float *S = malloc((size_t)br * bc * sizeof(float));   /* (br, bc) scores, then P */

@@ -23,6 +23,7 @@ rp_status rp_attention_math(const rp_ctx *ctx, float *out, const float *q, const
     if (B < 1 || H < 1 || D < 1 || Tq < 0 || Tk < 0)
         return RP_FAIL(err, RP_ERR_INVALID,
                        "attention: bad shape B=%d H=%d Tq=%d Tk=%d D=%d", B, H, Tq, Tk, D);
+    rp_attn_note_ran(ctx->trace, "math", 0, 0);
     if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     float *S = malloc((size_t)Tq * Tk * sizeof(float));   /* (Tq, Tk) scores, then P */
     if (!S)

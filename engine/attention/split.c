@@ -16,6 +16,7 @@ rp_status rp_attention_split(const rp_ctx *ctx, float *out, const float *q, cons
     if (q_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "split attention: q_chunk must be >= 1 query rows (got %d)",
                        q_chunk);
+    rp_attn_note_ran(ctx->trace, "split", q_chunk, 0);
     if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     return rp_attn_sliced("split", ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale,
                           q_chunk < Tq ? q_chunk : Tq, err);

@@ -35,6 +35,7 @@ rp_status rp_attention_subquad(const rp_ctx *ctx, float *out, const float *q, co
     if (q_chunk < 1 || kv_chunk < 1)
         return RP_FAIL(err, RP_ERR_INVALID, "subquad attention: q_chunk and kv_chunk must be >= 1 "
                        "(got q_chunk %d, kv_chunk %d)", q_chunk, kv_chunk);
+    rp_attn_note_ran(ctx->trace, "subquad", q_chunk, kv_chunk);
     if (rp_attn_empty(out, B, H, Tq, Tk, D)) return RP_OK;
     const int rows = q_chunk < Tq ? q_chunk : Tq;
     if (kv_chunk >= Tk) /* one key chunk: the fast path */

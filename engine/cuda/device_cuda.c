@@ -417,6 +417,8 @@ static void cd_attention(rp_device *d, const rp_ctx *ctx, float *out, const floa
         RUN(rp_cuda_attention(CD->attn, var, &o, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, err));
     }
     snprintf(note->kind, sizeof note->kind, "%s", rp_cuda_attn_variant_name(var));
+    note->q_chunk = o.q_chunk; /* 0: the kernel's default tile */
+    note->kv_chunk = o.kv_chunk;
     snprintf(note->desc, sizeof note->desc, "%s", rp_cuda_attn_last_desc(CD->attn));
     if (ctx->trace) {
         rp_trace_note_once(ctx->trace, "cuda.attention", note->desc);

@@ -303,10 +303,21 @@ rp_status rp_d_attention(const rp_ctx *ctx, float *out, const float *q, const fl
     if (ctx->numerics == RP_NUMERICS_INVARIANT) /* its own order, as rp_attention's */
         return rp_d_attention_canonical(ctx, out, q, k, v, key_mask, B, H, Tq, Tk, D, scale, NULL, 0, 0, err);
     if (d->status != RP_OK) return RP_OK; /* reported by the next rp_d_check */
-    d->last_attn.backend[0] = '\0';
+    memset(&d->last_attn, 0, sizeof d->last_attn);
     d->ops->attention(d, ctx, out, MF(q), MF(k), MF(v), (const uint8_t *)map(d, key_mask), B, H, Tq, Tk, D, scale,
                       &d->last_attn);
     const rp_d_attn_note *n = &d->last_attn;
+    if (n->kind[0] && d->status == RP_OK) {
+        /* the kernel the device ran, for the classifier to hold against the variant asked; a
+         * device's documented substitution (a head dim beyond its flash kernel) says why */
+        rp_attn_note_ran(ctx->trace, n->kind, n->q_chunk, n->kv_chunk);
+        if (ctx->attn.kind != RP_ATTN_AUTO && strcmp(n->kind, rp_attn_kind_name(ctx->attn.kind)) && n->reason[0] &&
+            ctx->trace) {
+            char key[64];
+            snprintf(key, sizeof key, "attention.fallback.%s", n->kind);
+            rp_trace_note_once(ctx->trace, key, n->reason);
+        }
+    }
     if (ctx->attn.kind == RP_ATTN_AUTO && n->backend[0] && d->status == RP_OK) {
         /* the device chose: the trace's "attention.auto*" say what ran here, as on the CPU */
         rp_attn_choice c;

@@ -23,6 +23,7 @@
 #include "engine/fsutil.h"
 #include "engine/image.h"
 #include "engine/parallel/parallel.h"
+#include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/samplers/samplers.h"
 #include "harness/metrics/metrics.h"
@@ -514,6 +515,8 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->image_break = -1;
     f->latents_break = -1;
     f->trajectory_break = -1;
+    f->noise_draw_break = -1;
+    f->teacher_input_break = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -564,9 +567,17 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
         snprintf(s, cap, "%s", f->failed_reason[0] ? f->failed_reason : rp_verdict_name(f->failed));
         return f->failed;
     }
+    if (f->teacher_input_break >= 0) {
+        snprintf(s, cap, "%s", f->teacher_input_msg);
+        return RP_V_BUG;
+    }
     if (f->mismatch) {
         snprintf(s, cap, "%s", f->mismatch_msg);
         return RP_V_MISMATCH;
+    }
+    if (f->ran_break) {
+        snprintf(s, cap, "%s", f->ran_msg);
+        return RP_V_BUG;
     }
     /* Copies of one tensor computed by the same code from the same bits must be equal: no
      * envelope applies. That presumes deterministic kernels: in fast mode, or when two fresh
@@ -620,6 +631,11 @@ rp_verdict rp_cls_decide(const rp_cls_facts *f, char *s, size_t cap) {
     if (f->noise_break) {
         snprintf(s, cap, "the initial noise differs from the reference's (x%.3g the noise envelope) at step 0%s%s",
                  f->noise_ratio, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
+                 f->layer_break >= 0 ? f->layer_name : "");
+        return RP_V_BUG;
+    }
+    if (f->noise_draw_break >= 0) { /* the reference's noise is the case's, and neither is the draw */
+        snprintf(s, cap, "%s%s%s", f->noise_draw_msg, f->layer_break >= 0 ? "; first layer beyond the envelope: " : "",
                  f->layer_break >= 0 ? f->layer_name : "");
         return RP_V_BUG;
     }
@@ -989,6 +1005,35 @@ static int artifact_equal(const char *da, const char *db, rp_artifact art) {
     return eq;
 }
 
+/* 1 when the traces of two runs hold the same records bit for bit (layer, evaluation,
+ * statistics, samples), or neither run has one. The notes are not compared: they say what a
+ * run was asked and did (its knobs, the kernels that ran, rp_attn_note_ran), and a run that
+ * decoded notes its decoder's kernels where a fresh run, which decodes no images, has none. */
+static int trace_records_equal(const char *da, const char *db) {
+    char pa[PATHLEN], pb[PATHLEN];
+    rp_store_path(pa, sizeof pa, da, RP_ART_TRACE);
+    rp_store_path(pb, sizeof pb, db, RP_ART_TRACE);
+    const int ha = rp_is_file(pa), hb = rp_is_file(pb);
+    if (!ha || !hb) return ha == hb;
+    rp_trace a, b;
+    rp_error e;
+    if (rp_cls_trace_load(pa, &a, &e) != RP_OK) return 0;
+    if (rp_cls_trace_load(pb, &b, &e) != RP_OK) {
+        rp_trace_free(&a);
+        return 0;
+    }
+    int eq = a.n == b.n;
+    for (int i = 0; eq && i < a.n; i++) {
+        const rp_trace_rec *x = &a.recs[i], *y = &b.recs[i];
+        eq = x->eval == y->eval && !strcmp(x->name, y->name) && x->numel == y->numel && x->stride == y->stride &&
+             !memcmp(&x->l2, &y->l2, sizeof x->l2) && !memcmp(&x->maxabs, &y->maxabs, sizeof x->maxabs) &&
+             x->nsample == y->nsample && !memcmp(x->sample, y->sample, sizeof(float) * (size_t)x->nsample);
+    }
+    rp_trace_free(&a);
+    rp_trace_free(&b);
+    return eq;
+}
+
 /* 1 when two runs of one case (the fresh pair) agree in every bit they recorded: latents and
  * trajectory, the traced layers, what the replica check saw and the images, when the pair
  * decoded (it does only after a difference in the decoded images: runner.c, fresh_pair). A
@@ -999,7 +1044,7 @@ static int runs_agree(const char *da, const char *db, double *max_abs) {
     const int eq = latents_equal(da, db, max_abs);
     rp_outputs_cmp im = {.identical = 1};
     rp_error e;
-    return eq && artifact_equal(da, db, RP_ART_TRACE) && artifact_equal(da, db, RP_ART_REPLICAS) &&
+    return eq && trace_records_equal(da, db) && artifact_equal(da, db, RP_ART_REPLICAS) &&
            rp_store_compare_images(da, db, -1, NULL, &im, &e) == RP_OK && im.identical;
 }
 
@@ -1011,7 +1056,7 @@ static int runs_agree(const char *da, const char *db, double *max_abs) {
  * Only these two artifacts: the case's replica log holds its later runs' checks too, and
  * a fresh run decodes no images unless images differed. */
 static int own_run_agrees(const char *case_dir, const char *fresh_dir, double *max_abs) {
-    return latents_equal(case_dir, fresh_dir, max_abs) && artifact_equal(case_dir, fresh_dir, RP_ART_TRACE);
+    return latents_equal(case_dir, fresh_dir, max_abs) && trace_records_equal(case_dir, fresh_dir);
 }
 
 int rp_cls_runs_identical(const char *dir_a, const char *dir_b) {
@@ -1287,6 +1332,18 @@ static void cls_status(cls *x) {
     rp_cls_facts *f = &x->f;
     f->failed = case_status(x->in->case_dir, f->failed_reason, sizeof f->failed_reason);
     if (f->failed != RP_V_COUNT) return;
+    /* the reference's twins measure rounding at its problem and precision: a case posing
+     * another has no envelope there, whatever its numbers (a matrix whose reference line, or
+     * a harness whose expansion, changed a field no reference may change) */
+    char what[300];
+    if (x->have_rc && rp_case_problem_diff(&x->c, &x->rc, what, sizeof what)) {
+        f->failed = RP_V_CONFIG_ERROR;
+        snprintf(f->failed_reason, sizeof f->failed_reason,
+                 "the case and its reference pose different problems (%.300s): a reference may differ from its case "
+                 "only in how it runs (layout, backend, device, kernels, threads, numerics, injected fault), so "
+                 "there is no envelope to judge the case by", what);
+        return;
+    }
     struct stat sb;
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
     else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
@@ -1761,6 +1818,128 @@ static void cls_layers(cls *x) {
  * starts from the noise as drawn, so a first row that is not it was changed after the
  * sampler wrote it (a gather or copy of the returned trajectory), not drawn wrong; that is
  * named as such instead of as a noise bug (the trajectory is what every other check reads). */
+/* What the case's run was configured with and ran, from its trace's notes, against what
+ * case.json asks for. A field the harness or the engine silently dropped on the way to the run
+ * leaves a case that tests something else than it names, whose numbers are that other
+ * thing's (bitwise its reference's, or its rounding): the comparison of two runs cannot see it,
+ * the record of the run can.
+ *   The context (rp_ctx_trace_notes: what the worker configured from case.json, harness/worker/
+ * job_case.c) and the request (the pipeline's steps): each must be the case's value (the
+ * pipeline's cfg note is the effective scale, 1 where a flow model runs unguided, no echo).
+ * (The precision only on the CPU: on a GPU the host parts run at the precision the device's
+ * mapping gives.)
+ *   The kernels (rp_attn_note_ran: "note/attention.ran.<kind>" = "q=.. kv=..", noted by each
+ * variant's entry point and by the device dispatcher): another kind than the variant asked,
+ * undeclared (a device's documented substitution notes "attention.fallback.<kind>" with its
+ * reason), or tiles other than the ones asked (audit 22: flash falling back to math on a key
+ * count, bitwise the math reference, "identical"). auto (its pick is the trace's
+ * attention.auto notes) and invariant numerics (one canonical attention) ask for no kernel. */
+static void cls_asked(cls *x) {
+    const rp_case *c = &x->c;
+    char p[PATHLEN];
+    rp_store_path(p, sizeof p, x->in->case_dir, RP_ART_TRACE);
+    rp_st_file *f = NULL;
+    rp_error e;
+    if (rp_st_open(p, &f, &e) != RP_OK) return; /* no trace: the layers' evidence says so */
+    rp_cls_facts *fa = &x->f;
+    char ints[6][24];
+    snprintf(ints[0], sizeof ints[0], "%d", c->threads);
+    snprintf(ints[1], sizeof ints[1], "%d", c->reduce_split ? 1 : 0);
+    snprintf(ints[2], sizeof ints[2], "%d", c->attn_q_chunk);
+    snprintf(ints[3], sizeof ints[3], "%d", c->attn_kv_chunk);
+    snprintf(ints[4], sizeof ints[4], "%d", c->steps);
+    const int cpu = !rp_device_name_is_cuda(c->device);
+    const struct { const char *note, *field, *want; int check; } knobs[] = {
+        {"threads", "threads", ints[0], 1},
+        {"reduce_split", "reduce_split", ints[1], 1},
+        {"numerics", "numerics", c->numerics, 1},
+        {"precision", "precision", c->precision, cpu},
+        {"attention", "attention", c->attention, 1},
+        {"attention.q_chunk", "attn_q_chunk", ints[2], 1},
+        {"attention.kv_chunk", "attn_kv_chunk", ints[3], 1},
+        {"openblas.coretype", "blas_core", c->blas_core[0] ? c->blas_core : "default", 1},
+        {"steps", "steps", ints[4], 1},
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0] && !fa->ran_break; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "note/%s", knobs[i].note);
+        const char *v = rp_st_meta(f, k);
+        if (!knobs[i].check || !v || !strcmp(v, knobs[i].want)) continue; /* an older trace notes less */
+        fa->ran_break = 1;
+        snprintf(fa->ran_what, sizeof fa->ran_what, "configuration");
+        snprintf(fa->ran_msg, sizeof fa->ran_msg,
+                 "the run was configured with %s %s while case.json asks for %s: the field did not reach the run, "
+                 "so the case did not run what it names", knobs[i].field, v, knobs[i].want);
+    }
+    const int asks_kernel = strcmp(c->attention, "auto") && strcmp(c->numerics, "invariant");
+    static const char KEY[] = "note/attention.ran.";
+    char ran[200] = "";
+    size_t len = 0;
+    for (int i = 0; i < f->n_meta; i++) {
+        const char *k = f->meta_keys[i], *v = f->meta_values[i];
+        if (strncmp(k, KEY, sizeof KEY - 1)) continue;
+        const char *kind = k + sizeof KEY - 1;
+        if (len < sizeof ran)
+            len += (size_t)snprintf(ran + len, sizeof ran - len, "%s%s (%s)", len ? ", " : "", kind, v);
+        if (!asks_kernel || fa->ran_break) continue;
+        int q = 0, kv = 0;
+        if (sscanf(v, "q=%d kv=%d", &q, &kv) != 2) q = kv = 0;
+        char fk[96];
+        snprintf(fk, sizeof fk, "note/attention.fallback.%s", kind);
+        if (strcmp(kind, c->attention) && !rp_st_meta(f, fk)) {
+            fa->ran_break = 1;
+            snprintf(fa->ran_msg, sizeof fa->ran_msg,
+                     "the case asks for attention %s but the %s kernel ran (%s), with no reason given: the engine "
+                     "replaced the variant, so the case did not run what it names (its bits are another variant's)",
+                     c->attention, kind, v);
+        } else if (!strcmp(kind, c->attention) && ((c->attn_q_chunk > 0 && q > 0 && q != c->attn_q_chunk) ||
+                                                   (c->attn_kv_chunk > 0 && kv > 0 && kv != c->attn_kv_chunk))) {
+            fa->ran_break = 1;
+            snprintf(fa->ran_msg, sizeof fa->ran_msg,
+                     "the case asks for attention %s with q chunk %d, kv chunk %d but its kernel ran with %s: the engine "
+                     "changed the tiles the case names", c->attention, c->attn_q_chunk, c->attn_kv_chunk, v);
+        }
+        if (fa->ran_break) snprintf(fa->ran_what, sizeof fa->ran_what, "attention kernel");
+    }
+    rp_st_close(f);
+    if (len) cJSON_AddStringToObject(x->ev, "attention_kernels", ran);
+}
+
+/* 1 when a and b are equal or adjacent floats. */
+static int within_one_ulp(float a, float b) { return a == b || nextafterf(a, b) == b; }
+
+/* Item b's initial noise drawn here from case.json's seed and the item's index (rp_randn,
+ * RP_STREAM_INIT_NOISE: the pipeline's contract, engine/pipeline/pipeline.h) against the noise
+ * the run returned: the reference is no independent witness of the draw, since an item
+ * selection that loses seed bits (audit 22: seeds >= 2^32 cut to 32 bits) acts in it too.
+ * Each value within one float ulp of the draw: rp_randn computes in double and rounds once to
+ * float, so a libm of another host (a run on another node) that rounds a log or cos otherwise
+ * moves a value at most to the adjacent float; another seed or index moves every value by
+ * O(1). (The reference made here holds the noise bitwise, cls_noise.) An injected noise fault
+ * is a BUG by design and is named here as well. */
+static void cls_noise_draw(cls *x) {
+    if (!x->cn || x->B != x->c.n_items) return;
+    float *mine = malloc(sizeof(float) * x->per);
+    if (!mine) return;
+    for (int b = 0; b < x->B; b++) {
+        rp_randn(mine, x->per, x->c.items[b].seed, (uint64_t)b, RP_STREAM_INIT_NOISE);
+        const float *got = x->cn + (size_t)b * x->per;
+        size_t i = 0;
+        while (i < x->per && within_one_ulp(mine[i], got[i])) i++;
+        if (i == x->per) continue;
+        x->f.noise_draw_break = b;
+        snprintf(x->f.noise_draw_msg, sizeof x->f.noise_draw_msg,
+                 "item %d's initial noise is not the draw of its seed %llu at index %d (rel-L2 %.3g against the noise "
+                 "drawn here from case.json): every item's noise is that draw in every layout, precision and device, "
+                 "so the run used another seed or index (its item selection)",
+                 b, (unsigned long long)x->c.items[b].seed, b, rp_cls_rel_l2(mine, got, x->per));
+        break;
+    }
+    free(mine);
+    cJSON *nz = cJSON_GetObjectItemCaseSensitive(x->ev, "initial_noise");
+    if (nz) cJSON_AddStringToObject(nz, "drawn_here", x->f.noise_draw_break < 0 ? "within one ulp" : "differs");
+}
+
 static void cls_noise(cls *x) {
     const size_t n = (size_t)x->B * x->per;
     const int exact = x->ref_local;
@@ -1798,6 +1977,32 @@ static void cls_noise(cls *x) {
     cJSON_AddStringToObject(nz, "trajectory_start", "the noise");
 }
 
+/* The teacher run's rows that are its input, not its work: row 0 (the run starts from the
+ * reference's row 0) and row k + 1 of every step k it did not run (copied from the
+ * reference's row k + 1), bitwise the reference's for every item. A row that is not, while
+ * the case's own run started from the right noise (drawn here and the reference's), was
+ * fed by the harness from another item or step (audit 22: dp groups given another group's
+ * rows): the local errors then measure that, not the case's steps. */
+static void cls_teacher_input(cls *x) {
+    if (x->f.noise_break || x->f.noise_draw_break >= 0 || x->f.trajectory_break >= 0) return;
+    const size_t row = (size_t)x->B * x->per;
+    for (int k = -1; k < x->N; k++) { /* k = -1: row 0 */
+        if (k >= 0 && (!x->ct.mask || x->ct.mask[k] != 0.0f)) continue; /* step k ran: its output */
+        const size_t r = (size_t)(k + 1);
+        for (int b = 0; b < x->B; b++) {
+            const float *t = x->ct.x + r * row + (size_t)b * x->per, *ref = x->rm.x + r * row + (size_t)b * x->per;
+            if (!memcmp(t, ref, sizeof(float) * x->per)) continue;
+            x->f.teacher_input_break = b;
+            snprintf(x->f.teacher_input_msg, sizeof x->f.teacher_input_msg,
+                     "the teacher-forcing run of item %d holds row %zu other than the reference's (rel-L2 %.3g), while "
+                     "the case's own run started from the right noise: the harness fed the teacher other rows than the "
+                     "reference's (another item's or step's), so its local errors are no evidence about the case",
+                     b, r, rp_cls_rel_l2(ref, t, x->per));
+            return;
+        }
+    }
+}
+
 /* Evidence 3: the teacher-forced local error of each step, and at the first step beyond the
  * envelope the first layer beyond it (the case's teacher trace against the base's own). */
 static rp_status cls_teacher(cls *x, rp_error *err) {
@@ -1814,6 +2019,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     }
     if (!traj_same_shape(&x->ct, &x->cm))
         return RP_FAIL(err, RP_ERR_SHAPE, "%s: the teacher trajectory has another shape than the case's", p);
+    cls_teacher_input(x);
     const int N = x->N;
     double *v = malloc(sizeof(double) * (N + 1));
     unsigned char *ran = calloc((size_t)N + 1, 1), *checked = calloc((size_t)N + 1, 1);
@@ -2646,6 +2852,13 @@ static void cls_first(cls *x) {
     const rp_cls_facts *f = &x->f;
     cJSON *fs, *fl;
     const int leak = leak_first(f);
+    if (f->teacher_input_break >= 0 || (!f->mismatch && f->ran_break)) { /* rp_cls_decide's order */
+        const int ti = f->teacher_input_break >= 0;
+        fs = first_step_at(x, 0, ti ? "teacher input" : f->ran_what);
+        cJSON_AddStringToObject(fs, "detail", ti ? f->teacher_input_msg : f->ran_msg);
+        first_layer_at(x, ti ? "teacher input" : strcmp(f->ran_what, "configuration") ? "attention" : "configuration", 0);
+        return;
+    }
     if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0)) &&
         !(leak && f->replica_later)) {
         fs = first_step_at(x, f->replica_break, "replica");
@@ -2659,6 +2872,9 @@ static void cls_first(cls *x) {
         put(fs, "local", x->acc[0]);
         put(fs, "envelope", x->env_acc[0]);
         put(fs, "ratio", f->noise_ratio);
+    } else if (f->noise_draw_break >= 0) {
+        fs = first_step_at(x, 0, "initial noise");
+        cJSON_AddStringToObject(fs, "detail", f->noise_draw_msg);
     } else if (f->trajectory_break >= 0) {
         first_step_at(x, 0, "trajectory");
     } else if (f->layer_break >= 0) {
@@ -2704,7 +2920,7 @@ static void cls_first(cls *x) {
         put(fl, "rel", x->layer_rel);
         put(fl, "envelope", x->layer_env);
         put(fl, "ratio", f->layer_ratio);
-    } else if (f->noise_break) { /* no model layer beyond its envelope: the noise itself */
+    } else if (f->noise_break || f->noise_draw_break >= 0) { /* no model layer beyond its envelope: the noise */
         first_layer_at(x, "initial_noise", 0);
     } else if (f->trajectory_break >= 0) {
         first_layer_at(x, "trajectory", 0);
@@ -3121,6 +3337,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
         put(x->envj, "floor", x->floor);
         put(x->envj, "step_floor", x->step_floor);
         st = cls_load(x, err);
+        if (st == RP_OK) cls_asked(x);
         if (st == RP_OK) st = cls_twins(x, err);
         if (st == RP_OK) {
             cls_layers(x);
@@ -3128,6 +3345,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             cJSON_AddItemToObject(x->envj, "accumulated", num_array(x->env_acc, x->N + 1, NULL));
             cJSON_AddItemToObject(x->ev, "accumulated", num_array(x->acc, x->N + 1, NULL));
             cls_noise(x);
+            cls_noise_draw(x);
             st = cls_teacher(x, err);
         }
         if (st == RP_OK && !x->f.invariant) cls_shadow(x);

@@ -434,6 +434,20 @@ typedef struct rp_cls_facts {
     char image_msg[256];
     char twin_rejected[300]; /* a twin left out of the envelope: not a rounding of the reference
                                 (its knob's path is suspect); "" none */
+    /* the inputs, held apart from any other run */
+    int noise_draw_break;     /* the first item whose returned initial noise is not the draw of
+                                 its seed and index in case.json (rp_randn, drawn here), or -1 */
+    char noise_draw_msg[320];
+    int teacher_input_break;  /* the first item whose teacher-forcing run did not start from
+                                 the reference's rows while the case's own run started from
+                                 the right noise (the harness fed the teacher), or -1 */
+    char teacher_input_msg[320];
+    int ran_break;            /* 1: the run did not run what case.json asks for: its context
+                                 was configured otherwise (the trace's notes of the knobs), or
+                                 an attention kernel other than the variant asked ran (or with
+                                 other tiles), undeclared (rp_attn_note_ran) */
+    char ran_what[32];        /* "configuration" | "attention kernel" */
+    char ran_msg[400];
     /* the run's own outputs: its trajectory's first row against the noise it returned */
     int trajectory_break;     /* the first item whose trajectory does not start at its own
                                  noise, or -1 */
@@ -448,13 +462,19 @@ typedef struct rp_cls_facts {
 void rp_cls_facts_init(rp_cls_facts *f);
 
 /* The verdict of the facts, first match wins:
- *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED);
+ *   the run's failure (CONFIG_ERROR, CRASH, HANG, SKIPPED; a reference that poses another
+ *        problem than the case is CONFIG_ERROR, rp_case_problem_diff);
+ *   BUG: the teacher-forcing run was fed other rows than the reference's (the harness's own
+ *        fault; its local errors are then no evidence);
  *   MISMATCH;
+ *   BUG: the run was configured otherwise than case.json asks, or an attention kernel other
+ *        than the variant asked ran (cls_asked);
  *   BUG (invariant pair): the earliest difference at all, naming the tensor and the step;
  *   BUG: a rank's copy of a replicated tensor differs (fast mode, or a kernel-computed
  *        tensor while two fresh runs of the case differ from each other: NONDETERMINISTIC),
  *        the initial noise differs (bitwise against a reference made here) or breaks its
- *        envelope, the trajectory does not start at the run's own noise, a layer or a
+ *        envelope, or is not the draw of its seed and index (held against a draw made here,
+ *        not another run: cls_noise_draw), the trajectory does not start at the run's own noise, a layer or a
  *        checked step breaks the envelope, a PipeFusion case's own run differs from its
  *        serial emulation's (rp_cls_emulation), the reference's final
  *        latents decoded with the case's layout give another image, the final latents the

@@ -7,11 +7,15 @@
  *   approx            an approximate strategy (pipefusion/patch after warmup) whose exact
  *                     checks all held; below its declared quality bound it fails the
  *                     sweep ("pass": false), as a requirement, not as a fault
- *   BUG               the initial noise, a layer or a step breaks the envelope, or
+ *   BUG               the teacher run was fed other rows than the reference's, the run was
+ *                     configured otherwise than case.json asks or an attention kernel other
+ *                     than the one asked ran, an item's noise is not the draw
+ *                     of its seed, the initial noise, a layer or a step breaks the envelope, or
  *                     (deterministic mode) a step recomputed after the case's run in its
  *                     worker gives other bits
  *   MISMATCH          item i matches reference item j != i (a permutation / wrong assignment)
- *   CONFIG_ERROR      validation rejected the case (or a rank exited 3)
+ *   CONFIG_ERROR      validation rejected the case (or a rank exited 3), or its reference
+ *                     poses another problem (rp_case_problem_diff)
  *   CRASH             a rank died (in the case's run or in one of the classifier's runs of it)
  *   HANG              the case hit its timeout (likewise)
  *   NONDETERMINISTIC  the same case on the same machine gave different bits (repeats; in
@@ -50,7 +54,10 @@
  *     "accumulated": [x per row],  the case's free-trajectory distance (max over items)
  *     "initial_noise": {"rule": "bitwise" | "envelope", "read": "the returned noise" |
  *                       "the trajectory's first row", "rel": x, "envelope": x, "ratio": x,
- *                       "trajectory_start": "the noise" | s (the break) (opt)},
+ *                       "trajectory_start": "the noise" | s (the break) (opt),
+ *                       "drawn_here": "within one ulp" | "differs" (opt: the returned noise
+ *                       against rp_randn of case.json's seeds, drawn by the classifier)},
+ *     "attention_kernels": "flash (q=128 kv=40), ..." (opt)  the kernels the trace says ran
  *                                  bitwise against a reference made here (ratio 0 or inf)
  *     "final_latents": {"last_step_state": bool, "assignment": s (opt), "break": s (opt)}
  *                      | {"note": s}  the returned latents against the trajectory's last row
@@ -61,7 +68,9 @@
  *                   "what": "trajectory" | "initial noise" | "returned latents" | "decoded images",
  *                   "rel": x} | {"note": s, "reason": s} (opt, a staged PipeFusion case: its
  *                   own run against its serial emulation, harness/analysis/classify.h),
- *     "first_step": {"step": k, "what": "replica" | "initial noise" | "trajectory" |
+ *     "first_step": {"step": k, "what": "teacher input" | "configuration" | "attention kernel" |
+ *                            "replica" |
+ *                            "initial noise" | "trajectory" |
  *                            "first evaluation" | "invariant shadow" | "emulation" | "local error" |
  *                            "decode" | "final latents" | "leak check" | "leak check (fp32 shadow)",
  *                    "detail": s, "host_computed": bool (replica),

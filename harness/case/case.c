@@ -447,8 +447,10 @@ static uint64_t fnv1a64(uint64_t h, const char *s) {
 static const struct { const char *key, *dflt; } id_optional[] = {
     {"gpu_mode", "deterministic"}, {"prompt_embeds", ""}, {"sharpen", "0"}, {"numerics", "default"}};
 
-void rp_case_id(const rp_case *c, char *out) {
-    assert(c && out);
+/* The text the id hashes (see the top of the file): malloc'd. Aborts when out of memory:
+ * an id that silently hashed nothing would merge unrelated cases, and running out of memory
+ * for a few KiB of text is not something to carry on from. */
+static char *id_text(const rp_case *c) {
     cJSON *j = rp_case_to_json(c);
     char *text = NULL;
     if (j) {
@@ -467,13 +469,66 @@ void rp_case_id(const rp_case *c, char *out) {
         text = cJSON_PrintUnformatted(j);
     }
     cJSON_Delete(j);
-    /* An id that silently hashed nothing would merge unrelated cases: running out
-     * of memory for a few KiB of text is not something to carry on from. */
     if (!text) abort();
+    return text;
+}
+
+void rp_case_id(const rp_case *c, char *out) {
+    assert(c && out);
+    char *text = id_text(c);
     uint64_t h = fnv1a64(0xcbf29ce484222325ULL, text);
     h = fnv1a64(h, "\nrepro " REPRO_VERSION);
     free(text);
     snprintf(out, 17, "%016" PRIx64, h);
+}
+
+int rp_case_same(const rp_case *a, const rp_case *b) {
+    assert(a && b);
+    char *ta = id_text(a), *tb = id_text(b);
+    const int same = !strcmp(ta, tb);
+    free(ta);
+    free(tb);
+    return same;
+}
+
+/* The fields that say how a case is run, not what it computes: its layout (every degree,
+ * from the strategy table, and the pipeline's knobs), where and with which kernels
+ * (backend, device, its modes, the attention variant and its chunks, threads, the OpenBLAS
+ * kernel set, the split reduction, the numerics, one forward per item or per batch), the
+ * fault it injects, and its labels. Every other field, the precision included, poses the
+ * problem, so a field added to the table later is held by default. */
+static const char *const how_fields[] = {
+    "attention", "attn_q_chunk", "attn_kv_chunk", "device_profile", "threads", "blas_core", "reduce_split",
+    "mode", "numerics", "backend", "device", "gpu_mode", "num_pipeline_patch", "pipefusion_layers",
+    "warmup_steps", "batch_forward", "inject", "expect", "name"};
+
+static int is_how_field(const char *key) {
+    for (size_t i = 0; i < sizeof how_fields / sizeof how_fields[0]; i++)
+        if (!strcmp(key, how_fields[i])) return 1;
+    for (int i = 0; i < RP_PAR_N_DEGREES; i++)
+        if (!strcmp(key, rp_par_degree_strategy(i)->field)) return 1;
+    return 0;
+}
+
+int rp_case_problem_diff(const rp_case *a, const rp_case *b, char *what, size_t cap) {
+    assert(a && b && what && cap > 0);
+    what[0] = '\0';
+    cJSON *ja = rp_case_to_json(a), *jb = rp_case_to_json(b);
+    if (!ja || !jb) abort(); /* as id_text: a check that silently compared nothing would pass */
+    int differs = 0;
+    for (const cJSON *va = ja->child; va && !differs; va = va->next) {
+        if (is_how_field(va->string)) continue;
+        const cJSON *vb = cJSON_GetObjectItemCaseSensitive(jb, va->string);
+        if (vb && cJSON_Compare(va, vb, 1)) continue;
+        differs = 1;
+        char *ta = cJSON_PrintUnformatted(va), *tb = vb ? cJSON_PrintUnformatted(vb) : NULL;
+        snprintf(what, cap, "field '%s': %.120s against %.120s", va->string, ta ? ta : "?", tb ? tb : "(absent)");
+        free(ta);
+        free(tb);
+    }
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    return differs;
 }
 
 /* ---- files ------------------------------------------------------------------------- */

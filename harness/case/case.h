@@ -156,6 +156,19 @@ rp_status rp_case_from_json(const cJSON *j, const char *origin, rp_case *c, rp_e
  * default (gpu_mode "deterministic"), so the ids of existing cases do not change. */
 void rp_case_id(const rp_case *c, char *out);
 
+/* 1 when a and b are the same case: the normalised JSON the id hashes is the same text
+ * (the full comparison the id stands for: a stored result is reused only for the very case
+ * it was made for, whatever the hash). */
+int rp_case_same(const rp_case *a, const rp_case *b);
+
+/* 1 when a and b pose different problems, with "field 'precision': \"bf16\" against
+ * \"fp32\"" (the first such field) into what (cap bytes); else 0 and "". The fields that say
+ * how a case runs (its layout, backend, device, kernels, threads, numerics, injected fault,
+ * labels) may differ; every other one (model, weights, size, steps, sampler, guidance, the
+ * items, the precision) may not: a reference's twins measure rounding at its own problem
+ * and precision, so a case posing another has no envelope there. */
+int rp_case_problem_diff(const rp_case *a, const rp_case *b, char *what, size_t cap);
+
 /* Writes/reads case.json (atomic write). */
 rp_status rp_case_save(const rp_case *c, const char *path, rp_error *err);
 rp_status rp_case_load(const char *path, rp_case *c, rp_error *err);

@@ -2,6 +2,8 @@
 #include "engine/fsutil.h"
 
 #include <cblas.h>
+#include <elf.h>
+#include <link.h>
 #include <png.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -28,6 +30,36 @@
 #ifndef REPRO_NCCL_VERSION
 #define REPRO_NCCL_VERSION "not built"
 #endif
+
+/* dl_iterate_phdr's visit of the main program (listed first, with the name ""): its
+ * NT_GNU_BUILD_ID note's bytes as hex into the buffer; stops the walk. */
+static int build_id_visit(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    char *out = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE) continue;
+        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            const char *name = p + sizeof *nh, *desc = name + ((nh->n_namesz + 3u) & ~3u);
+            if (desc + nh->n_descsz > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) && nh->n_descsz <= 64) {
+                for (unsigned k = 0; k < nh->n_descsz; k++)
+                    sprintf(out + 2 * k, "%02x", (unsigned char)desc[k]);
+                return 1;
+            }
+            p = desc + ((nh->n_descsz + 3u) & ~3u);
+        }
+    }
+    return 1; /* the main program only */
+}
+
+void rp_build_id(char out[RP_BUILD_ID_CAP]) {
+    memset(out, 0, RP_BUILD_ID_CAP);
+    dl_iterate_phdr(build_id_visit, out);
+    if (!out[0]) snprintf(out, RP_BUILD_ID_CAP, "none");
+}
 
 /* First "key : value" line of /proc/cpuinfo whose key is `key`, into out. */
 static void cpuinfo_field(const char *key, char *out, size_t cap) {
@@ -132,6 +164,9 @@ cJSON *rp_env_collect(void) {
     cJSON *build = cJSON_AddObjectToObject(env, "build");
     cJSON_AddStringToObject(build, "repro_version", REPRO_VERSION);
     cJSON_AddStringToObject(build, "git_revision", rp_git_revision());
+    char bid[RP_BUILD_ID_CAP];
+    rp_build_id(bid);
+    cJSON_AddStringToObject(build, "build_id", bid);
     cJSON_AddStringToObject(build, "compiler", REPRO_C_COMPILER);
     cJSON_AddStringToObject(build, "flags", REPRO_BUILD_FLAGS);
 #ifdef REPRO_HAVE_CUDA

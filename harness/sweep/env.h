@@ -20,6 +20,12 @@
  * defined in the build's generated gitrev.c. */
 const char *rp_git_revision(void);
 
+/* The build id of the running program (the linker's NT_GNU_BUILD_ID note, hex): a hash of the
+ * binary's contents, so two builds of the same sources and flags share it and any change of
+ * code gives another; "none" when the program has no such note. */
+#define RP_BUILD_ID_CAP 129
+void rp_build_id(char out[RP_BUILD_ID_CAP]);
+
 /* Returns a new JSON object (caller deletes). Never fails: unknown fields are "unknown". */
 cJSON *rp_env_collect(void);
 

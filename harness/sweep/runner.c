@@ -143,6 +143,7 @@ typedef struct runner {
     int line_shown;             /* the live line is on screen */
     double timeout_s;
     rp_validate_env host;       /* this machine, for the checks the classifier's runs need */
+    char build_id[RP_BUILD_ID_CAP]; /* the binary's (rp_build_id): a stored result of another is stale */
     rp_launcher *launcher;      /* starts every run's ranks (local, srun, mpirun) */
     int ranks_per_node;         /* cluster launchers: 0 = spread over min(world, nodes) */
 } runner;
@@ -279,6 +280,38 @@ static void stamp_of(const char *dir, char *buf, size_t cap) {
     buf[0] = '\0';
     if (rp_store_read_json(p, &j, &e) == RP_OK) snprintf(buf, cap, "%s", get_str(j, "run_stamp", ""));
     cJSON_Delete(j);
+}
+
+/* 0 when the finished result in dir was made for case c by this very binary (build_id): a
+ * resumed sweep reuses it. Else 1, with why (cap bytes): the stored case.json is not c (the id
+ * is a hash of it: the comparison of the full text is what the id stands for), or result.json
+ * names another build (a rebuilt engine's results are not the old one's). */
+static int stored_stale(const char *dir, const rp_case *c, const char *build_id, char *why, size_t cap) {
+    char p[PATHLEN];
+    rp_case sc;
+    rp_error e;
+    rp_store_path(p, sizeof p, dir, RP_ART_CASE);
+    if (rp_case_load(p, &sc, &e) != RP_OK) {
+        snprintf(why, cap, "its case.json cannot be read (%.200s)", e.msg);
+        return 1;
+    }
+    if (!rp_case_same(&sc, c)) {
+        snprintf(why, cap, "its case.json is not the case the matrix gives now (another case under the same id)");
+        return 1;
+    }
+    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
+    cJSON *j = NULL;
+    if (rp_store_read_json(p, &j, &e) != RP_OK) {
+        snprintf(why, cap, "its result.json cannot be read");
+        return 1;
+    }
+    const char *git = get_str(j, "git", ""), *bid = get_str(j, "build_id", "");
+    const int other = strcmp(bid, build_id) != 0;
+    if (other)
+        snprintf(why, cap, "it was made by another build (git %.40s, build id %.16s; this one: git %.40s, build id %.16s)",
+                 git, *bid ? bid : "unrecorded", rp_git_revision(), build_id);
+    cJSON_Delete(j);
+    return other;
 }
 
 /* ---- metrics.json ----------------------------------------------------------------------- */
@@ -449,6 +482,7 @@ static rp_status write_result(runner *r, int i, const char *dir, const rp_case_o
     if (runs) cJSON_AddItemToObject(j, "runs", runs);
     cJSON_AddStringToObject(j, "engine", REPRO_VERSION);
     cJSON_AddStringToObject(j, "git", rp_git_revision());
+    cJSON_AddStringToObject(j, "build_id", r->build_id);
     cJSON_AddStringToObject(j, "finished_at", when);
     cJSON_AddStringToObject(j, "run_stamp", stamp);
     char p[PATHLEN];
@@ -1917,6 +1951,7 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
     memset(&host, 0, sizeof host);
     if (st == RP_OK) rp_validate_env_host(&host);
     r.host = host;
+    rp_build_id(r.build_id);
     r.ncpu = cpu_count();
     if (st == RP_OK && !o->dry_run) st = open_launcher(&r, err);
     r.timeout_s = o->timeout_s > 0 ? o->timeout_s : m->timeout_s;
@@ -1951,7 +1986,11 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         const int stale_validation = finished && !strcmp(stage, "validate") &&
                                      (plan != RP_CASE_CONFIG_ERROR || strcmp(prev.reason, reason));
         const int retry = o->retry_failed && (prev.status == RP_CASE_CRASH || prev.status == RP_CASE_HANG);
-        if (finished && !o->rerun && !retry && !stale_validation) {
+        char stale_why[400];
+        const int stale = finished && !o->rerun && stored_stale(dir, &m->cases[i].c, r.build_id, stale_why,
+                                                                sizeof stale_why);
+        if (stale) progress_say(&r, "%s: the stored result of %s is rerun: %s", m->name, m->cases[i].id, stale_why);
+        if (finished && !o->rerun && !retry && !stale_validation && !stale) {
             *oc = prev;
             oc->selected = 1;
             oc->resumed = 1;

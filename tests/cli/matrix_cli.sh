@@ -212,6 +212,21 @@ EOF
     # --rerun recomputes everything
     out=$("$repro" --matrix "$scratch/r.yaml" --results "$res" --progress plain --rerun 2>/dev/null)
     echo "$out" | grep -q '2 run now, 0 from earlier runs' || fail "--rerun"
+    # a stored result stands only for the very case it was made for, by this very build: the
+    # id is a hash, so resume compares the stored case.json in full, and the build id
+    s_two=$(field "$two/result.json" run_stamp) s_ref=$(field "$ref/result.json" run_stamp)
+    sed -i 's/"steps":[[:space:]]*3/"steps": 4/' "$two/case.json"
+    grep -q '"steps": 4' "$two/case.json" || fail "the test could not edit case.json"
+    sed -i 's/"build_id":[[:space:]]*"[^"]*"/"build_id": "0123456789abcdef"/' "$ref/result.json"
+    "$repro" --matrix "$scratch/r.yaml" --results "$res" --progress plain >"$scratch/o3" 2>"$scratch/e3"
+    cat "$scratch/o3" "$scratch/e3"
+    grep -q '2 run now, 0 from earlier runs' "$scratch/o3" || fail "stale stored results were reused"
+    grep -q "is rerun: its case.json is not the case the matrix gives now" "$scratch/e3" || fail "no stale-case message"
+    grep -q "is rerun: it was made by another build" "$scratch/e3" || fail "no other-build message"
+    [ "$(field "$two/result.json" run_stamp)" != "$s_two" ] || fail "the edited case.json's result was kept"
+    [ "$(field "$ref/result.json" run_stamp)" != "$s_ref" ] || fail "another build's result was kept"
+    out=$("$repro" --matrix "$scratch/r.yaml" --results "$res" --progress plain 2>/dev/null)
+    echo "$out" | grep -q '0 run now, 2 from earlier runs' || fail "the rerun results were not kept"
     ls -a "$d" | grep -q '^\.tmp' && fail "temporary directories left"
     ;;
 repeat)

@@ -4,6 +4,10 @@
 #   cli.classify           `repro classify` and the worker's classifier modes: teacher forcing
 #                          reproduces each sampler's own trajectory, the noise twin moves one
 #                          ulp, the leak check, usage errors (tests/cli/classify_cli.sh, label cli)
+#   cli.classify.witness   the witnesses that are no other run: a reference posing another problem
+#                          (CONFIG_ERROR), another attention kernel than asked, the noise against
+#                          its draw from case.json's seed, the teacher run's input rows (BUG
+#                          each, at its own first step) (tests/cli/classify_witness.sh, label cli)
 #   cli.classify.decode    the decodes at the case's own decoder arithmetic: fp32's decode-own/,
 #                          bf16's fp32 shadow decode; clean drift, damaged BUG at vae.decode
 #                          (tests/cli/classify_decode.sh, label cli)
@@ -42,6 +46,11 @@ add_test(NAME cli.classify
                  ${CMAKE_BINARY_DIR}/cli-scratch/classify ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli.classify PROPERTIES
   LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${_classify_env}")
+add_test(NAME cli.classify.witness
+         COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_witness.sh $<TARGET_FILE:repro>
+                 ${CMAKE_BINARY_DIR}/cli-scratch/classify-witness)
+set_tests_properties(cli.classify.witness PROPERTIES
+  LABELS cli TIMEOUT 300 ENVIRONMENT "${_classify_env}")
 if(REPRO_HAVE_GLOO)
   add_test(NAME cli.classify.decode
            COMMAND sh ${CMAKE_SOURCE_DIR}/tests/cli/classify_decode.sh $<TARGET_FILE:repro>

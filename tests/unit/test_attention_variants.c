@@ -649,7 +649,10 @@ START_TEST(test_auto_trace) {
     }
     ck_assert_str_eq(note_value(&t, "attention.auto.mixed"), "yes");
     ck_assert_str_eq(note_value(&t, "attention.auto.1x2x300x300x64"), "flash sdpa-flash q=64 kv=512");
-    ck_assert_int_eq(t.n_notes, n5 + 2);
+    /* and the kernel that ran, once per distinct tile (rp_attn_note_ran) */
+    ck_assert_int_eq(count_prefix(&t, "attention.ran.flash="), 2);
+    ck_assert_str_eq(note_value(&t, "attention.ran.flash"), "q=64 kv=512"); /* the latest */
+    ck_assert_int_eq(t.n_notes, n5 + 3);
     ck_assert_str_eq(note_value(&t, "attention.auto"), "flash"); /* the first call's choice stays */
 
     /* the knobs */

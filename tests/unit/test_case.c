@@ -278,6 +278,49 @@ START_TEST(save_and_load) {
 }
 END_TEST
 
+/* rp_case_same compares the whole normalised text, labels aside; rp_case_problem_diff lets
+ * the fields of how a case runs differ and names the first field of what it computes. */
+START_TEST(same_and_problem) {
+    rp_case a = sample_case(), b = a;
+    char what[300];
+    ck_assert(rp_case_same(&a, &b));
+    snprintf(b.name, sizeof b.name, "another label");
+    snprintf(b.expect, sizeof b.expect, "drift");
+    ck_assert(rp_case_same(&a, &b));
+    b.items[0].prompt[0] = 'A'; /* a prompt is part of the case */
+    ck_assert(!rp_case_same(&a, &b));
+    ck_assert(rp_case_problem_diff(&a, &b, what, sizeof what));
+    ck_assert_ptr_nonnull(strstr(what, "field 'items'"));
+    /* how it runs: layout, kernels, device, numerics, fault */
+    b = a;
+    b.ulysses = 1;
+    b.ring = 4;
+    b.dp = 2;
+    b.n_pipefusion_layers = 0;
+    b.threads = 3;
+    snprintf(b.attention, sizeof b.attention, "flash");
+    b.attn_kv_chunk = 40;
+    snprintf(b.backend, sizeof b.backend, "self");
+    snprintf(b.numerics, sizeof b.numerics, "invariant");
+    snprintf(b.inject, sizeof b.inject, "attn-scale");
+    ck_assert(!rp_case_same(&a, &b));
+    ck_assert(!rp_case_problem_diff(&a, &b, what, sizeof what));
+    ck_assert_str_eq(what, "");
+    /* what it computes: the precision, the steps, an item's seed beyond 32 bits */
+    snprintf(b.precision, sizeof b.precision, "bf16");
+    ck_assert(rp_case_problem_diff(&a, &b, what, sizeof what));
+    ck_assert_str_eq(what, "field 'precision': \"fp32\" against \"bf16\"");
+    b = a;
+    b.steps = 5;
+    ck_assert(rp_case_problem_diff(&a, &b, what, sizeof what));
+    ck_assert_ptr_nonnull(strstr(what, "field 'steps': 4 against 5"));
+    b = a;
+    b.items[1].seed = a.items[1].seed & 0xffffffffULL;
+    ck_assert(rp_case_problem_diff(&a, &b, what, sizeof what));
+    ck_assert_ptr_nonnull(strstr(what, "field 'items'"));
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("case");
     TCase *tc = tcase_create("case");
@@ -289,6 +332,7 @@ int main(void) {
     tcase_add_test(tc, strict_parsing_types);
     tcase_add_test(tc, unknown_key_far_from_all);
     tcase_add_test(tc, save_and_load);
+    tcase_add_test(tc, same_and_problem);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

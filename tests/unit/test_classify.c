@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "engine/image.h"
+#include "engine/rng.h"
 #include "engine/safetensors.h"
 #include "engine/trace.h"
 #include "harness/case/case.h"
@@ -749,6 +750,35 @@ START_TEST(test_emulation) {
 }
 END_TEST
 
+/* The witnesses that are no other run come before the numbers' evidence: the teacher's input
+ * (the harness's fault) even before an assignment, the kernel and the draw after it. */
+START_TEST(test_decide_witnesses) {
+    rp_cls_facts f;
+    char s[600];
+    rp_cls_facts_init(&f);
+    f.step_break = 1; /* what a wrongly fed teacher shows */
+    f.mismatch = 1;
+    snprintf(f.mismatch_msg, sizeof f.mismatch_msg, "item 1 matches reference item 0");
+    f.teacher_input_break = 1;
+    snprintf(f.teacher_input_msg, sizeof f.teacher_input_msg, "the teacher-forcing run of item 1 holds row 0 ...");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "teacher-forcing run of item 1"));
+    f.teacher_input_break = -1;
+    f.ran_break = 1;
+    snprintf(f.ran_msg, sizeof f.ran_msg, "the case asks for attention flash but the math kernel ran");
+    f.noise_draw_break = 0;
+    snprintf(f.noise_draw_msg, sizeof f.noise_draw_msg, "item 0's initial noise is not the draw of its seed");
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_MISMATCH);
+    f.mismatch = 0;
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "math kernel ran"));
+    f.ran_break = 0;
+    f.identical = 1; /* bitwise the reference's: the draw still decides */
+    ck_assert(rp_cls_decide(&f, s, sizeof s) == RP_V_BUG);
+    ck_assert(strstr(s, "not the draw of its seed"));
+}
+END_TEST
+
 START_TEST(test_decide) {
     rp_cls_facts f;
     char s[600];
@@ -840,10 +870,10 @@ static float prand(unsigned *s) {
 }
 
 /* The reference trajectory (N + 1, B, PER): per item its own noise, then a smooth decay. */
+/* Row 0: item b's noise as the pipeline draws it from seed b (write_run's items) at index b,
+ * which the classifier draws again (cls_noise_draw). */
 static void ref_traj(float *x) {
-    unsigned s = 7;
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < PER; j++) x[b * PER + j] = prand(&s);
+    for (int b = 0; b < B; b++) rp_randn(x + b * PER, PER, (uint64_t)b, (uint64_t)b, RP_STREAM_INIT_NOISE);
     for (int k = 1; k <= N; k++)
         for (int i = 0; i < B * PER; i++) x[k * B * PER + i] = 0.8f * x[(k - 1) * B * PER + i] + 0.1f;
 }
@@ -1272,6 +1302,30 @@ START_TEST(test_driver) {
     ck_assert(classify(d, ref, 1, &j) == RP_V_BUG);
     ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "initial noise");
     cJSON_Delete(j);
+    /* both runs drew item 1 from another seed (an item selection that loses seed bits acts in
+     * the reference too): they agree with each other, not with the draw of case.json's seed */
+    static float xs[(N + 1) * B * PER], rs[(N + 1) * B * PER];
+    memcpy(rs, r, sizeof rs);
+    rp_randn(rs + PER, PER, 1ULL << 32, 1, RP_STREAM_INIT_NOISE);
+    memcpy(xs, rs, sizeof xs);
+    nudge(xs, 1, 3e-7, 9);
+    char rsd[800];
+    snprintf(rsd, sizeof rsd, "%s/ref-seed", root);
+    write_run(rsd, "", rs, 0.5f, rs);
+    write_outputs(rsd, rs, rs + N * B * PER, rs);
+    write_outputs(d, xs, xs + N * B * PER, xs);
+    ck_assert(classify_with(d, rsd, ref, 1, &j) == RP_V_BUG);
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "first_step", "what")), "initial noise");
+    ck_assert(strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "item 1's initial noise is not the draw"));
+    cJSON_Delete(j);
+    /* one ulp off the draw in a value (another host's libm): within the draw's rule */
+    memcpy(xs + PER, nz + PER, sizeof(float) * PER);
+    xs[PER + 3] = nextafterf(xs[PER + 3], INFINITY);
+    write_outputs(d, xs, xs + N * B * PER, xs);
+    ck_assert(classify_with(d, rsd, ref, 1, &j) != RP_V_BUG ||
+              !strstr(cJSON_GetStringValue(path(j, "summary", NULL, NULL)), "not the draw"));
+    ck_assert_str_eq(cJSON_GetStringValue(path(j, "evidence", "initial_noise", "drawn_here")), "within one ulp");
+    cJSON_Delete(j);
     write_latents(ref, r, rfin);
 
     /* the fp32 shadow's leak check: its first step recomputed later in the worker (shadow/leak)
@@ -1423,6 +1477,7 @@ static Suite *classify_suite(void) {
     tcase_add_test(tc, test_invariant_shadow);
     tcase_add_test(tc, test_emulation);
     tcase_add_test(tc, test_decide);
+    tcase_add_test(tc, test_decide_witnesses);
     tcase_add_test(tc, test_driver);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,136 @@
+#!/bin/sh
+# classify_witness.sh — the classifier's witnesses that are no other run (label cli). Each
+# stored artifact is changed the way a fault upstream of the numbers would change it, and
+# `repro classify` must name that fault, not a rounding or the case's own steps:
+#   - a reference posing another problem (its case.json at another precision): CONFIG_ERROR
+#     naming the field;
+#   - a case whose trace says another attention kernel ran than the one case.json asks for
+#     (a silent fallback): BUG at "attention kernel"; one whose run was configured with
+#     another thread count than case.json's (a field dropped on the way): BUG at
+#     "configuration";
+#   - case and reference drawn from a seed other than case.json's (both case.json's seed
+#     edited: the item selection losing seed bits in every run): BUG at "initial noise",
+#     though the two runs agree with each other;
+#   - a teacher-forcing run fed other items' rows (its stored rows swapped): BUG at
+#     "teacher input", not a local error of the case;
+#   and the untouched sweep gives no such finding.
+#   classify_witness.sh REPRO SCRATCH
+set -u
+repro=$1 scratch=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+rm -rf "$scratch"
+mkdir -p "$scratch" || exit 1
+cd "$scratch" || exit 1
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+id_of() { awk -v n="\"name\":	\"$2\"," '/"id":/ { id = $2 } index($0, n) { gsub(/[",]/, "", id); print id; exit }' "$1/summary.json"; }
+field() { sed -n "s/.*\"$2\":[[:space:]]*\"\\([^\"]*\\)\".*/\\1/p" "$1" | head -1; }
+
+cat >w.yaml <<'EOF'
+name: witness
+base: {model: dit-tiny, steps: 3, cfg: 4, threads: 1}
+seeds: [0, 1]
+classes: [207]
+axes:
+  attention: [math, flash]
+reference: {attention: math}
+EOF
+"$repro" --matrix w.yaml --results res --progress plain >sweep.out 2>sweep.err || { cat sweep.out; tail sweep.err; fail "sweep"; }
+cat sweep.out
+d=res/witness
+ref=$d/$(id_of $d "attention=math") fl=$d/$(id_of $d "attention=flash")
+[ -f "$ref/case.json" ] && [ -f "$fl/case.json" ] || fail "case directories not found"
+for c in "$ref" "$fl"; do
+    v=$(field "$c/classification.json" verdict)
+    case $v in identical | drift) ;; *) fail "$c: $v on the untouched sweep" ;; esac
+done
+grep -q '"drawn_here":[[:space:]]*"within one ulp"' "$fl/classification.json" || fail "the noise was not held to its draw"
+grep -q '"attention_kernels":[[:space:]]*"flash' "$fl/classification.json" || fail "the kernels that ran are not reported"
+[ -f "$fl/teacher/teacher.safetensors" ] || fail "the flash case has no teacher run"
+
+# verdict_of CASE REF OUT: classify by hand into CASE/OUT (a copy), print the verdict
+verdict_of() { "$repro" classify "$1" "$2" --out "$3" >/dev/null 2>"$3.err"; field "$1/$3" verdict; }
+what_of() { sed -n '/"first_step"/,/}/s/.*"what":[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -1; }
+
+# 1. a reference at another precision: no envelope
+cp -r "$ref" ref-bf16
+cp -r "$fl" fl-pair
+sed -i 's/"precision":[[:space:]]*"fp32"/"precision": "bf16"/' ref-bf16/case.json
+grep -q '"precision": "bf16"' ref-bf16/case.json || fail "could not edit the reference's precision"
+v=$(verdict_of fl-pair ref-bf16 pair.json)
+[ "$v" = CONFIG_ERROR ] || fail "a bf16 reference for an fp32 case: $v"
+grep -q "pose different problems (field 'precision'" fl-pair/pair.json || fail "the pair's field is not named: $(field fl-pair/pair.json summary)"
+
+# 2. another attention kernel than asked: the case asks for flash, its trace says math ran (a
+#    silent fallback inside the engine, the context configured as asked)
+cp -r "$fl" fl-ran-math
+$py - fl-ran-math/trace.safetensors <<'EOF' || fail "could not edit the trace's notes"
+import json, struct, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+m = h["__metadata__"]
+v = m.pop("note/attention.ran.flash")
+m["note/attention.ran.math"] = "q=0 kv=0"
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+EOF
+v=$(verdict_of fl-ran-math "$ref" kernel.json)
+[ "$v" = BUG ] || fail "a kernel other than asked: $v"
+k=fl-ran-math/kernel.json
+[ "$(what_of $k)" = "attention kernel" ] || fail "kernel: first step is '$(what_of $k)'"
+grep -q "asks for attention flash but the math kernel ran" $k || fail "kernel: $(field $k summary)"
+
+# 2b. a knob that did not reach the run: case.json asks for 2 threads, the run noted 1
+cp -r "$fl" fl-threads
+sed -i 's/"threads":[[:space:]]*1/"threads": 2/' fl-threads/case.json
+grep -q '"threads": 2' fl-threads/case.json || fail "could not edit the threads"
+v=$(verdict_of fl-threads "$ref" config.json)
+[ "$v" = BUG ] || fail "a knob that did not reach the run: $v"
+k=fl-threads/config.json
+[ "$(what_of $k)" = "configuration" ] || fail "configuration: first step is '$(what_of $k)'"
+grep -q "configured with threads 1 while case.json asks for 2" $k || fail "configuration: $(field $k summary)"
+
+# 3. both runs drawn from another seed than case.json's: they agree, the draw does not
+cp -r "$ref" ref-seed
+cp -r "$fl" fl-seed
+for c in ref-seed fl-seed; do
+    $py - "$c/case.json" <<'EOF' || fail "could not edit the seed"
+import json, sys
+p = sys.argv[1]
+j = json.load(open(p))
+j["items"][1]["seed"] = 4294967297  # the runs drew seed 1: 2^32 + 1 cut to 32 bits
+json.dump(j, open(p, "w"), indent=1)
+EOF
+done
+v=$(verdict_of fl-seed ref-seed seed.json)
+[ "$v" = BUG ] || fail "noise from another seed in both runs: $v"
+k=fl-seed/seed.json
+[ "$(what_of $k)" = "initial noise" ] || fail "seed: first step is '$(what_of $k)'"
+grep -q "item 1's initial noise is not the draw of its seed 4294967297" $k || fail "seed: $(field $k summary)"
+
+# 4. a teacher run fed the other item's rows: items 0 and 1 swapped in every stored row
+cp -r "$fl" fl-teacher
+$py - fl-teacher/teacher/teacher.safetensors <<'EOF' || fail "could not swap the teacher's rows"
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+t = h["teacher"]
+rows, items = t["shape"][0], t["shape"][1]
+per = 4 * t["shape"][2] * t["shape"][3] * t["shape"][4]
+assert items == 2 and t["dtype"] == "F32"
+base = 8 + n + t["data_offsets"][0]
+for r in range(rows):
+    a = base + r * items * per
+    b[a:a + per], b[a + per:a + 2 * per] = b[a + per:a + 2 * per], b[a:a + per]
+open(p, "wb").write(b)
+EOF
+v=$(verdict_of fl-teacher "$ref" teacher.json)
+[ "$v" = BUG ] || fail "a teacher fed another item's rows: $v"
+k=fl-teacher/teacher.json
+[ "$(what_of $k)" = "teacher input" ] || fail "teacher: first step is '$(what_of $k)'"
+echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG, draw BUG, teacher input BUG"
