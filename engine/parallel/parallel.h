@@ -428,6 +428,8 @@ void rp_par_pf_reset(rp_parallel *p);
 void rp_par_pp_reset(rp_parallel *p);
 rp_status rp_par_pf_forward(const rp_ctx *ctx, rp_par_forward_fn fn, void *user, float *out, size_t n_out,
                             rp_error *err);
+/* The pipeline patches PipeFusion runs (M), 0 without PipeFusion. */
+int rp_par_pf_patches(const rp_parallel *p);
 /* Is a pipeline patch in progress (1: patch *m of *M)? */
 int rp_par_pf_patch(const rp_parallel *p, int *m, int *M);
 /* patch (B, T / M, W), the patch in progress of a sequence of T -> full (B, T, W): the
@@ -435,6 +437,14 @@ int rp_par_pf_patch(const rp_parallel *p, int *m, int *M);
 rp_status rp_par_pf_tokens(rp_parallel *p, float *full, const float *patch, int B, int T, int W, rp_error *err);
 
 /* ---- trace ------------------------------------------------------------------------- */
+
+/* Notes in t (NULL: nothing) the layout the engine holds, as it runs it, for the classifier
+ * to hold against what the case asks (harness/analysis/classify.c, cls_asked): "par.degrees" =
+ * "<field>=<degree> ..." of every strategy with a degree (strategy.h's table, its case
+ * field names), and with an approximate strategy "par.warmup" = the evaluations it runs
+ * exact (stale_from), with PipeFusion "par.pipeline_patches" = M. */
+struct rp_trace;
+void rp_par_trace_notes(const rp_parallel *p, struct rp_trace *t);
 
 /* The denoiser, before a forward of n model rows: rows[r] is model row r's row in the
  * single-rank trace tensor (or -1: not traced), total the single-rank trace's row count.

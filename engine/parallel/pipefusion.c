@@ -419,6 +419,8 @@ void rp_par_pf_reset(rp_parallel *p) {
     pf->patch = -1;
 }
 
+int rp_par_pf_patches(const rp_parallel *p) { return p->pf ? p->pf->M : 0; }
+
 int rp_par_pf_patch(const rp_parallel *p, int *m, int *M) {
     if (!p->pf || p->pf->patch < 0) return 0;
     *m = p->pf->patch;

@@ -1805,19 +1805,6 @@ static void cls_layers(cls *x) {
     }
 }
 
-/* Evidence 1b: the initial noise (the noise each run returned; an older store without it: the
- * trajectory's first row). Every item's noise is a pure
- * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
- * double rounded once to float), before any layout, precision or device touches it. Against
- * a reference made on this machine it is therefore bitwise, and any difference is a bug
- * however small (one dp group's noise rounded to bf16 is 2^-9 relative: inside a bf16
- * envelope). Against a golden from another machine, whose libm may round a double a sub-ulp
- * differently, it is held to its envelope with fp32's floor: the noise is fp32 whatever
- * precision the case computes in.
- * Then the trajectory's first row against the noise the case itself returned: every sampler
- * starts from the noise as drawn, so a first row that is not it was changed after the
- * sampler wrote it (a gather or copy of the returned trajectory), not drawn wrong; that is
- * named as such instead of as a noise bug (the trajectory is what every other check reads). */
 /* What the case's run was configured with and ran, from its trace's notes, against what
  * case.json asks for. A field the harness or the engine silently dropped on the way to the run
  * leaves a case that tests something else than it names, whose numbers are that other
@@ -1834,6 +1821,49 @@ static void cls_layers(cls *x) {
  * reason), or tiles other than the ones asked (audit 22: flash falling back to math on a key
  * count, bitwise the math reference, "identical"). auto (its pick is the trace's
  * attention.auto notes) and invariant numerics (one canonical attention) ask for no kernel. */
+/* cls_asked's layout part: the engine's own notes of the layout it runs (rp_par_trace_notes)
+ * against case.json: every degree, an approximate strategy's exact evaluations (warmup_steps),
+ * PipeFusion's patch count (num_pipeline_patch; 0 asks for one patch per stage). */
+static void cls_asked_layout(cls *x, const rp_st_file *f) {
+    const rp_case *c = &x->c;
+    rp_cls_facts *fa = &x->f;
+    char want[64], got[96], field[64];
+    int have = 0, ask = 0;
+    const char *degs = rp_st_meta(f, "note/par.degrees");
+    for (const char *s = degs; s && *s && !fa->ran_break;) {
+        int used = 0, d = 0;
+        if (sscanf(s, "%63[^=]=%d%n", field, &d, &used) != 2) break;
+        s += used;
+        while (*s == ' ') s++;
+        for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
+            const rp_par_strategy_info *st = rp_par_degree_strategy(i);
+            if (strcmp(st->field, field) || rp_par_degree(&c->deg, st) == d) continue;
+            snprintf(got, sizeof got, "%s %d", field, d);
+            snprintf(want, sizeof want, "%d", rp_par_degree(&c->deg, st));
+            have = 1;
+        }
+        if (have) break;
+    }
+    const char *w = rp_st_meta(f, "note/par.warmup"), *m = rp_st_meta(f, "note/par.pipeline_patches");
+    if (!have && w && atoi(w) != c->warmup_steps) {
+        snprintf(got, sizeof got, "warmup_steps %s", w);
+        snprintf(want, sizeof want, "%d", c->warmup_steps);
+        have = 1;
+    }
+    ask = c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion;
+    if (!have && m && atoi(m) != ask) {
+        snprintf(got, sizeof got, "num_pipeline_patch %s", m);
+        snprintf(want, sizeof want, "%d%s", ask, c->num_pipeline_patch ? "" : " (0: one per stage)");
+        have = 1;
+    }
+    if (!have) return;
+    fa->ran_break = 1;
+    snprintf(fa->ran_what, sizeof fa->ran_what, "configuration");
+    snprintf(fa->ran_msg, sizeof fa->ran_msg,
+             "the engine ran the layout with %s while case.json asks for %s: the field did not reach the run, so the "
+             "case did not run what it names", got, want);
+}
+
 static void cls_asked(cls *x) {
     const rp_case *c = &x->c;
     char p[PATHLEN];
@@ -1842,7 +1872,7 @@ static void cls_asked(cls *x) {
     rp_error e;
     if (rp_st_open(p, &f, &e) != RP_OK) return; /* no trace: the layers' evidence says so */
     rp_cls_facts *fa = &x->f;
-    char ints[6][24];
+    char ints[5][24];
     snprintf(ints[0], sizeof ints[0], "%d", c->threads);
     snprintf(ints[1], sizeof ints[1], "%d", c->reduce_split ? 1 : 0);
     snprintf(ints[2], sizeof ints[2], "%d", c->attn_q_chunk);
@@ -1871,6 +1901,7 @@ static void cls_asked(cls *x) {
                  "the run was configured with %s %s while case.json asks for %s: the field did not reach the run, "
                  "so the case did not run what it names", knobs[i].field, v, knobs[i].want);
     }
+    if (!fa->ran_break) cls_asked_layout(x, f);
     const int asks_kernel = strcmp(c->attention, "auto") && strcmp(c->numerics, "invariant");
     static const char KEY[] = "note/attention.ran.";
     char ran[200] = "";
@@ -1940,6 +1971,19 @@ static void cls_noise_draw(cls *x) {
     if (nz) cJSON_AddStringToObject(nz, "drawn_here", x->f.noise_draw_break < 0 ? "within one ulp" : "differs");
 }
 
+/* Evidence 1b: the initial noise (the noise each run returned; an older store without it: the
+ * trajectory's first row). Every item's noise is a pure
+ * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
+ * double rounded once to float), before any layout, precision or device touches it. Against
+ * a reference made on this machine it is therefore bitwise, and any difference is a bug
+ * however small (one dp group's noise rounded to bf16 is 2^-9 relative: inside a bf16
+ * envelope). Against a golden from another machine, whose libm may round a double a sub-ulp
+ * differently, it is held to its envelope with fp32's floor: the noise is fp32 whatever
+ * precision the case computes in.
+ * Then the trajectory's first row against the noise the case itself returned: every sampler
+ * starts from the noise as drawn, so a first row that is not it was changed after the
+ * sampler wrote it (a gather or copy of the returned trajectory), not drawn wrong; that is
+ * named as such instead of as a noise bug (the trajectory is what every other check reads). */
 static void cls_noise(cls *x) {
     const size_t n = (size_t)x->B * x->per;
     const int exact = x->ref_local;

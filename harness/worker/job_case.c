@@ -526,6 +526,7 @@ static rp_status job_run_items(job *J, const run_spec *s, rp_error *err) {
     rp_trace_init(&trace);
     ctx.trace = &trace; /* every rank: the trace points are collective; rank 0's is saved */
     rp_ctx_trace_notes(&ctx, &trace);
+    rp_par_trace_notes(&J->par, &trace);
     rp_trace_note(&trace, "device", J->dev_name);
     if (J->host_check) rp_trace_note(&trace, "device.check", "host-check");
     if (rp_device_name_is_cuda(c->device)) {

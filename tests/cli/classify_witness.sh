@@ -6,8 +6,8 @@
 #     naming the field;
 #   - a case whose trace says another attention kernel ran than the one case.json asks for
 #     (a silent fallback): BUG at "attention kernel"; one whose run was configured with
-#     another thread count than case.json's (a field dropped on the way): BUG at
-#     "configuration";
+#     another thread count than case.json's (a field dropped on the way), or whose engine
+#     notes another layout than case.json's: BUG at "configuration";
 #   - case and reference drawn from a seed other than case.json's (both case.json's seed
 #     edited: the item selection losing seed bits in every run): BUG at "initial noise",
 #     though the two runs agree with each other;
@@ -93,6 +93,27 @@ k=fl-threads/config.json
 [ "$(what_of $k)" = "configuration" ] || fail "configuration: first step is '$(what_of $k)'"
 grep -q "configured with threads 1 while case.json asks for 2" $k || fail "configuration: $(field $k summary)"
 
+# 2c. a layout that did not reach the engine: its own note of the degrees it runs says dp 2
+cp -r "$fl" fl-dp2
+$py - fl-dp2/trace.safetensors <<'EOF' || fail "could not edit the trace's notes"
+import json, struct, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+m = h["__metadata__"]
+assert "dp=1" in m["note/par.degrees"], m["note/par.degrees"]
+m["note/par.degrees"] = m["note/par.degrees"].replace("dp=1", "dp=2")
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+EOF
+v=$(verdict_of fl-dp2 "$ref" layout.json)
+[ "$v" = BUG ] || fail "a layout that did not reach the engine: $v"
+k=fl-dp2/layout.json
+[ "$(what_of $k)" = "configuration" ] || fail "layout: first step is '$(what_of $k)'"
+grep -q "the engine ran the layout with dp 2 while case.json asks for 1" $k || fail "layout: $(field $k summary)"
+
 # 3. both runs drawn from another seed than case.json's: they agree, the draw does not
 cp -r "$ref" ref-seed
 cp -r "$fl" fl-seed
@@ -133,4 +154,4 @@ v=$(verdict_of fl-teacher "$ref" teacher.json)
 [ "$v" = BUG ] || fail "a teacher fed another item's rows: $v"
 k=fl-teacher/teacher.json
 [ "$(what_of $k)" = "teacher input" ] || fail "teacher: first step is '$(what_of $k)'"
-echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG, draw BUG, teacher input BUG"
+echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout), draw BUG, teacher input BUG"
