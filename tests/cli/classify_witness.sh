@@ -51,6 +51,22 @@ grep -q '"attention_kernels":[[:space:]]*"flash' "$fl/classification.json" || fa
 # verdict_of CASE REF OUT: classify by hand into CASE/OUT (a copy), print the verdict
 verdict_of() { "$repro" classify "$1" "$2" --out "$3" >/dev/null 2>"$3.err"; field "$1/$3" verdict; }
 what_of() { sed -n '/"first_step"/,/}/s/.*"what":[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -1; }
+# edit_notes TRACE CODE: run the python CODE on m, the trace's metadata (its notes), and write
+# the file back (safetensors: an 8-byte header length, the JSON header, the data unchanged)
+edit_notes() {
+    $py - "$1" "$2" <<'EOF' || fail "could not edit the notes of $1"
+import json, struct, sys
+p, code = sys.argv[1], sys.argv[2]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+m = h["__metadata__"]
+exec(code)
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+EOF
+}
 
 # 1. a reference at another precision: no envelope
 cp -r "$ref" ref-bf16
@@ -64,19 +80,7 @@ grep -q "pose different problems (field 'precision'" fl-pair/pair.json || fail "
 # 2. another attention kernel than asked: the case asks for flash, its trace says math ran (a
 #    silent fallback inside the engine, the context configured as asked)
 cp -r "$fl" fl-ran-math
-$py - fl-ran-math/trace.safetensors <<'EOF' || fail "could not edit the trace's notes"
-import json, struct, sys
-p = sys.argv[1]
-b = open(p, "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-m = h["__metadata__"]
-v = m.pop("note/attention.ran.flash")
-m["note/attention.ran.math"] = "q=0 kv=0"
-t = json.dumps(h).encode()
-t += b" " * (-len(t) % 8)
-open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-EOF
+edit_notes fl-ran-math/trace.safetensors 'm.pop("note/attention.ran.flash"); m["note/attention.ran.math"] = "q=0 kv=0"'
 v=$(verdict_of fl-ran-math "$ref" kernel.json)
 [ "$v" = BUG ] || fail "a kernel other than asked: $v"
 k=fl-ran-math/kernel.json
@@ -95,19 +99,8 @@ grep -q "configured with threads 1 while case.json asks for 2" $k || fail "confi
 
 # 2c. a layout that did not reach the engine: its own note of the degrees it runs says dp 2
 cp -r "$fl" fl-dp2
-$py - fl-dp2/trace.safetensors <<'EOF' || fail "could not edit the trace's notes"
-import json, struct, sys
-p = sys.argv[1]
-b = open(p, "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-m = h["__metadata__"]
-assert "dp=1" in m["note/par.degrees"], m["note/par.degrees"]
-m["note/par.degrees"] = m["note/par.degrees"].replace("dp=1", "dp=2")
-t = json.dumps(h).encode()
-t += b" " * (-len(t) % 8)
-open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-EOF
+edit_notes fl-dp2/trace.safetensors 'assert "dp=1" in m["note/par.degrees"]
+m["note/par.degrees"] = m["note/par.degrees"].replace("dp=1", "dp=2")'
 v=$(verdict_of fl-dp2 "$ref" layout.json)
 [ "$v" = BUG ] || fail "a layout that did not reach the engine: $v"
 k=fl-dp2/layout.json
