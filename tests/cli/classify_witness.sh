@@ -48,8 +48,16 @@ grep -q '"drawn_here":[[:space:]]*"within one ulp"' "$fl/classification.json" ||
 grep -q '"attention_kernels":[[:space:]]*"flash' "$fl/classification.json" || fail "the kernels that ran are not reported"
 [ -f "$fl/teacher/teacher.safetensors" ] || fail "the flash case has no teacher run"
 
-# verdict_of CASE REF OUT: classify by hand into CASE/OUT (a copy), print the verdict
-verdict_of() { "$repro" classify "$1" "$2" --out "$3" >/dev/null 2>"$3.err"; field "$1/$3" verdict; }
+# expect CASE REF VERDICT WHAT TEXT: classify the copy CASE against REF by hand (into
+# CASE/witness.json): VERDICT, its first step decided by WHAT ("" for none), TEXT in it
+expect() {
+    "$repro" classify "$1" "$2" --out witness.json >/dev/null 2>"$1.err"
+    j=$1/witness.json
+    v=$(field "$j" verdict)
+    [ "$v" = "$3" ] || fail "$1: $v, expected $3 ($(field "$j" summary))"
+    [ -z "$4" ] || [ "$(what_of "$j")" = "$4" ] || fail "$1: first step '$(what_of "$j")', expected '$4'"
+    grep -q "$5" "$j" || fail "$1: '$5' not in: $(field "$j" summary)"
+}
 what_of() { sed -n '/"first_step"/,/}/s/.*"what":[[:space:]]*"\([^"]*\)".*/\1/p' "$1" | head -1; }
 # edit_notes TRACE CODE: run the python CODE on m, the trace's metadata (its notes), and write
 # the file back (safetensors: an 8-byte header length, the JSON header, the data unchanged)
@@ -73,39 +81,25 @@ cp -r "$ref" ref-bf16
 cp -r "$fl" fl-pair
 sed -i 's/"precision":[[:space:]]*"fp32"/"precision": "bf16"/' ref-bf16/case.json
 grep -q '"precision": "bf16"' ref-bf16/case.json || fail "could not edit the reference's precision"
-v=$(verdict_of fl-pair ref-bf16 pair.json)
-[ "$v" = CONFIG_ERROR ] || fail "a bf16 reference for an fp32 case: $v"
-grep -q "pose different problems (field 'precision'" fl-pair/pair.json || fail "the pair's field is not named: $(field fl-pair/pair.json summary)"
+expect fl-pair ref-bf16 CONFIG_ERROR "" "pose different problems (field 'precision'"
 
 # 2. another attention kernel than asked: the case asks for flash, its trace says math ran (a
 #    silent fallback inside the engine, the context configured as asked)
 cp -r "$fl" fl-ran-math
 edit_notes fl-ran-math/trace.safetensors 'm.pop("note/attention.ran.flash"); m["note/attention.ran.math"] = "q=0 kv=0"'
-v=$(verdict_of fl-ran-math "$ref" kernel.json)
-[ "$v" = BUG ] || fail "a kernel other than asked: $v"
-k=fl-ran-math/kernel.json
-[ "$(what_of $k)" = "attention kernel" ] || fail "kernel: first step is '$(what_of $k)'"
-grep -q "asks for attention flash but the math kernel ran" $k || fail "kernel: $(field $k summary)"
+expect fl-ran-math "$ref" BUG "attention kernel" "asks for attention flash but the math kernel ran"
 
 # 2b. a knob that did not reach the run: case.json asks for 2 threads, the run noted 1
 cp -r "$fl" fl-threads
 sed -i 's/"threads":[[:space:]]*1/"threads": 2/' fl-threads/case.json
 grep -q '"threads": 2' fl-threads/case.json || fail "could not edit the threads"
-v=$(verdict_of fl-threads "$ref" config.json)
-[ "$v" = BUG ] || fail "a knob that did not reach the run: $v"
-k=fl-threads/config.json
-[ "$(what_of $k)" = "configuration" ] || fail "configuration: first step is '$(what_of $k)'"
-grep -q "configured with threads 1 while case.json asks for 2" $k || fail "configuration: $(field $k summary)"
+expect fl-threads "$ref" BUG configuration "configured with threads 1 while case.json asks for 2"
 
 # 2c. a layout that did not reach the engine: its own note of the degrees it runs says dp 2
 cp -r "$fl" fl-dp2
 edit_notes fl-dp2/trace.safetensors 'assert "dp=1" in m["note/par.degrees"]
 m["note/par.degrees"] = m["note/par.degrees"].replace("dp=1", "dp=2")'
-v=$(verdict_of fl-dp2 "$ref" layout.json)
-[ "$v" = BUG ] || fail "a layout that did not reach the engine: $v"
-k=fl-dp2/layout.json
-[ "$(what_of $k)" = "configuration" ] || fail "layout: first step is '$(what_of $k)'"
-grep -q "the engine ran the layout with dp 2 while case.json asks for 1" $k || fail "layout: $(field $k summary)"
+expect fl-dp2 "$ref" BUG configuration "the engine ran the layout with dp 2 while case.json asks for 1"
 
 # 3. both runs drawn from another seed than case.json's: they agree, the draw does not
 cp -r "$ref" ref-seed
@@ -119,11 +113,7 @@ j["items"][1]["seed"] = 4294967297  # the runs drew seed 1: 2^32 + 1 cut to 32 b
 json.dump(j, open(p, "w"), indent=1)
 EOF
 done
-v=$(verdict_of fl-seed ref-seed seed.json)
-[ "$v" = BUG ] || fail "noise from another seed in both runs: $v"
-k=fl-seed/seed.json
-[ "$(what_of $k)" = "initial noise" ] || fail "seed: first step is '$(what_of $k)'"
-grep -q "item 1's initial noise is not the draw of its seed 4294967297" $k || fail "seed: $(field $k summary)"
+expect fl-seed ref-seed BUG "initial noise" "item 1's initial noise is not the draw of its seed 4294967297"
 
 # 4. a teacher run fed the other item's rows: items 0 and 1 swapped in every stored row
 cp -r "$fl" fl-teacher
@@ -143,8 +133,5 @@ for r in range(rows):
     b[a:a + per], b[a + per:a + 2 * per] = b[a + per:a + 2 * per], b[a:a + per]
 open(p, "wb").write(b)
 EOF
-v=$(verdict_of fl-teacher "$ref" teacher.json)
-[ "$v" = BUG ] || fail "a teacher fed another item's rows: $v"
-k=fl-teacher/teacher.json
-[ "$(what_of $k)" = "teacher input" ] || fail "teacher: first step is '$(what_of $k)'"
+expect fl-teacher "$ref" BUG "teacher input" "the harness fed the teacher other rows"
 echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout), draw BUG, teacher input BUG"
