@@ -519,12 +519,7 @@ rp_status rp_par_stream(const rp_ctx *ctx, int where, int block, float *x, size_
 void rp_par_trace_notes(const rp_parallel *p, rp_trace *t) {
     if (!t || !p) return;
     char v[256], n[32];
-    size_t len = 0;
-    v[0] = '\0';
-    for (int i = 0; i < RP_PAR_N_DEGREES && len < sizeof v; i++) {
-        const rp_par_strategy_info *s = rp_par_degree_strategy(i);
-        len += (size_t)snprintf(v + len, sizeof v - len, "%s%s=%d", len ? " " : "", s->field, rp_par_degree(&p->deg, s));
-    }
+    rp_par_named_text(&p->deg, "=", " ", v, sizeof v);
     rp_trace_note(t, "par.degrees", v);
     if (p->pf || p->pp) {
         snprintf(n, sizeof n, "%d", p->stale_from);

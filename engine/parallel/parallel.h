@@ -440,8 +440,7 @@ rp_status rp_par_pf_tokens(rp_parallel *p, float *full, const float *patch, int 
 
 /* Notes in t (NULL: nothing) the layout the engine holds, as it runs it, for the classifier
  * to hold against what the case asks (harness/analysis/classify.c, cls_asked): "par.degrees" =
- * "<field>=<degree> ..." of every strategy with a degree (strategy.h's table, its case
- * field names), and with an approximate strategy "par.warmup" = the evaluations it runs
+ * rp_par_named_text of its degrees ("dp=2 cfg=1 ..."), and with an approximate strategy "par.warmup" = the evaluations it runs
  * exact (stale_from), with PipeFusion "par.pipeline_patches" = M. */
 struct rp_trace;
 void rp_par_trace_notes(const rp_parallel *p, struct rp_trace *t);

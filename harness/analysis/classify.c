@@ -1811,7 +1811,9 @@ static void cls_layers(cls *x) {
  * thing's (bitwise its reference's, or its rounding): the comparison of two runs cannot see it,
  * the record of the run can.
  *   The context (rp_ctx_trace_notes: what the worker configured from case.json, harness/worker/
- * job_case.c) and the request (the pipeline's steps): each must be the case's value (the
+ * job_case.c), the request (the pipeline's steps) and the layout the parallel layer holds
+ * (rp_par_trace_notes: degrees, an approximate strategy's warmup, PipeFusion's patches): each
+ * must be the case's value (the
  * pipeline's cfg note is the effective scale, 1 where a flow model runs unguided, no echo).
  * (The precision only on the CPU: on a GPU the host parts run at the precision the device's
  * mapping gives.)
@@ -1821,49 +1823,6 @@ static void cls_layers(cls *x) {
  * reason), or tiles other than the ones asked (audit 22: flash falling back to math on a key
  * count, bitwise the math reference, "identical"). auto (its pick is the trace's
  * attention.auto notes) and invariant numerics (one canonical attention) ask for no kernel. */
-/* cls_asked's layout part: the engine's own notes of the layout it runs (rp_par_trace_notes)
- * against case.json: every degree, an approximate strategy's exact evaluations (warmup_steps),
- * PipeFusion's patch count (num_pipeline_patch; 0 asks for one patch per stage). */
-static void cls_asked_layout(cls *x, const rp_st_file *f) {
-    const rp_case *c = &x->c;
-    rp_cls_facts *fa = &x->f;
-    char want[64], got[96], field[64];
-    int have = 0, ask = 0;
-    const char *degs = rp_st_meta(f, "note/par.degrees");
-    for (const char *s = degs; s && *s && !fa->ran_break;) {
-        int used = 0, d = 0;
-        if (sscanf(s, "%63[^=]=%d%n", field, &d, &used) != 2) break;
-        s += used;
-        while (*s == ' ') s++;
-        for (int i = 0; i < RP_PAR_N_DEGREES; i++) {
-            const rp_par_strategy_info *st = rp_par_degree_strategy(i);
-            if (strcmp(st->field, field) || rp_par_degree(&c->deg, st) == d) continue;
-            snprintf(got, sizeof got, "%s %d", field, d);
-            snprintf(want, sizeof want, "%d", rp_par_degree(&c->deg, st));
-            have = 1;
-        }
-        if (have) break;
-    }
-    const char *w = rp_st_meta(f, "note/par.warmup"), *m = rp_st_meta(f, "note/par.pipeline_patches");
-    if (!have && w && atoi(w) != c->warmup_steps) {
-        snprintf(got, sizeof got, "warmup_steps %s", w);
-        snprintf(want, sizeof want, "%d", c->warmup_steps);
-        have = 1;
-    }
-    ask = c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion;
-    if (!have && m && atoi(m) != ask) {
-        snprintf(got, sizeof got, "num_pipeline_patch %s", m);
-        snprintf(want, sizeof want, "%d%s", ask, c->num_pipeline_patch ? "" : " (0: one per stage)");
-        have = 1;
-    }
-    if (!have) return;
-    fa->ran_break = 1;
-    snprintf(fa->ran_what, sizeof fa->ran_what, "configuration");
-    snprintf(fa->ran_msg, sizeof fa->ran_msg,
-             "the engine ran the layout with %s while case.json asks for %s: the field did not reach the run, so the "
-             "case did not run what it names", got, want);
-}
-
 static void cls_asked(cls *x) {
     const rp_case *c = &x->c;
     char p[PATHLEN];
@@ -1872,12 +1831,16 @@ static void cls_asked(cls *x) {
     rp_error e;
     if (rp_st_open(p, &f, &e) != RP_OK) return; /* no trace: the layers' evidence says so */
     rp_cls_facts *fa = &x->f;
-    char ints[5][24];
+    char ints[7][24], degs[256];
     snprintf(ints[0], sizeof ints[0], "%d", c->threads);
     snprintf(ints[1], sizeof ints[1], "%d", c->reduce_split ? 1 : 0);
     snprintf(ints[2], sizeof ints[2], "%d", c->attn_q_chunk);
     snprintf(ints[3], sizeof ints[3], "%d", c->attn_kv_chunk);
     snprintf(ints[4], sizeof ints[4], "%d", c->steps);
+    snprintf(ints[5], sizeof ints[5], "%d", c->warmup_steps);
+    /* num_pipeline_patch 0 asks for one patch per stage */
+    snprintf(ints[6], sizeof ints[6], "%d", c->num_pipeline_patch ? c->num_pipeline_patch : c->pipefusion);
+    rp_par_named_text(&c->deg, "=", " ", degs, sizeof degs);
     const int cpu = !rp_device_name_is_cuda(c->device);
     const struct { const char *note, *field, *want; int check; } knobs[] = {
         {"threads", "threads", ints[0], 1},
@@ -1889,6 +1852,9 @@ static void cls_asked(cls *x) {
         {"attention.kv_chunk", "attn_kv_chunk", ints[3], 1},
         {"openblas.coretype", "blas_core", c->blas_core[0] ? c->blas_core : "default", 1},
         {"steps", "steps", ints[4], 1},
+        {"par.degrees", "degrees", degs, 1},
+        {"par.warmup", "warmup_steps", ints[5], 1},               /* noted by approximate strategies */
+        {"par.pipeline_patches", "num_pipeline_patch", ints[6], 1}, /* noted by PipeFusion */
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0] && !fa->ran_break; i++) {
         char k[64];
@@ -1901,7 +1867,6 @@ static void cls_asked(cls *x) {
                  "the run was configured with %s %s while case.json asks for %s: the field did not reach the run, "
                  "so the case did not run what it names", knobs[i].field, v, knobs[i].want);
     }
-    if (!fa->ran_break) cls_asked_layout(x, f);
     const int asks_kernel = strcmp(c->attention, "auto") && strcmp(c->numerics, "invariant");
     static const char KEY[] = "note/attention.ran.";
     char ran[200] = "";

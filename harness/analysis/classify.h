@@ -443,7 +443,8 @@ typedef struct rp_cls_facts {
                                  the right noise (the harness fed the teacher), or -1 */
     char teacher_input_msg[320];
     int ran_break;            /* 1: the run did not run what case.json asks for: its context
-                                 was configured otherwise (the trace's notes of the knobs), or
+                                 or its parallel layout was configured otherwise (the trace's
+                                 notes of the knobs and of the layout), or
                                  an attention kernel other than the variant asked ran (or with
                                  other tiles), undeclared (rp_attn_note_ran) */
     char ran_what[32];        /* "configuration" | "attention kernel" */

@@ -239,9 +239,16 @@ static void outcome_metrics(rp_case_outcome *oc, const cJSON *mj) {
     }
 }
 
-/* Reads a finished case's result.json (and metrics.json) into oc. Returns 0
- * when dir holds no finished case. *stage gets "validate" or "run". */
-static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_t cap) {
+/* Which build made a stored result (result.json's "git" and "build_id"; "" unrecorded). */
+typedef struct made_by {
+    char git[64];
+    char build_id[RP_BUILD_ID_CAP];
+} made_by;
+
+/* Reads a finished case's result.json (and metrics.json) into oc, and into *by (NULL: not
+ * wanted) the build that made it. Returns 0 when dir holds no finished case. *stage gets
+ * "validate" or "run". */
+static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_t cap, made_by *by) {
     char p[PATHLEN];
     rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
     cJSON *j = NULL;
@@ -257,6 +264,10 @@ static int outcome_load(const char *dir, rp_case_outcome *oc, char *stage, size_
     snprintf(stage, cap, "%s", get_str(j, "stage", "run"));
     oc->wall_s = rp_store_num(j, "wall_s", 0);
     oc->failed_rank = (int)rp_store_num(j, "failed_rank", -1);
+    if (by) {
+        snprintf(by->git, sizeof by->git, "%s", get_str(j, "git", ""));
+        snprintf(by->build_id, sizeof by->build_id, "%s", get_str(j, "build_id", ""));
+    }
     cJSON_Delete(j);
     rp_store_path(p, sizeof p, dir, RP_ART_METRICS);
     if (rp_store_read_json(p, &j, &e) == RP_OK) {
@@ -282,11 +293,13 @@ static void stamp_of(const char *dir, char *buf, size_t cap) {
     cJSON_Delete(j);
 }
 
-/* 0 when the finished result in dir was made for case c by this very binary (build_id): a
- * resumed sweep reuses it. Else 1, with why (cap bytes): the stored case.json is not c (the id
- * is a hash of it: the comparison of the full text is what the id stands for), or result.json
- * names another build (a rebuilt engine's results are not the old one's). */
-static int stored_stale(const char *dir, const rp_case *c, const char *build_id, char *why, size_t cap) {
+/* 0 when the finished result in dir, made by the build *by (outcome_load), was made for case c
+ * by this very binary (build_id): a resumed sweep reuses it. Else 1, with why (cap bytes): the
+ * stored case.json is not c (the id is a hash of it: the comparison of the full text is what
+ * the id stands for), or another build made it (a rebuilt engine's results are not the old
+ * one's). */
+static int stored_stale(const char *dir, const made_by *by, const rp_case *c, const char *build_id, char *why,
+                        size_t cap) {
     char p[PATHLEN];
     rp_case sc;
     rp_error e;
@@ -299,18 +312,10 @@ static int stored_stale(const char *dir, const rp_case *c, const char *build_id,
         snprintf(why, cap, "its case.json is not the case the matrix gives now (another case under the same id)");
         return 1;
     }
-    rp_store_path(p, sizeof p, dir, RP_ART_RESULT);
-    cJSON *j = NULL;
-    if (rp_store_read_json(p, &j, &e) != RP_OK) {
-        snprintf(why, cap, "its result.json cannot be read");
-        return 1;
-    }
-    const char *git = get_str(j, "git", ""), *bid = get_str(j, "build_id", "");
-    const int other = strcmp(bid, build_id) != 0;
+    const int other = strcmp(by->build_id, build_id) != 0;
     if (other)
         snprintf(why, cap, "it was made by another build (git %.40s, build id %.16s; this one: git %.40s, build id %.16s)",
-                 git, *bid ? bid : "unrecorded", rp_git_revision(), build_id);
-    cJSON_Delete(j);
+                 by->git, by->build_id[0] ? by->build_id : "unrecorded", rp_git_revision(), build_id);
     return other;
 }
 
@@ -352,7 +357,7 @@ static rp_status write_metrics(runner *r, int i, const char *dir, rp_case_outcom
         rp_case_outcome ro;
         char stage[16];
         memset(&ro, 0, sizeof ro);
-        if (!outcome_load(rdir, &ro, stage, sizeof stage)) {
+        if (!outcome_load(rdir, &ro, stage, sizeof stage, NULL)) {
             cJSON_AddStringToObject(ref, "status", "missing");
         } else {
             cJSON_AddStringToObject(ref, "status", rp_case_status_name(ro.status));
@@ -1972,7 +1977,8 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
         rp_case_outcome prev;
         memset(&prev, 0, sizeof prev);
         prev.within_tol = prev.repeat_identical = prev.expect_met = -1;
-        const int finished = outcome_load(dir, &prev, stage, sizeof stage);
+        made_by by;
+        const int finished = outcome_load(dir, &prev, stage, sizeof stage, &by);
         if (plan == RP_CASE_SKIPPED) {
             oc->status = RP_CASE_SKIPPED;
             snprintf(oc->reason, sizeof oc->reason, "%s", reason);
@@ -1987,8 +1993,8 @@ rp_status rp_runner_run(const rp_matrix *m, const rp_runner_opts *o, rp_sweep *s
                                      (plan != RP_CASE_CONFIG_ERROR || strcmp(prev.reason, reason));
         const int retry = o->retry_failed && (prev.status == RP_CASE_CRASH || prev.status == RP_CASE_HANG);
         char stale_why[400];
-        const int stale = finished && !o->rerun && stored_stale(dir, &m->cases[i].c, r.build_id, stale_why,
-                                                                sizeof stale_why);
+        const int stale =
+            finished && !o->rerun && stored_stale(dir, &by, &m->cases[i].c, r.build_id, stale_why, sizeof stale_why);
         if (stale) progress_say(&r, "%s: the stored result of %s is rerun: %s", m->name, m->cases[i].id, stale_why);
         if (finished && !o->rerun && !retry && !stale_validation && !stale) {
             *oc = prev;
