@@ -141,12 +141,21 @@ static void round_bf16_pack(float *dst, const float *src, int rows, int cols, in
     for (int r = 0; r < rows; r++) rp_bf16_round(dst + (size_t)r * cols, src + (size_t)r * ld, (size_t)cols);
 }
 
+/* What a GEMM ran, noted in the run's trace where it is decided ("gemm.ran.<what>" = "1", once
+ * per run): the classifier (cls_asked) holds the notes to case.json, so a knob a GEMM ignored
+ * at its point of use (a split dropped for some shapes, the library's product in invariant
+ * numerics) shows even where the numbers cannot tell (bitwise the reference's). */
+static void note_ran(const rp_ctx *ctx, const char *what) {
+    if (ctx->trace) rp_trace_note_once(ctx->trace, what, "1");
+}
+
 /* C (M, N) = alpha * op(A) op(B) + beta * C with BLAS semantics (beta == 0:
  * C is not read), fp32 as given. K >= 1. The one place that picks the product:
  * cblas_sgemm, or rp_gemm_invariant under numerics invariant. */
 static void sgemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc) {
+    note_ran(ctx, ctx->numerics == RP_NUMERICS_INVARIANT ? "gemm.ran.invariant" : "gemm.ran.blas");
     if (ctx->numerics == RP_NUMERICS_INVARIANT) {
         rp_gemm_invariant(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
                           ctx->threads > 1 ? ctx->threads : 1);
@@ -248,10 +257,13 @@ void rp_gemm(const rp_ctx *ctx, int transA, int transB, int M, int N, int K,
 
     /* K < 2 cannot be split: one half would be empty, so the split order and the
      * plain order are the same computation (alpha * AB + beta * C). */
-    if (ctx->reduce_split && K >= 2)
+    if (ctx->reduce_split && K >= 2) {
+        note_ran(ctx, "gemm.ran.split");
         gemm_split(ctx, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    else
+    } else {
+        if (K >= 2) note_ran(ctx, "gemm.ran.unsplit");
         sgemm(ctx, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
 
     free(Ab);
     free(Bb);

@@ -9,6 +9,7 @@ void rp_gen_result_free(rp_gen_result *r) {
     free(r->noise);
     free(r->latents);
     free(r->trajectory);
+    free(r->teacher_input);
     free(r->timesteps);
     free(r->alphas_cumprod);
     free(r->sigmas);

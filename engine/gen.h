@@ -27,6 +27,10 @@ typedef struct rp_gen_result {
     float *latents;          /* (B, C, h, w) final */
     float *trajectory;       /* (steps + 1, B, C, h, w) latents before each step, then final
                                 (DiT: VP latents; SD3 / FLUX: the flow state x_sigma) */
+    float *teacher_input;    /* (steps, B, C, h, w) teacher forcing: the latents each step that
+                                ran was started from, as the loop took them (a step not run:
+                                NaN); NULL in a free run. The classifier holds each row to the
+                                reference's (what the run was fed, not only what it returned) */
     double *timesteps;       /* (steps) DiT: training timestep; SD3 / FLUX: the scheduler's
                                 timesteps (float32(sigma * 1000)); sampling order */
     double *alphas_cumprod;  /* (steps) DiT: abar of each evaluation; NULL for SD3 / FLUX */

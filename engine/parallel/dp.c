@@ -207,7 +207,7 @@ static int group_leader(const rp_parallel *p, int g) {
 }
 
 /* What a leader sends before its payload (int64 each). */
-enum { H_COUNT, H_FIRST, H_PER, H_STEPS, H_RGB, H_RGB_BYTES, H_N };
+enum { H_COUNT, H_FIRST, H_PER, H_STEPS, H_RGB, H_RGB_BYTES, H_TEACHER_INPUT, H_N };
 
 /* Sends B items of item_bytes each from src to rank 0 on the gather tag, in order, or
  * last-first when reversed (a fault's wrong order; what names the items in the message). */
@@ -232,11 +232,14 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     rp_comm *c = p->world_comm;
     const size_t per = (size_t)local->C * local->h * local->w, N = (size_t)local->steps;
     const size_t rgb_item = local->rgb ? (size_t)local->H * local->W * 3 : 0;
-    int64_t hdr[H_N] = {local->B, p->item_first, (int64_t)per, (int64_t)N, local->rgb != NULL, (int64_t)rgb_item};
+    const int tin = local->teacher_input != NULL;
+    int64_t hdr[H_N] = {local->B, p->item_first, (int64_t)per, (int64_t)N, local->rgb != NULL, (int64_t)rgb_item,
+                        tin};
     if (p->rank != 0) {
-        /* payload: noise, latents, trajectory (floats), then rgb (bytes). dp-latents-order:
-         * the last group's leader sends its final latents last-first (its trajectory in
-         * order); dp-image-order: its images last-first (its latents in order) */
+        /* payload: noise, latents, trajectory, a teacher run's inputs (floats), then rgb
+         * (bytes). dp-latents-order: the last group's leader sends its final latents
+         * last-first (its trajectory in order); dp-image-order: its images last-first (its
+         * latents in order) */
         const size_t B = (size_t)local->B;
         const int last = p->at.dp == dp - 1;
         rp_status st = c->ops->send(c, hdr, sizeof hdr, 0, TAG_GATHER, err);
@@ -245,6 +248,8 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             st = send_items(c, local->latents, B, sizeof(float) * per, last && p->fault == RP_INJECT_DP_LATENTS_ORDER,
                             "final latents", err);
         if (st == RP_OK) st = c->ops->send(c, local->trajectory, sizeof(float) * (N + 1) * B * per, 0, TAG_GATHER, err);
+        if (st == RP_OK && tin)
+            st = c->ops->send(c, local->teacher_input, sizeof(float) * N * B * per, 0, TAG_GATHER, err);
         if (st == RP_OK && local->rgb)
             st = send_items(c, local->rgb, B, rgb_item, last && p->fault == RP_INJECT_DP_IMAGE_ORDER, "images", err);
         return st;
@@ -252,7 +257,7 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     /* rank 0: its own result's scalars (every rank's are the same), then every group's items
      * in group order, each from the rank that computed it (rp_par_data_rank) */
     *all = *local;
-    all->noise = all->latents = all->trajectory = NULL;
+    all->noise = all->latents = all->trajectory = all->teacher_input = NULL;
     all->timesteps = all->alphas_cumprod = all->sigmas = all->model_t = NULL;
     all->rgb = NULL;
     all->B = n_total;
@@ -260,13 +265,14 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
     all->noise = malloc(sizeof(float) * n * per);                  /* (n, C, h, w) */
     all->latents = malloc(sizeof(float) * n * per);                /* (n, C, h, w) */
     all->trajectory = malloc(sizeof(float) * (N + 1) * n * per);   /* (N + 1, n, C, h, w) */
+    if (tin) all->teacher_input = malloc(sizeof(float) * (N ? N : 1) * n * per); /* (N, n, C, h, w) */
     all->timesteps = malloc(sizeof(double) * N);
     if (local->alphas_cumprod) all->alphas_cumprod = malloc(sizeof(double) * N);
     if (local->sigmas) all->sigmas = malloc(sizeof(double) * (N + 1));
     if (local->model_t) all->model_t = malloc(sizeof(double) * N);
     if (local->rgb) all->rgb = malloc(n * rgb_item);
     rp_status st = RP_OK;
-    if (!all->noise || !all->latents || !all->trajectory || !all->timesteps ||
+    if (!all->noise || !all->latents || !all->trajectory || !all->timesteps || (tin && !all->teacher_input) ||
         (local->alphas_cumprod && !all->alphas_cumprod) || (local->sigmas && !all->sigmas) ||
         (local->model_t && !all->model_t) || (local->rgb && !all->rgb)) {
         st = RP_FAIL(err, RP_ERR_NOMEM, "dp gather: out of memory for %d items", n_total);
@@ -284,11 +290,12 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
         if (from == 0) memcpy(h, hdr, sizeof h);
         else if ((st = c->ops->recv(c, h, sizeof h, from, TAG_GATHER, err)) != RP_OK) break;
         if (h[H_COUNT] < 1 || h[H_PER] != (int64_t)per || h[H_STEPS] != (int64_t)N || h[H_RGB] != (local->rgb != NULL) ||
-            h[H_RGB_BYTES] != (int64_t)rgb_item || off + (size_t)h[H_COUNT] > n) {
+            h[H_RGB_BYTES] != (int64_t)rgb_item || h[H_TEACHER_INPUT] != tin || off + (size_t)h[H_COUNT] > n) {
             st = RP_FAIL(err, RP_ERR_COMM, "dp gather: group %d (rank %d) sent %lld items of %lld floats, %lld steps, "
-                         "rgb %lld; rank 0 expects %zu floats, %zu steps, rgb %d and %zu items left", g, from,
-                         (long long)h[H_COUNT], (long long)h[H_PER], (long long)h[H_STEPS], (long long)h[H_RGB], per, N,
-                         local->rgb != NULL, n - off);
+                         "rgb %lld, teacher inputs %lld; rank 0 expects %zu floats, %zu steps, rgb %d, teacher inputs %d "
+                         "and %zu items left", g, from, (long long)h[H_COUNT], (long long)h[H_PER],
+                         (long long)h[H_STEPS], (long long)h[H_RGB], (long long)h[H_TEACHER_INPUT], per, N,
+                         local->rgb != NULL, tin, n - off);
             break;
         }
         const size_t B = (size_t)h[H_COUNT];
@@ -297,6 +304,9 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
             memcpy(all->latents + off * per, local->latents, sizeof(float) * B * per);
             for (size_t s = 0; s <= N; s++)
                 memcpy(all->trajectory + (s * n + off) * per, local->trajectory + s * B * per, sizeof(float) * B * per);
+            for (size_t s = 0; tin && s < N; s++)
+                memcpy(all->teacher_input + (s * n + off) * per, local->teacher_input + s * B * per,
+                       sizeof(float) * B * per);
             if (local->rgb) memcpy(all->rgb + off * rgb_item, local->rgb, B * rgb_item);
         } else {
             st = c->ops->recv(c, all->noise + off * per, sizeof(float) * B * per, from, TAG_GATHER, err);
@@ -310,6 +320,10 @@ rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_tot
                 for (size_t s = 0; s <= N; s++)
                     memcpy(all->trajectory + (s * n + off) * per, tmp + (s == stale && s ? s - 1 : s) * B * per,
                            sizeof(float) * B * per);
+            /* the teacher inputs: fewer rows than the trajectory, into the same buffer */
+            if (st == RP_OK && tin) st = c->ops->recv(c, tmp, sizeof(float) * N * B * per, from, TAG_GATHER, err);
+            for (size_t s = 0; st == RP_OK && tin && s < N; s++)
+                memcpy(all->teacher_input + (s * n + off) * per, tmp + s * B * per, sizeof(float) * B * per);
             free(tmp);
             tmp = NULL;
             if (st == RP_OK && local->rgb)

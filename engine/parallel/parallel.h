@@ -696,8 +696,8 @@ rp_status rp_par_dp_select(rp_parallel *p, const rp_gen_item *all, int n, rp_gen
 
 /* Collective over the world: each dp group's leader (replica rank 0) sends its result
  * to rank 0, which fills *all with the n_total items in input order (group by group),
- * schedule fields from its own. rgb is gathered when the leaders decoded. Other ranks
- * leave *all zeroed. */
+ * schedule fields from its own. rgb is gathered when the leaders decoded, a teacher run's
+ * inputs (teacher_input) when it is one. Other ranks leave *all zeroed. */
 rp_status rp_par_dp_gather(rp_parallel *p, const rp_gen_result *local, int n_total,
                            rp_gen_result *all, rp_error *err);
 

@@ -255,14 +255,20 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
     return RP_OK;
 }
 
+/* Row k of a teacher run's inputs (rp_gen_result.teacher_input) for a step it did not run:
+ * NaN, which no reference row is, so nothing reads it as evidence. */
+static void teacher_input_unrun(float *inputs, int k, size_t n) {
+    for (size_t i = 0; i < n; i++) inputs[(size_t)k * n + i] = NAN;
+}
+
 /* DiT: rp_sample's loop with every selected step k started from teacher[k] (n floats per row),
  * through the same restart and rp_sampler_step, so the reference's own config reproduces its
  * trajectory bit for bit, every sampler (rp_sample starts each step from the stored latent). */
 static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const rp_schedule *s,
                              const rp_denoiser *d, const rp_noise_src *noise, const item_noise *inoise,
                              const float *teacher,
-                             const unsigned char *mask, size_t n, float *trajectory, double *timesteps,
-                             rp_error *err) {
+                             const unsigned char *mask, size_t n, float *trajectory, float *inputs,
+                             double *timesteps, rp_error *err) {
     const int N = s->steps;
     RP_TRY(teacher_mask_check(mask, N, cfg->kind == RP_SAMPLER_DPMPP_2M, err));
     if (rp_sampler_is_stochastic(cfg) && (!noise || !noise->fill))
@@ -287,10 +293,12 @@ static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const
         float *out = trajectory + (size_t)(k + 1) * n;
         if (mask && !mask[k]) {
             memcpy(out, teacher + (size_t)(k + 1) * n, n * sizeof(float));
+            teacher_input_unrun(inputs, k, n);
             ss.have_last = 0; /* the multistep history is broken here */
             continue;
         }
         memcpy(x, teacher + (size_t)k * n, n * sizeof(float));
+        memcpy(inputs + (size_t)k * n, x, n * sizeof(float)); /* what the step starts from */
         rp_sampler_state_restart(&ss, cfg, s, k, x);
         const int had = ss.have_last;
         const double abar_last = ss.abar_last;
@@ -313,7 +321,7 @@ static rp_status dit_teacher(const rp_ctx *ctx, const rp_sampler_cfg *cfg, const
  * (the same two calls per step, so the reference's config reproduces its trajectory bit for bit). */
 static rp_status flow_teacher(const rp_ctx *ctx, const rp_flow_schedule *s, const rp_flow_denoiser *d,
                               const float *teacher, const unsigned char *mask, size_t n, float *trajectory,
-                              rp_error *err) {
+                              float *inputs, rp_error *err) {
     float *x = malloc(sizeof(float) * (n ? n : 1)); /* (n) */
     float *v = malloc(sizeof(float) * (n ? n : 1)); /* (n) velocity */
     rp_status st = RP_OK;
@@ -323,9 +331,11 @@ static rp_status flow_teacher(const rp_ctx *ctx, const rp_flow_schedule *s, cons
         float *out = trajectory + (size_t)(i + 1) * n;
         if (mask && !mask[i]) {
             memcpy(out, teacher + (size_t)(i + 1) * n, n * sizeof(float));
+            teacher_input_unrun(inputs, i, n);
             continue;
         }
         memcpy(x, teacher + (size_t)i * n, n * sizeof(float));
+        memcpy(inputs + (size_t)i * n, x, n * sizeof(float)); /* what the step starts from */
         st = d->eval(d->self, x, i, s->sigmas[i], s->timesteps[i], v, err);
         if (st != RP_OK) break;
         rp_flow_euler_step(out, x, v, s->sigmas[i], s->sigmas[i + 1], n);
@@ -1019,7 +1029,11 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     memcpy(res->latents, res->noise, sizeof(float) * n);
     t0 = rp_now_s();
     if (req->teacher) {
-        st = flow_teacher(ctx, &sched, &den, req->teacher, req->teacher_steps, n, res->trajectory, err);
+        if (!(res->teacher_input = malloc(sizeof(float) * n * (size_t)(N > 0 ? N : 1)))) /* (N, B, C, h, w) */
+            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher run's inputs");
+        else
+            st = flow_teacher(ctx, &sched, &den, req->teacher, req->teacher_steps, n, res->trajectory,
+                              res->teacher_input, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {
         st = rp_flow_sample_euler(&sched, &den, res->latents, n, res->trajectory, err);
@@ -1194,8 +1208,11 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     memcpy(res->latents, res->noise, sizeof(float) * n);
     double t0 = rp_now_s();
     if (req->teacher) {
-        st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, &inoise, req->teacher, req->teacher_steps, n, res->trajectory,
-                         res->timesteps, err);
+        if (!(res->teacher_input = malloc(sizeof(float) * n * (size_t)(N > 0 ? N : 1)))) /* (N, B, C, S, S) */
+            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher run's inputs");
+        else
+            st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, &inoise, req->teacher, req->teacher_steps, n,
+                             res->trajectory, res->teacher_input, res->timesteps, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
     } else {
         st = rp_sample(&scfg, &sched, &den, &nsrc, res->latents, n, res->trajectory, res->timesteps, err);

@@ -516,7 +516,7 @@ void rp_cls_facts_init(rp_cls_facts *f) {
     f->latents_break = -1;
     f->trajectory_break = -1;
     f->noise_draw_break = -1;
-    f->teacher_input_break = -1;
+    f->teacher_input_break = f->teacher_input_step = -1;
     f->psnr = f->ssim = NAN;
 }
 
@@ -842,13 +842,16 @@ typedef struct traj {
     size_t per;
     float *x;        /* (rows, B, per): a view into file where it can be (rp_st_f32_borrow) */
     float *mask;     /* teacher files: (rows - 1) steps run (1) or not (0); else NULL */
-    rp_st_file *file; /* the file x and mask may point into */
-    float *x_own, *mask_own; /* copies where no view could be made */
+    float *input;    /* teacher files: (rows - 1, B, per) what each step that ran started from
+                        (others NaN); NULL in a free run's file or one written before it */
+    rp_st_file *file; /* the file x, mask and input may point into */
+    float *x_own, *mask_own, *input_own; /* copies where no view could be made */
 } traj;
 
 static void traj_free(traj *t) {
     free(t->x_own);
     free(t->mask_own);
+    free(t->input_own);
     if (t->file) rp_st_close(t->file);
     memset(t, 0, sizeof *t);
 }
@@ -872,6 +875,13 @@ static rp_status traj_load(const char *path, const char *name, traj *t, rp_error
             st = RP_FAIL(err, RP_ERR_FORMAT, "%s: its 'steps' tensor is not one flag per step (%d)", path, t->rows - 1);
         else if (ms)
             st = rp_st_f32_borrow(f, ms, &t->mask, &t->mask_own, err);
+        const rp_st_tensor *is = st == RP_OK ? rp_st_find(f, "input") : NULL;
+        if (is && (is->ndim != 5 || is->shape[0] != t->rows - 1 || is->shape[1] != t->B ||
+                   (size_t)(is->shape[2] * is->shape[3] * is->shape[4]) != t->per))
+            st = RP_FAIL(err, RP_ERR_FORMAT, "%s: its 'input' tensor is not (%d steps, %d items, C, h, w)", path,
+                         t->rows - 1, t->B);
+        else if (is)
+            st = rp_st_f32_borrow(f, is, &t->input, &t->input_own, err);
     }
     t->file = f; /* x and mask may point into it: closed by traj_free */
     if (st != RP_OK) traj_free(t);
@@ -1822,7 +1832,10 @@ static void cls_layers(cls *x) {
  * undeclared (a device's documented substitution notes "attention.fallback.<kind>" with its
  * reason), or tiles other than the ones asked (audit 22: flash falling back to math on a key
  * count, bitwise the math reference, "identical"). auto (its pick is the trace's
- * attention.auto notes) and invariant numerics (one canonical attention) ask for no kernel. */
+ * attention.auto notes) and invariant numerics (one canonical attention) ask for no kernel.
+ *   The GEMMs (engine/gemm.c: "note/gemm.ran.split" / "unsplit" for a K reduction of two or
+ * more terms, "blas" / "invariant" for the product's code), on the CPU: a note the case's
+ * reduce_split or numerics forbids. */
 static void cls_asked(cls *x) {
     const rp_case *c = &x->c;
     char p[PATHLEN];
@@ -1866,6 +1879,24 @@ static void cls_asked(cls *x) {
         snprintf(fa->ran_msg, sizeof fa->ran_msg,
                  "the run was configured with %s %s while case.json asks for %s: the field did not reach the run, "
                  "so the case did not run what it names", knobs[i].field, v, knobs[i].want);
+    }
+    /* the GEMMs' own notes (engine/gemm.c note_ran), on the CPU where every product is
+     * rp_gemm's: one the case's knobs forbid is a GEMM that did not take them */
+    const int inv = !strcmp(c->numerics, "invariant");
+    const struct { const char *note, *field, *want, *did; int check; } gemms[] = {
+        {"note/gemm.ran.unsplit", "reduce_split", "1", "summed its K reduction in one piece", c->reduce_split},
+        {"note/gemm.ran.split", "reduce_split", "0", "split its K reduction in two", !c->reduce_split},
+        {"note/gemm.ran.blas", "numerics", "invariant", "ran the library's product", inv},
+        {"note/gemm.ran.invariant", "numerics", "default", "ran the invariant product", !inv},
+    };
+    for (size_t i = 0; cpu && i < sizeof gemms / sizeof gemms[0] && !fa->ran_break; i++) {
+        if (!gemms[i].check || !rp_st_meta(f, gemms[i].note)) continue;
+        fa->ran_break = 1;
+        snprintf(fa->ran_what, sizeof fa->ran_what, "configuration");
+        snprintf(fa->ran_msg, sizeof fa->ran_msg,
+                 "case.json asks for %s %s, and the run was configured so, but a GEMM %s (its trace note %s): the "
+                 "knob did not reach every GEMM, so the case did not run what it names", gemms[i].field,
+                 gemms[i].want, gemms[i].did, gemms[i].note + 5);
     }
     const int asks_kernel = strcmp(c->attention, "auto") && strcmp(c->numerics, "invariant");
     static const char KEY[] = "note/attention.ran.";
@@ -1987,26 +2018,49 @@ static void cls_noise(cls *x) {
 }
 
 /* The teacher run's rows that are its input, not its work: row 0 (the run starts from the
- * reference's row 0) and row k + 1 of every step k it did not run (copied from the
- * reference's row k + 1), bitwise the reference's for every item. A row that is not, while
- * the case's own run started from the right noise (drawn here and the reference's), was
- * fed by the harness from another item or step (audit 22: dp groups given another group's
- * rows): the local errors then measure that, not the case's steps. */
-static void cls_teacher_input(cls *x) {
+ * reference's row 0), row k + 1 of every step k it did not run (copied from the reference's
+ * row k + 1) and the row every step it ran started from, as its loop took it (the file's
+ * "input"), bitwise the reference's for every item. A row that is not, while the case's own
+ * run started from the right noise (drawn here and the reference's), was fed by the harness
+ * from another item or step (audit 22: dp groups given another group's rows; a step fed its
+ * neighbour's row): the local errors then measure that, not the case's steps. The row it
+ * was is looked up among the reference's, so the message says whose it was. Every run
+ * forced from a reference's trajectory is held so, each to the rows it was forced from
+ * (from): the case's teacher run to the reference's (against a golden, the golden's), its
+ * shadows to the base's (the twins' reference, whose shadows they are compared with); the
+ * first such row found is the finding. */
+static void cls_teacher_input(cls *x, const traj *run, const traj *from, const char *what) {
+    if (x->f.teacher_input_break >= 0 || !traj_same_shape(run, from)) return; /* the first finding stands */
     if (x->f.noise_break || x->f.noise_draw_break >= 0 || x->f.trajectory_break >= 0) return;
-    const size_t row = (size_t)x->B * x->per;
-    for (int k = -1; k < x->N; k++) { /* k = -1: row 0 */
-        if (k >= 0 && (!x->ct.mask || x->ct.mask[k] != 0.0f)) continue; /* step k ran: its output */
-        const size_t r = (size_t)(k + 1);
+    const size_t row = (size_t)x->B * x->per, per = x->per;
+    for (int k = -1; k < x->N; k++) {
+        /* the row the run holds as an input and the reference row it must be: the teacher
+         * trajectory's row 0 (its x_0); a step not run, its copied row k + 1 (the next step's
+         * start); a step that ran, the row it started from (teacher.safetensors "input") */
+        const int ran = k >= 0 && (!run->mask || run->mask[k] != 0.0f);
+        if (ran && !run->input) continue; /* a file written before the inputs were kept */
+        const size_t r = k < 0 ? 0 : ran ? (size_t)k : (size_t)k + 1;
+        const float *held = k < 0 ? run->x : ran ? run->input + (size_t)k * row : run->x + r * row;
         for (int b = 0; b < x->B; b++) {
-            const float *t = x->ct.x + r * row + (size_t)b * x->per, *ref = x->rm.x + r * row + (size_t)b * x->per;
-            if (!memcmp(t, ref, sizeof(float) * x->per)) continue;
+            const float *t = held + (size_t)b * per, *ref = from->x + r * row + (size_t)b * per;
+            if (!memcmp(t, ref, sizeof(float) * per)) continue;
+            /* which reference row it was, if it was one: another item's, another step's */
+            char was[96];
+            snprintf(was, sizeof was, "a row that is none of the reference's (rel-L2 %.3g to its own)",
+                     rp_cls_rel_l2(ref, t, per));
+            for (int m = 0; m < from->rows && was[0] == 'a'; m++)
+                for (int j = 0; j < x->B; j++)
+                    if (!memcmp(t, from->x + (size_t)m * row + (size_t)j * per, sizeof(float) * per)) {
+                        snprintf(was, sizeof was, "the reference's row %d of item %d", m, j);
+                        break;
+                    }
             x->f.teacher_input_break = b;
+            x->f.teacher_input_step = r < (size_t)x->N ? (int)r : x->N - 1;
             snprintf(x->f.teacher_input_msg, sizeof x->f.teacher_input_msg,
-                     "the teacher-forcing run of item %d holds row %zu other than the reference's (rel-L2 %.3g), while "
-                     "the case's own run started from the right noise: the harness fed the teacher other rows than the "
-                     "reference's (another item's or step's), so its local errors are no evidence about the case",
-                     b, r, rp_cls_rel_l2(ref, t, x->per));
+                     "the %s of item %d started step %d from %s, not the reference's row %zu of that item, while "
+                     "the case's own run started from the right noise: the harness fed it other rows than the "
+                     "reference's, so its local errors are no evidence about the case",
+                     what, b, x->f.teacher_input_step, was, r);
             return;
         }
     }
@@ -2028,7 +2082,7 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     }
     if (!traj_same_shape(&x->ct, &x->cm))
         return RP_FAIL(err, RP_ERR_SHAPE, "%s: the teacher trajectory has another shape than the case's", p);
-    cls_teacher_input(x);
+    cls_teacher_input(x, &x->ct, &x->rm, "teacher-forcing run");
     const int N = x->N;
     double *v = malloc(sizeof(double) * (N + 1));
     unsigned char *ran = calloc((size_t)N + 1, 1), *checked = calloc((size_t)N + 1, 1);
@@ -2358,6 +2412,7 @@ static void cls_shadow(cls *x) {
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case (or out of memory): not compared");
         goto out;
     }
+    cls_teacher_input(x, &c.t, &x->tb, "fp32 shadow");
     rp_cls_rows_rel(b.t.x, c.t.x, N + 1, x->B, x->per, v);
     for (int k = 0; k < N; k++) {
         loc[k] = v[k + 1];
@@ -2493,6 +2548,7 @@ static void cls_invariant_shadow_at(cls *x, rp_store_sub sub, const char *key, c
         cJSON_AddStringToObject(sj, "note", "the shadow runs do not fit the case: not compared");
         goto out;
     }
+    cls_teacher_input(x, &c.t, &x->tb, at[0] ? "invariant shadow at the case's precision" : "invariant shadow");
     double rel = 0;
     if (k >= 0) {
         const size_t row = (size_t)c.t.B * c.t.per;
@@ -2863,9 +2919,10 @@ static void cls_first(cls *x) {
     const int leak = leak_first(f);
     if (f->teacher_input_break >= 0 || (!f->mismatch && f->ran_break)) { /* rp_cls_decide's order */
         const int ti = f->teacher_input_break >= 0;
-        fs = first_step_at(x, 0, ti ? "teacher input" : f->ran_what);
+        fs = first_step_at(x, ti ? f->teacher_input_step : 0, ti ? "teacher input" : f->ran_what);
         cJSON_AddStringToObject(fs, "detail", ti ? f->teacher_input_msg : f->ran_msg);
-        first_layer_at(x, ti ? "teacher input" : strcmp(f->ran_what, "configuration") ? "attention" : "configuration", 0);
+        first_layer_at(x, ti ? "teacher input" : strcmp(f->ran_what, "configuration") ? "attention" : "configuration",
+                       ti ? f->teacher_input_step : 0);
         return;
     }
     if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0)) &&

@@ -441,7 +441,8 @@ typedef struct rp_cls_facts {
     int teacher_input_break;  /* the first item whose teacher-forcing run did not start from
                                  the reference's rows while the case's own run started from
                                  the right noise (the harness fed the teacher), or -1 */
-    char teacher_input_msg[320];
+    int teacher_input_step;   /* the step that row is the input of */
+    char teacher_input_msg[512];
     int ran_break;            /* 1: the run did not run what case.json asks for: its context
                                  or its parallel layout was configured otherwise (the trace's
                                  notes of the knobs and of the layout), or

@@ -63,7 +63,7 @@ typedef enum rp_artifact {
     RP_ART_ENV,            /* env.json: the environment (hardware, libraries, build) */
     RP_ART_LATENTS,        /* latents.safetensors: "latents" (B, C, H, W) and "trajectory" */
     RP_ART_TRACE,          /* trace.safetensors: per-layer statistics (engine/trace.h) */
-    RP_ART_TEACHER,        /* teacher.safetensors: a teacher run's one-step states */
+    RP_ART_TEACHER,        /* teacher.safetensors: a teacher run's one-step states and each step's input */
     RP_ART_REPLICAS,       /* replicas.json: replica consistency (engine/parallel/replica.c) */
     RP_ART_METRICS,        /* metrics.json: the outputs against the reference */
     RP_ART_CLASSIFICATION, /* classification.json: the verdict and its evidence */

@@ -313,6 +313,10 @@ static rp_status write_teacher(const char *dir, const rp_case *c, const rp_gen_r
     const int64_t traj[5] = {r->steps + 1, r->B, r->C, r->h, r->w}, ns[1] = {r->steps};
     if (st == RP_OK) st = rp_st_writer_add(w, "teacher", RP_DT_F32, 5, traj, r->trajectory, err);
     if (st == RP_OK) st = rp_st_writer_add(w, "steps", RP_DT_F32, 1, ns, steps, err);
+    /* what each step that ran started from (rows of the others NaN): the classifier holds
+     * them to the reference's rows (cls_teacher_input) */
+    const int64_t ins[5] = {r->steps, r->B, r->C, r->h, r->w};
+    if (st == RP_OK && r->teacher_input) st = rp_st_writer_add(w, "input", RP_DT_F32, 5, ins, r->teacher_input, err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "repro.format", "teacher-v1", err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "case_id", id, err);
     if (st == RP_OK) st = rp_st_writer_meta(w, "teacher_reference", ref_dir, err);

@@ -6,13 +6,15 @@
 #     naming the field;
 #   - a case whose trace says another attention kernel ran than the one case.json asks for
 #     (a silent fallback): BUG at "attention kernel"; one whose run was configured with
-#     another thread count than case.json's (a field dropped on the way), or whose engine
-#     notes another layout than case.json's: BUG at "configuration";
+#     another thread count than case.json's (a field dropped on the way), whose engine
+#     notes another layout than case.json's, or one of whose GEMMs notes a split reduction
+#     case.json does not ask for: BUG at "configuration";
 #   - case and reference drawn from a seed other than case.json's (both case.json's seed
 #     edited: the item selection losing seed bits in every run): BUG at "initial noise",
 #     though the two runs agree with each other;
-#   - a teacher-forcing run fed other items' rows (its stored rows swapped): BUG at
-#     "teacher input", not a local error of the case;
+#   - a teacher-forcing run fed other items' rows (its stored rows swapped), or one step fed
+#     the step before's row (its kept input shifted): BUG at "teacher input", at that step,
+#     naming the reference row it was, not a local error of the case;
 #   and the untouched sweep gives no such finding.
 #   classify_witness.sh REPRO SCRATCH
 set -u
@@ -101,6 +103,14 @@ edit_notes fl-dp2/trace.safetensors 'assert "dp=1" in m["note/par.degrees"]
 m["note/par.degrees"] = m["note/par.degrees"].replace("dp=1", "dp=2")'
 expect fl-dp2 "$ref" BUG configuration "configured with degrees dp=2 .* while case.json asks for dp=1 "
 
+# 2d. a knob the worker configured but a GEMM did not take: the case asks for no split
+#     reduction, one GEMM's own note says it split (a split chosen by shape, say)
+grep -q '"note/gemm.ran.unsplit"' "$fl/trace.safetensors" || fail "the GEMMs noted no unsplit reduction"
+grep -q '"note/gemm.ran.split"' "$fl/trace.safetensors" && fail "a GEMM of a case without reduce_split noted a split"
+cp -r "$fl" fl-split
+edit_notes fl-split/trace.safetensors 'm["note/gemm.ran.split"] = "1"'
+expect fl-split "$ref" BUG configuration "asks for reduce_split 0, and the run was configured so, but a GEMM split"
+
 # 3. both runs drawn from another seed than case.json's: they agree, the draw does not
 cp -r "$ref" ref-seed
 cp -r "$fl" fl-seed
@@ -133,5 +143,26 @@ for r in range(rows):
     b[a:a + per], b[a + per:a + 2 * per] = b[a + per:a + 2 * per], b[a:a + per]
 open(p, "wb").write(b)
 EOF
-expect fl-teacher "$ref" BUG "teacher input" "the harness fed the teacher other rows"
-echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout), draw BUG, teacher input BUG"
+expect fl-teacher "$ref" BUG "teacher input" "the harness fed it other rows"
+
+# 5. a teacher run whose last step started from the step before's row (an off-by-one at a
+# step it ran: no row it returns is an input, only the inputs it keeps say so)
+cp -r "$fl" fl-step
+$py - fl-step/teacher/teacher.safetensors <<'EOF' || fail "could not shift the teacher's input"
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+t = h["input"]
+steps, items = t["shape"][0], t["shape"][1]
+row = 4 * items * t["shape"][2] * t["shape"][3] * t["shape"][4]
+assert steps == 3 and t["dtype"] == "F32"
+base = 8 + n + t["data_offsets"][0]
+b[base + 2 * row:base + 3 * row] = b[base + row:base + 2 * row]
+open(p, "wb").write(b)
+EOF
+expect fl-step "$ref" BUG "teacher input" "started step 2 from the reference's row 1 of item 0, not the reference's row 2"
+tr -d '\n' <fl-step/witness.json | grep -q '"first_step":[[:space:]]*{[^}]*"step":[[:space:]]*2' ||
+    fail "fl-step: the first step is not step 2"
+echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout), draw BUG, teacher input BUG (rows, a step's input)"
