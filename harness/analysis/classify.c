@@ -1094,10 +1094,13 @@ static int rerun_rows(const char *case_dir, const char *run_dir, int own, const 
     if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
     const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
     const size_t row = (size_t)c.B * c.per;
-    /* every sampler's step restarts exactly from its stored latent (rp_sample) */
+    /* every sampler's step restarts exactly from its stored latent (rp_sample); a step whose
+     * kept input (the file's "input") is not the row it was to be fed computed something else,
+     * no evidence of the case's state (cls_teacher_input names the feed) */
     for (int k = 0; k + 1 < c.rows; k++) {
         if (t.mask && t.mask[k] == 0.0f) continue;
         if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
+        if (t.input && memcmp(t.input + (size_t)k * row, in + (size_t)k * row, sizeof(float) * row)) continue;
         if (res < 0) res = 0;
         const float *a = c.x + (size_t)(k + 1) * row, *b = t.x + (size_t)(k + 1) * row;
         if (!memcmp(a, b, sizeof(float) * row)) continue;
@@ -2069,12 +2072,21 @@ static void cls_teacher_input(cls *x, const traj *run, const traj *from, const c
 /* Evidence 3: the teacher-forced local error of each step, and at the first step beyond the
  * envelope the first layer beyond it (the case's teacher trace against the base's own). */
 static rp_status cls_teacher(cls *x, rp_error *err) {
-    if (x->f.is_reference || x->f.identical) return RP_OK; /* nothing to localise */
     char td[PATHLEN], p[PATHLEN];
     rp_error e;
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
     else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
     rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
+    if (x->f.is_reference || x->f.identical) { /* nothing to localise; what it was fed is still held */
+        traj t;
+        if (!x->in->teacher_dir && rp_is_file(p) && traj_load(p, "teacher", &t, &e) == RP_OK) {
+            /* a reference's teacher run is its self check (from its own trajectory), an
+             * identical case's its leak check (from the reference's) */
+            cls_teacher_input(x, &t, &x->rm, x->f.is_reference ? "self check" : "leak check");
+            traj_free(&t);
+        }
+        return RP_OK;
+    }
     if (!rp_is_file(p) || traj_load(p, "teacher", &x->ct, &e) != RP_OK) {
         x->f.teacher_missing = 1;
         cJSON_AddStringToObject(x->ev, "teacher_note", "no teacher-forcing run: local errors not checked");
