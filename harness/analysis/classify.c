@@ -386,7 +386,9 @@ static layer_key key_of(const char *name) {
     static const char *const EMBED[][2] = {{"x_embedder", "0"},     {"pos_embed", "0"},
                                            {"t_embedder", "1"},     {"time_text_embed", "1"},
                                            {"y_embedder", "2"},     {"context_embedder", "2"}};
-    layer_key k = {4, 0, 0};
+    layer_key k = {4, 0, 0}; /* unknown: after everything (a step's output latents) */
+    /* the initial noise: drawn before any evaluation */
+    if (!strcmp(name, "initial_noise")) return (layer_key){-3, 0, 0};
     /* the text encoder comes first (the conditioning is made before any step): its probe
      * (a WORLD replica, which names the ranks that disagree), then its output as the model
      * takes it (the trace's "text_encoder", "text_encoder.pooled"); then the evaluation's
@@ -396,13 +398,15 @@ static layer_key key_of(const char *name) {
     if (!strcmp(name, "guidance")) return (layer_key){-1, 0, 1};
     /* which blocks each pipeline stage runs: the shape of the whole forward */
     if (!strcmp(name, "pipefusion.blocks")) return (layer_key){-1, 0, 2};
-    /* after the model's last layer: the cfg exchange of its outputs, the step's
-     * coefficients (a WORLD replica), then the stage a step break with no layer names
+    /* after the model's last layer: the cfg exchange of its outputs, the guidance combine's
+     * result (a replica every cfg rank holds), the step's coefficients (a WORLD replica), the
+     * noise the update reads, then the stage a step break with no layer names
      * (step_after_model), which they would explain */
     if (!strncmp(name, "cfg.segment", 11)) return (layer_key){3, 0, 2};
-    if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 3};
-    if (!strcmp(name, "sampler.noise")) return (layer_key){3, 0, 4}; /* what the update reads */
-    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 5};
+    if (!strcmp(name, "guided_output")) return (layer_key){3, 0, 3}; /* the guidance combine's result */
+    if (!strcmp(name, "sampler.step")) return (layer_key){3, 0, 4};
+    if (!strcmp(name, "sampler.noise")) return (layer_key){3, 0, 5}; /* what the update reads */
+    if (strstr(name, "sampler.update")) return (layer_key){3, 0, 6};
     for (size_t i = 0; i < sizeof EMBED / sizeof EMBED[0]; i++)
         if (!strcmp(name, EMBED[i][0])) return (layer_key){0, 0, EMBED[i][1][0] - '0'};
     if (!strcmp(name, "final_layer") || !strcmp(name, "norm_out")) return (layer_key){3, 0, 0};
@@ -1094,13 +1098,10 @@ static int rerun_rows(const char *case_dir, const char *run_dir, int own, const 
     if (!own && (traj_load(p, "trajectory", &r, &e) != RP_OK || !traj_same_shape(&c, &r))) goto out;
     const float *in = own ? c.x : r.x; /* (rows, B, per) the teacher run's inputs */
     const size_t row = (size_t)c.B * c.per;
-    /* every sampler's step restarts exactly from its stored latent (rp_sample); a step whose
-     * kept input (the file's "input") is not the row it was to be fed computed something else,
-     * no evidence of the case's state (cls_teacher_input names the feed) */
+    /* every sampler's step restarts exactly from its stored latent (rp_sample) */
     for (int k = 0; k + 1 < c.rows; k++) {
         if (t.mask && t.mask[k] == 0.0f) continue;
         if (memcmp(in + (size_t)k * row, c.x + (size_t)k * row, sizeof(float) * row)) continue;
-        if (t.input && memcmp(t.input + (size_t)k * row, in + (size_t)k * row, sizeof(float) * row)) continue;
         if (res < 0) res = 0;
         const float *a = c.x + (size_t)(k + 1) * row, *b = t.x + (size_t)(k + 1) * row;
         if (!memcmp(a, b, sizeof(float) * row)) continue;
@@ -1970,6 +1971,68 @@ static void cls_noise_draw(cls *x) {
     if (nz) cJSON_AddStringToObject(nz, "drawn_here", x->f.noise_draw_break < 0 ? "within one ulp" : "differs");
 }
 
+/* The schedule the run used (latents.safetensors: its timesteps, and a flow model's sigmas and
+ * model timesteps, DiT's alphas_cumprod) against the reference's: host arithmetic in double
+ * from the problem alone (steps, sampler, model, image size), which no layout, precision or
+ * device enters, so on one machine any difference is a run that used another schedule than
+ * its problem's (audit 23: a flow schedule computed for another step count under sequence
+ * parallelism, named before only by elimination as "the sampler's update"); against a golden
+ * from another host, beyond 1e-12 relative (its libm may round the shift's exp or log
+ * otherwise). The step named is the first that reads a differing entry: step k's model
+ * takes timesteps[k]; its update reads sigmas[k] and sigmas[k + 1] (alphas_cumprod[k] and
+ * [k + 1]), so entry k of those is read first by step k - 1. */
+static void cls_schedule(cls *x) {
+    if (x->f.ran_break || x->f.is_reference) return;
+    static const struct { const char *name; int ahead; } ARR[] = {
+        {"timesteps", 0}, {"model_timesteps", 0}, {"sigmas", 1}, {"alphas_cumprod", 1}};
+    char pc[PATHLEN], pr[PATHLEN];
+    rp_store_path(pc, sizeof pc, x->in->case_dir, RP_ART_LATENTS);
+    rp_store_path(pr, sizeof pr, x->in->ref_dir, RP_ART_LATENTS);
+    rp_st_file *fc = NULL, *fr = NULL;
+    rp_error e;
+    if (rp_st_open(pc, &fc, &e) != RP_OK) return;
+    if (rp_st_open(pr, &fr, &e) != RP_OK) {
+        rp_st_close(fc);
+        return;
+    }
+    int brk = -1;
+    for (size_t i = 0; i < sizeof ARR / sizeof ARR[0]; i++) {
+        const rp_st_tensor *a = rp_st_find(fc, ARR[i].name), *b = rp_st_find(fr, ARR[i].name);
+        if (!a || !b || a->dtype != RP_DT_F64 || b->dtype != RP_DT_F64) continue; /* an older store: unchecked */
+        size_t k = 0;
+        const size_t n = a->numel < b->numel ? a->numel : b->numel;
+        double va = 0, vb = 0;
+        for (; k < n; k++) {
+            memcpy(&va, (const char *)a->data + 8 * k, 8);
+            memcpy(&vb, (const char *)b->data + 8 * k, 8);
+            const int same = x->ref_local ? !memcmp(&va, &vb, 8)
+                                          : fabs(va - vb) <= 1e-12 * fmax(fabs(va), fabs(vb));
+            if (!same) break;
+        }
+        if (k == n && a->numel == b->numel) continue;
+        int step = (int)k - ARR[i].ahead;
+        step = step < 0 ? 0 : step >= x->N ? x->N - 1 : step;
+        if (brk >= 0 && step >= brk) continue; /* an earlier step is named already */
+        brk = step;
+        x->f.ran_step = step;
+        snprintf(x->f.ran_what, sizeof x->f.ran_what, "schedule");
+        if (k < n)
+            snprintf(x->f.ran_msg, sizeof x->f.ran_msg,
+                     "the run's schedule is not its problem's: its %s[%zu], which step %d reads, is %.17g where the "
+                     "reference's is %.17g; the schedule is host arithmetic from the steps, sampler, model and size "
+                     "alone, the same in every layout, precision and device, so the run computed its steps with "
+                     "another one", ARR[i].name, k, step, va, vb);
+        else
+            snprintf(x->f.ran_msg, sizeof x->f.ran_msg,
+                     "the run's schedule is not its problem's: its %s has %zu entries where the reference's has %zu",
+                     ARR[i].name, a->numel, b->numel);
+    }
+    x->f.ran_break = brk >= 0;
+    rp_st_close(fc);
+    rp_st_close(fr);
+    cJSON_AddStringToObject(x->ev, "schedule", brk < 0 ? "the reference's" : "differs");
+}
+
 /* Evidence 1b: the initial noise (the noise each run returned; an older store without it: the
  * trajectory's first row). Every item's noise is a pure
  * function of its seed and index drawn on the host (engine/rng.c: Philox, then Box-Muller in
@@ -2062,7 +2125,8 @@ static void cls_teacher_input(cls *x, const traj *run, const traj *from, const c
             snprintf(x->f.teacher_input_msg, sizeof x->f.teacher_input_msg,
                      "the %s of item %d started step %d from %s, not the reference's row %zu of that item, while "
                      "the case's own run started from the right noise: the harness fed it other rows than the "
-                     "reference's, so its local errors are no evidence about the case",
+                     "reference's (its teacher load, or the item selection that load follows), so its local errors "
+                     "are no evidence about the case",
                      what, b, x->f.teacher_input_step, was, r);
             return;
         }
@@ -2077,12 +2141,13 @@ static rp_status cls_teacher(cls *x, rp_error *err) {
     if (x->in->teacher_dir) snprintf(td, sizeof td, "%s", x->in->teacher_dir);
     else rp_store_subdir(td, sizeof td, x->in->case_dir, RP_SUB_TEACHER);
     rp_store_path(p, sizeof p, td, RP_ART_TEACHER);
-    if (x->f.is_reference || x->f.identical) { /* nothing to localise; what it was fed is still held */
+    if (x->f.is_reference || x->f.identical) { /* nothing to localise */
+        /* what a reference's self check (its teacher run, from its own trajectory, at world 1)
+         * was fed is still held; an identical case's leak check runs in the rotated layout,
+         * whose rows follow the rotated item selection, which that check is there to test */
         traj t;
-        if (!x->in->teacher_dir && rp_is_file(p) && traj_load(p, "teacher", &t, &e) == RP_OK) {
-            /* a reference's teacher run is its self check (from its own trajectory), an
-             * identical case's its leak check (from the reference's) */
-            cls_teacher_input(x, &t, &x->rm, x->f.is_reference ? "self check" : "leak check");
+        if (x->f.is_reference && !x->in->teacher_dir && rp_is_file(p) && traj_load(p, "teacher", &t, &e) == RP_OK) {
+            cls_teacher_input(x, &t, &x->rm, "self check");
             traj_free(&t);
         }
         return RP_OK;
@@ -2931,10 +2996,11 @@ static void cls_first(cls *x) {
     const int leak = leak_first(f);
     if (f->teacher_input_break >= 0 || (!f->mismatch && f->ran_break)) { /* rp_cls_decide's order */
         const int ti = f->teacher_input_break >= 0;
-        fs = first_step_at(x, ti ? f->teacher_input_step : 0, ti ? "teacher input" : f->ran_what);
+        const int step = ti ? f->teacher_input_step : f->ran_step;
+        fs = first_step_at(x, step, ti ? "teacher input" : f->ran_what);
         cJSON_AddStringToObject(fs, "detail", ti ? f->teacher_input_msg : f->ran_msg);
-        first_layer_at(x, ti ? "teacher input" : strcmp(f->ran_what, "configuration") ? "attention" : "configuration",
-                       ti ? f->teacher_input_step : 0);
+        first_layer_at(x, ti ? "teacher input" : !strcmp(f->ran_what, "attention kernel") ? "attention" : f->ran_what,
+                       step);
         return;
     }
     if (f->replica_break >= 0 && (f->replica_first || !(f->noise_break || f->layer_break >= 0 || f->step_break >= 0)) &&
@@ -3424,6 +3490,7 @@ rp_status rp_classify_dir(const rp_cls_inputs *in, rp_verdict *out, int *pass, r
             cJSON_AddItemToObject(x->ev, "accumulated", num_array(x->acc, x->N + 1, NULL));
             cls_noise(x);
             cls_noise_draw(x);
+            cls_schedule(x);
             st = cls_teacher(x, err);
         }
         if (st == RP_OK && !x->f.invariant) cls_shadow(x);

@@ -447,8 +447,10 @@ typedef struct rp_cls_facts {
                                  or its parallel layout was configured otherwise (the trace's
                                  notes of the knobs and of the layout), or
                                  an attention kernel other than the variant asked ran (or with
-                                 other tiles), undeclared (rp_attn_note_ran) */
-    char ran_what[32];        /* "configuration" | "attention kernel" */
+                                 other tiles), undeclared (rp_attn_note_ran), or a GEMM did
+                                 not take a knob, or its schedule is not its problem's */
+    int ran_step;             /* the step it acts at first (0 but for the schedule) */
+    char ran_what[32];        /* "configuration" | "attention kernel" | "schedule" */
     char ran_msg[400];
     /* the run's own outputs: its trajectory's first row against the noise it returned */
     int trajectory_break;     /* the first item whose trajectory does not start at its own
