@@ -15,6 +15,8 @@
 #   - a teacher-forcing run fed other items' rows (its stored rows swapped), or one step fed
 #     the step before's row (its kept input shifted): BUG at "teacher input", at that step,
 #     naming the reference row it was, not a local error of the case;
+#   - a run whose stored schedule is not the reference's (one timestep moved): BUG at
+#     "schedule", at the step that reads it;
 #   and the untouched sweep gives no such finding.
 #   classify_witness.sh REPRO SCRATCH
 set -u
@@ -165,4 +167,23 @@ EOF
 expect fl-step "$ref" BUG "teacher input" "started step 2 from the reference's row 1 of item 0, not the reference's row 2"
 tr -d '\n' <fl-step/witness.json | grep -q '"first_step":[[:space:]]*{[^}]*"step":[[:space:]]*2' ||
     fail "fl-step: the first step is not step 2"
-echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout), draw BUG, teacher input BUG (rows, a step's input)"
+
+# 6. a run that stepped with another schedule than its problem's: one timestep of its
+# stored schedule changed (host arithmetic from steps and size: every layout's is the
+# reference's), named at the step that reads it
+cp -r "$fl" fl-sched
+$py - fl-sched/latents.safetensors <<'EOF' || fail "could not edit the schedule"
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+t = h["timesteps"]
+assert t["dtype"] == "F64" and t["shape"] == [3]
+at = 8 + n + t["data_offsets"][0] + 8 * 1
+b[at:at + 8] = struct.pack("<d", struct.unpack("<d", b[at:at + 8])[0] + 1.0)
+open(p, "wb").write(b)
+EOF
+expect fl-sched "$ref" BUG schedule "its timesteps\[1\], which step 1 reads"
+
+echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout, GEMM), draw BUG, teacher input BUG (rows, a step's input), schedule BUG"

@@ -40,14 +40,16 @@ PROMPTS_TINY = [
     "x" * 30,                             # exactly fills 32 tokens (bos + 30 + eos)
     "y" * 31,                             # one byte too many
     "a" * 29 + "é",                       # truncation cuts the 2-byte é in half
+    "a",                                  # 3 tokens: an odd count, then pads
+    "a photo of a dog.",                  # 19 tokens: odd, pads after (the others are even or full)
 ]
 
 # (preset, weight seed, prompts)
 CASES = [
     ("te-tiny", 0, PROMPTS_TINY),
     ("te-tiny", 7, PROMPTS_TINY[:4]),
-    ("te-sd3", 0, ["", "a photo of a cat", LONG]),
-    ("te-flux", 0, ["", LONG * 4]),       # 4x LONG > 512 bytes: truncated at FLUX's length
+    ("te-sd3", 0, ["", "a photo of a cat", "a cat", LONG]),  # "a cat": 7 tokens, odd, pads after
+    ("te-flux", 0, ["", "a cat", LONG * 4]),  # 4x LONG > 512 bytes: truncated at FLUX's length
 ]
 
 
