@@ -2112,14 +2112,16 @@ static void cls_teacher_input(cls *x, const traj *run, const traj *from, const c
             if (!memcmp(t, ref, sizeof(float) * per)) continue;
             /* which reference row it was, if it was one: another item's, another step's */
             char was[96];
-            snprintf(was, sizeof was, "a row that is none of the reference's (rel-L2 %.3g to its own)",
-                     rp_cls_rel_l2(ref, t, per));
-            for (int m = 0; m < from->rows && was[0] == 'a'; m++)
-                for (int j = 0; j < x->B; j++)
+            int found = 0;
+            for (int m = 0; m < from->rows && !found; m++)
+                for (int j = 0; j < x->B && !found; j++)
                     if (!memcmp(t, from->x + (size_t)m * row + (size_t)j * per, sizeof(float) * per)) {
                         snprintf(was, sizeof was, "the reference's row %d of item %d", m, j);
-                        break;
+                        found = 1;
                     }
+            if (!found)
+                snprintf(was, sizeof was, "a row that is none of the reference's (rel-L2 %.3g to its own)",
+                         rp_cls_rel_l2(ref, t, per));
             x->f.teacher_input_break = b;
             x->f.teacher_input_step = r < (size_t)x->N ? (int)r : x->N - 1;
             snprintf(x->f.teacher_input_msg, sizeof x->f.teacher_input_msg,
