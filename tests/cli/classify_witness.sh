@@ -79,6 +79,20 @@ t += b" " * (-len(t) % 8)
 open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
 EOF
 }
+# edit_data FILE TENSOR CODE: run the python CODE on b (the file's bytes, a bytearray), t (the
+# tensor's header entry) and at (the file offset of its first byte), and write the file back
+edit_data() {
+    $py - "$1" "$2" "$3" <<'EOF' || fail "could not edit $2 of $1"
+import json, struct, sys
+p, name, code = sys.argv[1], sys.argv[2], sys.argv[3]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])[name]
+at = 8 + n + t["data_offsets"][0]
+exec(code)
+open(p, "wb").write(b)
+EOF
+}
 
 # 1. a reference at another precision: no envelope
 cp -r "$ref" ref-bf16
@@ -129,41 +143,23 @@ expect fl-seed ref-seed BUG "initial noise" "item 1's initial noise is not the d
 
 # 4. a teacher run fed the other item's rows: items 0 and 1 swapped in every stored row
 cp -r "$fl" fl-teacher
-$py - fl-teacher/teacher/teacher.safetensors <<'EOF' || fail "could not swap the teacher's rows"
-import json, struct, sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-t = h["teacher"]
+edit_data fl-teacher/teacher/teacher.safetensors teacher '
 rows, items = t["shape"][0], t["shape"][1]
 per = 4 * t["shape"][2] * t["shape"][3] * t["shape"][4]
 assert items == 2 and t["dtype"] == "F32"
-base = 8 + n + t["data_offsets"][0]
 for r in range(rows):
-    a = base + r * items * per
-    b[a:a + per], b[a + per:a + 2 * per] = b[a + per:a + 2 * per], b[a:a + per]
-open(p, "wb").write(b)
-EOF
+    a = at + r * items * per
+    b[a:a + per], b[a + per:a + 2 * per] = b[a + per:a + 2 * per], b[a:a + per]'
 expect fl-teacher "$ref" BUG "teacher input" "the harness fed it other rows"
 
 # 5. a teacher run whose last step started from the step before's row (an off-by-one at a
 # step it ran: no row it returns is an input, only the inputs it keeps say so)
 cp -r "$fl" fl-step
-$py - fl-step/teacher/teacher.safetensors <<'EOF' || fail "could not shift the teacher's input"
-import json, struct, sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-t = h["input"]
+edit_data fl-step/teacher/teacher.safetensors input '
 steps, items = t["shape"][0], t["shape"][1]
 row = 4 * items * t["shape"][2] * t["shape"][3] * t["shape"][4]
 assert steps == 3 and t["dtype"] == "F32"
-base = 8 + n + t["data_offsets"][0]
-b[base + 2 * row:base + 3 * row] = b[base + row:base + 2 * row]
-open(p, "wb").write(b)
-EOF
+b[at + 2 * row:at + 3 * row] = b[at + row:at + 2 * row]'
 expect fl-step "$ref" BUG "teacher input" "started step 2 from the reference's row 1 of item 0, not the reference's row 2"
 tr -d '\n' <fl-step/witness.json | grep -q '"first_step":[[:space:]]*{[^}]*"step":[[:space:]]*2' ||
     fail "fl-step: the first step is not step 2"
@@ -172,18 +168,10 @@ tr -d '\n' <fl-step/witness.json | grep -q '"first_step":[[:space:]]*{[^}]*"step
 # stored schedule changed (host arithmetic from steps and size: every layout's is the
 # reference's), named at the step that reads it
 cp -r "$fl" fl-sched
-$py - fl-sched/latents.safetensors <<'EOF' || fail "could not edit the schedule"
-import json, struct, sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-t = h["timesteps"]
+edit_data fl-sched/latents.safetensors timesteps '
 assert t["dtype"] == "F64" and t["shape"] == [3]
-at = 8 + n + t["data_offsets"][0] + 8 * 1
-b[at:at + 8] = struct.pack("<d", struct.unpack("<d", b[at:at + 8])[0] + 1.0)
-open(p, "wb").write(b)
-EOF
+k = at + 8 * 1
+b[k:k + 8] = struct.pack("<d", struct.unpack("<d", b[k:k + 8])[0] + 1.0)'
 expect fl-sched "$ref" BUG schedule "its timesteps\[1\], which step 1 reads"
 
 echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout, GEMM), draw BUG, teacher input BUG (rows, a step's input), schedule BUG"
