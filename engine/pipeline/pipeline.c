@@ -255,6 +255,13 @@ static rp_status teacher_mask_check(const unsigned char *mask, int N, int multis
     return RP_OK;
 }
 
+/* res->teacher_input for a teacher run of N steps of n floats: (N, n). */
+static rp_status teacher_input_alloc(rp_gen_result *res, size_t n, int N, rp_error *err) {
+    if (!(res->teacher_input = malloc(sizeof(float) * n * (size_t)(N > 0 ? N : 1))))
+        return RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher run's inputs");
+    return RP_OK;
+}
+
 /* Row k of a teacher run's inputs (rp_gen_result.teacher_input) for a step it did not run:
  * NaN, which no reference row is, so nothing reads it as evidence. */
 static void teacher_input_unrun(float *inputs, int k, size_t n) {
@@ -1029,9 +1036,8 @@ static rp_status generate_flow(const rp_gen_request *req, const rp_family_ops *o
     memcpy(res->latents, res->noise, sizeof(float) * n);
     t0 = rp_now_s();
     if (req->teacher) {
-        if (!(res->teacher_input = malloc(sizeof(float) * n * (size_t)(N > 0 ? N : 1)))) /* (N, B, C, h, w) */
-            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher run's inputs");
-        else
+        st = teacher_input_alloc(res, n, N, err); /* (N, B, C, h, w) */
+        if (st == RP_OK)
             st = flow_teacher(ctx, &sched, &den, req->teacher, req->teacher_steps, n, res->trajectory,
                               res->teacher_input, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
@@ -1208,9 +1214,8 @@ rp_status rp_generate(const rp_gen_request *req, const rp_ctx *ctx, rp_gen_resul
     memcpy(res->latents, res->noise, sizeof(float) * n);
     double t0 = rp_now_s();
     if (req->teacher) {
-        if (!(res->teacher_input = malloc(sizeof(float) * n * (size_t)(N > 0 ? N : 1)))) /* (N, B, C, S, S) */
-            st = RP_FAIL(err, RP_ERR_NOMEM, "out of memory for the teacher run's inputs");
-        else
+        st = teacher_input_alloc(res, n, N, err); /* (N, B, C, S, S) */
+        if (st == RP_OK)
             st = dit_teacher(ctx, &scfg, &sched, &den, &nsrc, &inoise, req->teacher, req->teacher_steps, n,
                              res->trajectory, res->teacher_input, res->timesteps, err);
         if (st == RP_OK) memcpy(res->latents, teacher_final_latents(req, res->trajectory, n), sizeof(float) * n);
