@@ -173,5 +173,12 @@ assert t["dtype"] == "F64" and t["shape"] == [3]
 k = at + 8 * 1
 b[k:k + 8] = struct.pack("<d", struct.unpack("<d", b[k:k + 8])[0] + 1.0)'
 expect fl-sched "$ref" BUG schedule "its timesteps\[1\], which step 1 reads"
+# an update's coefficient is read a step earlier too: step k reads alphas_cumprod[k + 1]
+cp -r "$fl" fl-abar
+edit_data fl-abar/latents.safetensors alphas_cumprod '
+assert t["dtype"] == "F64" and t["shape"] == [3]
+k = at + 8 * 2
+b[k:k + 8] = struct.pack("<d", struct.unpack("<d", b[k:k + 8])[0] * (1 + 2 ** -40))'
+expect fl-abar "$ref" BUG schedule "its alphas_cumprod\[2\], which step 1 reads"
 
 echo "witnesses: pair CONFIG_ERROR, kernel BUG, configuration BUG (knob, layout, GEMM), draw BUG, teacher input BUG (rows, a step's input), schedule BUG"
